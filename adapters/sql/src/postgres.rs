@@ -1,0 +1,50 @@
+//! Postgres: the store for more than one machine.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use sqlx::{PgPool, Postgres, Transaction, postgres::PgPoolOptions};
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres");
+
+#[derive(Clone)]
+pub struct PostgresStore {
+    pool: PgPool,
+}
+
+impl PostgresStore {
+    /// Connects to `postgres://...` without migrating.
+    pub async fn connect(url: &str, max_connections: u32) -> anyhow::Result<Self> {
+        let pool = PgPoolOptions::new()
+            .max_connections(max_connections)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect(url)
+            .await
+            .with_context(|| "connecting to Postgres")?;
+        Ok(Self { pool })
+    }
+
+    /// Applies pending migrations from `migrations/postgres`. sqlx takes an advisory lock, so
+    /// instances starting together migrate once.
+    pub async fn migrate(&self) -> anyhow::Result<()> {
+        crate::common::migrate_context(MIGRATOR.run(&self.pool).await, "Postgres")
+    }
+
+    pub async fn open(url: &str, max_connections: u32) -> anyhow::Result<Self> {
+        let store = Self::connect(url, max_connections).await?;
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// Read committed is enough: balance changes are single `UPDATE ... RETURNING` statements
+    /// (row-locked), and uniqueness that guards money is a constraint.
+    async fn begin_write(&self) -> Result<Transaction<'static, Postgres>, sqlx::Error> {
+        self.pool.begin().await
+    }
+}
+
+crate::common::impl_sql_stores!(PostgresStore, sqlx::Postgres);

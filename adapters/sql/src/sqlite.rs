@@ -1,0 +1,66 @@
+//! The embedded default: one SQLite file in WAL mode.
+
+use std::{str::FromStr, time::Duration};
+
+use anyhow::Context;
+use sqlx::{
+    Sqlite, SqlitePool, Transaction,
+    sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous},
+};
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite");
+
+#[derive(Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+}
+
+impl SqliteStore {
+    /// Opens (creating if missing) the database at `url` (`sqlite://./svc.db`, or
+    /// `sqlite::memory:` for a private in-memory database), without migrating it.
+    pub async fn connect(url: &str) -> anyhow::Result<Self> {
+        let in_memory = url.contains(":memory:") || url.contains("mode=memory");
+        let options = SqliteConnectOptions::from_str(url)
+            .with_context(|| "parsing the SQLite database URL")?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10));
+        // A private in-memory database lives in one connection; more would each see their own.
+        let max = if in_memory { 1 } else { 8 };
+        let pool = SqlitePoolOptions::new()
+            .max_connections(max)
+            .min_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(options)
+            .await
+            .with_context(|| "opening the SQLite database")?;
+        Ok(Self { pool })
+    }
+
+    /// Applies pending migrations from `migrations/sqlite`.
+    pub async fn migrate(&self) -> anyhow::Result<()> {
+        crate::common::migrate_context(MIGRATOR.run(&self.pool).await, "SQLite")
+    }
+
+    /// Connects and migrates: what `svc serve` does at start.
+    pub async fn open(url: &str) -> anyhow::Result<Self> {
+        let store = Self::connect(url).await?;
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// `BEGIN IMMEDIATE` takes the write lock up front, so a transaction that reads and then
+    /// writes never fails half-way with SQLITE_BUSY; other writers wait on the busy timeout.
+    async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>, sqlx::Error> {
+        self.pool.begin_with("BEGIN IMMEDIATE").await
+    }
+}
+
+crate::common::impl_sql_stores!(SqliteStore, sqlx::Sqlite);

@@ -1,0 +1,109 @@
+//! The one catalog of `failure_class` values. Every REST problem, MCP tool error and A2A
+//! failure carries one of these; the catalog is published with the OpenAPI description.
+
+use serde::Serialize;
+
+macro_rules! failure_classes {
+    ($($variant:ident => ($name:literal, $status:literal, $retryable:literal, $title:literal, $hint:literal)),+ $(,)?) => {
+        /// A machine-readable reason for a failure.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum FailureClass { $($variant),+ }
+
+        impl FailureClass {
+            pub const ALL: &'static [FailureClass] = &[$(FailureClass::$variant),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self { $(FailureClass::$variant => $name),+ }
+            }
+            /// The HTTP status a REST face answers with.
+            pub fn http_status(self) -> u16 {
+                match self { $(FailureClass::$variant => $status),+ }
+            }
+            /// Whether repeating the same request later can succeed.
+            pub fn retryable(self) -> bool {
+                match self { $(FailureClass::$variant => $retryable),+ }
+            }
+            pub fn title(self) -> &'static str {
+                match self { $(FailureClass::$variant => $title),+ }
+            }
+            /// One sentence addressed to the calling model.
+            pub fn hint(self) -> &'static str {
+                match self { $(FailureClass::$variant => $hint),+ }
+            }
+            pub fn parse(s: &str) -> Option<Self> {
+                match s { $($name => Some(FailureClass::$variant),)+ _ => None }
+            }
+        }
+    };
+}
+
+failure_classes! {
+    MalformedRequest => ("malformed_request", 400, false, "Malformed request",
+        "Fix the request syntax (JSON body, query or headers) as the detail says, then send it again."),
+    MissingApiKey => ("missing_api_key", 401, false, "API key required",
+        "Send `Authorization: Bearer svc_...`; if you have no key, sign up with svc_start_claim_link_signup."),
+    InvalidApiKey => ("invalid_api_key", 401, false, "Invalid API key",
+        "The key is malformed or unknown; check that it was copied whole, or sign up for a new one."),
+    RevokedApiKey => ("revoked_api_key", 401, false, "API key revoked",
+        "This key was revoked; ask the account owner for a new key."),
+    WrongEnvironment => ("wrong_environment", 403, false, "Key is for another environment",
+        "Test keys (svc_test_) work only on the sandbox and live keys only on the live service."),
+    InsufficientScope => ("insufficient_scope", 403, false, "Key lacks a scope",
+        "The key does not carry the scope this call needs; ask the account owner for a key that does."),
+    ApiKeyNotAllowed => ("api_key_not_allowed", 403, false, "API keys cannot call this endpoint",
+        "This endpoint needs a signed-in web session; hand the human the link instead of calling it."),
+    InsufficientCredits => ("insufficient_credits", 402, false, "Not enough credits",
+        "Top up the account's credits, then retry."),
+    NotFound => ("not_found", 404, false, "Not found",
+        "Check the path against /openapi.json."),
+    MethodNotAllowed => ("method_not_allowed", 405, false, "Method not allowed",
+        "Use one of the methods in the Allow header."),
+    IdempotencyInFlight => ("idempotency_in_flight", 409, true, "Request with this key is in flight",
+        "Wait for Retry-After, then send the same request with the same Idempotency-Key."),
+    PayloadTooLarge => ("payload_too_large", 413, false, "Request body too large",
+        "Send a smaller body; the limit is published in /.well-known/sandbox.json."),
+    UnsupportedMediaType => ("unsupported_media_type", 415, false, "Unsupported content type",
+        "Send the body as application/json."),
+    InvalidRequest => ("invalid_request", 422, false, "Invalid request",
+        "The request is well formed but a value is not acceptable; fix the field the detail names."),
+    IdempotencyConflict => ("idempotency_conflict", 422, false, "Idempotency-Key reused",
+        "This Idempotency-Key was used for a different request; use a new key for a new request."),
+    RateLimited => ("rate_limited", 429, true, "Too many requests",
+        "Wait the number of seconds in Retry-After before the next request."),
+    Internal => ("internal", 500, true, "Internal error",
+        "Retry later; if it persists, report the request id."),
+    Unavailable => ("unavailable", 503, true, "Service unavailable",
+        "Retry after a short wait."),
+}
+
+impl std::fmt::Display for FailureClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_parse_back() {
+        let mut seen = std::collections::HashSet::new();
+        for c in FailureClass::ALL {
+            assert!(seen.insert(c.as_str()), "duplicate {c}");
+            assert_eq!(FailureClass::parse(c.as_str()), Some(*c));
+            assert!((400..600).contains(&c.http_status()));
+            assert!(c.hint().ends_with('.'));
+        }
+        assert_eq!(serde_json_name(FailureClass::RateLimited), "rate_limited");
+    }
+
+    fn serde_json_name(c: FailureClass) -> String {
+        serde_json::to_value(c)
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+}

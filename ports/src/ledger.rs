@@ -1,0 +1,150 @@
+//! The credit ledger. Credits are integers. Every change to a balance is an entry, written in
+//! the same store transaction as the balance it changes, so the balance always equals the sum
+//! of the entries.
+
+use std::{fmt, str::FromStr};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{AccountId, LedgerEntryId};
+
+/// Upper bound on one grant: far above any plan, low enough that sums never overflow `i64`.
+pub const MAX_GRANT: i64 = 1_000_000_000;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("credit amount must be between 1 and {MAX_GRANT}, got {0}")]
+pub struct CreditAmountError(pub i64);
+
+/// A strictly positive number of credits to move.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "i64", into = "i64")]
+pub struct CreditAmount(i64);
+
+impl CreditAmount {
+    pub fn new(n: i64) -> Result<Self, CreditAmountError> {
+        if (1..=MAX_GRANT).contains(&n) {
+            Ok(Self(n))
+        } else {
+            Err(CreditAmountError(n))
+        }
+    }
+
+    pub fn get(self) -> i64 {
+        self.0
+    }
+}
+
+impl TryFrom<i64> for CreditAmount {
+    type Error = CreditAmountError;
+    fn try_from(n: i64) -> Result<Self, CreditAmountError> {
+        Self::new(n)
+    }
+}
+
+impl From<CreditAmount> for i64 {
+    fn from(a: CreditAmount) -> i64 {
+        a.0
+    }
+}
+
+/// Why an entry moved credits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryKind {
+    /// Credits given by an operator, a plan or the sandbox seed.
+    Grant,
+}
+
+impl EntryKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntryKind::Grant => "grant",
+        }
+    }
+}
+
+impl fmt::Display for EntryKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for EntryKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "grant" => Ok(EntryKind::Grant),
+            other => Err(format!("unknown ledger entry kind `{other}`")),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LedgerEntry {
+    pub id: LedgerEntryId,
+    pub account_id: AccountId,
+    pub kind: EntryKind,
+    /// Signed change to the spendable balance.
+    pub delta: i64,
+    /// Spendable balance right after this entry.
+    pub balance_after: i64,
+    /// Idempotency reference of the grant, unique per account when present.
+    pub reference: Option<String>,
+    pub memo: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A request to add credits to an account.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    pub id: LedgerEntryId,
+    pub account_id: AccountId,
+    pub amount: CreditAmount,
+    /// When set, the grant is applied at most once per (account, reference).
+    pub reference: Option<String>,
+    pub memo: String,
+    pub at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GrantOutcome {
+    Applied(LedgerEntry),
+    /// A grant with the same reference was applied before; nothing changed.
+    AlreadyApplied(LedgerEntry),
+}
+
+impl GrantOutcome {
+    pub fn entry(&self) -> &LedgerEntry {
+        match self {
+            GrantOutcome::Applied(e) | GrantOutcome::AlreadyApplied(e) => e,
+        }
+    }
+}
+
+/// An account's credits. `spendable` is what an action may draw on now; `held` is reserved by
+/// actions in flight (always 0 until execution holds credits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Balance {
+    pub spendable: i64,
+    pub held: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn amounts_are_positive_and_bounded() {
+        assert!(CreditAmount::new(0).is_err());
+        assert!(CreditAmount::new(-5).is_err());
+        assert!(CreditAmount::new(MAX_GRANT + 1).is_err());
+        assert_eq!(CreditAmount::new(7).unwrap().get(), 7);
+    }
+
+    #[test]
+    fn kinds_round_trip() {
+        assert_eq!("grant".parse::<EntryKind>().unwrap(), EntryKind::Grant);
+        assert!("gift".parse::<EntryKind>().is_err());
+    }
+}

@@ -1,0 +1,25 @@
+//! Domain model and port traits of the agent action and commerce service.
+//!
+//! This crate performs no I/O. Records here are validated newtypes ("parse, don't validate"):
+//! a value of one of these types is known to be well formed. Port traits document, for every
+//! operation, which error an implementation MUST return and when; the contract suite in
+//! `contract-tests/` holds every store to those words.
+
+pub mod account;
+pub mod failure;
+pub mod ids;
+pub mod keys;
+pub mod ledger;
+pub mod system;
+pub mod usage;
+
+pub use account::{Account, Email, Environment, Plan};
+pub use failure::FailureClass;
+pub use ids::{AccountId, ApiKeyId, IdError, LedgerEntryId};
+pub use keys::{ApiKeyRecord, ApiKeySecret, KeyHash, KeyPrefix, Scope, Scopes};
+pub use ledger::{Balance, CreditAmount, EntryKind, Grant, GrantOutcome, LedgerEntry};
+pub use system::{Clock, Entropy};
+pub use usage::{MeteringPolicy, UsageRecord};
+
+pub mod store;
+pub use store::{AccountError, AccountStore, KeyError, LedgerError, LedgerStore, StoreError};

@@ -1,0 +1,187 @@
+//! In-memory accounts, keys and ledger. One mutex guards all state so each port operation is
+//! atomic, exactly as one database transaction would be.
+
+use std::{
+    collections::HashMap,
+    sync::{Mutex, MutexGuard},
+};
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use svc_ports::{
+    Account, AccountId, ApiKeyRecord, Balance, Email, Environment, GrantOutcome, KeyHash,
+    KeyPrefix, LedgerEntry,
+    ledger::{EntryKind, Grant},
+    store::{AccountError, AccountStore, KeyError, LedgerError, LedgerStore, StoreError},
+};
+
+#[derive(Default)]
+struct State {
+    accounts: HashMap<AccountId, Account>,
+    balances: HashMap<AccountId, Balance>,
+    keys: Vec<ApiKeyRecord>,
+    entries: Vec<LedgerEntry>,
+}
+
+#[derive(Default)]
+pub struct MemoryStore {
+    state: Mutex<State>,
+}
+
+impl MemoryStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock cannot leave a half-applied operation behind (every
+        // operation checks before it mutates), so a poisoned lock is still consistent.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[async_trait]
+impl AccountStore for MemoryStore {
+    async fn create_account(&self, account: &Account) -> Result<(), AccountError> {
+        let mut s = self.lock();
+        let taken = s
+            .accounts
+            .values()
+            .any(|a| a.environment == account.environment && a.email == account.email);
+        if taken || s.accounts.contains_key(&account.id) {
+            return Err(AccountError::EmailTaken);
+        }
+        s.accounts.insert(account.id.clone(), account.clone());
+        s.balances.insert(account.id.clone(), Balance::default());
+        Ok(())
+    }
+
+    async fn account(&self, id: &AccountId) -> Result<Option<Account>, StoreError> {
+        Ok(self.lock().accounts.get(id).cloned())
+    }
+
+    async fn account_by_email(
+        &self,
+        environment: Environment,
+        email: &Email,
+    ) -> Result<Option<Account>, StoreError> {
+        Ok(self
+            .lock()
+            .accounts
+            .values()
+            .find(|a| a.environment == environment && &a.email == email)
+            .cloned())
+    }
+
+    async fn insert_key(&self, key: &ApiKeyRecord) -> Result<(), KeyError> {
+        let mut s = self.lock();
+        if !s.accounts.contains_key(&key.account_id) {
+            return Err(KeyError::UnknownAccount);
+        }
+        if s.keys
+            .iter()
+            .any(|k| k.hash == key.hash || k.prefix == key.prefix || k.id == key.id)
+        {
+            return Err(KeyError::Duplicate);
+        }
+        s.keys.push(key.clone());
+        Ok(())
+    }
+
+    async fn key_by_hash(
+        &self,
+        hash: &KeyHash,
+    ) -> Result<Option<(ApiKeyRecord, Account)>, StoreError> {
+        let s = self.lock();
+        Ok(s.keys.iter().find(|k| &k.hash == hash).and_then(|k| {
+            s.accounts
+                .get(&k.account_id)
+                .map(|a| (k.clone(), a.clone()))
+        }))
+    }
+
+    async fn keys(&self, account: Option<AccountId>) -> Result<Vec<ApiKeyRecord>, StoreError> {
+        let s = self.lock();
+        let mut keys: Vec<_> = s
+            .keys
+            .iter()
+            .filter(|k| account.as_ref().is_none_or(|a| &k.account_id == a))
+            .cloned()
+            .collect();
+        keys.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(keys)
+    }
+
+    async fn revoke_key(
+        &self,
+        prefix: &KeyPrefix,
+        at: DateTime<Utc>,
+    ) -> Result<ApiKeyRecord, KeyError> {
+        let mut s = self.lock();
+        let key = s
+            .keys
+            .iter_mut()
+            .find(|k| &k.prefix == prefix)
+            .ok_or(KeyError::NotFound)?;
+        if key.revoked_at.is_some() {
+            return Err(KeyError::AlreadyRevoked);
+        }
+        key.revoked_at = Some(at);
+        Ok(key.clone())
+    }
+}
+
+#[async_trait]
+impl LedgerStore for MemoryStore {
+    async fn grant(&self, grant: &Grant) -> Result<GrantOutcome, LedgerError> {
+        let mut s = self.lock();
+        if !s.accounts.contains_key(&grant.account_id) {
+            return Err(LedgerError::UnknownAccount);
+        }
+        if let Some(reference) = &grant.reference {
+            let earlier = s.entries.iter().find(|e| {
+                e.account_id == grant.account_id && e.reference.as_ref() == Some(reference)
+            });
+            if let Some(e) = earlier {
+                return Ok(GrantOutcome::AlreadyApplied(e.clone()));
+            }
+        }
+        let balance = s.balances.entry(grant.account_id.clone()).or_default();
+        balance.spendable += grant.amount.get();
+        let entry = LedgerEntry {
+            id: grant.id.clone(),
+            account_id: grant.account_id.clone(),
+            kind: EntryKind::Grant,
+            delta: grant.amount.get(),
+            balance_after: balance.spendable,
+            reference: grant.reference.clone(),
+            memo: grant.memo.clone(),
+            created_at: grant.at,
+        };
+        s.entries.push(entry.clone());
+        Ok(GrantOutcome::Applied(entry))
+    }
+
+    async fn balance(&self, account: &AccountId) -> Result<Balance, LedgerError> {
+        self.lock()
+            .balances
+            .get(account)
+            .copied()
+            .ok_or(LedgerError::UnknownAccount)
+    }
+
+    async fn entries(
+        &self,
+        account: &AccountId,
+        limit: u32,
+    ) -> Result<Vec<LedgerEntry>, StoreError> {
+        let s = self.lock();
+        Ok(s.entries
+            .iter()
+            .rev()
+            .filter(|e| &e.account_id == account)
+            .take(limit as usize)
+            .cloned()
+            .collect())
+    }
+}

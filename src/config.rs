@@ -1,0 +1,117 @@
+//! Typed settings from `SVC_*` environment variables (or flags); `svc serve --help` lists them.
+
+use clap::Args;
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeSettings {
+    /// Address to listen on (`127.0.0.1:0` picks a free port).
+    #[arg(long, env = "SVC_BIND", default_value = "127.0.0.1:8080")]
+    pub bind: String,
+
+    /// Store: `sqlite://PATH` (default, created and migrated at start) or `postgres://...`.
+    #[arg(long, env = "SVC_DATABASE_URL", default_value = "sqlite://./svc.db")]
+    pub database_url: String,
+
+    /// Largest Postgres connection pool.
+    #[arg(long, env = "SVC_DATABASE_MAX_CONNECTIONS", default_value_t = 16)]
+    pub database_max_connections: u32,
+
+    #[command(flatten)]
+    pub runtime: RuntimeSettings,
+}
+
+/// Settings shared by `svc serve` and `svc sandbox`.
+#[derive(Debug, Clone, Args)]
+pub struct RuntimeSettings {
+    /// Public origin of the runtime API (default: the bound address).
+    #[arg(long, env = "SVC_BASE_URL")]
+    pub base_url: Option<String>,
+
+    /// Public site origin serving discovery files, scan and billing (default: base URL).
+    #[arg(long, env = "SVC_SITE_URL")]
+    pub site_url: Option<String>,
+
+    /// Public MCP endpoint (default: base URL + `/mcp`).
+    #[arg(long, env = "SVC_MCP_URL")]
+    pub mcp_url: Option<String>,
+
+    /// Largest accepted request body, in bytes; larger bodies get 413.
+    #[arg(long, env = "SVC_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
+    pub max_body_bytes: usize,
+
+    /// Requests per minute allowed for one API key (burst of the same size).
+    #[arg(long, env = "SVC_RATE_LIMIT_PER_KEY", default_value_t = 1200)]
+    pub rate_limit_per_key: u32,
+
+    /// Requests per minute allowed from one client IP address (burst of the same size).
+    #[arg(long, env = "SVC_RATE_LIMIT_PER_IP", default_value_t = 3000)]
+    pub rate_limit_per_ip: u32,
+
+    /// Take the client IP from the first `X-Forwarded-For` entry (only behind a trusted proxy).
+    #[arg(long, env = "SVC_TRUST_FORWARDED_FOR", default_value_t = false)]
+    pub trust_forwarded_for: bool,
+
+    /// Extra `Host` values the MCP endpoint accepts (loopback and the configured origins always are).
+    #[arg(long, env = "SVC_MCP_ALLOWED_HOSTS", value_delimiter = ',')]
+    pub mcp_allowed_hosts: Vec<String>,
+
+    /// Browser origins allowed to call the MCP endpoint (`scheme://host:port`); when empty,
+    /// requests that carry an `Origin` header must come from the configured origins.
+    #[arg(long, env = "SVC_MCP_ALLOWED_ORIGINS", value_delimiter = ',')]
+    pub mcp_allowed_origins: Vec<String>,
+
+    /// Accept any `Host` on the MCP endpoint (for a deployment behind a proxy that checks it).
+    #[arg(long, env = "SVC_MCP_DISABLE_HOST_CHECK", default_value_t = false)]
+    pub mcp_disable_host_check: bool,
+}
+
+impl Default for RuntimeSettings {
+    fn default() -> Self {
+        Self {
+            base_url: None,
+            site_url: None,
+            mcp_url: None,
+            max_body_bytes: 1024 * 1024,
+            rate_limit_per_key: 1200,
+            rate_limit_per_ip: 3000,
+            trust_forwarded_for: false,
+            mcp_allowed_hosts: Vec::new(),
+            mcp_allowed_origins: Vec::new(),
+            mcp_disable_host_check: false,
+        }
+    }
+}
+
+/// The origins the service answers for, resolved once the listener is bound.
+#[derive(Debug, Clone)]
+pub struct Origins {
+    pub base_url: String,
+    pub site_url: String,
+    pub mcp_url: String,
+}
+
+impl Origins {
+    pub fn resolve(runtime: &RuntimeSettings, bound: std::net::SocketAddr) -> Self {
+        let trim = |s: &str| s.trim_end_matches('/').to_owned();
+        let base_url = runtime
+            .base_url
+            .as_deref()
+            .map(trim)
+            .unwrap_or_else(|| format!("http://{bound}"));
+        let site_url = runtime
+            .site_url
+            .as_deref()
+            .map(trim)
+            .unwrap_or_else(|| base_url.clone());
+        let mcp_url = runtime
+            .mcp_url
+            .as_deref()
+            .map(trim)
+            .unwrap_or_else(|| format!("{base_url}/mcp"));
+        Self {
+            base_url,
+            site_url,
+            mcp_url,
+        }
+    }
+}

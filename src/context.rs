@@ -1,0 +1,24 @@
+//! What every face holds: the services and the resolved settings.
+
+use std::sync::Arc;
+
+use svc_ports::Environment;
+
+use crate::{config::Origins, services::Services};
+
+#[derive(Clone)]
+pub struct AppContext {
+    pub services: Arc<Services>,
+    pub origins: Arc<Origins>,
+    /// Live for `svc serve`, test for `svc sandbox`: keys of the other kind are refused.
+    pub environment: Environment,
+    pub limits: Limits,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_body_bytes: usize,
+    pub rate_limit_per_key: u32,
+    pub rate_limit_per_ip: u32,
+    pub trust_forwarded_for: bool,
+}

@@ -1,0 +1,83 @@
+//! Per-IP and per-key rate limits (governor, GCRA), answered with 429 and `Retry-After`.
+
+use std::{net::IpAddr, num::NonZeroU32, sync::Arc, time::Duration};
+
+use governor::{
+    DefaultKeyedRateLimiter, Quota, RateLimiter,
+    clock::{Clock, DefaultClock},
+};
+use svc_ports::{ApiKeyId, FailureClass};
+
+use super::problem::ApiProblem;
+
+#[derive(Clone)]
+pub struct RateLimits {
+    per_ip: Arc<DefaultKeyedRateLimiter<IpAddr>>,
+    per_key: Arc<DefaultKeyedRateLimiter<ApiKeyId>>,
+}
+
+fn quota(per_minute: u32) -> Quota {
+    let n = NonZeroU32::new(per_minute.max(1)).unwrap_or(NonZeroU32::MIN);
+    Quota::per_minute(n).allow_burst(n)
+}
+
+impl RateLimits {
+    pub fn new(per_ip_per_minute: u32, per_key_per_minute: u32) -> Self {
+        Self {
+            per_ip: Arc::new(RateLimiter::keyed(quota(per_ip_per_minute))),
+            per_key: Arc::new(RateLimiter::keyed(quota(per_key_per_minute))),
+        }
+    }
+
+    pub fn check_ip(&self, ip: IpAddr) -> Result<(), ApiProblem> {
+        self.per_ip.check_key(&ip).map_err(|not_until| {
+            let wait = not_until.wait_time_from(DefaultClock::default().now());
+            limited("Too many requests from this address.", wait)
+        })
+    }
+
+    pub fn check_key(&self, key: &ApiKeyId) -> Result<(), ApiProblem> {
+        self.per_key.check_key(key).map_err(|not_until| {
+            let wait = not_until.wait_time_from(DefaultClock::default().now());
+            limited("Too many requests with this API key.", wait)
+        })
+    }
+
+    /// Forgets idle clients so the tables stay small; run on a timer.
+    pub fn housekeep(&self) {
+        self.per_ip.retain_recent();
+        self.per_ip.shrink_to_fit();
+        self.per_key.retain_recent();
+        self.per_key.shrink_to_fit();
+    }
+}
+
+fn limited(detail: &str, wait: Duration) -> ApiProblem {
+    ApiProblem::new(FailureClass::RateLimited, detail)
+        .retry_after(wait.max(Duration::from_millis(1)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ulid::Ulid;
+
+    #[test]
+    fn the_burst_passes_then_429_with_a_wait() {
+        let limits = RateLimits::new(3, 2);
+        let ip: IpAddr = "203.0.113.9".parse().unwrap();
+        for _ in 0..3 {
+            limits.check_ip(ip).unwrap();
+        }
+        let p = limits.check_ip(ip).unwrap_err();
+        assert_eq!(p.class, FailureClass::RateLimited);
+        assert!(p.retry_after.unwrap() > Duration::from_secs(1));
+        // Another address is not affected.
+        limits.check_ip("203.0.113.10".parse().unwrap()).unwrap();
+
+        let key = ApiKeyId::from_ulid(Ulid::nil());
+        limits.check_key(&key).unwrap();
+        limits.check_key(&key).unwrap();
+        assert!(limits.check_key(&key).is_err());
+    }
+}

@@ -1,0 +1,207 @@
+//! Cross-cutting request handling: request ids and access logs, per-IP rate limits, the body
+//! size cap, and the final mapping of every error to problem+json.
+
+use std::{net::IpAddr, sync::Arc};
+
+use futures_util::StreamExt;
+use poem::{
+    Body, Endpoint, IntoResponse, Request, Response,
+    http::{HeaderValue, header},
+};
+use svc_ports::FailureClass;
+use tracing::Instrument;
+
+use super::{
+    limits::RateLimits,
+    problem::{ApiProblem, classify},
+};
+
+pub const REQUEST_ID: &str = "x-request-id";
+
+/// Paths and the methods they accept, from the OpenAPI document, for `Allow` on 405.
+#[derive(Debug, Default)]
+pub struct AllowedMethods(Vec<(Vec<String>, String)>);
+
+impl AllowedMethods {
+    pub fn from_openapi(doc: &serde_json::Value) -> Self {
+        let mut out = Vec::new();
+        if let Some(paths) = doc["paths"].as_object() {
+            for (path, item) in paths {
+                let methods: Vec<String> = item
+                    .as_object()
+                    .map(|m| {
+                        m.keys()
+                            .filter(|k| is_method(k))
+                            .map(|k| k.to_uppercase())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let segments = path.split('/').map(str::to_owned).collect();
+                out.push((segments, methods.join(", ")));
+            }
+        }
+        Self(out)
+    }
+
+    pub fn for_path(&self, path: &str) -> Option<String> {
+        let segs: Vec<&str> = path.split('/').collect();
+        self.0.iter().find_map(|(pattern, methods)| {
+            let matches = pattern.len() == segs.len()
+                && pattern
+                    .iter()
+                    .zip(&segs)
+                    .all(|(p, s)| p == s || (p.starts_with('{') && p.ends_with('}')));
+            matches.then(|| methods.clone())
+        })
+    }
+}
+
+fn is_method(k: &str) -> bool {
+    matches!(
+        k,
+        "get" | "put" | "post" | "delete" | "options" | "head" | "patch" | "trace"
+    )
+}
+
+/// Settings the outermost layer needs.
+#[derive(Clone)]
+pub struct Edge {
+    pub limits: RateLimits,
+    pub max_body_bytes: usize,
+    pub trust_forwarded_for: bool,
+    pub www_authenticate: Arc<str>,
+    pub allowed: Arc<AllowedMethods>,
+}
+
+fn valid_request_id(v: &str) -> bool {
+    (1..=64).contains(&v.len())
+        && v.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+fn client_ip(req: &Request, trust_forwarded_for: bool) -> Option<IpAddr> {
+    if trust_forwarded_for {
+        let forwarded = req
+            .header("x-forwarded-for")
+            .and_then(|v| v.split(',').next())
+            .and_then(|v| v.trim().parse().ok());
+        if forwarded.is_some() {
+            return forwarded;
+        }
+    }
+    req.remote_addr().as_socket_addr().map(|a| a.ip())
+}
+
+/// Reads the body up to the cap; `Err` when it is larger. Bodies announced larger are refused
+/// before a byte is read.
+async fn cap_body(req: &mut Request, max: usize) -> Result<(), ApiProblem> {
+    let too_large = || {
+        ApiProblem::new(
+            FailureClass::PayloadTooLarge,
+            format!("Request bodies are limited to {max} bytes."),
+        )
+    };
+    let announced = req
+        .header(header::CONTENT_LENGTH)
+        .and_then(|v| v.parse::<u64>().ok());
+    if announced.is_some_and(|n| n > max as u64) {
+        return Err(too_large());
+    }
+    if announced == Some(0) {
+        return Ok(());
+    }
+    let mut stream = req.take_body().into_bytes_stream();
+    let mut buf = Vec::with_capacity(announced.unwrap_or(0) as usize);
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| {
+            ApiProblem::new(
+                FailureClass::MalformedRequest,
+                format!("Reading the body failed: {e}"),
+            )
+        })?;
+        if buf.len() + chunk.len() > max {
+            return Err(too_large());
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    req.set_body(Body::from(buf));
+    Ok(())
+}
+
+/// The outermost layer: gives every request an id and a span, applies the per-IP limit and the
+/// body cap, and renders every error as problem+json.
+pub async fn edge<E: Endpoint>(next: E, mut req: Request) -> poem::Result<Response> {
+    let edge = req
+        .data::<Edge>()
+        .cloned()
+        .ok_or_else(|| ApiProblem::internal("edge settings missing"))?;
+    let request_id = req
+        .header(REQUEST_ID)
+        .filter(|v| valid_request_id(v))
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("req_{}", ulid::Ulid::new()));
+    let span = tracing::info_span!(
+        "request",
+        id = %request_id,
+        method = %req.method(),
+        path = %req.uri().path(),
+        account_id = tracing::field::Empty,
+    );
+    async move {
+        let started = std::time::Instant::now();
+        let path = req.uri().path().to_owned();
+        let outcome = async {
+            if let Some(ip) = client_ip(&req, edge.trust_forwarded_for) {
+                edge.limits.check_ip(ip)?;
+            }
+            cap_body(&mut req, edge.max_body_bytes).await?;
+            next.call(req).await.map(IntoResponse::into_response)
+        }
+        .await;
+        let mut resp = match outcome {
+            Ok(resp) => resp,
+            Err(err) => {
+                classify(&err, || edge.allowed.for_path(&path)).render(&edge.www_authenticate)
+            }
+        };
+        if let Ok(v) = HeaderValue::from_str(&request_id) {
+            resp.headers_mut().insert(REQUEST_ID, v);
+        }
+        let status = resp.status().as_u16();
+        let ms = started.elapsed().as_secs_f64() * 1000.0;
+        if status >= 500 {
+            tracing::error!(status, latency_ms = ms, "request failed");
+        } else {
+            tracing::info!(status, latency_ms = ms, "request");
+        }
+        Ok(resp)
+    }
+    .instrument(span)
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn allowed_methods_match_templates() {
+        let doc = json!({"paths": {"/api/usage": {"get": {}}, "/api/tasks/{id}": {"get": {}, "delete": {}, "parameters": []}}});
+        let a = AllowedMethods::from_openapi(&doc);
+        assert_eq!(a.for_path("/api/usage").as_deref(), Some("GET"));
+        assert_eq!(
+            a.for_path("/api/tasks/task_1").as_deref(),
+            Some("GET, DELETE")
+        );
+        assert_eq!(a.for_path("/api/nope"), None);
+    }
+
+    #[test]
+    fn request_ids_are_checked() {
+        assert!(valid_request_id("req_01HX"));
+        assert!(!valid_request_id(""));
+        assert!(!valid_request_id("a b"));
+        assert!(!valid_request_id(&"x".repeat(65)));
+    }
+}

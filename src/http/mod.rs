@@ -1,0 +1,145 @@
+//! The REST face (poem + poem-openapi), the OpenAPI 3.1 document, and the app that mounts
+//! every face behind the edge middleware.
+
+pub mod auth;
+pub mod limits;
+pub mod meta;
+pub mod middleware;
+pub mod openapi31;
+pub mod problem;
+pub mod usage;
+
+use std::sync::Arc;
+
+use poem::{
+    Endpoint, EndpointExt, IntoEndpoint, Response, Route, get, handler,
+    http::{StatusCode, header},
+    web::Data,
+};
+use poem_openapi::OpenApiService;
+use serde_json::Value;
+use svc_ports::FailureClass;
+
+use crate::{context::AppContext, mcp, wellknown};
+use limits::RateLimits;
+use middleware::{AllowedMethods, Edge};
+
+#[derive(poem_openapi::Tags)]
+pub enum Tags {
+    /// Credits, plan and metering of the calling account.
+    Usage,
+    /// Health and service metadata.
+    Meta,
+}
+
+fn api_description(ctx: &AppContext) -> String {
+    let policy = ctx.services.usage.policy();
+    let mut catalog = String::new();
+    for c in FailureClass::ALL {
+        catalog.push_str(&format!(
+            "| `{}` | {} | {} | {} |\n",
+            c.as_str(),
+            c.http_status(),
+            c.retryable(),
+            c.hint()
+        ));
+    }
+    format!(
+        "Agents read public pages, discover and execute mapped site actions, and manage access and credits.\n\n\
+         Authenticate with `Authorization: Bearer svc_<API_KEY>`. Errors are RFC 9457 `application/problem+json` \
+         with `failure_class`, `retryable`, `retry_after_ms`, `hint` and `next_action`.\n\n\
+         Metering: {cost} credit per completed action, failed actions refunded, `Idempotency-Key` kept {hours} h.\n\n\
+         Limits: request bodies up to {body} bytes (413 above); {ip} requests per minute per IP and {key} per API key \
+         (429 with `Retry-After`).\n\n\
+         | failure_class | status | retryable | hint |\n|---|---|---|---|\n{catalog}",
+        cost = policy.cost_per_completed_action,
+        hours = policy.idempotency_window_hours,
+        body = ctx.limits.max_body_bytes,
+        ip = ctx.limits.rate_limit_per_ip,
+        key = ctx.limits.rate_limit_per_key,
+    )
+}
+
+type Apis = (meta::MetaApi, usage::UsageApi);
+
+fn openapi_service(ctx: &AppContext) -> OpenApiService<Apis, ()> {
+    OpenApiService::new(
+        (meta::MetaApi, usage::UsageApi { ctx: ctx.clone() }),
+        "Agent action and commerce service",
+        env!("CARGO_PKG_VERSION"),
+    )
+    .description(api_description(ctx))
+    .server(ctx.origins.base_url.clone())
+}
+
+/// The served OpenAPI 3.1 document.
+pub fn openapi_document(ctx: &AppContext) -> Value {
+    let generated: Value =
+        serde_json::from_str(&openapi_service(ctx).spec()).unwrap_or(Value::Null);
+    openapi31::to_openapi_31(generated)
+}
+
+#[derive(Clone)]
+struct StaticJson(Arc<Vec<u8>>);
+
+#[handler]
+fn serve_static_json(doc: Data<&StaticJson>) -> Response {
+    Response::builder()
+        .status(StatusCode::OK)
+        .content_type("application/json")
+        .header(header::CACHE_CONTROL, "public, max-age=300")
+        .header(header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")
+        .body(doc.0.0.as_ref().clone())
+}
+
+fn json_file(value: &Value) -> impl Endpoint + use<> {
+    let bytes = serde_json::to_vec_pretty(value).unwrap_or_default();
+    get(serve_static_json).data(StaticJson(Arc::new(bytes)))
+}
+
+/// Every route of the service behind the edge middleware.
+pub fn app(
+    ctx: AppContext,
+    mcp_config: mcp::McpConfig,
+) -> impl Endpoint<Output = Response> + use<> {
+    let document = openapi_document(&ctx);
+    let allowed = Arc::new(AllowedMethods::from_openapi(&document));
+    let limits = RateLimits::new(ctx.limits.rate_limit_per_ip, ctx.limits.rate_limit_per_key);
+    spawn_housekeeping(limits.clone());
+    let edge = Edge {
+        limits: limits.clone(),
+        max_body_bytes: ctx.limits.max_body_bytes,
+        trust_forwarded_for: ctx.limits.trust_forwarded_for,
+        www_authenticate: format!(
+            "Bearer realm=\"svc\", resource_metadata=\"{}/.well-known/oauth-protected-resource\"",
+            ctx.origins.base_url
+        )
+        .into(),
+        allowed,
+    };
+    let tools_manifest = wellknown::tools_manifest(&ctx);
+    Route::new()
+        .at("/openapi.json", json_file(&document))
+        .at("/.well-known/openapi.json", json_file(&document))
+        .at("/.well-known/mcp/tools.json", json_file(&tools_manifest))
+        .at("/mcp", mcp::endpoint(ctx.clone(), mcp_config))
+        .nest("/", openapi_service(&ctx))
+        .around(|next, req| middleware::edge(next, req))
+        .data(ctx)
+        .data(limits)
+        .data(edge)
+        .map_to_response()
+        .into_endpoint()
+}
+
+fn spawn_housekeeping(limits: RateLimits) {
+    if let Ok(handle) = tokio::runtime::Handle::try_current() {
+        handle.spawn(async move {
+            let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
+            loop {
+                tick.tick().await;
+                limits.housekeep();
+            }
+        });
+    }
+}

@@ -1,0 +1,11 @@
+//! The agent action and commerce service: domain services written against ports, and the
+//! faces (REST, MCP, discovery files) that drive them. Only `startup` names adapters.
+
+pub mod config;
+pub mod context;
+pub mod http;
+pub mod mcp;
+pub mod services;
+pub mod startup;
+pub mod telemetry;
+pub mod wellknown;

@@ -1,0 +1,199 @@
+//! Issuing, listing and revoking API keys, and granting credits with them.
+
+use anyhow::Context;
+use svc_ports::{
+    Account, AccountId, ApiKeyId, ApiKeyRecord, ApiKeySecret, CreditAmount, Email, Environment,
+    KeyPrefix, LedgerEntryId, Plan, Scopes,
+    keys::KEY_RANDOM_LEN,
+    ledger::Grant,
+    store::{AccountError, KeyError, LedgerError},
+};
+
+use super::Ports;
+
+/// What `svc keys create` (and later signup) asks for.
+#[derive(Debug, Clone)]
+pub struct CreateKey {
+    pub email: Email,
+    /// Plan for a new account; an existing account keeps its plan.
+    pub plan: Plan,
+    /// Credits granted to the account along with the key.
+    pub credits: Option<CreditAmount>,
+    pub scopes: Scopes,
+    pub label: String,
+}
+
+/// A freshly issued key. The secret is shown once and never stored.
+#[derive(Debug)]
+pub struct IssuedKey {
+    pub secret: ApiKeySecret,
+    pub record: ApiKeyRecord,
+    pub account: Account,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum KeyServiceError {
+    #[error("no key has the prefix {0}")]
+    NotFound(KeyPrefix),
+    #[error("the key {0} was already revoked")]
+    AlreadyRevoked(KeyPrefix),
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+pub struct KeyService {
+    ports: Ports,
+    environment: Environment,
+}
+
+impl KeyService {
+    pub fn new(ports: Ports, environment: Environment) -> Self {
+        Self { ports, environment }
+    }
+
+    /// Finds or creates the account for `email` in this environment.
+    pub async fn ensure_account(&self, email: &Email, plan: Plan) -> anyhow::Result<Account> {
+        let accounts = &self.ports.accounts;
+        if let Some(a) = accounts.account_by_email(self.environment, email).await? {
+            return Ok(a);
+        }
+        let account = Account {
+            id: AccountId::from_ulid(self.ports.entropy.ulid()),
+            email: email.clone(),
+            plan,
+            environment: self.environment,
+            created_at: self.ports.clock.now(),
+        };
+        match accounts.create_account(&account).await {
+            Ok(()) => {
+                tracing::info!(account_id = %account.id, plan = %plan, "account created");
+                Ok(account)
+            }
+            // Created concurrently by another request: use that one.
+            Err(AccountError::EmailTaken) => accounts
+                .account_by_email(self.environment, email)
+                .await?
+                .context("account vanished after a concurrent create"),
+            Err(e) => Err(anyhow::Error::new(e).context("creating account")),
+        }
+    }
+
+    pub async fn create_key(&self, request: CreateKey) -> Result<IssuedKey, KeyServiceError> {
+        let account = self.ensure_account(&request.email, request.plan).await?;
+        if let Some(amount) = request.credits {
+            self.grant(&account.id, amount, None, "operator grant with new key")
+                .await?;
+        }
+        let (secret, record) = self
+            .issue_key(&account.id, request.scopes, request.label)
+            .await?;
+        Ok(IssuedKey {
+            secret,
+            record,
+            account,
+        })
+    }
+
+    /// Generates and stores a new key for an existing account.
+    pub async fn issue_key(
+        &self,
+        account: &AccountId,
+        scopes: Scopes,
+        label: String,
+    ) -> anyhow::Result<(ApiKeySecret, ApiKeyRecord)> {
+        // A prefix collision (47 random bits) is astronomically rare; retry a few times anyway.
+        for _ in 0..4 {
+            let random = self.ports.entropy.base62(KEY_RANDOM_LEN);
+            let secret = ApiKeySecret::from_random(self.environment, &random)
+                .context("entropy produced an invalid key body")?;
+            let record = ApiKeyRecord {
+                id: ApiKeyId::from_ulid(self.ports.entropy.ulid()),
+                account_id: account.clone(),
+                prefix: secret.prefix(),
+                hash: secret.hash(),
+                scopes: scopes.clone(),
+                label: label.clone(),
+                created_at: self.ports.clock.now(),
+                revoked_at: None,
+            };
+            match self.ports.accounts.insert_key(&record).await {
+                Ok(()) => {
+                    // The prefix identifies the key to people; the secret never reaches a log.
+                    tracing::info!(account_id = %account, key_prefix = %record.prefix, scopes = %record.scopes.to_list_string(), "api key created");
+                    return Ok((secret, record));
+                }
+                Err(KeyError::Duplicate) => continue,
+                Err(e) => return Err(anyhow::Error::new(e).context("storing key")),
+            }
+        }
+        anyhow::bail!("could not generate a unique key after 4 tries")
+    }
+
+    pub async fn grant(
+        &self,
+        account: &AccountId,
+        amount: CreditAmount,
+        reference: Option<String>,
+        memo: &str,
+    ) -> anyhow::Result<svc_ports::GrantOutcome> {
+        let grant = Grant {
+            id: LedgerEntryId::from_ulid(self.ports.entropy.ulid()),
+            account_id: account.clone(),
+            amount,
+            reference,
+            memo: memo.to_owned(),
+            at: self.ports.clock.now(),
+        };
+        match self.ports.ledger.grant(&grant).await {
+            Ok(outcome) => {
+                tracing::info!(account_id = %account, credits = amount.get(), "credits granted");
+                Ok(outcome)
+            }
+            Err(LedgerError::UnknownAccount) => anyhow::bail!("account {account} does not exist"),
+            Err(e) => Err(anyhow::Error::new(e).context("granting credits")),
+        }
+    }
+
+    /// Keys of one account (by email) or of every account, oldest first, with their account.
+    pub async fn list(
+        &self,
+        email: Option<&Email>,
+    ) -> anyhow::Result<Vec<(ApiKeyRecord, Option<Account>)>> {
+        let account = match email {
+            Some(e) => match self
+                .ports
+                .accounts
+                .account_by_email(self.environment, e)
+                .await?
+            {
+                Some(a) => Some(a.id),
+                None => return Ok(Vec::new()),
+            },
+            None => None,
+        };
+        let keys = self.ports.accounts.keys(account).await?;
+        let mut out = Vec::with_capacity(keys.len());
+        for k in keys {
+            let a = self.ports.accounts.account(&k.account_id).await?;
+            out.push((k, a));
+        }
+        Ok(out)
+    }
+
+    pub async fn revoke(&self, prefix: &KeyPrefix) -> Result<ApiKeyRecord, KeyServiceError> {
+        match self
+            .ports
+            .accounts
+            .revoke_key(prefix, self.ports.clock.now())
+            .await
+        {
+            Ok(record) => {
+                tracing::info!(account_id = %record.account_id, key_prefix = %record.prefix, "api key revoked");
+                Ok(record)
+            }
+            Err(KeyError::NotFound) => Err(KeyServiceError::NotFound(prefix.clone())),
+            Err(KeyError::AlreadyRevoked) => Err(KeyServiceError::AlreadyRevoked(prefix.clone())),
+            Err(e) => Err(anyhow::Error::new(e).context("revoking key").into()),
+        }
+    }
+}

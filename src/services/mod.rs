@@ -1,0 +1,38 @@
+//! Domain services, one module per capability, written against ports only.
+
+pub mod auth;
+pub mod keys;
+pub mod usage;
+
+use std::sync::Arc;
+
+use svc_ports::{AccountStore, Clock, Entropy, Environment, LedgerStore};
+
+pub use auth::{AuthError, Authenticator, Principal};
+pub use keys::{CreateKey, IssuedKey, KeyService, KeyServiceError};
+pub use usage::UsageService;
+
+/// The driven ports a service may use. Built by `startup` from concrete adapters.
+#[derive(Clone)]
+pub struct Ports {
+    pub accounts: Arc<dyn AccountStore>,
+    pub ledger: Arc<dyn LedgerStore>,
+    pub clock: Arc<dyn Clock>,
+    pub entropy: Arc<dyn Entropy>,
+}
+
+pub struct Services {
+    pub auth: Authenticator,
+    pub keys: KeyService,
+    pub usage: UsageService,
+}
+
+impl Services {
+    pub fn new(ports: Ports, environment: Environment) -> Self {
+        Self {
+            auth: Authenticator::new(ports.accounts.clone(), environment),
+            keys: KeyService::new(ports.clone(), environment),
+            usage: UsageService::new(ports.ledger.clone()),
+        }
+    }
+}

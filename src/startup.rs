@@ -1,0 +1,154 @@
+//! The only place that names concrete adapters: it picks the stores, builds the services and
+//! binds the listener.
+
+use std::{net::SocketAddr, sync::Arc};
+
+use anyhow::Context;
+use poem::{
+    Server,
+    listener::{Acceptor, Listener, TcpAcceptor, TcpListener},
+};
+use svc_ports::{AccountStore, CreditAmount, Email, Environment, LedgerStore, Plan, Scopes};
+use svc_sandbox::MemoryStore;
+use svc_sql::{PostgresStore, SqliteStore};
+use svc_system::{OsEntropy, SystemClock};
+
+use crate::{
+    config::{Origins, RuntimeSettings},
+    context::{AppContext, Limits},
+    http, mcp,
+    services::{CreateKey, IssuedKey, Ports, Services},
+};
+
+/// The stores behind the ports, chosen at run time.
+#[derive(Clone)]
+pub struct Stores {
+    pub accounts: Arc<dyn AccountStore>,
+    pub ledger: Arc<dyn LedgerStore>,
+    /// What the store is, for logs (never the URL, which may hold a password).
+    pub kind: &'static str,
+}
+
+impl Stores {
+    /// In-memory stores: the sandbox's.
+    pub fn memory() -> Self {
+        let store = Arc::new(MemoryStore::new());
+        Self {
+            accounts: store.clone(),
+            ledger: store,
+            kind: "memory",
+        }
+    }
+
+    /// SQLite (`sqlite:...`) or Postgres (`postgres://...`), migrated.
+    pub async fn open(database_url: &str, max_connections: u32) -> anyhow::Result<Self> {
+        if database_url.starts_with("postgres://") || database_url.starts_with("postgresql://") {
+            let store = Arc::new(PostgresStore::open(database_url, max_connections).await?);
+            Ok(Self {
+                accounts: store.clone(),
+                ledger: store,
+                kind: "postgres",
+            })
+        } else if database_url.starts_with("sqlite:") {
+            let store = Arc::new(SqliteStore::open(database_url).await?);
+            Ok(Self {
+                accounts: store.clone(),
+                ledger: store,
+                kind: "sqlite",
+            })
+        } else {
+            anyhow::bail!("SVC_DATABASE_URL must start with sqlite: or postgres://")
+        }
+    }
+}
+
+pub fn ports(stores: &Stores) -> Ports {
+    Ports {
+        accounts: stores.accounts.clone(),
+        ledger: stores.ledger.clone(),
+        clock: Arc::new(SystemClock),
+        entropy: Arc::new(OsEntropy::new()),
+    }
+}
+
+pub fn services(stores: &Stores, environment: Environment) -> Arc<Services> {
+    Arc::new(Services::new(ports(stores), environment))
+}
+
+/// A bound, ready-to-run service.
+pub struct Application {
+    acceptor: TcpAcceptor,
+    local_addr: SocketAddr,
+    ctx: AppContext,
+    mcp: mcp::McpConfig,
+}
+
+impl Application {
+    pub async fn build(
+        runtime: &RuntimeSettings,
+        bind: &str,
+        stores: Stores,
+        environment: Environment,
+    ) -> anyhow::Result<Self> {
+        let acceptor = TcpListener::bind(bind.to_owned())
+            .into_acceptor()
+            .await
+            .with_context(|| format!("binding {bind}"))?;
+        let local_addr = acceptor
+            .local_addr()
+            .first()
+            .and_then(|a| a.as_socket_addr().copied())
+            .context("listener has no address")?;
+        let origins = Origins::resolve(runtime, local_addr);
+        let mcp = mcp::McpConfig::from_settings(runtime, &origins);
+        let ctx = AppContext {
+            services: services(&stores, environment),
+            origins: Arc::new(origins),
+            environment,
+            limits: Limits {
+                max_body_bytes: runtime.max_body_bytes,
+                rate_limit_per_key: runtime.rate_limit_per_key,
+                rate_limit_per_ip: runtime.rate_limit_per_ip,
+                trust_forwarded_for: runtime.trust_forwarded_for,
+            },
+        };
+        tracing::info!(store = stores.kind, environment = environment.as_str(), address = %local_addr, base_url = %ctx.origins.base_url, "service bound");
+        Ok(Self {
+            acceptor,
+            local_addr,
+            ctx,
+            mcp,
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    pub fn context(&self) -> &AppContext {
+        &self.ctx
+    }
+
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        let app = http::app(self.ctx, self.mcp);
+        Server::new_with_acceptor(self.acceptor).run(app).await
+    }
+}
+
+pub const SANDBOX_EMAIL: &str = "agent@sandbox.example.com";
+pub const SANDBOX_CREDITS: i64 = 1000;
+
+/// The sandbox's seeded account and its test key.
+pub async fn seed_sandbox(services: &Services) -> anyhow::Result<IssuedKey> {
+    let issued = services
+        .keys
+        .create_key(CreateKey {
+            email: Email::parse(SANDBOX_EMAIL)?,
+            plan: Plan::Sandbox,
+            credits: Some(CreditAmount::new(SANDBOX_CREDITS)?),
+            scopes: Scopes::default_for_new_key(),
+            label: "sandbox seed".into(),
+        })
+        .await?;
+    Ok(issued)
+}
