@@ -1,1 +1,147 @@
+//! The store contract suite: every scenario runs, unchanged, against the in-memory store, a
+//! SQLite file and a fresh Postgres database. `tests/{memory,sqlite,postgres}.rs` instantiate it.
+//!
+//! Postgres scenarios need `SVC_TEST_POSTGRES_URL` (a server URL whose user may create
+//! databases); `scripts/test.sh` starts a throwaway server and sets it. Without it they fail
+//! rather than skip, so a green run always means all three stores were checked.
 
+pub mod scenarios;
+
+use std::sync::Arc;
+
+use svc_ports::{AccountStore, LedgerStore};
+
+pub struct Backend {
+    pub name: &'static str,
+    pub accounts: Arc<dyn AccountStore>,
+    pub ledger: Arc<dyn LedgerStore>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+pub async fn memory() -> Backend {
+    let store = Arc::new(svc_sandbox::MemoryStore::new());
+    Backend {
+        name: "memory",
+        accounts: store.clone(),
+        ledger: store,
+        _dir: None,
+    }
+}
+
+pub async fn sqlite() -> Backend {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite://{}", dir.path().join("contract.db").display());
+    let store = Arc::new(svc_sql::SqliteStore::open(&url).await.expect("open SQLite"));
+    Backend {
+        name: "sqlite",
+        accounts: store.clone(),
+        ledger: store,
+        _dir: Some(dir),
+    }
+}
+
+/// A new, migrated database on the test Postgres server for each scenario.
+pub async fn postgres() -> Backend {
+    let url = postgres_database().await;
+    let store = Arc::new(
+        svc_sql::PostgresStore::open(&url, 16)
+            .await
+            .expect("open Postgres"),
+    );
+    Backend {
+        name: "postgres",
+        accounts: store.clone(),
+        ledger: store,
+        _dir: None,
+    }
+}
+
+/// Creates an empty database on the test server and returns its URL.
+pub async fn postgres_database() -> String {
+    use sqlx::Connection;
+    let server = std::env::var("SVC_TEST_POSTGRES_URL").expect(
+        "SVC_TEST_POSTGRES_URL is not set: run the suite with scripts/test.sh, which starts a Postgres server",
+    );
+    let name = format!("svc_test_{}", ulid::Ulid::new().to_string().to_lowercase());
+    let mut conn = sqlx::PgConnection::connect(&server)
+        .await
+        .expect("connect to the test Postgres server");
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&mut conn)
+        .await
+        .expect("create test database");
+    conn.close().await.ok();
+    with_database(&server, &name)
+}
+
+fn with_database(server: &str, name: &str) -> String {
+    let (base, query) = match server.split_once('?') {
+        Some((b, q)) => (b, format!("?{q}")),
+        None => (server, String::new()),
+    };
+    let scheme_end = base.find("://").map(|i| i + 3).unwrap_or(0);
+    let root = match base[scheme_end..].find('/') {
+        Some(i) => &base[..scheme_end + i],
+        None => base,
+    };
+    format!("{root}/{name}{query}")
+}
+
+/// Instantiates every scenario as a test against `$backend` (an async fn returning a
+/// [`Backend`]).
+#[macro_export]
+macro_rules! contract_suite {
+    ($backend:path) => {
+        $crate::contract_suite!(@each $backend;
+            create_and_read_account,
+            email_is_unique_per_environment,
+            unknown_accounts_read_as_none,
+            keys_are_found_by_hash_with_their_account,
+            duplicate_keys_are_refused,
+            keys_need_an_existing_account,
+            keys_are_listed_oldest_first,
+            revocation_happens_once,
+            balance_starts_at_zero_and_unknown_accounts_have_none,
+            grants_add_credits_and_record_entries,
+            grant_references_apply_once,
+            grants_to_unknown_accounts_change_nothing,
+            entries_are_newest_first_and_limited,
+            concurrent_grants_with_one_reference_apply_once,
+            concurrent_distinct_grants_all_apply,
+            timestamps_keep_millisecond_precision
+        );
+
+        #[test]
+        fn balance_always_equals_the_sum_of_entries() {
+            $crate::scenarios::ledger_property(|| Box::pin($backend()));
+        }
+    };
+    (@each $backend:path; $($name:ident),+) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let backend = $backend().await;
+                $crate::scenarios::$name(&backend).await;
+            }
+        )+
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn database_names_replace_the_path() {
+        assert_eq!(
+            super::with_database("postgres://u@h:5/postgres", "x"),
+            "postgres://u@h:5/x"
+        );
+        assert_eq!(
+            super::with_database("postgres://u@h:5", "x"),
+            "postgres://u@h:5/x"
+        );
+        assert_eq!(
+            super::with_database("postgres://u@h/db?sslmode=disable", "x"),
+            "postgres://u@h/x?sslmode=disable"
+        );
+    }
+}

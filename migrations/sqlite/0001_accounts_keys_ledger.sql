@@ -25,7 +25,9 @@ CREATE TABLE api_keys (
 CREATE INDEX api_keys_by_account ON api_keys (account_id, created_at);
 
 CREATE TABLE ledger_entries (
-    id            TEXT PRIMARY KEY,
+    -- Application order: balance changes of one account are serialised by its row lock.
+    seq           INTEGER PRIMARY KEY AUTOINCREMENT,
+    id            TEXT NOT NULL UNIQUE,
     account_id    TEXT NOT NULL REFERENCES accounts (id),
     kind          TEXT NOT NULL,
     delta         BIGINT NOT NULL,
@@ -36,4 +38,4 @@ CREATE TABLE ledger_entries (
     -- A grant with a reference is applied at most once per account (NULLs never collide).
     UNIQUE (account_id, reference)
 );
-CREATE INDEX ledger_entries_by_account ON ledger_entries (account_id, id);
+CREATE INDEX ledger_entries_by_account ON ledger_entries (account_id, seq);

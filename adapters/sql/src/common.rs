@@ -61,6 +61,9 @@ macro_rules! impl_sql_stores {
         const ACCOUNT_COLUMNS: &str = "id, email, plan, environment, created_at";
         const KEY_COLUMNS: &str =
             "k.id, k.account_id, k.prefix, k.hash, k.scopes, k.label, k.created_at, k.revoked_at";
+        // SQLite's RETURNING takes no table-qualified names.
+        const KEY_COLUMNS_UNQUALIFIED: &str =
+            "id, account_id, prefix, hash, scopes, label, created_at, revoked_at";
         const ENTRY_COLUMNS: &str =
             "id, account_id, kind, delta, balance_after, reference, memo, created_at";
 
@@ -300,8 +303,8 @@ macro_rules! impl_sql_stores {
             ) -> Result<ApiKeyRecord, KeyError> {
                 // One statement: only the first revocation matches `revoked_at IS NULL`.
                 let sql = format!(
-                    "UPDATE api_keys AS k SET revoked_at = $1 WHERE k.prefix = $2 AND k.revoked_at IS NULL \
-                     RETURNING {KEY_COLUMNS}"
+                    "UPDATE api_keys SET revoked_at = $1 WHERE prefix = $2 AND revoked_at IS NULL \
+                     RETURNING {KEY_COLUMNS_UNQUALIFIED}"
                 );
                 let row = sqlx::query(sqlx::AssertSqlSafe(sql))
                     .bind(millis(at))
@@ -312,12 +315,12 @@ macro_rules! impl_sql_stores {
                 if let Some(r) = row {
                     return Ok(key_from_row(&r)?);
                 }
-                let exists: Option<i64> = sqlx::query_scalar("SELECT 1 FROM api_keys WHERE prefix = $1")
+                let exists: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM api_keys WHERE prefix = $1")
                     .bind(prefix.as_str())
-                    .fetch_optional(&self.pool)
+                    .fetch_one(&self.pool)
                     .await
                     .map_err(|e| backend(e, "revoking key"))?;
-                Err(if exists.is_some() { KeyError::AlreadyRevoked } else { KeyError::NotFound })
+                Err(if exists > 0 { KeyError::AlreadyRevoked } else { KeyError::NotFound })
             }
         }
 
@@ -359,7 +362,7 @@ macro_rules! impl_sql_stores {
                 limit: u32,
             ) -> Result<Vec<LedgerEntry>, StoreError> {
                 let sql = format!(
-                    "SELECT {ENTRY_COLUMNS} FROM ledger_entries WHERE account_id = $1 ORDER BY id DESC LIMIT $2"
+                    "SELECT {ENTRY_COLUMNS} FROM ledger_entries WHERE account_id = $1 ORDER BY seq DESC LIMIT $2"
                 );
                 sqlx::query(sqlx::AssertSqlSafe(sql))
                     .bind(account.as_str())

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Starts (or stops) a throwaway Postgres server for the test suite and prints its URL.
+#   eval "$(scripts/postgres.sh start)"   # exports SVC_TEST_POSTGRES_URL
+#   scripts/postgres.sh stop
+# Uses the newest /usr/lib/postgresql/*/bin; as root it runs the server as the `postgres` user.
+set -euo pipefail
+cmd=${1:-start}
+port=${SVC_TEST_PG_PORT:-54329}
+root=${SVC_TEST_PG_DIR:-/tmp/svc-test-pg}
+bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+if [ -z "$bin" ]; then
+  echo "no Postgres server found under /usr/lib/postgresql (apt-get install postgresql)" >&2
+  exit 1
+fi
+as_owner() {
+  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+case "$cmd" in
+  start)
+    mkdir -p "$root"
+    [ "$(id -u)" = 0 ] && chown postgres: "$root"
+    if ! as_owner "$bin/pg_ctl" -D "$root/data" status >/dev/null 2>&1; then
+      if [ ! -f "$root/data/PG_VERSION" ]; then
+        as_owner "$bin/initdb" -D "$root/data" -A trust -U svc >"$root/initdb.log" 2>&1
+      fi
+      # Durability is not under test here; speed is welcome.
+      as_owner "$bin/pg_ctl" -D "$root/data" -l "$root/server.log" -w -t 60 \
+        -o "-p $port -k $root -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400" \
+        start >/dev/null
+    fi
+    echo "export SVC_TEST_POSTGRES_URL=postgres://svc@127.0.0.1:$port/postgres"
+    ;;
+  stop)
+    as_owner "$bin/pg_ctl" -D "$root/data" -m fast stop >/dev/null 2>&1 || true
+    ;;
+  *)
+    echo "usage: $0 start|stop" >&2
+    exit 2
+    ;;
+esac
