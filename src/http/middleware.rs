@@ -150,6 +150,7 @@ pub async fn edge<E: Endpoint>(next: E, mut req: Request) -> poem::Result<Respon
     async move {
         let started = std::time::Instant::now();
         let path = req.uri().path().to_owned();
+        let authorization_sent = req.headers().contains_key(header::AUTHORIZATION);
         let outcome = async {
             if let Some(ip) = client_ip(&req, edge.trust_forwarded_for) {
                 edge.limits.check_ip(ip)?;
@@ -160,9 +161,8 @@ pub async fn edge<E: Endpoint>(next: E, mut req: Request) -> poem::Result<Respon
         .await;
         let mut resp = match outcome {
             Ok(resp) => resp,
-            Err(err) => {
-                classify(&err, || edge.allowed.for_path(&path)).render(&edge.www_authenticate)
-            }
+            Err(err) => classify(&err, authorization_sent, || edge.allowed.for_path(&path))
+                .render(&edge.www_authenticate),
         };
         if let Ok(v) = HeaderValue::from_str(&request_id) {
             resp.headers_mut().insert(REQUEST_ID, v);
@@ -192,7 +192,7 @@ mod tests {
         assert_eq!(a.for_path("/api/usage").as_deref(), Some("GET"));
         assert_eq!(
             a.for_path("/api/tasks/task_1").as_deref(),
-            Some("GET, DELETE")
+            Some("DELETE, GET")
         );
         assert_eq!(a.for_path("/api/nope"), None);
     }

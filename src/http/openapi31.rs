@@ -15,10 +15,11 @@ pub fn to_openapi_31(mut doc: Value) -> Value {
 fn rewrite(v: &mut Value) {
     match v {
         Value::Object(map) => {
+            // Parent first: poem's `{nullable: true}` marker inside `allOf` belongs to it.
+            rewrite_schema(map);
             for child in map.values_mut() {
                 rewrite(child);
             }
-            rewrite_schema(map);
         }
         Value::Array(items) => items.iter_mut().for_each(rewrite),
         _ => {}

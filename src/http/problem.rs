@@ -197,7 +197,12 @@ impl From<AuthError> for ApiProblem {
 }
 
 /// Maps any error that reaches the top of the app to a problem.
-pub fn classify(err: &poem::Error, allowed_methods: impl Fn() -> Option<String>) -> ApiProblem {
+/// `authorization_sent` tells a missing credential from one of the wrong scheme.
+pub fn classify(
+    err: &poem::Error,
+    authorization_sent: bool,
+    allowed_methods: impl Fn() -> Option<String>,
+) -> ApiProblem {
     if let Some(p) = err.downcast_ref::<ApiProblem>() {
         return p.clone();
     }
@@ -213,7 +218,12 @@ pub fn classify(err: &poem::Error, allowed_methods: impl Fn() -> Option<String>)
         return p;
     }
     if err.is::<poem_openapi::error::AuthorizationError>() {
-        return AuthError::Missing.into();
+        let reason = if authorization_sent {
+            AuthError::Malformed
+        } else {
+            AuthError::Missing
+        };
+        return reason.into();
     }
     let status = err.status();
     let class = match status.as_u16() {
@@ -338,15 +348,24 @@ mod tests {
     #[test]
     fn poem_errors_are_classified() {
         let nf: poem::Error = NotFoundError.into();
-        assert_eq!(classify(&nf, || None).class, FailureClass::NotFound);
+        assert_eq!(classify(&nf, false, || None).class, FailureClass::NotFound);
         let m: poem::Error = MethodNotAllowedError.into();
-        let p = classify(&m, || Some("GET".into()));
+        let p = classify(&m, false, || Some("GET".into()));
         assert_eq!(
             (p.class, p.allow.as_deref()),
             (FailureClass::MethodNotAllowed, Some("GET"))
         );
         let boom = poem::Error::from_string("db exploded", StatusCode::INTERNAL_SERVER_ERROR);
-        let p = classify(&boom, || None);
+        let p = classify(&boom, false, || None);
+        let auth: poem::Error = poem_openapi::error::AuthorizationError.into();
+        assert_eq!(
+            classify(&auth, false, || None).class,
+            FailureClass::MissingApiKey
+        );
+        assert_eq!(
+            classify(&auth, true, || None).class,
+            FailureClass::InvalidApiKey
+        );
         assert_eq!(p.class, FailureClass::Internal);
         assert!(
             !p.detail.contains("exploded"),

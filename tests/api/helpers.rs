@@ -1,0 +1,138 @@
+//! `TestApp`: the whole service on 127.0.0.1:0 with in-memory (or given) stores.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use svc::{
+    config::RuntimeSettings,
+    services::Services,
+    startup::{self, Application, Stores},
+};
+use svc_ports::Environment;
+
+pub struct TestApp {
+    pub base_url: String,
+    pub api_key: String,
+    pub services: Arc<Services>,
+    pub http: reqwest::Client,
+}
+
+pub struct TestAppBuilder {
+    runtime: RuntimeSettings,
+    stores: Option<Stores>,
+    environment: Environment,
+}
+
+impl TestApp {
+    pub fn builder() -> TestAppBuilder {
+        TestAppBuilder {
+            runtime: RuntimeSettings::default(),
+            stores: None,
+            environment: Environment::Test,
+        }
+    }
+
+    pub async fn spawn() -> Self {
+        Self::builder().spawn().await
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base_url)
+    }
+
+    pub async fn get_usage(&self, authorization: Option<&str>) -> reqwest::Response {
+        let mut req = self.http.get(self.url("/api/usage"));
+        if let Some(a) = authorization {
+            req = req.header("Authorization", a);
+        }
+        req.send().await.unwrap()
+    }
+
+    /// One JSON-RPC request to `/mcp`; returns the parsed JSON-RPC answer.
+    pub async fn mcp(
+        &self,
+        body: Value,
+        authorization: Option<&str>,
+        version: &str,
+    ) -> (reqwest::StatusCode, Value) {
+        let mut req = self
+            .http
+            .post(self.url("/mcp"))
+            .header("Accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", version)
+            .json(&body);
+        if let Some(a) = authorization {
+            req = req.header("Authorization", a);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status();
+        let text = resp.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(json!({ "raw": text })),
+        )
+    }
+}
+
+impl TestAppBuilder {
+    pub fn runtime(mut self, f: impl FnOnce(&mut RuntimeSettings)) -> Self {
+        f(&mut self.runtime);
+        self
+    }
+
+    pub fn stores(mut self, stores: Stores) -> Self {
+        self.stores = Some(stores);
+        self
+    }
+
+    pub fn environment(mut self, environment: Environment) -> Self {
+        self.environment = environment;
+        self
+    }
+
+    pub async fn spawn(self) -> TestApp {
+        let stores = self.stores.unwrap_or_else(Stores::memory);
+        let app = Application::build(&self.runtime, "127.0.0.1:0", stores, self.environment)
+            .await
+            .unwrap();
+        let base_url = format!("http://{}", app.local_addr());
+        let services = app.context().services.clone();
+        let api_key = match self.environment {
+            Environment::Test => startup::seed_sandbox(&services)
+                .await
+                .unwrap()
+                .secret
+                .expose()
+                .to_owned(),
+            Environment::Live => String::new(),
+        };
+        tokio::spawn(app.run_until_stopped());
+        TestApp {
+            base_url,
+            api_key,
+            services,
+            http: reqwest::Client::new(),
+        }
+    }
+}
+
+pub fn bearer(key: &str) -> String {
+    format!("Bearer {key}")
+}
+
+pub async fn problem(resp: reqwest::Response, status: u16, failure_class: &str) -> Value {
+    assert_eq!(resp.status().as_u16(), status);
+    assert_eq!(resp.headers()["content-type"], "application/problem+json");
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["status"], status);
+    assert_eq!(body["failure_class"], failure_class, "{body}");
+    assert_eq!(body["type"], format!("/problems/{failure_class}"));
+    for field in ["title", "detail", "hint"] {
+        assert!(
+            body[field].as_str().is_some_and(|s| !s.is_empty()),
+            "{field} missing in {body}"
+        );
+    }
+    assert!(body["retryable"].is_boolean());
+    body
+}

@@ -1,0 +1,6 @@
+//! API tests: the real app on a random port, driven over HTTP.
+
+mod helpers;
+mod mcp;
+mod openapi;
+mod usage;

@@ -1,0 +1,228 @@
+use serde_json::{Value, json};
+use svc_ports::ApiKeySecret;
+
+use crate::helpers::{TestApp, bearer};
+
+fn call(name: &str, args: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": name, "arguments": args}})
+}
+
+const V1: &str = "2025-06-18";
+const V2: &str = "2025-11-25";
+
+#[tokio::test]
+async fn initialize_offers_each_supported_revision() {
+    let app = TestApp::spawn().await;
+    for version in [V1, V2] {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+        let (status, body) = app.mcp(init, None, version).await;
+        assert_eq!(status, 200);
+        assert_eq!(body["result"]["protocolVersion"], version);
+        assert_eq!(body["result"]["serverInfo"]["name"], "svc");
+    }
+}
+
+#[tokio::test]
+async fn tools_list_matches_the_published_manifest() {
+    let app = TestApp::spawn().await;
+    let (_, listed) = app
+        .mcp(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+            None,
+            V2,
+        )
+        .await;
+    let manifest: Value = app
+        .http
+        .get(app.url("/.well-known/mcp/tools.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let listed = listed["result"]["tools"].as_array().unwrap().clone();
+    let published = manifest["tools"].as_array().unwrap();
+    assert_eq!(listed.len(), published.len());
+    for (l, p) in listed.iter().zip(published) {
+        for field in [
+            "name",
+            "description",
+            "inputSchema",
+            "outputSchema",
+            "annotations",
+        ] {
+            assert_eq!(l[field], p[field], "{field} differs for {}", l["name"]);
+        }
+    }
+    assert!(listed.iter().any(|t| t["name"] == "svc_auth_status"));
+    assert_eq!(manifest["server"]["url"], app.url("/mcp"));
+}
+
+#[tokio::test]
+async fn auth_status_reports_the_account_for_a_valid_key() {
+    let app = TestApp::spawn().await;
+    let (_, body) = app
+        .mcp(
+            call("svc_auth_status", json!({})),
+            Some(&bearer(&app.api_key)),
+            V2,
+        )
+        .await;
+    let result = &body["result"];
+    assert_eq!(result["isError"], false);
+    let s = &result["structuredContent"];
+    assert_eq!(s["authenticated"], true);
+    assert_eq!(s["plan"], "sandbox");
+    assert_eq!(s["balance"]["spendable"], 1000);
+    assert!(app.api_key.starts_with(s["key_prefix"].as_str().unwrap()));
+    assert!(!body.to_string().contains(&app.api_key));
+    // The same JSON is in the text content for older clients.
+    let text: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(&text, s);
+}
+
+#[tokio::test]
+async fn auth_status_without_or_with_a_bad_key_says_why() {
+    let app = TestApp::spawn().await;
+    let (_, none) = app.mcp(call("svc_auth_status", json!({})), None, V2).await;
+    assert_eq!(none["result"]["structuredContent"]["authenticated"], false);
+    assert_eq!(
+        none["result"]["structuredContent"]["failure_class"],
+        "missing_api_key"
+    );
+
+    let prefix = ApiKeySecret::parse(&app.api_key).unwrap().prefix();
+    app.services.keys.revoke(&prefix).await.unwrap();
+    let (_, revoked) = app
+        .mcp(
+            call("svc_auth_status", json!({})),
+            Some(&bearer(&app.api_key)),
+            V1,
+        )
+        .await;
+    assert_eq!(
+        revoked["result"]["structuredContent"]["failure_class"],
+        "revoked_api_key"
+    );
+}
+
+#[tokio::test]
+async fn unknown_methods_and_tools_are_json_rpc_errors() {
+    let app = TestApp::spawn().await;
+    let (status, body) = app
+        .mcp(
+            json!({"jsonrpc": "2.0", "id": 3, "method": "server/discover"}),
+            None,
+            V2,
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(body["error"]["code"], -32601);
+    let (_, body) = app
+        .mcp(
+            json!({"jsonrpc": "2.0", "id": 4, "method": "no/such", "params": {}}),
+            None,
+            V2,
+        )
+        .await;
+    assert_eq!(body["error"]["code"], -32601);
+    let (_, body) = app.mcp(call("no_such_tool", json!({})), None, V2).await;
+    assert_eq!(body["error"]["code"], -32602);
+    let (_, body) = app
+        .mcp(call("svc_auth_status", json!({"x": 1})), None, V2)
+        .await;
+    assert_eq!(body["error"]["code"], -32602);
+}
+
+#[tokio::test]
+async fn stateless_2026_revision_is_served_without_initialize() {
+    let app = TestApp::spawn().await;
+    let resp = app
+        .http
+        .post(app.url("/mcp"))
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", "tools/call")
+        .header("Mcp-Name", "svc_auth_status")
+        .header("Authorization", bearer(&app.api_key))
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+            "name": "svc_auth_status", "arguments": {},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}}}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(
+        body["result"]["structuredContent"]["authenticated"], true,
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn foreign_hosts_and_origins_are_refused() {
+    let app = TestApp::spawn().await;
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let send = |header: &'static str, value: &'static str| {
+        app.http
+            .post(app.url("/mcp"))
+            .header("Accept", "application/json, text/event-stream")
+            .header(header, value)
+            .json(&list)
+            .send()
+    };
+    assert_eq!(
+        send("Host", "evil.example.com").await.unwrap().status(),
+        403
+    );
+    assert_eq!(
+        send("Origin", "https://evil.example.com")
+            .await
+            .unwrap()
+            .status(),
+        403
+    );
+    assert_eq!(
+        send("Origin", "http://localhost:3000")
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+
+    let open = TestApp::builder()
+        .runtime(|r| {
+            r.mcp_allowed_hosts = vec!["agents.example.com".into()];
+        })
+        .spawn()
+        .await;
+    let resp = open
+        .http
+        .post(open.url("/mcp"))
+        .header("Accept", "application/json, text/event-stream")
+        .header("Host", "agents.example.com")
+        .json(&list)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+}
+
+#[tokio::test]
+async fn health_answers_beside_mcp() {
+    let app = TestApp::spawn().await;
+    let body: Value = app
+        .http
+        .get(app.url("/health"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["status"], "ok");
+}

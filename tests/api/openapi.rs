@@ -1,0 +1,57 @@
+use serde_json::Value;
+
+use crate::helpers::TestApp;
+
+#[tokio::test]
+async fn both_paths_serve_one_openapi_31_document() {
+    let app = TestApp::spawn().await;
+    let doc: Value = app
+        .http
+        .get(app.url("/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mirror: Value = app
+        .http
+        .get(app.url("/.well-known/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(doc, mirror);
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert_eq!(doc["servers"][0]["url"], app.base_url);
+    let usage = &doc["paths"]["/api/usage"]["get"];
+    assert_eq!(usage["security"][0]["ApiKeyAuth"], serde_json::json!([]));
+    for status in ["200", "401", "429"] {
+        assert!(usage["responses"][status].is_object(), "missing {status}");
+    }
+    assert!(usage["responses"]["401"]["content"]["application/problem+json"].is_object());
+    assert!(
+        doc.to_string().find("\"nullable\"").is_none(),
+        "3.0 nullable left in the document"
+    );
+}
+
+#[tokio::test]
+async fn the_document_is_pinned() {
+    let app = TestApp::builder()
+        .runtime(|r| r.base_url = Some("https://api.svc.example".into()))
+        .spawn()
+        .await;
+    let doc: Value = app
+        .http
+        .get(app.url("/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    insta::assert_json_snapshot!("openapi", doc);
+}
