@@ -151,8 +151,8 @@ async fn keys(database_url: &str, command: KeysCommand) -> anyhow::Result<()> {
                 .transpose()
                 .context("--email")?;
             println!(
-                "{:<20} {:<12} {:<32} {:<10} {:<24} {}",
-                "PREFIX", "STATUS", "EMAIL", "PLAN", "CREATED", "SCOPES"
+                "{:<20} {:<12} {:<32} {:<10} {:<24} SCOPES",
+                "PREFIX", "STATUS", "EMAIL", "PLAN", "CREATED"
             );
             for (key, account) in services.keys.list(email.as_ref()).await? {
                 let status = if key.is_revoked() {

@@ -124,7 +124,7 @@ pub fn app(
         .at("/.well-known/mcp/tools.json", json_file(&tools_manifest))
         .at("/mcp", mcp::endpoint(ctx.clone(), mcp_config))
         .nest("/", openapi_service(&ctx))
-        .around(|next, req| middleware::edge(next, req))
+        .around(middleware::edge)
         .data(ctx)
         .data(limits)
         .data(edge)

@@ -129,10 +129,10 @@ impl ApiProblem {
             .content_type(PROBLEM_JSON)
             .body(body);
         let headers = resp.headers_mut();
-        if status == StatusCode::UNAUTHORIZED {
-            if let Ok(v) = HeaderValue::from_str(www_authenticate) {
-                headers.insert(header::WWW_AUTHENTICATE, v);
-            }
+        if status == StatusCode::UNAUTHORIZED
+            && let Ok(v) = HeaderValue::from_str(www_authenticate)
+        {
+            headers.insert(header::WWW_AUTHENTICATE, v);
         }
         if let Some(wait) = self.retry_after {
             // Whole seconds, rounded up, never 0 (RFC 9110 delay-seconds).

@@ -245,3 +245,19 @@ async fn concurrent_requests_all_succeed() {
     assert!(statuses.into_iter().all(|s| s.unwrap() == 200));
     tokio::time::sleep(Duration::from_millis(1)).await;
 }
+
+#[tokio::test]
+async fn usage_reads_the_sqlite_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("api.db").display());
+    let stores = svc::startup::Stores::open(&url, 2).await.unwrap();
+    let app = TestApp::builder().stores(stores).spawn().await;
+    let body: Value = app
+        .get_usage(Some(&bearer(&app.api_key)))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["balance"]["spendable"], 1000);
+    assert!(dir.path().join("api.db").exists());
+}

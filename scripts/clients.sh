@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs the real third-party clients from ../shared/clients against a running sandbox:
+# openapi-spec-validator, schemathesis (--checks all), and the official MCP Python SDK.
+# Transcripts go to target/client-transcripts/. Ends with "clients: N passed, M failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+shared=${SVC_SHARED_DIR:-../shared}
+venv=${SVC_CLIENTS_VENV:-.venv-clients}
+out=target/client-transcripts
+mkdir -p "$out"
+bash "$shared/clients/setup.sh" "$venv" >/dev/null || { echo "client setup failed"; exit 1; }
+bin=${SVC_BIN:-target/debug/svc}
+[ -x "$bin" ] || cargo build -q --bin svc
+
+# Schemathesis sends hundreds of requests: lift the rate limits for this run only.
+SVC_RATE_LIMIT_PER_IP=100000 SVC_RATE_LIMIT_PER_KEY=100000 SVC_LOG_FORMAT=json \
+  "$bin" sandbox --bind 127.0.0.1:0 >"$out/sandbox.env" 2>"$out/sandbox.log" &
+sandbox_pid=$!
+trap 'kill $sandbox_pid 2>/dev/null; wait $sandbox_pid 2>/dev/null' EXIT
+for _ in $(seq 1 300); do grep -q '^SVC_API_KEY=' "$out/sandbox.env" && break; sleep 0.1; done
+set -a; source "$out/sandbox.env"; set +a
+[ -n "${SVC_API_KEY:-}" ] || { echo "sandbox did not start"; cat "$out/sandbox.log"; exit 1; }
+
+passed=0; failed=0
+check() {
+  local name=$1; shift
+  if "$@" >"$out/$name.txt" 2>&1; then
+    passed=$((passed + 1)); echo "PASS $name"
+  else
+    failed=$((failed + 1)); echo "FAIL $name (transcript: $out/$name.txt)"; tail -n 30 "$out/$name.txt"
+  fi
+}
+
+curl -sf "$SVC_BASE_URL/openapi.json" -o "$out/openapi.json"
+check openapi-spec-validator "$venv/bin/openapi-spec-validator" --validation-errors all "$out/openapi.json"
+check openapi-is-3.1 grep -q '"openapi": "3.1.0"' "$out/openapi.json"
+check schemathesis "$venv/bin/st" run "$SVC_BASE_URL/openapi.json" --checks all --max-examples 50 --seed 1 \
+  -H "Authorization: Bearer $SVC_API_KEY"
+# The shared script unchanged: no key, so svc_auth_status must say "not authenticated".
+check mcp-sdk-no-key "$venv/bin/python" "$shared/clients/mcp_client_check.py" "$SVC_MCP_URL" svc_auth_status '{}'
+check mcp-sdk-no-key-says-so grep -q '"authenticated":false' "$out/mcp-sdk-no-key.txt"
+check mcp-sdk-with-key "$venv/bin/python" clients/mcp_check.py "$SVC_MCP_URL" svc_auth_status '{}' \
+  --key "$SVC_API_KEY" --expect authenticated=true --expect plan='"sandbox"'
+check mcp-sdk-unknown-key "$venv/bin/python" clients/mcp_check.py "$SVC_MCP_URL" svc_auth_status '{}' \
+  --key "svc_test_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" --expect authenticated=false --expect failure_class='"invalid_api_key"'
+
+echo "clients: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

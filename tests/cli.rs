@@ -1,0 +1,234 @@
+//! The `svc` binary as a person runs it: serve on the SQLite default, keys that survive a
+//! restart, the sandbox's printed lines, and the same on Postgres.
+
+use std::{
+    io::{BufRead, BufReader},
+    net::TcpListener,
+    path::Path,
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use serde_json::Value;
+
+const SVC: &str = env!("CARGO_BIN_EXE_svc");
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn svc(dir: &Path) -> Command {
+    let mut c = Command::new(SVC);
+    c.current_dir(dir)
+        .env_remove("SVC_DATABASE_URL")
+        .env_remove("SVC_BIND")
+        .env("SVC_LOG_FORMAT", "json");
+    c
+}
+
+async fn wait_healthy(base: &str) {
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(30) {
+        if let Ok(r) = reqwest::get(format!("{base}/health")).await
+            && r.status() == 200
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{base} did not become healthy");
+}
+
+async fn serve(dir: &Path, extra_env: &[(&str, &str)]) -> (Running, String) {
+    let port = free_port();
+    let mut cmd = svc(dir);
+    cmd.args(["serve", "--bind", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for (k, v) in extra_env {
+        cmd.env(k, v);
+    }
+    let child = Running(cmd.spawn().unwrap());
+    let base = format!("http://127.0.0.1:{port}");
+    wait_healthy(&base).await;
+    (child, base)
+}
+
+fn create_key(dir: &Path, email: &str, extra_env: &[(&str, &str)]) -> String {
+    let mut cmd = svc(dir);
+    cmd.args(["keys", "create", "--email", email, "--credits", "42"]);
+    for (k, v) in extra_env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "stdout must hold only the key: {stdout:?}");
+    let key = lines[0].to_owned();
+    assert!(key.starts_with("svc_live_") && key.len() == 41, "{key}");
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains(&key),
+        "the key leaked to stderr"
+    );
+    key
+}
+
+async fn usage(base: &str, key: &str) -> reqwest::Response {
+    reqwest::Client::new()
+        .get(format!("{base}/api/usage"))
+        .bearer_auth(key)
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn serve_creates_svc_db_and_keys_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, base) = serve(dir.path(), &[]).await;
+    assert!(
+        dir.path().join("svc.db").exists(),
+        "svc serve did not create ./svc.db"
+    );
+
+    let key = create_key(dir.path(), "ops@example.com", &[]);
+    let body: Value = usage(&base, &key).await.json().await.unwrap();
+    assert_eq!(body["balance"]["spendable"], 42);
+    assert_eq!(body["plan"], "free");
+
+    drop(server);
+    let (_server, base) = serve(dir.path(), &[]).await;
+    let after = usage(&base, &key).await;
+    assert_eq!(after.status(), 200, "key lost across restart");
+
+    let list = svc(dir.path()).args(["keys", "list"]).output().unwrap();
+    let listed = String::from_utf8(list.stdout).unwrap();
+    let prefix = &key[..17];
+    assert!(
+        listed.contains(prefix) && listed.contains("active"),
+        "{listed}"
+    );
+    assert!(!listed.contains(&key), "keys list must not show secrets");
+
+    let revoke = svc(dir.path())
+        .args(["keys", "revoke", prefix])
+        .output()
+        .unwrap();
+    assert!(revoke.status.success());
+    let refused = usage(&base, &key).await;
+    assert_eq!(refused.status(), 401);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["failure_class"], "revoked_api_key");
+    let again = svc(dir.path())
+        .args(["keys", "revoke", prefix])
+        .output()
+        .unwrap();
+    assert!(!again.status.success(), "a second revocation must fail");
+}
+
+#[tokio::test]
+async fn migrate_and_bad_input_fail_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = svc(dir.path()).arg("migrate").output().unwrap();
+    assert!(out.status.success());
+    assert!(dir.path().join("svc.db").exists());
+    let bad = svc(dir.path())
+        .args(["keys", "create", "--email", "not-an-email"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(bad.stdout.is_empty());
+    let bad_credits = svc(dir.path())
+        .args([
+            "keys",
+            "create",
+            "--email",
+            "a@example.com",
+            "--credits",
+            "0",
+        ])
+        .output()
+        .unwrap();
+    assert!(!bad_credits.status.success());
+    let bad_db = svc(dir.path())
+        .args(["migrate"])
+        .env("SVC_DATABASE_URL", "mysql://x")
+        .output()
+        .unwrap();
+    assert!(!bad_db.status.success());
+}
+
+#[tokio::test]
+async fn sandbox_prints_its_url_and_key_once_it_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Running(
+        svc(dir.path())
+            .args(["sandbox", "--bind", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let stdout = child.0.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut base = None;
+    let mut key = None;
+    while base.is_none() || key.is_none() {
+        let line = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("sandbox printed nothing");
+        if let Some(v) = line.strip_prefix("SVC_BASE_URL=") {
+            base = Some(v.to_owned());
+        } else if let Some(v) = line.strip_prefix("SVC_API_KEY=") {
+            key = Some(v.to_owned());
+        }
+    }
+    let (base, key) = (base.unwrap(), key.unwrap());
+    assert!(key.starts_with("svc_test_"));
+    // Printed once it serves: the first request needs no retry.
+    let body: Value = usage(&base, &key).await.json().await.unwrap();
+    assert_eq!(body["plan"], "sandbox");
+    assert_eq!(body["balance"]["spendable"], 1000);
+    assert!(
+        !dir.path().join("svc.db").exists(),
+        "the sandbox must not touch a database file"
+    );
+}
+
+#[tokio::test]
+async fn keys_and_serve_work_on_postgres() {
+    let url = svc_contract_tests::postgres_database().await;
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("SVC_DATABASE_URL", url.as_str())];
+    let key = create_key(dir.path(), "pg@example.com", &env);
+    let (_server, base) = serve(dir.path(), &env).await;
+    let body: Value = usage(&base, &key).await.json().await.unwrap();
+    assert_eq!(body["balance"]["spendable"], 42);
+    assert!(
+        !dir.path().join("svc.db").exists(),
+        "Postgres mode must not create svc.db"
+    );
+}
