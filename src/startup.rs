@@ -129,10 +129,37 @@ impl Application {
         &self.ctx
     }
 
+    /// Serves until SIGINT or SIGTERM, then lets requests in flight finish (up to 10 s).
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let app = http::app(self.ctx, self.mcp);
-        Server::new_with_acceptor(self.acceptor).run(app).await
+        Server::new_with_acceptor(self.acceptor)
+            .run_with_graceful_shutdown(
+                app,
+                shutdown_signal(),
+                Some(std::time::Duration::from_secs(10)),
+            )
+            .await
     }
+}
+
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = interrupt => {}
+        _ = terminate => {}
+    }
+    tracing::info!("shutting down");
 }
 
 pub const SANDBOX_EMAIL: &str = "agent@sandbox.example.com";

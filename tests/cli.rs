@@ -114,7 +114,28 @@ async fn serve_creates_svc_db_and_keys_survive_a_restart() {
     assert_eq!(body["balance"]["spendable"], 42);
     assert_eq!(body["plan"], "free");
 
-    drop(server);
+    // SIGTERM: the server drains and exits cleanly, so the database is left consistent.
+    let mut server = server;
+    let term = Command::new("kill")
+        .args(["-TERM", &server.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = server.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "svc serve ignored SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(
+        status.success(),
+        "svc serve exited with {status} on SIGTERM"
+    );
     let (_server, base) = serve(dir.path(), &[]).await;
     let after = usage(&base, &key).await;
     assert_eq!(after.status(), 200, "key lost across restart");
