@@ -7,6 +7,7 @@
 
 pub mod account;
 pub mod failure;
+pub mod fetch;
 pub mod ids;
 pub mod keys;
 pub mod ledger;
@@ -15,6 +16,7 @@ pub mod usage;
 
 pub use account::{Account, Email, Environment, Plan};
 pub use failure::FailureClass;
+pub use fetch::{FetchError, FetchRequest, FetchedPage, PageFetcher, RobotsDecision, UrlRefusal};
 pub use ids::{AccountId, ApiKeyId, IdError, LedgerEntryId};
 pub use keys::{ApiKeyRecord, ApiKeySecret, KeyHash, KeyPrefix, Scope, Scopes};
 pub use ledger::{Balance, CreditAmount, EntryKind, Grant, GrantOutcome, LedgerEntry};

@@ -1,0 +1,375 @@
+//! The guarded fetcher: the only way a caller-named URL is fetched.
+//!
+//! Every URL, and every redirect target, is checked before a request is sent: http(s) only, no
+//! credentials, no internal names, and every address the host is or resolves to must be public
+//! (see [`policy`]). The connection is pinned to the checked addresses, because reqwest
+//! connects to exactly what our resolver returned. Redirects are followed by hand, up to a cap;
+//! bodies are capped (truncation reported), decoded by their charset, and the whole fetch has a
+//! deadline. robots.txt is honoured unless the caller opts out, and the decision is reported.
+
+mod charset;
+pub mod policy;
+mod robots;
+
+use std::{
+    collections::HashMap,
+    net::{IpAddr, SocketAddr},
+    sync::Arc,
+    time::Duration,
+};
+
+use async_trait::async_trait;
+use chrono::Utc;
+use reqwest::{
+    dns::{Addrs, Name, Resolve, Resolving},
+    header, redirect,
+};
+use svc_ports::{FetchError, FetchRequest, FetchedPage, PageFetcher, RobotsDecision, UrlRefusal};
+use url::Url;
+
+pub use policy::forbidden;
+
+/// Turns host names into addresses. The system resolver in production; a table in tests.
+#[async_trait]
+pub trait NameResolver: Send + Sync {
+    async fn resolve(&self, host: &str) -> std::io::Result<Vec<IpAddr>>;
+}
+
+pub struct SystemResolver;
+
+#[async_trait]
+impl NameResolver for SystemResolver {
+    async fn resolve(&self, host: &str) -> std::io::Result<Vec<IpAddr>> {
+        Ok(tokio::net::lookup_host((host, 0))
+            .await?
+            .map(|a| a.ip())
+            .collect())
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct FetcherConfig {
+    /// Full User-Agent header.
+    pub user_agent: String,
+    /// Product token matched against robots.txt groups.
+    pub robots_agent: String,
+    pub max_body_bytes: usize,
+    pub max_redirects: usize,
+    pub timeout: Duration,
+    pub connect_timeout: Duration,
+    /// The sandbox's own demo hosts, allowed by exact name and port, pinned to these addresses.
+    /// Empty in production.
+    pub sandbox_hosts: HashMap<String, SocketAddr>,
+}
+
+impl Default for FetcherConfig {
+    fn default() -> Self {
+        Self {
+            user_agent: format!(
+                "Mozilla/5.0 (compatible; svc-reader/{})",
+                env!("CARGO_PKG_VERSION")
+            ),
+            robots_agent: "svc-reader".into(),
+            max_body_bytes: 10 * 1024 * 1024,
+            max_redirects: 5,
+            timeout: Duration::from_secs(15),
+            connect_timeout: Duration::from_secs(5),
+            sandbox_hosts: HashMap::new(),
+        }
+    }
+}
+
+/// Refusal raised inside the resolver; found again in the reqwest error's source chain.
+#[derive(Debug)]
+struct ResolveRefused(UrlRefusal);
+
+impl std::fmt::Display for ResolveRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for ResolveRefused {}
+
+struct GuardedResolve {
+    inner: Arc<dyn NameResolver>,
+    sandbox: Arc<HashMap<String, SocketAddr>>,
+}
+
+impl Resolve for GuardedResolve {
+    fn resolve(&self, name: Name) -> Resolving {
+        let inner = self.inner.clone();
+        let sandbox = self.sandbox.clone();
+        Box::pin(async move {
+            type BoxError = Box<dyn std::error::Error + Send + Sync>;
+            let refuse = |r: UrlRefusal| -> BoxError { Box::new(ResolveRefused(r)) };
+            let host = name.as_str().trim_end_matches('.').to_ascii_lowercase();
+            if let Some(addr) = sandbox.get(&host) {
+                let pinned: Addrs = Box::new(std::iter::once(*addr));
+                return Ok(pinned);
+            }
+            let ips = inner
+                .resolve(&host)
+                .await
+                .map_err(|_| refuse(UrlRefusal::Unresolvable { host: host.clone() }))?;
+            if ips.is_empty() {
+                return Err(refuse(UrlRefusal::Unresolvable { host }));
+            }
+            // One bad address refuses the name: a DNS answer mixing public and private
+            // addresses is a rebinding attempt, not a page.
+            if let Some((ip, range)) = ips.iter().find_map(|ip| forbidden(*ip).map(|r| (*ip, r))) {
+                return Err(refuse(UrlRefusal::Address {
+                    host,
+                    address: ip.to_string(),
+                    range,
+                }));
+            }
+            let addrs: Addrs = Box::new(ips.into_iter().map(|ip| SocketAddr::new(ip, 0)));
+            Ok(addrs)
+        })
+    }
+}
+
+pub struct GuardedFetcher {
+    client: reqwest::Client,
+    config: FetcherConfig,
+    robots: robots::RobotsCache,
+}
+
+fn refusal_in(err: &reqwest::Error) -> Option<UrlRefusal> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = source {
+        if let Some(r) = e.downcast_ref::<ResolveRefused>() {
+            return Some(r.0.clone());
+        }
+        source = e.source();
+    }
+    None
+}
+
+impl GuardedFetcher {
+    pub fn new(config: FetcherConfig) -> Result<Self, reqwest::Error> {
+        Self::with_resolver(config, Arc::new(SystemResolver))
+    }
+
+    pub fn with_resolver(
+        config: FetcherConfig,
+        resolver: Arc<dyn NameResolver>,
+    ) -> Result<Self, reqwest::Error> {
+        let client = reqwest::Client::builder()
+            .user_agent(config.user_agent.clone())
+            .redirect(redirect::Policy::none())
+            // An environment proxy would connect on our behalf, past every check.
+            .no_proxy()
+            .connect_timeout(config.connect_timeout)
+            .dns_resolver(Arc::new(GuardedResolve {
+                inner: resolver,
+                sandbox: Arc::new(config.sandbox_hosts.clone()),
+            }))
+            .build()?;
+        Ok(Self {
+            client,
+            config,
+            robots: robots::RobotsCache::default(),
+        })
+    }
+
+    fn check(&self, url: &Url) -> Result<(), FetchError> {
+        let sandbox = |host: &str, port: u16| {
+            self.config
+                .sandbox_hosts
+                .get(host)
+                .is_some_and(|a| a.port() == port)
+        };
+        let host = policy::check_url(url, sandbox).map_err(FetchError::Refused)?;
+        // A sandbox name is pinned to its demo server's address: on any other port it would
+        // reach some other service on that machine.
+        if let Some(host) = host
+            && let Some(addr) = self.config.sandbox_hosts.get(&host)
+            && url.port_or_known_default() != Some(addr.port())
+        {
+            return Err(FetchError::Refused(UrlRefusal::InternalName { host }));
+        }
+        Ok(())
+    }
+
+    fn map_error(&self, err: reqwest::Error) -> FetchError {
+        if let Some(refusal) = refusal_in(&err) {
+            return FetchError::Refused(refusal);
+        }
+        if err.is_timeout() {
+            return FetchError::Timeout {
+                seconds: self.config.timeout.as_secs(),
+            };
+        }
+        if err.is_connect() {
+            return FetchError::Connect {
+                detail: err.to_string(),
+            };
+        }
+        FetchError::Protocol {
+            detail: err.to_string(),
+        }
+    }
+
+    /// One GET without following redirects: status, headers and up to `cap` bytes of body.
+    async fn get(
+        &self,
+        url: &Url,
+        cap: usize,
+    ) -> Result<(reqwest::StatusCode, header::HeaderMap, Vec<u8>, bool), FetchError> {
+        self.check(url)?;
+        let mut resp = self
+            .client
+            .get(url.clone())
+            .header(
+                header::ACCEPT,
+                "text/html,application/xhtml+xml,application/xml;q=0.9,text/plain;q=0.8,*/*;q=0.5",
+            )
+            .send()
+            .await
+            .map_err(|e| self.map_error(e))?;
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let mut body = Vec::new();
+        let mut truncated = false;
+        while let Some(chunk) = resp.chunk().await.map_err(|e| self.map_error(e))? {
+            let room = cap - body.len();
+            if chunk.len() > room {
+                body.extend_from_slice(&chunk[..room]);
+                truncated = true;
+                break;
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok((status, headers, body, truncated))
+    }
+
+    /// GET with redirects followed by hand, each target checked again.
+    async fn get_following(
+        &self,
+        url: Url,
+        cap: usize,
+    ) -> Result<
+        (
+            Url,
+            Vec<String>,
+            reqwest::StatusCode,
+            header::HeaderMap,
+            Vec<u8>,
+            bool,
+        ),
+        FetchError,
+    > {
+        let mut current = url;
+        let mut visited = Vec::new();
+        loop {
+            let (status, headers, body, truncated) = self.get(&current, cap).await?;
+            let location = headers.get(header::LOCATION).and_then(|v| v.to_str().ok());
+            match (status.is_redirection(), location) {
+                (true, Some(location)) => {
+                    if visited.len() >= self.config.max_redirects {
+                        return Err(FetchError::TooManyRedirects {
+                            limit: self.config.max_redirects,
+                        });
+                    }
+                    let next = current.join(location).map_err(|e| {
+                        FetchError::Refused(UrlRefusal::Unparsable {
+                            detail: format!("redirect to {location:?}: {e}"),
+                        })
+                    })?;
+                    visited.push(current.to_string());
+                    current = next;
+                }
+                _ => return Ok((current, visited, status, headers, body, truncated)),
+            }
+        }
+    }
+
+    /// The robots.txt decision for `url`. A refused robots.txt URL (its host resolves to a
+    /// forbidden address) refuses the page too.
+    async fn robots_for(&self, url: &Url) -> Result<RobotsDecision, FetchError> {
+        let origin = url.origin().ascii_serialization();
+        let robots_url = format!("{origin}/robots.txt");
+        let file = match self.robots.get(&origin) {
+            Some(f) => f,
+            None => {
+                let file = match Url::parse(&robots_url) {
+                    Ok(u) => match self.get_following(u, 512 * 1024).await {
+                        Ok((_, _, status, _, body, _)) if status.is_success() => {
+                            robots::parse(&self.config.robots_agent, &body)
+                        }
+                        Ok((_, _, status, _, _, _)) if status.is_client_error() => {
+                            robots::RobotsFile::Missing
+                        }
+                        Err(refused @ FetchError::Refused(_)) => return Err(refused),
+                        _ => robots::RobotsFile::Unreachable,
+                    },
+                    Err(_) => robots::RobotsFile::Unreachable,
+                };
+                self.robots.put(origin, file.clone());
+                file
+            }
+        };
+        Ok(robots::decide(&file, url.as_str(), robots_url))
+    }
+
+    async fn fetch_inner(&self, request: &FetchRequest) -> Result<FetchedPage, FetchError> {
+        let url = Url::parse(request.url.trim()).map_err(|e| {
+            FetchError::Refused(UrlRefusal::Unparsable {
+                detail: e.to_string(),
+            })
+        })?;
+        self.check(&url)?;
+        let robots = if request.respect_robots {
+            let decision = self.robots_for(&url).await?;
+            if !decision.allowed {
+                return Err(FetchError::RobotsDisallowed(decision));
+            }
+            decision
+        } else {
+            RobotsDecision {
+                checked: false,
+                allowed: true,
+                robots_url: format!("{}/robots.txt", url.origin().ascii_serialization()),
+                basis: "not_checked".into(),
+            }
+        };
+        let (final_url, redirects, status, headers, body, truncated) =
+            self.get_following(url, self.config.max_body_bytes).await?;
+        let content_type = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let (text, charset) = charset::decode(&body, content_type.as_deref());
+        Ok(FetchedPage {
+            requested_url: request.url.clone(),
+            final_url: final_url.to_string(),
+            status: status.as_u16(),
+            content_type,
+            charset: charset.to_ascii_lowercase(),
+            body: text,
+            truncated,
+            redirects,
+            robots,
+            fetched_at: Utc::now(),
+        })
+    }
+}
+
+#[async_trait]
+impl PageFetcher for GuardedFetcher {
+    async fn fetch(&self, request: &FetchRequest) -> Result<FetchedPage, FetchError> {
+        match tokio::time::timeout(self.config.timeout, self.fetch_inner(request)).await {
+            Ok(result) => {
+                if let Err(e) = &result {
+                    tracing::info!(error = %e, "fetch refused or failed");
+                }
+                result
+            }
+            Err(_) => Err(FetchError::Timeout {
+                seconds: self.config.timeout.as_secs(),
+            }),
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! Fetching a URL that a caller named. The one implementation that reaches the network is the
+//! guarded fetcher: every capability (reading, scans, learning maps, actions) goes through this
+//! port, so no caller-named URL can reach a private, loopback or metadata address.
+
+use std::fmt;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// Why a URL was refused before any request reached it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum UrlRefusal {
+    /// Not an absolute URL.
+    Unparsable { detail: String },
+    /// Only http and https are fetched.
+    Scheme { scheme: String },
+    /// `user:password@` in the URL.
+    Credentials,
+    /// The host is a known internal name (e.g. a cloud metadata host).
+    InternalName { host: String },
+    /// The host is, or resolves to, an address in a forbidden range.
+    Address {
+        host: String,
+        address: String,
+        range: &'static str,
+    },
+    /// The name does not resolve.
+    Unresolvable { host: String },
+}
+
+impl fmt::Display for UrlRefusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UrlRefusal::Unparsable { detail } => write!(f, "not an absolute URL: {detail}"),
+            UrlRefusal::Scheme { scheme } => {
+                write!(f, "scheme `{scheme}` is not fetched; use http or https")
+            }
+            UrlRefusal::Credentials => {
+                f.write_str("URLs with embedded credentials are not fetched")
+            }
+            UrlRefusal::InternalName { host } => write!(f, "`{host}` is an internal host name"),
+            UrlRefusal::Address {
+                host,
+                address,
+                range,
+            } => {
+                write!(
+                    f,
+                    "`{host}` is {address}, a {range} address, which is not fetched"
+                )
+            }
+            UrlRefusal::Unresolvable { host } => write!(f, "`{host}` does not resolve"),
+        }
+    }
+}
+
+/// What robots.txt said about this fetch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RobotsDecision {
+    /// Whether robots.txt was consulted (false when the caller opted out).
+    pub checked: bool,
+    pub allowed: bool,
+    pub robots_url: String,
+    /// Why: `rules`, `no_robots_txt` (4xx), `unreachable` (5xx or network: disallow, RFC 9309),
+    /// or `not_checked`.
+    pub basis: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchRequest {
+    pub url: String,
+    /// Honour robots.txt (the default).
+    pub respect_robots: bool,
+}
+
+/// A fetched page, decoded to text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchedPage {
+    pub requested_url: String,
+    pub final_url: String,
+    pub status: u16,
+    pub content_type: Option<String>,
+    /// The charset the body was decoded from (`utf-8`, `windows-1252`, ...).
+    pub charset: String,
+    pub body: String,
+    /// The body was longer than the cap and was cut there.
+    pub truncated: bool,
+    /// Every URL visited before `final_url`, in order.
+    pub redirects: Vec<String>,
+    pub robots: RobotsDecision,
+    pub fetched_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FetchError {
+    /// Refused before any request reached the target (also for a redirect's target).
+    #[error("URL refused: {0}")]
+    Refused(UrlRefusal),
+    #[error("robots.txt disallows this URL ({})", .0.basis)]
+    RobotsDisallowed(RobotsDecision),
+    #[error("more than {limit} redirects")]
+    TooManyRedirects { limit: usize },
+    #[error("the target did not answer within {seconds} s")]
+    Timeout { seconds: u64 },
+    #[error("could not connect to the target: {detail}")]
+    Connect { detail: String },
+    #[error("the target's answer was broken: {detail}")]
+    Protocol { detail: String },
+}
+
+/// Fetches pages. Implementations MUST refuse (with [`FetchError::Refused`], before sending
+/// anything) every URL whose scheme is not http(s), that carries credentials, or whose host is
+/// or resolves to a non-public address, and MUST apply the same checks to every redirect.
+#[cfg_attr(feature = "mock", mockall::automock)]
+#[async_trait]
+pub trait PageFetcher: Send + Sync {
+    async fn fetch(&self, request: &FetchRequest) -> Result<FetchedPage, FetchError>;
+}
