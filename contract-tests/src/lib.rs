@@ -9,12 +9,13 @@ pub mod scenarios;
 
 use std::sync::Arc;
 
-use svc_ports::{AccountStore, LedgerStore};
+use svc_ports::{AccountStore, LedgerStore, PageCache};
 
 pub struct Backend {
     pub name: &'static str,
     pub accounts: Arc<dyn AccountStore>,
     pub ledger: Arc<dyn LedgerStore>,
+    pub pages: Arc<dyn PageCache>,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -23,7 +24,8 @@ pub async fn memory() -> Backend {
     Backend {
         name: "memory",
         accounts: store.clone(),
-        ledger: store,
+        ledger: store.clone(),
+        pages: store,
         _dir: None,
     }
 }
@@ -35,7 +37,8 @@ pub async fn sqlite() -> Backend {
     Backend {
         name: "sqlite",
         accounts: store.clone(),
-        ledger: store,
+        ledger: store.clone(),
+        pages: store,
         _dir: Some(dir),
     }
 }
@@ -51,7 +54,8 @@ pub async fn postgres() -> Backend {
     Backend {
         name: "postgres",
         accounts: store.clone(),
-        ledger: store,
+        ledger: store.clone(),
+        pages: store,
         _dir: None,
     }
 }
@@ -108,7 +112,10 @@ macro_rules! contract_suite {
             entries_are_newest_first_and_limited,
             concurrent_grants_with_one_reference_apply_once,
             concurrent_distinct_grants_all_apply,
-            timestamps_keep_millisecond_precision
+            timestamps_keep_millisecond_precision,
+            cached_pages_round_trip_whole,
+            cached_pages_honour_age_and_replacement,
+            purging_removes_only_older_pages
         );
 
         #[test]

@@ -7,7 +7,7 @@ use futures_util::future::join_all;
 use proptest::prelude::*;
 use svc_ports::{
     Account, AccountId, ApiKeyId, ApiKeyRecord, ApiKeySecret, CreditAmount, Email, Environment,
-    GrantOutcome, LedgerEntryId, Plan, Scopes,
+    FetchedPage, GrantOutcome, LedgerEntryId, Plan, RobotsDecision, Scopes,
     ledger::{EntryKind, Grant},
     store::{AccountError, KeyError, LedgerError},
 };
@@ -423,6 +423,81 @@ pub async fn timestamps_keep_millisecond_precision(b: &Backend) {
         b.accounts.account(&a.id).await.unwrap().unwrap().created_at,
         a.created_at
     );
+}
+
+fn page(url: &str, body: &str, fetched_at: DateTime<Utc>) -> FetchedPage {
+    FetchedPage {
+        requested_url: url.to_owned(),
+        final_url: format!("{url}final"),
+        status: 200,
+        content_type: Some("text/html; charset=utf-8".into()),
+        charset: "utf-8".into(),
+        body: body.to_owned(),
+        truncated: false,
+        redirects: vec![url.to_owned()],
+        robots: RobotsDecision {
+            checked: true,
+            allowed: true,
+            robots_url: "https://example.com/robots.txt".into(),
+            basis: "rules".into(),
+        },
+        fetched_at,
+    }
+}
+
+pub async fn cached_pages_round_trip_whole(b: &Backend) {
+    let mut p = page("https://example.com/a", "<p>héllo ✓ 你好</p>", t0());
+    p.truncated = true;
+    p.content_type = None;
+    p.status = 404;
+    b.pages.put_page("k1", &p).await.unwrap();
+    assert_eq!(
+        b.pages.fresh_page("k1", t0()).await.unwrap(),
+        Some(p),
+        "{}: page changed in the store",
+        b.name
+    );
+    assert_eq!(b.pages.fresh_page("missing", t0()).await.unwrap(), None);
+}
+
+pub async fn cached_pages_honour_age_and_replacement(b: &Backend) {
+    b.pages
+        .put_page("k", &page("https://example.com/", "old", t0()))
+        .await
+        .unwrap();
+    let later = t0() + Duration::seconds(60);
+    assert_eq!(
+        b.pages.fresh_page("k", later).await.unwrap(),
+        None,
+        "{}: a stale page was served",
+        b.name
+    );
+    b.pages
+        .put_page("k", &page("https://example.com/", "new", later))
+        .await
+        .unwrap();
+    let fresh = b.pages.fresh_page("k", later).await.unwrap().unwrap();
+    assert_eq!(fresh.body, "new");
+    assert_eq!(fresh.fetched_at, later);
+}
+
+pub async fn purging_removes_only_older_pages(b: &Backend) {
+    for (i, age) in [0i64, 10, 20, 30].iter().enumerate() {
+        let at = t0() + Duration::seconds(*age);
+        b.pages
+            .put_page(&format!("p{i}"), &page("https://example.com/", "x", at))
+            .await
+            .unwrap();
+    }
+    let purged = b
+        .pages
+        .purge_pages(t0() + Duration::seconds(20))
+        .await
+        .unwrap();
+    assert_eq!(purged, 2, "{}: purge count", b.name);
+    assert!(b.pages.fresh_page("p1", t0()).await.unwrap().is_none());
+    assert!(b.pages.fresh_page("p2", t0()).await.unwrap().is_some());
+    assert!(b.pages.fresh_page("p3", t0()).await.unwrap().is_some());
 }
 
 type BackendFuture = Pin<Box<dyn Future<Output = Backend> + Send>>;

@@ -24,4 +24,6 @@ pub use system::{Clock, Entropy};
 pub use usage::{MeteringPolicy, UsageRecord};
 
 pub mod store;
-pub use store::{AccountError, AccountStore, KeyError, LedgerError, LedgerStore, StoreError};
+pub use store::{
+    AccountError, AccountStore, KeyError, LedgerError, LedgerStore, PageCache, StoreError,
+};

@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 
 use crate::{
     account::{Account, Email, Environment},
+    fetch::FetchedPage,
     ids::AccountId,
     keys::{ApiKeyRecord, KeyHash, KeyPrefix},
     ledger::{Balance, Grant, GrantOutcome, LedgerEntry},
@@ -114,4 +115,24 @@ pub trait LedgerStore: Send + Sync {
         account: &AccountId,
         limit: u32,
     ) -> Result<Vec<LedgerEntry>, StoreError>;
+}
+
+/// Fetched pages, kept so a read can be answered from the store when the caller's `max_age`
+/// allows.
+#[cfg_attr(feature = "mock", mockall::automock)]
+#[async_trait]
+pub trait PageCache: Send + Sync {
+    /// Stores `page` under `key`, replacing what was there.
+    async fn put_page(&self, key: &str, page: &FetchedPage) -> Result<(), StoreError>;
+
+    /// The page under `key` if it was fetched at or after `not_before`; `Ok(None)` when there
+    /// is none or it is older.
+    async fn fresh_page(
+        &self,
+        key: &str,
+        not_before: DateTime<Utc>,
+    ) -> Result<Option<FetchedPage>, StoreError>;
+
+    /// Deletes every page fetched before `before` and returns how many went.
+    async fn purge_pages(&self, before: DateTime<Utc>) -> Result<u64, StoreError>;
 }

@@ -9,11 +9,14 @@ use std::{
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use svc_ports::{
-    Account, AccountId, ApiKeyRecord, Balance, Email, Environment, GrantOutcome, KeyHash,
-    KeyPrefix, LedgerEntry,
+    Account, AccountId, ApiKeyRecord, Balance, Email, Environment, FetchedPage, GrantOutcome,
+    KeyHash, KeyPrefix, LedgerEntry, PageCache,
     ledger::{EntryKind, Grant},
     store::{AccountError, AccountStore, KeyError, LedgerError, LedgerStore, StoreError},
 };
+
+/// The sandbox keeps at most this many cached pages (the oldest go first).
+const MAX_CACHED_PAGES: usize = 1024;
 
 #[derive(Default)]
 struct State {
@@ -21,6 +24,7 @@ struct State {
     balances: HashMap<AccountId, Balance>,
     keys: Vec<ApiKeyRecord>,
     entries: Vec<LedgerEntry>,
+    pages: HashMap<String, FetchedPage>,
 }
 
 #[derive(Default)]
@@ -183,5 +187,44 @@ impl LedgerStore for MemoryStore {
             .take(limit as usize)
             .cloned()
             .collect())
+    }
+}
+
+#[async_trait]
+impl PageCache for MemoryStore {
+    async fn put_page(&self, key: &str, page: &FetchedPage) -> Result<(), StoreError> {
+        let mut s = self.lock();
+        if s.pages.len() >= MAX_CACHED_PAGES && !s.pages.contains_key(key) {
+            let oldest = s
+                .pages
+                .iter()
+                .min_by_key(|(_, p)| p.fetched_at)
+                .map(|(k, _)| k.clone());
+            if let Some(k) = oldest {
+                s.pages.remove(&k);
+            }
+        }
+        s.pages.insert(key.to_owned(), page.clone());
+        Ok(())
+    }
+
+    async fn fresh_page(
+        &self,
+        key: &str,
+        not_before: DateTime<Utc>,
+    ) -> Result<Option<FetchedPage>, StoreError> {
+        Ok(self
+            .lock()
+            .pages
+            .get(key)
+            .filter(|p| p.fetched_at >= not_before)
+            .cloned())
+    }
+
+    async fn purge_pages(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
+        let mut s = self.lock();
+        let n = s.pages.len();
+        s.pages.retain(|_, p| p.fetched_at >= before);
+        Ok((n - s.pages.len()) as u64)
     }
 }
