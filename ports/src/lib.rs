@@ -11,6 +11,7 @@ pub mod fetch;
 pub mod ids;
 pub mod keys;
 pub mod ledger;
+pub mod page;
 pub mod system;
 pub mod usage;
 
@@ -20,6 +21,7 @@ pub use fetch::{FetchError, FetchRequest, FetchedPage, PageFetcher, RobotsDecisi
 pub use ids::{AccountId, ApiKeyId, IdError, LedgerEntryId};
 pub use keys::{ApiKeyRecord, ApiKeySecret, KeyHash, KeyPrefix, Scope, Scopes};
 pub use ledger::{Balance, CreditAmount, EntryKind, Grant, GrantOutcome, LedgerEntry};
+pub use page::{FieldOption, Form, FormField, Link, PageMetadata};
 pub use system::{Clock, Entropy};
 pub use usage::{MeteringPolicy, UsageRecord};
 
