@@ -107,6 +107,22 @@ pub struct Grant {
     pub at: DateTime<Utc>,
 }
 
+impl Grant {
+    /// The ledger entry this grant writes, given the balance it leaves.
+    pub fn entry(&self, balance_after: i64) -> LedgerEntry {
+        LedgerEntry {
+            id: self.id.clone(),
+            account_id: self.account_id.clone(),
+            kind: EntryKind::Grant,
+            delta: self.amount.get(),
+            balance_after,
+            reference: self.reference.clone(),
+            memo: self.memo.clone(),
+            created_at: self.at,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GrantOutcome {
     Applied(LedgerEntry),

@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use svc_ports::{
     Account, AccountId, ApiKeyRecord, Balance, Email, Environment, FetchedPage, GrantOutcome,
     KeyHash, KeyPrefix, LedgerEntry, PageCache,
-    ledger::{EntryKind, Grant},
+    ledger::Grant,
     store::{AccountError, AccountStore, KeyError, LedgerError, LedgerStore, StoreError},
 };
 
@@ -152,16 +152,7 @@ impl LedgerStore for MemoryStore {
         }
         let balance = s.balances.entry(grant.account_id.clone()).or_default();
         balance.spendable += grant.amount.get();
-        let entry = LedgerEntry {
-            id: grant.id.clone(),
-            account_id: grant.account_id.clone(),
-            kind: EntryKind::Grant,
-            delta: grant.amount.get(),
-            balance_after: balance.spendable,
-            reference: grant.reference.clone(),
-            memo: grant.memo.clone(),
-            created_at: grant.at,
-        };
+        let entry = grant.entry(balance.spendable);
         s.entries.push(entry.clone());
         Ok(GrantOutcome::Applied(entry))
     }

@@ -40,6 +40,18 @@ impl TestApp {
         format!("{}{path}", self.base_url)
     }
 
+    /// GET a path and parse the JSON answer.
+    pub async fn get_json(&self, path: &str) -> Value {
+        self.http
+            .get(self.url(path))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
     pub async fn get_usage(&self, authorization: Option<&str>) -> reqwest::Response {
         let mut req = self.http.get(self.url("/api/usage"));
         if let Some(a) = authorization {

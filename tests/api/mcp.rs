@@ -33,15 +33,7 @@ async fn tools_list_matches_the_published_manifest() {
             V2,
         )
         .await;
-    let manifest: Value = app
-        .http
-        .get(app.url("/.well-known/mcp/tools.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let manifest: Value = app.get_json("/.well-known/mcp/tools.json").await;
     let listed = listed["result"]["tools"].as_array().unwrap().clone();
     let published = manifest["tools"].as_array().unwrap();
     assert_eq!(listed.len(), published.len());
@@ -215,14 +207,6 @@ async fn foreign_hosts_and_origins_are_refused() {
 #[tokio::test]
 async fn health_answers_beside_mcp() {
     let app = TestApp::spawn().await;
-    let body: Value = app
-        .http
-        .get(app.url("/health"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let body: Value = app.get_json("/health").await;
     assert_eq!(body["status"], "ok");
 }

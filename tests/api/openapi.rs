@@ -5,24 +5,8 @@ use crate::helpers::TestApp;
 #[tokio::test]
 async fn both_paths_serve_one_openapi_31_document() {
     let app = TestApp::spawn().await;
-    let doc: Value = app
-        .http
-        .get(app.url("/openapi.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let mirror: Value = app
-        .http
-        .get(app.url("/.well-known/openapi.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let doc: Value = app.get_json("/openapi.json").await;
+    let mirror: Value = app.get_json("/.well-known/openapi.json").await;
     assert_eq!(doc, mirror);
     assert_eq!(doc["openapi"], "3.1.0");
     assert_eq!(doc["servers"][0]["url"], app.base_url);
@@ -44,14 +28,6 @@ async fn the_document_is_pinned() {
         .runtime(|r| r.base_url = Some("https://api.svc.example".into()))
         .spawn()
         .await;
-    let doc: Value = app
-        .http
-        .get(app.url("/openapi.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let doc: Value = app.get_json("/openapi.json").await;
     insta::assert_json_snapshot!("openapi", doc);
 }

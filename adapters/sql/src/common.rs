@@ -242,16 +242,7 @@ macro_rules! impl_sql_stores {
                 let Some(balance_after) = balance else {
                     return Err(sqlx::Error::RowNotFound);
                 };
-                let entry = LedgerEntry {
-                    id: grant.id.clone(),
-                    account_id: grant.account_id.clone(),
-                    kind: EntryKind::Grant,
-                    delta: grant.amount.get(),
-                    balance_after,
-                    reference: grant.reference.clone(),
-                    memo: grant.memo.clone(),
-                    created_at: grant.at,
-                };
+                let entry = grant.entry(balance_after);
                 sqlx::query(
                     "INSERT INTO ledger_entries (id, account_id, kind, delta, balance_after, reference, memo, created_at) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
