@@ -80,7 +80,8 @@ pub fn openapi_document(ctx: &AppContext) -> Value {
 }
 
 #[derive(Clone)]
-struct StaticJson(Arc<Vec<u8>>);
+/// A document rendered once at start; `Bytes` makes each answer a reference-count bump.
+struct StaticJson(bytes::Bytes);
 
 #[handler]
 fn serve_static_json(doc: Data<&StaticJson>) -> Response {
@@ -89,12 +90,12 @@ fn serve_static_json(doc: Data<&StaticJson>) -> Response {
         .content_type("application/json")
         .header(header::CACHE_CONTROL, "public, max-age=300")
         .header(header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")
-        .body(doc.0.0.as_ref().clone())
+        .body(doc.0.0.clone())
 }
 
 fn json_file(value: &Value) -> impl Endpoint + use<> {
     let bytes = serde_json::to_vec_pretty(value).unwrap_or_default();
-    get(serve_static_json).data(StaticJson(Arc::new(bytes)))
+    get(serve_static_json).data(StaticJson(bytes::Bytes::from(bytes)))
 }
 
 /// Every route of the service behind the edge middleware.
