@@ -21,7 +21,10 @@ pub use fetch::{FetchError, FetchRequest, FetchedPage, PageFetcher, RobotsDecisi
 pub use ids::{AccountId, ApiKeyId, IdError, LedgerEntryId};
 pub use keys::{ApiKeyRecord, ApiKeySecret, KeyHash, KeyPrefix, Scope, Scopes};
 pub use ledger::{Balance, CreditAmount, EntryKind, Grant, GrantOutcome, LedgerEntry};
-pub use page::{FieldOption, Form, FormField, Link, PageMetadata};
+pub use page::{
+    ExtractError, ExtractOptions, Extraction, FieldOption, Form, FormField, Link, MainContent,
+    PageExtractor, PageMetadata, PageSignals,
+};
 pub use system::{Clock, Entropy};
 pub use usage::{MeteringPolicy, UsageRecord};
 

@@ -57,7 +57,82 @@ pub struct PageMetadata {
     pub twitter: BTreeMap<String, String>,
     pub json_ld: Vec<serde_json::Value>,
     pub author: Option<String>,
+    /// A short summary: the description, else the content's first paragraph.
+    pub excerpt: Option<String>,
     pub published_time: Option<String>,
     pub site_name: Option<String>,
     pub favicon: Option<String>,
+}
+
+/// How the main content is chosen from a page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtractOptions {
+    /// Keep only the main content (article body), as Readability finds it. When false the whole
+    /// body is kept (after `exclude_selectors`).
+    pub main_content_only: bool,
+    /// CSS selectors whose matches, in document order, are the content. When any is given,
+    /// main-content detection is skipped: the caller said what the content is.
+    pub include_selectors: Vec<String>,
+    /// CSS selectors whose matches are removed before anything else.
+    pub exclude_selectors: Vec<String>,
+}
+
+impl Default for ExtractOptions {
+    fn default() -> Self {
+        Self {
+            main_content_only: true,
+            include_selectors: Vec::new(),
+            exclude_selectors: Vec::new(),
+        }
+    }
+}
+
+/// The main content of a page in the three forms a reader asks for.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MainContent {
+    pub markdown: String,
+    /// Plain text with paragraph breaks kept.
+    pub text: String,
+    /// Cleaned HTML of the content (links made absolute).
+    pub html: String,
+}
+
+/// Evidence that a page is an obstacle rather than content. The reading service turns these
+/// into a `blocked` outcome; they are never shown as page text.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageSignals {
+    /// What marks the page as a captcha or bot challenge (e.g. `g-recaptcha widget`).
+    pub captcha: Option<String>,
+    /// What marks the page as a sign-in wall (e.g. `password form, 120 characters of text`).
+    pub login_wall: Option<String>,
+}
+
+/// Everything read from one HTML document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Extraction {
+    pub content: MainContent,
+    pub links: Vec<Link>,
+    pub forms: Vec<Form>,
+    pub metadata: PageMetadata,
+    pub signals: PageSignals,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExtractError {
+    #[error("`{selector}` is not a valid CSS selector")]
+    InvalidSelector { selector: String },
+}
+
+/// Turns a fetched HTML document into content, links, forms and metadata. Pure CPU work: no
+/// I/O, deterministic for the same input. Implementations MUST return
+/// [`ExtractError::InvalidSelector`] for a selector they cannot parse (and nothing else), and
+/// MUST resolve every URL they return against `page_url` (or the page's `<base href>`).
+#[cfg_attr(feature = "mock", mockall::automock)]
+pub trait PageExtractor: Send + Sync {
+    fn extract(
+        &self,
+        html: &str,
+        page_url: &str,
+        options: &ExtractOptions,
+    ) -> Result<Extraction, ExtractError>;
 }

@@ -1,7 +1,11 @@
 //! HTML extraction with kuchikiki: the links, forms and metadata of a page. Kept behind this
 //! adapter so the HTML parser can be swapped without touching services.
 
+pub mod evaluation;
 mod metadata;
+mod reader;
+
+pub use reader::HtmlExtractor;
 
 use kuchikiki::{NodeRef, traits::TendrilSink};
 use svc_ports::{FieldOption, Form, FormField, Link, PageMetadata};

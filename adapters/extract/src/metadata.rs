@@ -394,6 +394,7 @@ pub fn extract(doc: &Document) -> PageMetadata {
         twitter: prefixed("twitter:"),
         json_ld: json_ld_objects,
         author,
+        excerpt: None,
         published_time,
         site_name,
         favicon,
