@@ -1,16 +1,18 @@
 //! `svc`: the service's command line.
 
-use std::process::ExitCode;
+use std::{path::PathBuf, process::ExitCode};
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use svc::{
     config::{RuntimeSettings, ServeSettings},
-    services::CreateKey,
-    startup::{self, Application, Stores},
+    http::read::{ReadBody, ReadFormat, ReadResult},
+    services::{CreateKey, ReadOutcome, read::ContentFormat},
+    startup::{self, Application, Outbound, Stores},
     telemetry,
 };
 use svc_ports::{CreditAmount, Email, Environment, KeyPrefix, Plan, Scopes};
+use svc_sandbox::DemoSite;
 
 #[derive(Parser)]
 #[command(name = "svc", version, about = "Agent action and commerce service")]
@@ -40,6 +42,42 @@ enum Command {
         #[command(subcommand)]
         command: KeysCommand,
     },
+    /// Read a page: a URL through the guarded fetcher, or a saved HTML file offline. Prints the
+    /// main content (or, with `--format json`, the same JSON as `/api/read`); a blocked page
+    /// exits with status 2.
+    Read(ReadArgs),
+}
+
+#[derive(clap::Args)]
+struct ReadArgs {
+    /// Public http(s) URL to read (omit with --file).
+    #[arg(required_unless_present = "file", conflicts_with = "file")]
+    url: Option<String>,
+    /// A saved HTML page to extract offline.
+    #[arg(long, requires = "base_url")]
+    file: Option<PathBuf>,
+    /// The URL the saved page came from (its links resolve against it).
+    #[arg(long)]
+    base_url: Option<String>,
+    #[arg(long, value_enum, default_value = "markdown")]
+    format: ReadOutput,
+    /// Keep the whole body instead of only the main content.
+    #[arg(long)]
+    whole_page: bool,
+    /// CSS selector whose matches are the content (repeatable).
+    #[arg(long = "include")]
+    include: Vec<String>,
+    /// CSS selector whose matches are removed first (repeatable).
+    #[arg(long = "exclude")]
+    exclude: Vec<String>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ReadOutput {
+    Markdown,
+    Text,
+    Html,
+    Json,
 }
 
 #[derive(clap::Args)]
@@ -91,17 +129,32 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(s) => {
             let stores = Stores::open(&s.database_url, s.database_max_connections).await?;
-            let app = Application::build(&s.runtime, &s.bind, stores, Environment::Live).await?;
+            let app = Application::build(
+                &s.runtime,
+                &s.bind,
+                stores,
+                Environment::Live,
+                Outbound::default(),
+            )
+            .await?;
             app.run_until_stopped().await.context("serving")
         }
         Command::Sandbox { bind, runtime } => {
-            let app =
-                Application::build(&runtime, &bind, Stores::memory(), Environment::Test).await?;
+            let demo = DemoSite::start().await;
+            let app = Application::build(
+                &runtime,
+                &bind,
+                Stores::memory(),
+                Environment::Test,
+                Outbound::demo_site(&demo),
+            )
+            .await?;
             let issued = startup::seed_sandbox(&app.context().services).await?;
             let origins = app.context().origins.clone();
             println!("SVC_BASE_URL={}", origins.base_url);
             println!("SVC_MCP_URL={}", origins.mcp_url);
             println!("SVC_API_KEY={}", issued.secret.expose());
+            println!("SVC_DEMO_SITE={}", demo.origin());
             eprintln!(
                 "MCP setup: claude mcp add --transport http svc {} --header \"Authorization: Bearer $SVC_API_KEY\"",
                 origins.mcp_url
@@ -114,12 +167,69 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Keys { db, command } => keys(&db.database_url, command).await,
+        Command::Read(args) => read(args).await,
     }
+}
+
+async fn read(args: ReadArgs) -> anyhow::Result<()> {
+    let services = startup::services(&Stores::memory(), Environment::Live, &Outbound::default())?;
+    let format = match args.format {
+        ReadOutput::Text => ReadFormat::Text,
+        ReadOutput::Html => ReadFormat::Html,
+        ReadOutput::Markdown | ReadOutput::Json => ReadFormat::Markdown,
+    };
+    let body = ReadBody {
+        url: args
+            .url
+            .clone()
+            .or(args.base_url.clone())
+            .unwrap_or_default(),
+        format: Some(format),
+        main_content_only: Some(!args.whole_page),
+        include_selectors: Some(args.include),
+        exclude_selectors: Some(args.exclude),
+        max_age: Some(0),
+    };
+    let request = body.into_request();
+    let outcome = match (&args.file, &args.base_url) {
+        (Some(file), Some(base_url)) => {
+            let bytes =
+                std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+            services
+                .read
+                .read_document(
+                    String::from_utf8_lossy(&bytes).into_owned(),
+                    base_url,
+                    &request,
+                )
+                .await?
+        }
+        _ => services.read.read(&request).await?,
+    };
+    let blocked = matches!(outcome, ReadOutcome::Blocked(_));
+    match (args.format, outcome) {
+        (ReadOutput::Json, outcome) => {
+            let json = ReadResult::from(outcome).to_json_value();
+            println!("{}", serde_json::to_string_pretty(&json)?);
+        }
+        (_, ReadOutcome::Page(page)) => match page.format {
+            ContentFormat::Markdown => println!("{}", page.markdown),
+            ContentFormat::Text => println!("{}", page.text),
+            ContentFormat::Html => println!("{}", page.html.unwrap_or_default()),
+        },
+        (_, ReadOutcome::Blocked(b)) => {
+            eprintln!("blocked ({}): {}", b.reason.as_str(), b.detail);
+        }
+    }
+    if blocked {
+        std::process::exit(2);
+    }
+    Ok(())
 }
 
 async fn keys(database_url: &str, command: KeysCommand) -> anyhow::Result<()> {
     let stores = Stores::open(database_url, 2).await?;
-    let services = startup::services(&stores, Environment::Live);
+    let services = startup::services(&stores, Environment::Live, &Outbound::default())?;
     match command {
         KeysCommand::Create {
             email,

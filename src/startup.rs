@@ -1,15 +1,19 @@
 //! The only place that names concrete adapters: it picks the stores, builds the services and
 //! binds the listener.
 
-use std::{net::SocketAddr, sync::Arc};
+use std::{collections::HashMap, net::SocketAddr, sync::Arc, time::Duration};
 
 use anyhow::Context;
 use poem::{
     Server,
     listener::{Acceptor, Listener, TcpAcceptor, TcpListener},
 };
-use svc_ports::{AccountStore, CreditAmount, Email, Environment, LedgerStore, Plan, Scopes};
-use svc_sandbox::MemoryStore;
+use svc_extract::HtmlExtractor;
+use svc_fetch::{FetcherConfig, GuardedFetcher};
+use svc_ports::{
+    AccountStore, CreditAmount, Email, Environment, LedgerStore, PageCache, Plan, Scopes,
+};
+use svc_sandbox::{DEMO_HOST, DemoSite, MemoryStore};
 use svc_sql::{PostgresStore, SqliteStore};
 use svc_system::{OsEntropy, SystemClock};
 
@@ -25,6 +29,7 @@ use crate::{
 pub struct Stores {
     pub accounts: Arc<dyn AccountStore>,
     pub ledger: Arc<dyn LedgerStore>,
+    pub pages: Arc<dyn PageCache>,
     /// What the store is, for logs (never the URL, which may hold a password).
     pub kind: &'static str,
 }
@@ -35,7 +40,8 @@ impl Stores {
         let store = Arc::new(MemoryStore::new());
         Self {
             accounts: store.clone(),
-            ledger: store,
+            ledger: store.clone(),
+            pages: store,
             kind: "memory",
         }
     }
@@ -46,14 +52,16 @@ impl Stores {
             let store = Arc::new(PostgresStore::open(database_url, max_connections).await?);
             Ok(Self {
                 accounts: store.clone(),
-                ledger: store,
+                ledger: store.clone(),
+                pages: store,
                 kind: "postgres",
             })
         } else if database_url.starts_with("sqlite:") {
             let store = Arc::new(SqliteStore::open(database_url).await?);
             Ok(Self {
                 accounts: store.clone(),
-                ledger: store,
+                ledger: store.clone(),
+                pages: store,
                 kind: "sqlite",
             })
         } else {
@@ -62,17 +70,58 @@ impl Stores {
     }
 }
 
-pub fn ports(stores: &Stores) -> Ports {
-    Ports {
-        accounts: stores.accounts.clone(),
-        ledger: stores.ledger.clone(),
-        clock: Arc::new(SystemClock),
-        entropy: Arc::new(OsEntropy::new()),
+/// How the service reaches URLs that callers name.
+#[derive(Debug, Clone, Default)]
+pub struct Outbound {
+    /// Demo hosts the sandbox may read, by exact name, pinned to these loopback addresses.
+    /// Must stay empty in the live environment.
+    pub sandbox_hosts: HashMap<String, SocketAddr>,
+    /// Overall time limit of one fetch (default 15 s).
+    pub fetch_timeout: Option<Duration>,
+}
+
+impl Outbound {
+    /// The sandbox's demo site, readable under its demo name and nothing else.
+    pub fn demo_site(site: &DemoSite) -> Self {
+        Self {
+            sandbox_hosts: HashMap::from([(DEMO_HOST.to_owned(), site.address())]),
+            fetch_timeout: None,
+        }
     }
 }
 
-pub fn services(stores: &Stores, environment: Environment) -> Arc<Services> {
-    Arc::new(Services::new(ports(stores), environment))
+pub fn ports(stores: &Stores, outbound: &Outbound) -> anyhow::Result<Ports> {
+    let mut config = FetcherConfig {
+        sandbox_hosts: outbound.sandbox_hosts.clone(),
+        ..FetcherConfig::default()
+    };
+    if let Some(t) = outbound.fetch_timeout {
+        config.timeout = t;
+    }
+    let fetcher = GuardedFetcher::new(config).context("building the guarded HTTP client")?;
+    Ok(Ports {
+        accounts: stores.accounts.clone(),
+        ledger: stores.ledger.clone(),
+        pages: stores.pages.clone(),
+        fetcher: Arc::new(fetcher),
+        extractor: Arc::new(HtmlExtractor::new()),
+        clock: Arc::new(SystemClock),
+        entropy: Arc::new(OsEntropy::new()),
+    })
+}
+
+pub fn services(
+    stores: &Stores,
+    environment: Environment,
+    outbound: &Outbound,
+) -> anyhow::Result<Arc<Services>> {
+    if environment == Environment::Live && !outbound.sandbox_hosts.is_empty() {
+        anyhow::bail!("sandbox demo hosts are allowed only in the sandbox");
+    }
+    Ok(Arc::new(Services::new(
+        ports(stores, outbound)?,
+        environment,
+    )))
 }
 
 /// A bound, ready-to-run service.
@@ -81,6 +130,7 @@ pub struct Application {
     local_addr: SocketAddr,
     ctx: AppContext,
     mcp: mcp::McpConfig,
+    pages: Arc<dyn PageCache>,
 }
 
 impl Application {
@@ -89,6 +139,7 @@ impl Application {
         bind: &str,
         stores: Stores,
         environment: Environment,
+        outbound: Outbound,
     ) -> anyhow::Result<Self> {
         let acceptor = TcpListener::bind(bind.to_owned())
             .into_acceptor()
@@ -102,7 +153,7 @@ impl Application {
         let origins = Origins::resolve(runtime, local_addr);
         let mcp = mcp::McpConfig::from_settings(runtime, &origins);
         let ctx = AppContext {
-            services: services(&stores, environment),
+            services: services(&stores, environment, &outbound)?,
             origins: Arc::new(origins),
             environment,
             limits: Limits {
@@ -118,6 +169,7 @@ impl Application {
             local_addr,
             ctx,
             mcp,
+            pages: stores.pages,
         })
     }
 
@@ -131,14 +183,27 @@ impl Application {
 
     /// Serves until SIGINT or SIGTERM, then lets requests in flight finish (up to 10 s).
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        let purge = tokio::spawn(purge_page_cache(self.pages));
         let app = http::app(self.ctx, self.mcp);
-        Server::new_with_acceptor(self.acceptor)
-            .run_with_graceful_shutdown(
-                app,
-                shutdown_signal(),
-                Some(std::time::Duration::from_secs(10)),
-            )
-            .await
+        let served = Server::new_with_acceptor(self.acceptor)
+            .run_with_graceful_shutdown(app, shutdown_signal(), Some(Duration::from_secs(10)))
+            .await;
+        purge.abort();
+        served
+    }
+}
+
+/// Hourly, drops cached pages older than the longest `max_age` a read may ask for.
+async fn purge_page_cache(pages: Arc<dyn PageCache>) {
+    let mut every_hour = tokio::time::interval(Duration::from_secs(3600));
+    loop {
+        every_hour.tick().await;
+        let cutoff = chrono::Utc::now()
+            - chrono::Duration::seconds(crate::services::read::MAX_CACHE_AGE_SECONDS as i64);
+        match pages.purge_pages(cutoff).await {
+            Ok(n) => tracing::debug!(purged = n, "page cache purged"),
+            Err(e) => tracing::warn!(error = %e, "page cache purge failed"),
+        }
     }
 }
 

@@ -129,6 +129,9 @@ pub enum ExtractError {
 /// MUST resolve every URL they return against `page_url` (or the page's `<base href>`).
 #[cfg_attr(feature = "mock", mockall::automock)]
 pub trait PageExtractor: Send + Sync {
+    /// Checks the options without extracting anything: the same errors `extract` would give.
+    fn check_options(&self, options: &ExtractOptions) -> Result<(), ExtractError>;
+
     fn extract(
         &self,
         html: &str,

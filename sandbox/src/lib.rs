@@ -1,6 +1,9 @@
 //! The sandbox's own parts: in-memory stores that are real, selectable implementations of the
-//! store ports (not test fakes), used by `svc sandbox` and by the contract suite.
+//! store ports (not test fakes), used by `svc sandbox` and by the contract suite; and the demo target site the sandbox's reader
+//! may fetch.
 
+mod demo_site;
 mod memory;
 
+pub use demo_site::{DEMO_HOST, DemoSite};
 pub use memory::MemoryStore;

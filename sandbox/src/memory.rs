@@ -15,8 +15,10 @@ use svc_ports::{
     store::{AccountError, AccountStore, KeyError, LedgerError, LedgerStore, StoreError},
 };
 
-/// The sandbox keeps at most this many cached pages (the oldest go first).
+/// The sandbox keeps at most this many cached pages and bytes of page bodies (the oldest go
+/// first): pages can be 10 MiB each, so a count alone would not bound memory.
 const MAX_CACHED_PAGES: usize = 1024;
+const MAX_CACHED_BYTES: usize = 64 * 1024 * 1024;
 
 #[derive(Default)]
 struct State {
@@ -185,14 +187,18 @@ impl LedgerStore for MemoryStore {
 impl PageCache for MemoryStore {
     async fn put_page(&self, key: &str, page: &FetchedPage) -> Result<(), StoreError> {
         let mut s = self.lock();
-        if s.pages.len() >= MAX_CACHED_PAGES && !s.pages.contains_key(key) {
+        s.pages.remove(key);
+        let mut bytes: usize = s.pages.values().map(|p| p.body.len()).sum();
+        while !s.pages.is_empty()
+            && (s.pages.len() >= MAX_CACHED_PAGES || bytes + page.body.len() > MAX_CACHED_BYTES)
+        {
             let oldest = s
                 .pages
                 .iter()
                 .min_by_key(|(_, p)| p.fetched_at)
                 .map(|(k, _)| k.clone());
-            if let Some(k) = oldest {
-                s.pages.remove(&k);
+            if let Some(p) = oldest.and_then(|k| s.pages.remove(&k)) {
+                bytes -= p.body.len();
             }
         }
         s.pages.insert(key.to_owned(), page.clone());
@@ -217,5 +223,53 @@ impl PageCache for MemoryStore {
         let n = s.pages.len();
         s.pages.retain(|_, p| p.fetched_at >= before);
         Ok((n - s.pages.len()) as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use svc_ports::RobotsDecision;
+
+    fn page(url: &str, bytes: usize, at: i64) -> FetchedPage {
+        FetchedPage {
+            requested_url: url.into(),
+            final_url: url.into(),
+            status: 200,
+            content_type: Some("text/html".into()),
+            charset: "utf-8".into(),
+            body: "x".repeat(bytes),
+            truncated: false,
+            redirects: Vec::new(),
+            robots: RobotsDecision {
+                checked: false,
+                allowed: true,
+                robots_url: String::new(),
+                basis: "not_checked".into(),
+            },
+            fetched_at: DateTime::from_timestamp(at, 0).unwrap(),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_page_cache_is_bounded_by_bytes_and_drops_the_oldest() {
+        let store = MemoryStore::new();
+        let ten_mib = 10 * 1024 * 1024;
+        for i in 0..8 {
+            store
+                .put_page(&format!("k{i}"), &page("http://a.example/", ten_mib, i))
+                .await
+                .unwrap();
+        }
+        let epoch = DateTime::from_timestamp(0, 0).unwrap();
+        let kept: Vec<_> = {
+            let s = store.lock();
+            let mut k: Vec<_> = s.pages.keys().cloned().collect();
+            k.sort();
+            k
+        };
+        assert_eq!(kept, ["k2", "k3", "k4", "k5", "k6", "k7"]);
+        assert!(store.fresh_page("k7", epoch).await.unwrap().is_some());
+        assert!(store.fresh_page("k0", epoch).await.unwrap().is_none());
     }
 }

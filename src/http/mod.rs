@@ -7,6 +7,7 @@ pub mod meta;
 pub mod middleware;
 pub mod openapi31;
 pub mod problem;
+pub mod read;
 pub mod usage;
 
 use std::sync::Arc;
@@ -26,6 +27,8 @@ use middleware::{AllowedMethods, Edge};
 
 #[derive(poem_openapi::Tags)]
 pub enum Tags {
+    /// Reading public pages as clean content, links, forms and metadata.
+    Read,
     /// Credits, plan and metering of the calling account.
     Usage,
     /// Health and service metadata.
@@ -60,11 +63,15 @@ fn api_description(ctx: &AppContext) -> String {
     )
 }
 
-type Apis = (meta::MetaApi, usage::UsageApi);
+type Apis = (meta::MetaApi, usage::UsageApi, read::ReadApi);
 
 fn openapi_service(ctx: &AppContext) -> OpenApiService<Apis, ()> {
     OpenApiService::new(
-        (meta::MetaApi, usage::UsageApi { ctx: ctx.clone() }),
+        (
+            meta::MetaApi,
+            usage::UsageApi { ctx: ctx.clone() },
+            read::ReadApi { ctx: ctx.clone() },
+        ),
         "Agent action and commerce service",
         env!("CARGO_PKG_VERSION"),
     )

@@ -12,6 +12,35 @@ pub fn to_openapi_31(mut doc: Value) -> Value {
     doc
 }
 
+/// Makes a poem-openapi schema with its definitions under `$defs` a JSON Schema 2020-12
+/// document: the 3.1 rewrite, references pointed at `$defs`, and OpenAPI-only keywords
+/// (`discriminator`, `readOnly` stays: it is 2020-12 too) removed.
+pub fn to_json_schema(schema: &mut Value) {
+    rewrite(schema);
+    point_refs_at_defs(schema);
+}
+
+fn point_refs_at_defs(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            if map
+                .get("discriminator")
+                .is_some_and(|d| d.get("propertyName").is_some())
+            {
+                map.remove("discriminator");
+            }
+            if let Some(Value::String(r)) = map.get_mut("$ref")
+                && let Some(name) = r.strip_prefix("#/components/schemas/")
+            {
+                *r = format!("#/$defs/{name}");
+            }
+            map.values_mut().for_each(point_refs_at_defs);
+        }
+        Value::Array(items) => items.iter_mut().for_each(point_refs_at_defs),
+        _ => {}
+    }
+}
+
 fn rewrite(v: &mut Value) {
     match v {
         Value::Object(map) => {

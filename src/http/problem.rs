@@ -292,6 +292,11 @@ impl poem_openapi::ApiResponse for ApiProblem {
                 ),
                 problem_response(413, "Request body larger than the limit.", vec![]),
                 problem_response(
+                    422,
+                    "A value is not acceptable (`invalid_request`, `url_refused`, ...).",
+                    vec![],
+                ),
+                problem_response(
                     429,
                     "Rate limit reached.",
                     vec![header_meta::<u64>(

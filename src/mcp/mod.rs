@@ -129,11 +129,8 @@ impl ServerHandler for SvcMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let parts = context.extensions.get::<http::request::Parts>();
-        let authorization = parts
-            .and_then(|p| p.headers.get(http::header::AUTHORIZATION))
-            .and_then(|v| v.to_str().ok());
         let args = request.arguments.unwrap_or_default();
-        tools::call(&self.ctx, &request.name, args, authorization)
+        tools::call(&self.ctx, &request.name, args, parts)
             .await
             .map(CallToolResponse::from)
     }

@@ -9,7 +9,17 @@ use rmcp::{
 };
 use serde_json::{Value, json};
 
-use crate::{context::AppContext, http::problem::ApiProblem, services::AuthError};
+use poem_openapi::types::ParseFromJSON;
+
+use crate::{
+    context::AppContext,
+    http::{
+        limits::RateLimits,
+        problem::ApiProblem,
+        read::{ReadBody, ReadResult, read_problem, require_read_scope},
+    },
+    services::{AuthError, Principal},
+};
 
 pub const INSTRUCTIONS: &str = "Read public pages, discover a site's mapped actions and execute one with a signed \
 verification artifact. Every live tool needs `Authorization: Bearer svc_...`; call svc_auth_status to check a key. \
@@ -45,7 +55,7 @@ impl ToolSpec {
 pub fn registry() -> &'static [ToolSpec] {
     static REGISTRY: std::sync::OnceLock<Vec<ToolSpec>> = std::sync::OnceLock::new();
     REGISTRY.get_or_init(|| {
-        vec![ToolSpec {
+        vec![read_page_spec(), ToolSpec {
             name: "svc_auth_status",
             title: "Check authentication",
             description: "Reports whether the API key sent in the Authorization header (Bearer svc_...) is valid, and \
@@ -77,6 +87,38 @@ pub fn registry() -> &'static [ToolSpec] {
     })
 }
 
+fn read_page_spec() -> ToolSpec {
+    ToolSpec {
+        name: "read_page",
+        title: "Read a web page",
+        description: "Reads a public web page and returns its main content as Markdown and plain text, with             its links (absolute, same-site or not), forms (action, method, fields with labels) and metadata             (description, canonical, language, OpenGraph, JSON-LD, author, published time). Fetched through a             guarded client: public http(s) URLs only, robots.txt honoured. A captcha, sign-in wall, robots             refusal or 4xx/5xx answer comes back as outcome `blocked` with a reason, never as page text.             A copy up to `max_age` seconds old (default 600) may answer. Needs an API key with the read scope.",
+        needs_api_key: true,
+        read_only: true,
+        input_schema: json!({
+            "type": "object",
+            "required": ["url"],
+            "additionalProperties": false,
+            "properties": {
+                "url": {"type": "string", "minLength": 1, "maxLength": 2048,
+                    "description": "Absolute http or https URL of a public page."},
+                "format": {"type": "string", "enum": ["markdown", "text", "html"],
+                    "description": "Main content format; html adds the cleaned HTML. Default markdown."},
+                "main_content_only": {"type": "boolean",
+                    "description": "Keep only the main content (default true); false keeps the whole body."},
+                "include_selectors": {"type": "array", "maxItems": 20,
+                    "items": {"type": "string", "maxLength": 256},
+                    "description": "CSS selectors whose matches are the content."},
+                "exclude_selectors": {"type": "array", "maxItems": 20,
+                    "items": {"type": "string", "maxLength": 256},
+                    "description": "CSS selectors whose matches are removed first."},
+                "max_age": {"type": "integer", "minimum": 0, "maximum": 604800,
+                    "description": "Oldest cached copy acceptable, in seconds (default 600); 0 always fetches."}
+            }
+        }),
+        output_schema: ReadResult::json_schema(),
+    }
+}
+
 /// A tool failure: `isError: true` with the problem object as text and no structured content.
 pub fn tool_error(problem: &ApiProblem) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(problem.body().to_json_string())])
@@ -86,8 +128,11 @@ pub async fn call(
     ctx: &AppContext,
     name: &str,
     args: JsonObject,
-    authorization: Option<&str>,
+    parts: Option<&http::request::Parts>,
 ) -> Result<CallToolResult, McpError> {
+    let authorization = parts
+        .and_then(|p| p.headers.get(http::header::AUTHORIZATION))
+        .and_then(|v| v.to_str().ok());
     let spec = registry().iter().find(|t| t.name == name).ok_or_else(|| {
         McpError::invalid_params(format!("unknown tool `{name}`; see tools/list"), None)
     })?;
@@ -101,11 +146,46 @@ pub async fn call(
             }
             Ok(auth_status(ctx, authorization).await)
         }
+        "read_page" => {
+            let principal = match authenticate(ctx, authorization, parts).await {
+                Ok(p) => p,
+                Err(problem) => return Ok(tool_error(&problem)),
+            };
+            let body = ReadBody::parse_from_json(Some(Value::Object(args)))
+                .map_err(|e| McpError::invalid_params(e.into_message(), None))?;
+            if let Err(problem) = require_read_scope(&principal) {
+                return Ok(tool_error(&problem));
+            }
+            Ok(match ctx.services.read.read(&body.into_request()).await {
+                Ok(outcome) => {
+                    CallToolResult::structured(ReadResult::from(outcome).to_json_value())
+                }
+                Err(e) => tool_error(&read_problem(e)),
+            })
+        }
         other => Err(McpError::internal_error(
             format!("tool `{other}` has no handler"),
             None,
         )),
     }
+}
+
+/// The API key of a tool call, checked like a REST request's: store, then per-key limit.
+async fn authenticate(
+    ctx: &AppContext,
+    authorization: Option<&str>,
+    parts: Option<&http::request::Parts>,
+) -> Result<Principal, ApiProblem> {
+    let principal = ctx
+        .services
+        .auth
+        .authenticate_header(authorization)
+        .await
+        .map_err(ApiProblem::from)?;
+    if let Some(limits) = parts.and_then(|p| p.extensions.get::<RateLimits>()) {
+        limits.check_key(&principal.key.id)?;
+    }
+    Ok(principal)
 }
 
 async fn auth_status(ctx: &AppContext, authorization: Option<&str>) -> CallToolResult {

@@ -2,14 +2,18 @@
 
 pub mod auth;
 pub mod keys;
+pub mod read;
 pub mod usage;
 
 use std::sync::Arc;
 
-use svc_ports::{AccountStore, Clock, Entropy, Environment, LedgerStore};
+use svc_ports::{
+    AccountStore, Clock, Entropy, Environment, LedgerStore, PageCache, PageExtractor, PageFetcher,
+};
 
 pub use auth::{AuthError, Authenticator, Principal};
 pub use keys::{CreateKey, IssuedKey, KeyService, KeyServiceError};
+pub use read::{ReadError, ReadOutcome, ReadRequest, ReadService};
 pub use usage::UsageService;
 
 /// The driven ports a service may use. Built by `startup` from concrete adapters.
@@ -17,6 +21,9 @@ pub use usage::UsageService;
 pub struct Ports {
     pub accounts: Arc<dyn AccountStore>,
     pub ledger: Arc<dyn LedgerStore>,
+    pub pages: Arc<dyn PageCache>,
+    pub fetcher: Arc<dyn PageFetcher>,
+    pub extractor: Arc<dyn PageExtractor>,
     pub clock: Arc<dyn Clock>,
     pub entropy: Arc<dyn Entropy>,
 }
@@ -25,6 +32,7 @@ pub struct Services {
     pub auth: Authenticator,
     pub keys: KeyService,
     pub usage: UsageService,
+    pub read: ReadService,
 }
 
 impl Services {
@@ -33,6 +41,12 @@ impl Services {
             auth: Authenticator::new(ports.accounts.clone(), environment),
             keys: KeyService::new(ports.clone(), environment),
             usage: UsageService::new(ports.ledger.clone()),
+            read: ReadService::new(
+                ports.fetcher.clone(),
+                ports.pages.clone(),
+                ports.extractor.clone(),
+                ports.clock.clone(),
+            ),
         }
     }
 }

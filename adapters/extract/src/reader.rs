@@ -34,6 +34,17 @@ fn matcher(selector: &str) -> Result<Matcher, ExtractError> {
 }
 
 impl PageExtractor for HtmlExtractor {
+    fn check_options(&self, options: &ExtractOptions) -> Result<(), ExtractError> {
+        for s in options
+            .include_selectors
+            .iter()
+            .chain(&options.exclude_selectors)
+        {
+            matcher(s)?;
+        }
+        Ok(())
+    }
+
     fn extract(
         &self,
         html: &str,
@@ -177,7 +188,11 @@ fn outermost_html(query: &QueryDocument, m: &Matcher) -> String {
 
 /// Makes link and image targets absolute so Markdown taken out of the page still points home.
 fn absolutize(query: &QueryDocument, base: &Url) {
-    for (selector, attribute) in [("a[href]", "href"), ("img[src]", "src")] {
+    for (selector, attribute) in [
+        ("a[href]", "href"),
+        ("img[src]", "src"),
+        ("form[action]", "action"),
+    ] {
         for node in query.select(selector).nodes() {
             resolve_attribute(node, attribute, base);
         }

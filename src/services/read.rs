@@ -1,0 +1,462 @@
+//! Reading a public page: fetch through the guarded fetcher (or the page cache, when the
+//! caller's `max_age` allows), extract, and decide whether the answer is content or an
+//! obstacle. `/api/read`, the MCP tool `read_page` and `svc read` all come through here.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use sha2::{Digest, Sha256};
+use svc_ports::{
+    Clock, ExtractError, ExtractOptions, Extraction, FetchError, FetchRequest, FetchedPage, Form,
+    Link, PageCache, PageExtractor, PageFetcher, PageMetadata, RobotsDecision, UrlRefusal,
+};
+use url::Url;
+
+/// Longest `max_age` honoured; pages older than this are purged from the cache.
+pub const MAX_CACHE_AGE_SECONDS: u64 = 7 * 24 * 3600;
+/// Limits on CSS selectors, which cost matching time on every element.
+pub const MAX_SELECTORS: usize = 20;
+pub const MAX_SELECTOR_LENGTH: usize = 256;
+/// `max_age` when the caller gives none.
+pub const DEFAULT_MAX_AGE_SECONDS: u64 = 600;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ContentFormat {
+    #[default]
+    Markdown,
+    Text,
+    Html,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadRequest {
+    pub url: String,
+    pub format: ContentFormat,
+    pub extract: ExtractOptions,
+    /// Oldest cached copy acceptable, in seconds; 0 always fetches.
+    pub max_age_seconds: u64,
+}
+
+impl ReadRequest {
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            format: ContentFormat::default(),
+            extract: ExtractOptions::default(),
+            max_age_seconds: DEFAULT_MAX_AGE_SECONDS,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheState {
+    /// Fetched for this request.
+    Miss,
+    /// Answered from a copy no older than `max_age`.
+    Hit,
+    /// Not fetched at all (offline extraction of a saved page).
+    Bypass,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheInfo {
+    pub state: CacheState,
+    pub age_seconds: u64,
+}
+
+/// A page that was read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PageRead {
+    pub requested_url: String,
+    pub final_url: String,
+    pub status_code: u16,
+    pub content_type: Option<String>,
+    pub title: Option<String>,
+    pub format: ContentFormat,
+    pub markdown: String,
+    pub text: String,
+    /// Only when the HTML format was asked for.
+    pub html: Option<String>,
+    pub links: Vec<Link>,
+    pub forms: Vec<Form>,
+    pub metadata: PageMetadata,
+    /// `sha256:` and the hex digest of `text`: equal when the readable content is equal.
+    pub content_hash: String,
+    /// The body was cut at the size cap.
+    pub truncated: bool,
+    pub redirects: Vec<String>,
+    pub robots: Option<RobotsDecision>,
+    pub fetched_at: DateTime<Utc>,
+    pub cache: CacheInfo,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockReason {
+    RobotsDisallowed,
+    Captcha,
+    LoginWall,
+    HttpError,
+    UnsupportedContent,
+}
+
+impl BlockReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BlockReason::RobotsDisallowed => "robots_disallowed",
+            BlockReason::Captcha => "captcha",
+            BlockReason::LoginWall => "login_wall",
+            BlockReason::HttpError => "http_error",
+            BlockReason::UnsupportedContent => "unsupported_content",
+        }
+    }
+}
+
+/// A page that could not be read as content, and why. Never carries the page's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blocked {
+    pub requested_url: String,
+    pub final_url: Option<String>,
+    pub status_code: Option<u16>,
+    pub reason: BlockReason,
+    pub detail: String,
+    /// Trying again later may succeed (429 and 5xx answers).
+    pub retryable: bool,
+    pub robots: Option<RobotsDecision>,
+    pub fetched_at: DateTime<Utc>,
+    pub cache: CacheInfo,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReadOutcome {
+    Page(Box<PageRead>),
+    Blocked(Box<Blocked>),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("{0}")]
+    Refused(UrlRefusal),
+    #[error("{0}")]
+    Unreachable(FetchError),
+    #[error("{0}")]
+    InvalidSelector(ExtractError),
+    #[error(
+        "at most {MAX_SELECTORS} include and {MAX_SELECTORS} exclude selectors of at most {MAX_SELECTOR_LENGTH} characters each"
+    )]
+    SelectorLimits,
+    #[error("max_age must be at most {MAX_CACHE_AGE_SECONDS} seconds")]
+    MaxAgeTooLarge,
+    #[error("extraction failed: {0}")]
+    Internal(#[source] anyhow::Error),
+}
+
+pub struct ReadService {
+    fetcher: Arc<dyn PageFetcher>,
+    cache: Arc<dyn PageCache>,
+    extractor: Arc<dyn PageExtractor>,
+    clock: Arc<dyn Clock>,
+}
+
+/// The cache key: the URL as the fetcher will ask for it, without its fragment.
+fn cache_key(url: &str) -> String {
+    match Url::parse(url.trim()) {
+        Ok(mut u) => {
+            u.set_fragment(None);
+            u.to_string()
+        }
+        Err(_) => url.trim().to_owned(),
+    }
+}
+
+enum Body {
+    Html,
+    Text,
+    Other,
+}
+
+fn body_kind(content_type: Option<&str>, body: &str) -> Body {
+    let essence = content_type
+        .and_then(|c| c.split(';').next())
+        .map(|c| c.trim().to_ascii_lowercase());
+    match essence.as_deref() {
+        Some("text/html" | "application/xhtml+xml") => Body::Html,
+        Some(t)
+            if t.starts_with("text/")
+                || t == "application/json"
+                || t == "application/xml"
+                || t.ends_with("+json")
+                || t.ends_with("+xml") =>
+        {
+            Body::Text
+        }
+        // No type given: sniff the way browsers do for a leading tag.
+        None if body.trim_start().starts_with('<') => Body::Html,
+        None => Body::Text,
+        Some(_) => Body::Other,
+    }
+}
+
+fn escape_html(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+pub fn content_hash(text: &str) -> String {
+    let digest = Sha256::digest(text.as_bytes());
+    let mut hex = String::with_capacity(7 + 64);
+    hex.push_str("sha256:");
+    for b in digest {
+        hex.push_str(&format!("{b:02x}"));
+    }
+    hex
+}
+
+impl ReadService {
+    pub fn new(
+        fetcher: Arc<dyn PageFetcher>,
+        cache: Arc<dyn PageCache>,
+        extractor: Arc<dyn PageExtractor>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            fetcher,
+            cache,
+            extractor,
+            clock,
+        }
+    }
+
+    /// Reads `request.url`: from the cache when a copy is young enough, otherwise through the
+    /// fetcher (and the copy is stored). Robots refusals and obstacle pages are
+    /// [`ReadOutcome::Blocked`]; URLs that may not be fetched at all are [`ReadError::Refused`].
+    pub async fn read(&self, request: &ReadRequest) -> Result<ReadOutcome, ReadError> {
+        if request.max_age_seconds > MAX_CACHE_AGE_SECONDS {
+            return Err(ReadError::MaxAgeTooLarge);
+        }
+        self.check_selectors(&request.extract)?;
+        let key = cache_key(&request.url);
+        let now = self.clock.now();
+        let cached = if request.max_age_seconds == 0 {
+            None
+        } else {
+            let not_before = now - chrono::Duration::seconds(request.max_age_seconds as i64);
+            self.cache
+                .fresh_page(&key, not_before)
+                .await
+                .unwrap_or_else(|e| {
+                    // A cache that fails only costs a fetch.
+                    tracing::warn!(error = %e, "page cache read failed; fetching");
+                    None
+                })
+        };
+        let (page, state) = match cached {
+            Some(page) => (page, CacheState::Hit),
+            None => {
+                let fetched = self
+                    .fetcher
+                    .fetch(&FetchRequest {
+                        url: request.url.trim().to_owned(),
+                        respect_robots: true,
+                    })
+                    .await;
+                let page = match fetched {
+                    Ok(page) => page,
+                    Err(FetchError::Refused(r)) => return Err(ReadError::Refused(r)),
+                    Err(FetchError::RobotsDisallowed(decision)) => {
+                        return Ok(ReadOutcome::Blocked(Box::new(Blocked {
+                            requested_url: request.url.clone(),
+                            final_url: None,
+                            status_code: None,
+                            reason: BlockReason::RobotsDisallowed,
+                            detail: format!(
+                                "{} does not allow this URL for svc-reader ({})",
+                                decision.robots_url, decision.basis
+                            ),
+                            retryable: false,
+                            robots: Some(decision),
+                            fetched_at: now,
+                            cache: CacheInfo {
+                                state: CacheState::Miss,
+                                age_seconds: 0,
+                            },
+                        })));
+                    }
+                    Err(e) => return Err(ReadError::Unreachable(e)),
+                };
+                if let Err(e) = self.cache.put_page(&key, &page).await {
+                    tracing::warn!(error = %e, "page cache write failed");
+                }
+                (page, CacheState::Miss)
+            }
+        };
+        let age_seconds = (now - page.fetched_at).num_seconds().max(0) as u64;
+        self.interpret(page, request, CacheInfo { state, age_seconds })
+            .await
+    }
+
+    /// Extracts a saved page as if it had been fetched from `base_url` with status 200: the
+    /// same answer `read` gives, without any network (`svc read --file`, the benchmarks).
+    pub async fn read_document(
+        &self,
+        html: String,
+        base_url: &str,
+        request: &ReadRequest,
+    ) -> Result<ReadOutcome, ReadError> {
+        self.check_selectors(&request.extract)?;
+        let page = FetchedPage {
+            requested_url: base_url.to_owned(),
+            final_url: base_url.to_owned(),
+            status: 200,
+            content_type: Some("text/html".into()),
+            charset: "utf-8".into(),
+            body: html,
+            truncated: false,
+            redirects: Vec::new(),
+            robots: RobotsDecision {
+                checked: false,
+                allowed: true,
+                robots_url: String::new(),
+                basis: "not_checked".into(),
+            },
+            fetched_at: self.clock.now(),
+        };
+        self.interpret(
+            page,
+            request,
+            CacheInfo {
+                state: CacheState::Bypass,
+                age_seconds: 0,
+            },
+        )
+        .await
+    }
+
+    fn check_selectors(&self, options: &ExtractOptions) -> Result<(), ReadError> {
+        let all = || {
+            options
+                .include_selectors
+                .iter()
+                .chain(&options.exclude_selectors)
+        };
+        if options.include_selectors.len() > MAX_SELECTORS
+            || options.exclude_selectors.len() > MAX_SELECTORS
+            || all().any(|s| s.len() > MAX_SELECTOR_LENGTH)
+        {
+            return Err(ReadError::SelectorLimits);
+        }
+        self.extractor
+            .check_options(options)
+            .map_err(ReadError::InvalidSelector)
+    }
+
+    async fn interpret(
+        &self,
+        page: FetchedPage,
+        request: &ReadRequest,
+        cache: CacheInfo,
+    ) -> Result<ReadOutcome, ReadError> {
+        let robots = page.robots.checked.then(|| page.robots.clone());
+        let blocked = |reason: BlockReason, detail: String, retryable: bool| {
+            Ok(ReadOutcome::Blocked(Box::new(Blocked {
+                requested_url: page.requested_url.clone(),
+                final_url: Some(page.final_url.clone()),
+                status_code: Some(page.status),
+                reason,
+                detail,
+                retryable,
+                robots: robots.clone(),
+                fetched_at: page.fetched_at,
+                cache: cache.clone(),
+            })))
+        };
+        let http_error = page.status >= 400;
+        let retryable = page.status == 429 || page.status >= 500;
+        let extraction = match body_kind(page.content_type.as_deref(), &page.body) {
+            Body::Html => {
+                let extractor = self.extractor.clone();
+                let options = request.extract.clone();
+                let (body, url) = (page.body.clone(), page.final_url.clone());
+                // Parsing a 10 MiB page takes milliseconds of CPU: keep it off the runtime.
+                tokio::task::spawn_blocking(move || extractor.extract(&body, &url, &options))
+                    .await
+                    .map_err(|e| ReadError::Internal(anyhow::anyhow!("extraction task: {e}")))?
+                    .map_err(ReadError::InvalidSelector)?
+            }
+            Body::Text => plain_text_extraction(&page.body),
+            Body::Other => {
+                return blocked(
+                    BlockReason::UnsupportedContent,
+                    format!(
+                        "the answer is {}, which is not read; HTML and text are",
+                        page.content_type.as_deref().unwrap_or("untyped")
+                    ),
+                    false,
+                );
+            }
+        };
+        // A challenge page is named as such even when it came with a 403 or 503.
+        if let Some(evidence) = &extraction.signals.captcha {
+            return blocked(
+                BlockReason::Captcha,
+                format!("the site answered with a bot challenge: {evidence}"),
+                false,
+            );
+        }
+        if http_error {
+            return blocked(
+                BlockReason::HttpError,
+                format!("the site answered HTTP {}", page.status),
+                retryable,
+            );
+        }
+        if let Some(evidence) = &extraction.signals.login_wall {
+            return blocked(
+                BlockReason::LoginWall,
+                format!("the page asks to sign in: {evidence}"),
+                false,
+            );
+        }
+        let Extraction {
+            content,
+            links,
+            forms,
+            metadata,
+            ..
+        } = extraction;
+        Ok(ReadOutcome::Page(Box::new(PageRead {
+            requested_url: page.requested_url,
+            final_url: page.final_url,
+            status_code: page.status,
+            content_type: page.content_type,
+            title: metadata.title.clone(),
+            format: request.format,
+            content_hash: content_hash(&content.text),
+            html: (request.format == ContentFormat::Html).then_some(content.html),
+            markdown: content.markdown,
+            text: content.text,
+            links,
+            forms,
+            metadata,
+            truncated: page.truncated,
+            redirects: page.redirects,
+            robots,
+            fetched_at: page.fetched_at,
+            cache,
+        })))
+    }
+}
+
+fn plain_text_extraction(body: &str) -> Extraction {
+    Extraction {
+        content: svc_ports::MainContent {
+            markdown: body.to_owned(),
+            text: body.to_owned(),
+            html: format!("<pre>{}</pre>", escape_html(body)),
+        },
+        links: Vec::new(),
+        forms: Vec::new(),
+        metadata: PageMetadata::default(),
+        signals: Default::default(),
+    }
+}
