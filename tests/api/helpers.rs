@@ -1,12 +1,12 @@
 //! `TestApp`: the whole service on 127.0.0.1:0 with in-memory (or given) stores.
 
-use std::sync::Arc;
+use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use serde_json::{Value, json};
 use svc::{
     config::RuntimeSettings,
     services::Services,
-    startup::{self, Application, Stores},
+    startup::{self, Application, Outbound, Stores},
 };
 use svc_ports::Environment;
 
@@ -21,6 +21,7 @@ pub struct TestAppBuilder {
     runtime: RuntimeSettings,
     stores: Option<Stores>,
     environment: Environment,
+    outbound: Outbound,
 }
 
 impl TestApp {
@@ -29,6 +30,7 @@ impl TestApp {
             runtime: RuntimeSettings::default(),
             stores: None,
             environment: Environment::Test,
+            outbound: Outbound::default(),
         }
     }
 
@@ -102,11 +104,28 @@ impl TestAppBuilder {
         self
     }
 
+    /// Lets the reader fetch `name` (on `addr`'s port only), as the sandbox does for its demo site.
+    pub fn sandbox_host(mut self, name: &str, addr: SocketAddr) -> Self {
+        self.outbound.sandbox_hosts.insert(name.to_owned(), addr);
+        self
+    }
+
+    pub fn fetch_timeout(mut self, timeout: Duration) -> Self {
+        self.outbound.fetch_timeout = Some(timeout);
+        self
+    }
+
     pub async fn spawn(self) -> TestApp {
         let stores = self.stores.unwrap_or_else(Stores::memory);
-        let app = Application::build(&self.runtime, "127.0.0.1:0", stores, self.environment)
-            .await
-            .unwrap();
+        let app = Application::build(
+            &self.runtime,
+            "127.0.0.1:0",
+            stores,
+            self.environment,
+            self.outbound,
+        )
+        .await
+        .unwrap();
         let base_url = format!("http://{}", app.local_addr());
         let services = app.context().services.clone();
         let api_key = match self.environment {

@@ -3,4 +3,5 @@
 mod helpers;
 mod mcp;
 mod openapi;
+mod read;
 mod usage;

@@ -1,0 +1,531 @@
+//! `/api/read` and the MCP tool `read_page`, against the sandbox demo site and wiremock sites
+//! reached under sandbox host names (the only way the guarded fetcher reaches loopback).
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use svc::services::CreateKey;
+use svc_ports::{Email, Plan, Scopes};
+use svc_sandbox::{DEMO_HOST, DemoSite};
+use wiremock::{
+    Mock, MockServer, ResponseTemplate,
+    matchers::{method, path},
+};
+
+use crate::helpers::{TestApp, bearer, problem};
+
+async fn with_demo() -> (TestApp, DemoSite) {
+    let demo = DemoSite::start().await;
+    let app = TestApp::builder()
+        .sandbox_host(DEMO_HOST, demo.address())
+        .spawn()
+        .await;
+    (app, demo)
+}
+
+impl TestApp {
+    async fn read_get(&self, query: &[(&str, &str)]) -> reqwest::Response {
+        self.http
+            .get(self.url("/api/read"))
+            .query(query)
+            .header("Authorization", bearer(&self.api_key))
+            .send()
+            .await
+            .unwrap()
+    }
+
+    async fn read_post(&self, body: Value) -> reqwest::Response {
+        self.http
+            .post(self.url("/api/read"))
+            .header("Authorization", bearer(&self.api_key))
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+    }
+}
+
+async fn ok_json(resp: reqwest::Response) -> Value {
+    let status = resp.status();
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+#[tokio::test]
+async fn an_article_is_read_as_markdown_with_links_forms_and_metadata() {
+    let (app, demo) = with_demo().await;
+    let url = demo.url("/articles/tides");
+    let page = ok_json(app.read_get(&[("url", &url)]).await).await;
+
+    assert_eq!(page["outcome"], "page");
+    assert_eq!(page["status_code"], 200);
+    assert_eq!(page["final_url"], url);
+    assert_eq!(page["title"], "Tides of the North Sea");
+    assert_eq!(page["format"], "markdown");
+    let markdown = page["markdown"].as_str().unwrap();
+    assert!(markdown.contains("## Spring and neap"), "{markdown}");
+    assert!(
+        markdown.contains(&format!("[tide tables]({})", demo.url("/tables"))),
+        "links in the content are absolute: {markdown}"
+    );
+    assert!(
+        !markdown.contains("Copyright"),
+        "footer is not main content"
+    );
+    assert!(page["text"].as_str().unwrap().contains("two high tides"));
+    assert!(page.get("html").is_none(), "html only when asked for");
+
+    let links = page["links"].as_array().unwrap();
+    let partner = links
+        .iter()
+        .find(|l| l["url"] == "https://partner.example.org/")
+        .unwrap();
+    assert_eq!(partner["same_site"], false);
+    assert!(
+        links
+            .iter()
+            .any(|l| l["url"] == demo.url("/contact") && l["same_site"] == true)
+    );
+
+    let m = &page["metadata"];
+    assert_eq!(m["author"], "Ann Example");
+    assert_eq!(m["site_name"], "Coast News");
+    assert_eq!(m["language"], "en");
+    assert_eq!(m["published_time"], "2026-10-02T08:00:00Z");
+    assert_eq!(m["canonical"], url);
+    assert_eq!(m["favicon"], demo.url("/favicon.ico"));
+    assert_eq!(m["open_graph"]["type"], "article");
+    assert_eq!(m["twitter"]["card"], "summary");
+    assert_eq!(m["json_ld"][0]["@type"], "NewsArticle");
+
+    let hash = page["content_hash"].as_str().unwrap();
+    assert!(
+        hash.starts_with("sha256:") && hash.len() == 7 + 64,
+        "{hash}"
+    );
+    assert_eq!(page["robots"]["checked"], true);
+    assert_eq!(page["robots"]["allowed"], true);
+    assert_eq!(page["cache"]["state"], "miss");
+    assert!(
+        page["fetched_at"].as_str().unwrap().ends_with('Z')
+            || page["fetched_at"].as_str().unwrap().contains('+')
+    );
+}
+
+#[tokio::test]
+async fn forms_come_with_absolute_actions_labels_and_options() {
+    let (app, demo) = with_demo().await;
+    let page = ok_json(
+        app.read_post(
+            json!({"url": demo.url("/contact"), "format": "html", "include_selectors": ["form"]}),
+        )
+        .await,
+    )
+    .await;
+    let form = &page["forms"][0];
+    assert_eq!(form["action"], demo.url("/contact/send"));
+    assert_eq!(form["method"], "POST");
+    assert_eq!(form["enctype"], "application/x-www-form-urlencoded");
+    let fields = form["fields"].as_array().unwrap();
+    let names: Vec<_> = fields.iter().map(|f| f["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["name", "email", "topic", "message", "source"]);
+    assert_eq!(fields[1]["type"], "email");
+    assert_eq!(fields[1]["label"], "Email");
+    assert_eq!(fields[1]["required"], true);
+    assert_eq!(fields[2]["default_value"], "correction");
+    assert_eq!(fields[2]["options"].as_array().unwrap().len(), 3);
+    assert_eq!(fields[4]["type"], "hidden");
+    // include_selectors chose the form as the content; html was asked for.
+    let html = page["html"].as_str().unwrap();
+    assert!(html.starts_with("<form"), "{html}");
+    assert!(html.contains(&demo.url("/contact/send")), "{html}");
+    assert!(!page["text"].as_str().unwrap().contains("working days"));
+}
+
+#[tokio::test]
+async fn obstacles_are_blocked_outcomes_without_page_text() {
+    let (app, demo) = with_demo().await;
+    let cases = [
+        ("/account", "login_wall", Some(200_u64), false),
+        ("/challenge", "captcha", Some(403), false),
+        ("/gone", "http_error", Some(404), false),
+        ("/busy", "http_error", Some(503), true),
+        ("/private/report", "robots_disallowed", None, false),
+        ("/logo.png", "unsupported_content", Some(200), false),
+    ];
+    for (p, reason, status, retryable) in cases {
+        let body = ok_json(app.read_get(&[("url", &demo.url(p))]).await).await;
+        assert_eq!(body["outcome"], "blocked", "{p}: {body}");
+        assert_eq!(body["reason"], reason, "{p}: {body}");
+        assert_eq!(body["status_code"].as_u64(), status, "{p}");
+        assert_eq!(body["retryable"], retryable, "{p}");
+        assert!(!body["detail"].as_str().unwrap().is_empty());
+        for content in ["markdown", "text", "html", "links", "forms"] {
+            assert!(body.get(content).is_none(), "{p} leaked {content}");
+        }
+    }
+    let robots = ok_json(app.read_get(&[("url", &demo.url("/private/report"))]).await).await;
+    assert_eq!(robots["robots"]["allowed"], false);
+    assert_eq!(robots["robots"]["robots_url"], demo.url("/robots.txt"));
+}
+
+#[tokio::test]
+async fn redirects_and_plain_text_are_followed_and_reported() {
+    let (app, demo) = with_demo().await;
+    let page = ok_json(app.read_get(&[("url", &demo.url("/latest"))]).await).await;
+    assert_eq!(page["final_url"], demo.url("/articles/tides"));
+    assert_eq!(page["redirects"], json!([demo.url("/latest")]));
+
+    let text = ok_json(
+        app.read_get(&[("url", &demo.url("/notes.txt")), ("format", "text")])
+            .await,
+    )
+    .await;
+    assert_eq!(text["outcome"], "page");
+    assert_eq!(
+        text["text"],
+        "Tide notes\n\nHigh water at 06:12 and 18:40.\n"
+    );
+}
+
+/// A site that counts its requests, reachable as `counted.test`.
+async fn counted_site(body: &str) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/robots.txt"))
+        .respond_with(ResponseTemplate::new(404))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/page"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_raw(body.as_bytes().to_vec(), "text/html"),
+        )
+        .mount(&server)
+        .await;
+    server
+}
+
+async fn page_requests(server: &MockServer) -> usize {
+    server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .filter(|r| r.url.path() == "/page")
+        .count()
+}
+
+#[tokio::test]
+async fn the_cache_answers_within_max_age_and_max_age_zero_fetches_again() {
+    let site = counted_site("<html><body><article><p>Cached words about the weather and the sea, long enough to count as an article body for the reader.</p></article></body></html>").await;
+    let app = TestApp::builder()
+        .sandbox_host("counted.test", *site.address())
+        .spawn()
+        .await;
+    let url = format!("http://counted.test:{}/page#section", site.address().port());
+
+    let first = ok_json(app.read_get(&[("url", &url)]).await).await;
+    assert_eq!(first["cache"]["state"], "miss");
+    let second = ok_json(app.read_get(&[("url", &url), ("max_age", "3600")]).await).await;
+    assert_eq!(second["cache"]["state"], "hit");
+    assert_eq!(second["content_hash"], first["content_hash"]);
+    assert_eq!(second["fetched_at"], first["fetched_at"]);
+    assert_eq!(page_requests(&site).await, 1, "the hit did not fetch");
+
+    // The fragment is not part of the cache key; max_age 0 always fetches.
+    let third = ok_json(
+        app.read_post(json!({"url": url.replace("#section", ""), "max_age": 0}))
+            .await,
+    )
+    .await;
+    assert_eq!(third["cache"]["state"], "miss");
+    assert_eq!(page_requests(&site).await, 2);
+}
+
+#[tokio::test]
+async fn urls_that_may_not_be_fetched_are_refused_with_url_refused() {
+    let (app, _demo) = with_demo().await;
+    for url in [
+        "http://127.0.0.1/",
+        "http://2130706433/",
+        "http://[::1]/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://10.0.0.8/admin",
+        "http://localhost:8080/",
+        "file:///etc/passwd",
+        "ftp://example.com/",
+        "http://user:pass@example.com/",
+        "http://no-such-host.invalid/",
+        "not a url",
+    ] {
+        let body = problem(app.read_get(&[("url", url)]).await, 422, "url_refused").await;
+        assert!(!body["detail"].as_str().unwrap().is_empty(), "{url}");
+    }
+}
+
+#[tokio::test]
+async fn a_redirect_to_loopback_is_refused_and_never_followed() {
+    let trap = MockServer::start().await;
+    let site = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/robots.txt"))
+        .respond_with(ResponseTemplate::new(404))
+        .mount(&site)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/go"))
+        .respond_with(
+            ResponseTemplate::new(302).insert_header("location", format!("{}/secret", trap.uri())),
+        )
+        .mount(&site)
+        .await;
+    let app = TestApp::builder()
+        .sandbox_host("redirector.test", *site.address())
+        .spawn()
+        .await;
+    let url = format!("http://redirector.test:{}/go", site.address().port());
+    problem(app.read_get(&[("url", &url)]).await, 422, "url_refused").await;
+    assert!(trap.received_requests().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_site_that_does_not_answer_in_time_is_upstream_unreachable() {
+    let site = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/robots.txt"))
+        .respond_with(ResponseTemplate::new(404))
+        .mount(&site)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/slow"))
+        .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(5)))
+        .mount(&site)
+        .await;
+    let app = TestApp::builder()
+        .sandbox_host("slow.test", *site.address())
+        .fetch_timeout(Duration::from_millis(500))
+        .spawn()
+        .await;
+    let url = format!("http://slow.test:{}/slow", site.address().port());
+    let body = problem(
+        app.read_get(&[("url", &url)]).await,
+        502,
+        "upstream_unreachable",
+    )
+    .await;
+    assert_eq!(body["retryable"], true);
+    assert_eq!(body["next_action"]["kind"], "retry");
+}
+
+#[tokio::test]
+async fn bad_input_gets_the_documented_problem() {
+    let (app, demo) = with_demo().await;
+    let url = demo.url("/articles/tides");
+    // Missing url, unknown field, max_age too large, too many selectors: 400.
+    problem(app.read_get(&[]).await, 400, "malformed_request").await;
+    problem(
+        app.read_post(json!({"url": url, "surprise": 1})).await,
+        400,
+        "malformed_request",
+    )
+    .await;
+    problem(
+        app.read_get(&[("url", &url), ("max_age", "604801")]).await,
+        400,
+        "malformed_request",
+    )
+    .await;
+    let many: Vec<String> = (0..21).map(|i| format!("p{i}")).collect();
+    problem(
+        app.read_post(json!({"url": url, "exclude_selectors": many}))
+            .await,
+        400,
+        "malformed_request",
+    )
+    .await;
+    problem(
+        app.read_post(json!({"url": url, "format": "pdf"})).await,
+        400,
+        "malformed_request",
+    )
+    .await;
+    // A selector that does not parse: 422, named.
+    let body = problem(
+        app.read_get(&[("url", &url), ("include_selectors", "div[")])
+            .await,
+        422,
+        "invalid_request",
+    )
+    .await;
+    assert!(body["detail"].as_str().unwrap().contains("div["));
+    // A non-JSON body.
+    let resp = app
+        .http
+        .post(app.url("/api/read"))
+        .header("Authorization", bearer(&app.api_key))
+        .header("Content-Type", "text/plain")
+        .body("url=x")
+        .send()
+        .await
+        .unwrap();
+    problem(resp, 415, "unsupported_media_type").await;
+}
+
+#[tokio::test]
+async fn reading_needs_a_key_with_the_read_scope() {
+    let (app, demo) = with_demo().await;
+    let url = demo.url("/articles/tides");
+    let resp = app
+        .http
+        .get(app.url("/api/read"))
+        .query(&[("url", &url)])
+        .send()
+        .await
+        .unwrap();
+    problem(resp, 401, "missing_api_key").await;
+
+    let issued = app
+        .services
+        .keys
+        .create_key(CreateKey {
+            email: Email::parse("discoverer@example.com").unwrap(),
+            plan: Plan::Sandbox,
+            credits: None,
+            scopes: Scopes::parse_list("discover").unwrap(),
+            label: "no read".into(),
+        })
+        .await
+        .unwrap();
+    let resp = app
+        .http
+        .get(app.url("/api/read"))
+        .query(&[("url", &url)])
+        .header("Authorization", bearer(issued.secret.expose()))
+        .send()
+        .await
+        .unwrap();
+    problem(resp, 403, "insufficient_scope").await;
+}
+
+fn tool_call(args: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "read_page", "arguments": args}})
+}
+
+#[tokio::test]
+async fn read_page_over_mcp_gives_the_same_answer_as_rest() {
+    let (app, demo) = with_demo().await;
+    let url = demo.url("/articles/tides");
+    let (_, listed) = app
+        .mcp(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+            None,
+            "2025-11-25",
+        )
+        .await;
+    let tool = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "read_page")
+        .unwrap()
+        .clone();
+    assert_eq!(tool["inputSchema"]["required"], json!(["url"]));
+    assert_eq!(tool["outputSchema"]["type"], "object");
+    assert!(tool["outputSchema"]["$defs"]["ReadPage"].is_object());
+    assert!(!tool["outputSchema"].to_string().contains("#/components/"));
+
+    let key = bearer(&app.api_key);
+    let (status, body) = app
+        .mcp(tool_call(json!({"url": url})), Some(&key), "2025-11-25")
+        .await;
+    assert_eq!(status, 200);
+    let result = &body["result"];
+    assert_eq!(result["isError"], false, "{body}");
+    let structured = &result["structuredContent"];
+    assert_eq!(structured["outcome"], "page");
+    assert_eq!(structured["title"], "Tides of the North Sea");
+    // The second read is a cache hit with the same content as REST's.
+    let rest = ok_json(app.read_get(&[("url", &url)]).await).await;
+    assert_eq!(rest["content_hash"], structured["content_hash"]);
+    assert_eq!(rest["markdown"], structured["markdown"]);
+
+    let (_, blocked) = app
+        .mcp(
+            tool_call(json!({"url": demo.url("/account")})),
+            Some(&key),
+            "2025-11-25",
+        )
+        .await;
+    assert_eq!(blocked["result"]["isError"], false);
+    assert_eq!(
+        blocked["result"]["structuredContent"]["reason"],
+        "login_wall"
+    );
+}
+
+#[tokio::test]
+async fn read_page_over_mcp_refuses_without_a_key_and_on_bad_arguments() {
+    let (app, demo) = with_demo().await;
+    let (_, body) = app
+        .mcp(tool_call(json!({"url": demo.url("/")})), None, "2025-11-25")
+        .await;
+    assert_eq!(body["result"]["isError"], true);
+    let problem: Value =
+        serde_json::from_str(body["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(problem["failure_class"], "missing_api_key");
+
+    let key = bearer(&app.api_key);
+    let (_, body) = app
+        .mcp(
+            tool_call(json!({"url": demo.url("/"), "colour": "blue"})),
+            Some(&key),
+            "2025-11-25",
+        )
+        .await;
+    assert_eq!(body["error"]["code"], -32602, "{body}");
+
+    let (_, body) = app
+        .mcp(
+            tool_call(json!({"url": "http://169.254.169.254/"})),
+            Some(&key),
+            "2025-11-25",
+        )
+        .await;
+    assert_eq!(body["result"]["isError"], true);
+    let problem: Value =
+        serde_json::from_str(body["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(problem["failure_class"], "url_refused");
+}
+
+#[tokio::test]
+async fn read_page_over_mcp_counts_against_the_key_rate_limit() {
+    let demo = DemoSite::start().await;
+    let app = TestApp::builder()
+        .sandbox_host(DEMO_HOST, demo.address())
+        .runtime(|r| r.rate_limit_per_key = 2)
+        .spawn()
+        .await;
+    let key = bearer(&app.api_key);
+    let mut classes = Vec::new();
+    for _ in 0..3 {
+        let (_, body) = app
+            .mcp(
+                tool_call(json!({"url": demo.url("/")})),
+                Some(&key),
+                "2025-11-25",
+            )
+            .await;
+        let result = &body["result"];
+        classes.push(if result["isError"] == true {
+            let p: Value =
+                serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+            p["failure_class"].as_str().unwrap().to_owned()
+        } else {
+            "ok".to_owned()
+        });
+    }
+    assert_eq!(classes, ["ok", "ok", "rate_limited"]);
+}
