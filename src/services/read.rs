@@ -460,3 +460,196 @@ fn plain_text_extraction(body: &str) -> Extraction {
         signals: Default::default(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use svc_extract::HtmlExtractor;
+    use svc_ports::{StoreError, fetch::MockPageFetcher, store::MockPageCache, system::MockClock};
+
+    fn now() -> DateTime<Utc> {
+        DateTime::from_timestamp(1_800_000_000, 0).unwrap()
+    }
+
+    fn fetched(status: u16, content_type: &str, body: &str) -> FetchedPage {
+        FetchedPage {
+            requested_url: "https://example.com/a".into(),
+            final_url: "https://example.com/a".into(),
+            status,
+            content_type: Some(content_type.into()),
+            charset: "utf-8".into(),
+            body: body.into(),
+            truncated: false,
+            redirects: Vec::new(),
+            robots: RobotsDecision {
+                checked: true,
+                allowed: true,
+                robots_url: "https://example.com/robots.txt".into(),
+                basis: "rules".into(),
+            },
+            fetched_at: now(),
+        }
+    }
+
+    fn service(fetcher: MockPageFetcher, cache: MockPageCache) -> ReadService {
+        let mut clock = MockClock::new();
+        clock.expect_now().returning(now);
+        ReadService::new(
+            Arc::new(fetcher),
+            Arc::new(cache),
+            Arc::new(HtmlExtractor::new()),
+            Arc::new(clock),
+        )
+    }
+
+    fn fetcher_answering(page: FetchedPage) -> MockPageFetcher {
+        let mut f = MockPageFetcher::new();
+        f.expect_fetch()
+            .times(1)
+            .returning(move |_| Ok(page.clone()));
+        f
+    }
+
+    fn empty_cache() -> MockPageCache {
+        let mut c = MockPageCache::new();
+        c.expect_fresh_page().returning(|_, _| Ok(None));
+        c.expect_put_page().returning(|_, _| Ok(()));
+        c
+    }
+
+    const ARTICLE: &str = "<html><head><title>T</title></head><body><article><p>Words about tides and \
+        the sea that make up a short article body for the reader to find.</p></article></body></html>";
+
+    #[tokio::test]
+    async fn a_failing_cache_costs_a_fetch_not_the_read() {
+        let mut cache = MockPageCache::new();
+        cache
+            .expect_fresh_page()
+            .returning(|_, _| Err(StoreError::from(anyhow::anyhow!("disk gone"))));
+        cache
+            .expect_put_page()
+            .returning(|_, _| Err(StoreError::from(anyhow::anyhow!("disk gone"))));
+        let svc = service(fetcher_answering(fetched(200, "text/html", ARTICLE)), cache);
+        let out = svc
+            .read(&ReadRequest::new("https://example.com/a"))
+            .await
+            .unwrap();
+        let ReadOutcome::Page(page) = out else {
+            panic!("{out:?}")
+        };
+        assert_eq!(page.cache.state, CacheState::Miss);
+        assert!(page.text.contains("tides"));
+    }
+
+    #[tokio::test]
+    async fn a_cached_copy_is_used_within_max_age_and_reports_its_age() {
+        let mut old = fetched(200, "text/html", ARTICLE);
+        old.fetched_at = now() - chrono::Duration::seconds(90);
+        let mut cache = MockPageCache::new();
+        cache
+            .expect_fresh_page()
+            .withf(|key, not_before| {
+                key == "https://example.com/a"
+                    && *not_before == now() - chrono::Duration::seconds(600)
+            })
+            .returning(move |_, _| Ok(Some(old.clone())));
+        let mut fetcher = MockPageFetcher::new();
+        fetcher.expect_fetch().never();
+        let svc = service(fetcher, cache);
+        let out = svc
+            .read(&ReadRequest::new("https://example.com/a#top"))
+            .await
+            .unwrap();
+        let ReadOutcome::Page(page) = out else {
+            panic!("{out:?}")
+        };
+        assert_eq!(page.cache.state, CacheState::Hit);
+        assert_eq!(page.cache.age_seconds, 90);
+    }
+
+    #[tokio::test]
+    async fn a_challenge_behind_a_503_is_named_a_captcha_and_a_plain_503_is_retryable() {
+        let challenge = "<html><head><title>Just a moment...</title></head><body>\
+            <div class=\"cf-turnstile\" data-sitekey=\"k\"></div></body></html>";
+        let svc = service(
+            fetcher_answering(fetched(503, "text/html", challenge)),
+            empty_cache(),
+        );
+        let ReadOutcome::Blocked(b) = svc
+            .read(&ReadRequest::new("https://example.com/a"))
+            .await
+            .unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(b.reason, BlockReason::Captcha);
+        assert!(!b.retryable);
+
+        let svc = service(
+            fetcher_answering(fetched(503, "text/html", ARTICLE)),
+            empty_cache(),
+        );
+        let ReadOutcome::Blocked(b) = svc
+            .read(&ReadRequest::new("https://example.com/a"))
+            .await
+            .unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(b.reason, BlockReason::HttpError);
+        assert!(b.retryable);
+        assert_eq!(b.status_code, Some(503));
+    }
+
+    #[tokio::test]
+    async fn truncation_and_json_bodies_are_carried_through() {
+        let mut page = fetched(200, "application/json", "{\"a\": 1}");
+        page.truncated = true;
+        let svc = service(fetcher_answering(page), empty_cache());
+        let ReadOutcome::Page(p) = svc
+            .read(&ReadRequest::new("https://example.com/a"))
+            .await
+            .unwrap()
+        else {
+            panic!()
+        };
+        assert!(p.truncated);
+        assert_eq!(p.text, "{\"a\": 1}");
+        assert_eq!(p.content_hash, content_hash("{\"a\": 1}"));
+    }
+
+    #[tokio::test]
+    async fn limits_are_checked_before_anything_is_fetched() {
+        let mut fetcher = MockPageFetcher::new();
+        fetcher.expect_fetch().never();
+        let mut cache = MockPageCache::new();
+        cache.expect_fresh_page().never();
+        let svc = service(fetcher, cache);
+        let mut req = ReadRequest::new("https://example.com/a");
+        req.max_age_seconds = MAX_CACHE_AGE_SECONDS + 1;
+        assert!(matches!(
+            svc.read(&req).await,
+            Err(ReadError::MaxAgeTooLarge)
+        ));
+        let mut req = ReadRequest::new("https://example.com/a");
+        req.extract.exclude_selectors = vec!["x".repeat(MAX_SELECTOR_LENGTH + 1)];
+        assert!(matches!(
+            svc.read(&req).await,
+            Err(ReadError::SelectorLimits)
+        ));
+        let mut req = ReadRequest::new("https://example.com/a");
+        req.extract.include_selectors = vec!["a[".into()];
+        assert!(matches!(
+            svc.read(&req).await,
+            Err(ReadError::InvalidSelector(_))
+        ));
+    }
+
+    #[test]
+    fn content_hash_is_sha256_hex() {
+        assert_eq!(
+            content_hash(""),
+            "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+    }
+}
