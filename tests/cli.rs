@@ -217,7 +217,8 @@ async fn sandbox_prints_its_url_and_key_once_it_serves() {
     });
     let mut base = None;
     let mut key = None;
-    while base.is_none() || key.is_none() {
+    let mut demo = None;
+    while base.is_none() || key.is_none() || demo.is_none() {
         let line = rx
             .recv_timeout(Duration::from_secs(30))
             .expect("sandbox printed nothing");
@@ -225,9 +226,36 @@ async fn sandbox_prints_its_url_and_key_once_it_serves() {
             base = Some(v.to_owned());
         } else if let Some(v) = line.strip_prefix("SVC_API_KEY=") {
             key = Some(v.to_owned());
+        } else if let Some(v) = line.strip_prefix("SVC_DEMO_SITE=") {
+            demo = Some(v.to_owned());
         }
     }
-    let (base, key) = (base.unwrap(), key.unwrap());
+    let (base, key, demo) = (base.unwrap(), key.unwrap(), demo.unwrap());
+    // The sandbox's reader reaches its demo site by name, and nothing else on loopback.
+    let read = |url: String| {
+        let (base, key) = (base.clone(), key.clone());
+        async move {
+            reqwest::Client::new()
+                .get(format!("{base}/api/read"))
+                .query(&[("url", url)])
+                .bearer_auth(key)
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    let page: Value = read(format!("{demo}/articles/tides"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(page["outcome"], "page", "{page}");
+    assert_eq!(page["title"], "Tides of the North Sea");
+    let port = demo.rsplit(':').next().unwrap();
+    assert_eq!(
+        read(format!("http://127.0.0.1:{port}/")).await.status(),
+        422
+    );
     assert!(key.starts_with("svc_test_"));
     // Printed once it serves: the first request needs no retry.
     let body: Value = usage(&base, &key).await.json().await.unwrap();
@@ -252,4 +280,91 @@ async fn keys_and_serve_work_on_postgres() {
         !dir.path().join("svc.db").exists(),
         "Postgres mode must not create svc.db"
     );
+}
+
+fn demo_page(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("sandbox/src/demo/{name}"))
+}
+
+#[test]
+fn read_file_gives_the_api_json_and_markdown_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    let article = demo_page("article.html");
+    let out = svc(dir.path())
+        .args(["read", "--file"])
+        .arg(&article)
+        .args([
+            "--base-url",
+            "https://news.example/articles/tides",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["outcome"], "page");
+    assert_eq!(json["cache"]["state"], "bypass");
+    assert_eq!(json["title"], "Tides of the North Sea");
+    assert_eq!(
+        json["metadata"]["canonical"],
+        "https://news.example/articles/tides"
+    );
+    assert!(
+        json["markdown"]
+            .as_str()
+            .unwrap()
+            .contains("## Spring and neap")
+    );
+
+    let md = svc(dir.path())
+        .args(["read", "--file"])
+        .arg(&article)
+        .args(["--base-url", "https://news.example/articles/tides"])
+        .output()
+        .unwrap();
+    assert!(md.status.success());
+    let markdown = String::from_utf8(md.stdout).unwrap();
+    assert_eq!(markdown.trim_end(), json["markdown"].as_str().unwrap());
+    assert!(
+        !dir.path().join("svc.db").exists(),
+        "reading touches no database"
+    );
+}
+
+#[test]
+fn read_reports_blocked_pages_and_refused_urls_by_exit_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = svc(dir.path())
+        .args(["read", "--file"])
+        .arg(demo_page("sign-in.html"))
+        .args(["--base-url", "https://news.example/account"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("login_wall"));
+    assert!(out.stdout.is_empty(), "a blocked page prints no page text");
+
+    let out = svc(dir.path())
+        .args(["read", "http://127.0.0.1:9/"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("loopback"));
+
+    let out = svc(dir.path())
+        .args([
+            "read",
+            "--file",
+            "/nonexistent.html",
+            "--base-url",
+            "https://x.example/",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
 }
