@@ -34,7 +34,7 @@ check() {
 curl -sf "$SVC_BASE_URL/openapi.json" -o "$out/openapi.json"
 check openapi-spec-validator "$venv/bin/openapi-spec-validator" --validation-errors all "$out/openapi.json"
 check openapi-is-3.1 grep -q '"openapi": "3.1.0"' "$out/openapi.json"
-check schemathesis "$venv/bin/st" run "$SVC_BASE_URL/openapi.json" --checks all --max-examples 50 --seed 1 \
+check schemathesis "$venv/bin/st" --config-file clients/schemathesis.toml run "$SVC_BASE_URL/openapi.json" --checks all --max-examples 50 --seed 1 \
   -H "Authorization: Bearer $SVC_API_KEY"
 # The shared script unchanged: no key, so svc_auth_status must say "not authenticated".
 check mcp-sdk-no-key "$venv/bin/python" "$shared/clients/mcp_client_check.py" "$SVC_MCP_URL" svc_auth_status '{}'
@@ -43,6 +43,13 @@ check mcp-sdk-with-key "$venv/bin/python" clients/mcp_check.py "$SVC_MCP_URL" sv
   --key "$SVC_API_KEY" --expect authenticated=true --expect plan='"sandbox"'
 check mcp-sdk-unknown-key "$venv/bin/python" clients/mcp_check.py "$SVC_MCP_URL" svc_auth_status '{}' \
   --key "svc_test_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" --expect authenticated=false --expect failure_class='"invalid_api_key"'
+# read_page through the SDK: the SDK checks structuredContent against the tool's outputSchema.
+check mcp-sdk-read-page "$venv/bin/python" clients/mcp_check.py "$SVC_MCP_URL" read_page \
+  "{\"url\": \"$SVC_DEMO_SITE/articles/tides\"}" --key "$SVC_API_KEY" \
+  --expect outcome='"page"' --expect title='"Tides of the North Sea"'
+check mcp-sdk-read-page-blocked "$venv/bin/python" clients/mcp_check.py "$SVC_MCP_URL" read_page \
+  "{\"url\": \"$SVC_DEMO_SITE/account\"}" --key "$SVC_API_KEY" \
+  --expect outcome='"blocked"' --expect reason='"login_wall"'
 
 echo "clients: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

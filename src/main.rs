@@ -188,7 +188,7 @@ async fn read(args: ReadArgs) -> anyhow::Result<()> {
         main_content_only: Some(!args.whole_page),
         include_selectors: Some(args.include),
         exclude_selectors: Some(args.exclude),
-        max_age: Some(0),
+        max_age: Some(0.0),
     };
     let request = body.into_request();
     let outcome = match (&args.file, &args.base_url) {

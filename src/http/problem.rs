@@ -291,6 +291,7 @@ impl poem_openapi::ApiResponse for ApiProblem {
                     vec![],
                 ),
                 problem_response(413, "Request body larger than the limit.", vec![]),
+                problem_response(415, "Body not sent as application/json.", vec![]),
                 problem_response(
                     422,
                     "A value is not acceptable (`invalid_request`, `url_refused`, ...).",

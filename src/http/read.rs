@@ -77,9 +77,10 @@ pub struct ReadBody {
     /// CSS selectors whose matches are removed first.
     #[oai(validator(max_items = 20, max_length = 256))]
     pub exclude_selectors: Option<Vec<String>>,
-    /// Oldest cached copy acceptable, in seconds (default 600, at most 604800); 0 always fetches.
-    #[oai(validator(maximum(value = "604800")))]
-    pub max_age: Option<u64>,
+    /// Oldest cached copy acceptable, in seconds (default 600, at most 604800; a fraction is
+    /// dropped); 0 always fetches.
+    #[oai(validator(minimum(value = "0"), maximum(value = "604800")))]
+    pub max_age: Option<f64>,
 }
 
 impl ReadBody {
@@ -92,7 +93,10 @@ impl ReadBody {
                 include_selectors: self.include_selectors.unwrap_or_default(),
                 exclude_selectors: self.exclude_selectors.unwrap_or_default(),
             },
-            max_age_seconds: self.max_age.unwrap_or(DEFAULT_MAX_AGE_SECONDS),
+            // Validated to 0..=604800 at the edge; `as` drops the fraction.
+            max_age_seconds: self
+                .max_age
+                .map_or(DEFAULT_MAX_AGE_SECONDS, |s| s.max(0.0) as u64),
         }
     }
 }
@@ -531,8 +535,8 @@ impl ReadApi {
         #[oai(validator(max_items = 20))]
         exclude_selectors: Query<Option<Vec<String>>>,
         /// Oldest cached copy acceptable, in seconds (default 600); 0 always fetches.
-        #[oai(validator(maximum(value = "604800")))]
-        max_age: Query<Option<u64>>,
+        #[oai(validator(minimum(value = "0"), maximum(value = "604800")))]
+        max_age: Query<Option<f64>>,
     ) -> Result<ReadResponse, ApiProblem> {
         let body = ReadBody {
             url: url.0,

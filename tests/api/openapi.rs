@@ -20,6 +20,23 @@ async fn both_paths_serve_one_openapi_31_document() {
         doc.to_string().find("\"nullable\"").is_none(),
         "3.0 nullable left in the document"
     );
+    // Extra fields are refused, and the schema says so.
+    assert_eq!(
+        doc["components"]["schemas"]["ReadBody"]["additionalProperties"],
+        false
+    );
+    let read = &doc["paths"]["/api/read"];
+    for (method, status) in [
+        ("get", "200"),
+        ("post", "200"),
+        ("get", "422"),
+        ("post", "502"),
+    ] {
+        assert!(
+            read[method]["responses"][status].is_object(),
+            "{method} {status}"
+        );
+    }
 }
 
 #[tokio::test]
