@@ -68,6 +68,18 @@ pub struct RobotsDecision {
     pub basis: String,
 }
 
+impl RobotsDecision {
+    /// The decision recorded when robots.txt was not consulted.
+    pub fn not_checked() -> Self {
+        Self {
+            checked: false,
+            allowed: true,
+            robots_url: String::new(),
+            basis: "not_checked".into(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FetchRequest {
     pub url: String,

@@ -241,12 +241,7 @@ mod tests {
             body: "x".repeat(bytes),
             truncated: false,
             redirects: Vec::new(),
-            robots: RobotsDecision {
-                checked: false,
-                allowed: true,
-                robots_url: String::new(),
-                basis: "not_checked".into(),
-            },
+            robots: RobotsDecision::not_checked(),
             fetched_at: DateTime::from_timestamp(at, 0).unwrap(),
         }
     }

@@ -313,12 +313,7 @@ impl ReadService {
             body: html,
             truncated: false,
             redirects: Vec::new(),
-            robots: RobotsDecision {
-                checked: false,
-                allowed: true,
-                robots_url: String::new(),
-                basis: "not_checked".into(),
-            },
+            robots: RobotsDecision::not_checked(),
             fetched_at: self.clock.now(),
         };
         self.interpret(

@@ -189,14 +189,20 @@ async fn redirects_and_plain_text_are_followed_and_reported() {
     );
 }
 
-/// A site that counts its requests, reachable as `counted.test`.
-async fn counted_site(body: &str) -> MockServer {
+/// A wiremock site whose robots.txt is missing (404: everything allowed).
+async fn site_without_robots_txt() -> MockServer {
     let server = MockServer::start().await;
     Mock::given(method("GET"))
         .and(path("/robots.txt"))
         .respond_with(ResponseTemplate::new(404))
         .mount(&server)
         .await;
+    server
+}
+
+/// A site that counts its requests, reachable as `counted.test`.
+async fn counted_site(body: &str) -> MockServer {
+    let server = site_without_robots_txt().await;
     Mock::given(method("GET"))
         .and(path("/page"))
         .respond_with(
@@ -268,12 +274,7 @@ async fn urls_that_may_not_be_fetched_are_refused_with_url_refused() {
 #[tokio::test]
 async fn a_redirect_to_loopback_is_refused_and_never_followed() {
     let trap = MockServer::start().await;
-    let site = MockServer::start().await;
-    Mock::given(method("GET"))
-        .and(path("/robots.txt"))
-        .respond_with(ResponseTemplate::new(404))
-        .mount(&site)
-        .await;
+    let site = site_without_robots_txt().await;
     Mock::given(method("GET"))
         .and(path("/go"))
         .respond_with(
@@ -292,12 +293,7 @@ async fn a_redirect_to_loopback_is_refused_and_never_followed() {
 
 #[tokio::test]
 async fn a_site_that_does_not_answer_in_time_is_upstream_unreachable() {
-    let site = MockServer::start().await;
-    Mock::given(method("GET"))
-        .and(path("/robots.txt"))
-        .respond_with(ResponseTemplate::new(404))
-        .mount(&site)
-        .await;
+    let site = site_without_robots_txt().await;
     Mock::given(method("GET"))
         .and(path("/slow"))
         .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(5)))
