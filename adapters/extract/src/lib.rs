@@ -5,7 +5,7 @@ pub mod evaluation;
 mod metadata;
 mod reader;
 
-pub use reader::HtmlExtractor;
+pub use reader::{HtmlExtractor, without_inline_code};
 
 use kuchikiki::{NodeRef, traits::TendrilSink};
 use svc_ports::{FieldOption, Form, FormField, Link, PageMetadata};

@@ -5,7 +5,8 @@
 use dom_query::{Document as QueryDocument, Matcher, NodeRef as QueryNode};
 use dom_smoothie::{Config, Readability, TextMode};
 use svc_ports::{
-    ExtractError, ExtractOptions, Extraction, MainContent, PageExtractor, PageMetadata, PageSignals,
+    ExtractError, ExtractOptions, Extraction, Form, MainContent, PageExtractor, PageMetadata,
+    PageSignals,
 };
 use url::Url;
 
@@ -68,6 +69,9 @@ impl PageExtractor for HtmlExtractor {
         let url = Url::parse(page_url)
             .unwrap_or_else(|_| Url::parse("http://invalid.invalid/").expect("literal URL parses"));
 
+        // Both parsers would tokenise the same inline scripts and styles, which are nearly half
+        // the bytes of a typical page and never content.
+        let html = &*without_inline_code(html);
         let page = Document::parse(html, &url);
         let links = page.links();
         let forms = page.forms();
@@ -83,7 +87,7 @@ impl PageExtractor for HtmlExtractor {
                 fragment_content(&outermost_html(&query, &m))
             }
             None if options.main_content_only => {
-                main_content(query, url.as_str(), &page.base, &mut metadata)
+                main_content(query, html, url.as_str(), &page.base, &mut metadata)
             }
             None => {
                 absolutize(&query, &page.base);
@@ -93,7 +97,7 @@ impl PageExtractor for HtmlExtractor {
         if metadata.excerpt.is_none() {
             metadata.excerpt = metadata.description.clone();
         }
-        let signals = signals(&page, &metadata, &content);
+        let signals = signals(&page, &forms, &metadata, &content);
         Ok(Extraction {
             content,
             links,
@@ -104,16 +108,90 @@ impl PageExtractor for HtmlExtractor {
     }
 }
 
+/// `html` without inline `<script>` (except JSON-LD, which is metadata) and `<style>`
+/// elements; scripts with `src` stay (they are empty, and they are challenge signals).
+/// Comments are skipped whole, so a tag-like string inside one is left alone. Where a closing
+/// tag is missing, the rest of the document is kept as it was.
+pub fn without_inline_code(html: &str) -> std::borrow::Cow<'_, str> {
+    let bytes = html.as_bytes();
+    let starts_with_ci = |at: usize, what: &str| {
+        bytes
+            .get(at..at + what.len())
+            .is_some_and(|b| b.eq_ignore_ascii_case(what.as_bytes()))
+    };
+    let find_ci = |from: usize, what: &str| -> Option<usize> {
+        let first = what.as_bytes()[0];
+        (from..bytes.len().saturating_sub(what.len() - 1))
+            .find(|&i| bytes[i].eq_ignore_ascii_case(&first) && starts_with_ci(i, what))
+    };
+    let mut out: Option<String> = None;
+    let mut copied_to = 0;
+    let mut i = 0;
+    while let Some(offset) = html[i..].find('<') {
+        let at = i + offset;
+        if starts_with_ci(at, "<!--") {
+            match html[at + 4..].find("-->") {
+                Some(end) => i = at + 4 + end + 3,
+                None => break,
+            }
+            continue;
+        }
+        let tag = if starts_with_ci(at, "<script") {
+            "script"
+        } else if starts_with_ci(at, "<style") {
+            "style"
+        } else {
+            i = at + 1;
+            continue;
+        };
+        let name_end = at + 1 + tag.len();
+        // `<scripts>` or `<style-x>` are other elements.
+        if !matches!(
+            bytes.get(name_end),
+            Some(b' ' | b'\t' | b'\n' | b'\r' | b'\x0c' | b'>' | b'/')
+        ) {
+            i = name_end;
+            continue;
+        }
+        let Some(open_end) = html[name_end..].find('>').map(|e| name_end + e) else {
+            break;
+        };
+        let attributes = html[name_end..open_end].to_ascii_lowercase();
+        let keep =
+            tag == "script" && (attributes.contains("ld+json") || attributes.contains("src"));
+        let close = format!("</{tag}");
+        let Some(close_at) = find_ci(open_end + 1, &close) else {
+            break;
+        };
+        let Some(element_end) = html[close_at..].find('>').map(|e| close_at + e + 1) else {
+            break;
+        };
+        if !keep {
+            let o = out.get_or_insert_with(|| String::with_capacity(html.len()));
+            o.push_str(&html[copied_to..at]);
+            copied_to = element_end;
+        }
+        i = element_end;
+    }
+    match out {
+        Some(mut o) => {
+            o.push_str(&html[copied_to..]);
+            std::borrow::Cow::Owned(o)
+        }
+        None => std::borrow::Cow::Borrowed(html),
+    }
+}
+
 /// Readability's article, whose title, byline and excerpt are better than the page's
 /// metadata alone (they agree with Readability.js on more corpus pages). When it finds no
 /// article the whole body is the content.
 fn main_content(
     query: QueryDocument,
+    html: &str,
     url: &str,
     base: &Url,
     metadata: &mut PageMetadata,
 ) -> MainContent {
-    let fallback = query.clone();
     let config = Config {
         text_mode: TextMode::Markdown,
         ..Config::default()
@@ -122,6 +200,8 @@ fn main_content(
         .ok()
         .and_then(|mut r| r.parse().ok());
     let Some(article) = article else {
+        // Readability gave up (rare); its document was consumed, so parse again.
+        let fallback = QueryDocument::from(html);
         absolutize(&fallback, base);
         return body_content(&fallback);
     };
@@ -237,7 +317,12 @@ const SIGN_IN_WORDS: &[&str] = &[
     "iniciar sesión",
 ];
 
-fn signals(page: &Document, metadata: &PageMetadata, content: &MainContent) -> PageSignals {
+fn signals(
+    page: &Document,
+    forms: &[Form],
+    metadata: &PageMetadata,
+    content: &MainContent,
+) -> PageSignals {
     let short = content.text.chars().count() < OBSTACLE_TEXT_CHARS;
     let title = page
         .root()
@@ -259,7 +344,10 @@ fn signals(page: &Document, metadata: &PageMetadata, content: &MainContent) -> P
         None
     };
 
-    let has_password = page.root().select_first("input[type='password' i]").is_ok();
+    let has_password = forms
+        .iter()
+        .flat_map(|f| &f.fields)
+        .any(|f| f.field_type == "password");
     let heading = page
         .root()
         .select_first("h1")
@@ -434,6 +522,31 @@ mod tests {
         let e = read(html, &ExtractOptions::default());
         assert!(e.signals.login_wall.is_some());
         assert_eq!(e.forms.len(), 1, "forms are still reported");
+    }
+
+    #[test]
+    fn inline_scripts_and_styles_go_but_json_ld_external_scripts_and_comments_stay() {
+        let html = "<head><SCRIPT>var a = '<b>';</SCRIPT><style>p{}</style>\
+            <script type=\"application/ld+json\">{\"@type\":\"Thing\"}</script>\
+            <script src=\"https://challenges.cloudflare.com/x.js\"></script>\
+            <!-- <script> in a comment --><scripts>custom</scripts></head><body><p>Hi</p></body>";
+        let stripped = without_inline_code(html);
+        assert!(!stripped.contains("var a"));
+        assert!(!stripped.contains("p{}"));
+        assert!(stripped.contains("ld+json"));
+        assert!(stripped.contains("challenges.cloudflare.com"));
+        assert!(stripped.contains("<!-- <script> in a comment -->"));
+        assert!(stripped.contains("<scripts>custom</scripts>"));
+        assert!(stripped.contains("<p>Hi</p>"));
+        // Nothing to strip: no copy. An unclosed script: the rest is left as it was.
+        assert!(matches!(
+            without_inline_code("<p>x</p>"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        assert_eq!(
+            without_inline_code("<p>a</p><script>never closed"),
+            "<p>a</p><script>never closed"
+        );
     }
 
     #[test]
