@@ -9,7 +9,7 @@ venv=${SVC_CLIENTS_VENV:-.venv-clients}
 out=target/client-transcripts
 mkdir -p "$out"
 bash "$shared/clients/setup.sh" "$venv" >/dev/null || { echo "client setup failed"; exit 1; }
-bin=${SVC_BIN:-target/debug/svc}
+bin=${SVC_BIN:-${CARGO_TARGET_DIR:-target}/debug/svc}
 [ -x "$bin" ] || cargo build -q --bin svc
 
 # Schemathesis sends hundreds of requests: lift the rate limits for this run only.
