@@ -8,11 +8,10 @@ use svc::{
     config::{RuntimeSettings, ServeSettings},
     http::read::{ReadBody, ReadFormat, ReadResult},
     services::{CreateKey, ReadOutcome, read::ContentFormat},
-    startup::{self, Application, Outbound, Stores},
+    startup::{self, Application, DemoSite, Outbound, Stores},
     telemetry,
 };
 use svc_ports::{CreditAmount, Email, Environment, KeyPrefix, Plan, Scopes};
-use svc_sandbox::DemoSite;
 
 #[derive(Parser)]
 #[command(name = "svc", version, about = "Agent action and commerce service")]

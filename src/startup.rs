@@ -13,7 +13,8 @@ use svc_fetch::{FetcherConfig, GuardedFetcher};
 use svc_ports::{
     AccountStore, CreditAmount, Email, Environment, LedgerStore, PageCache, Plan, Scopes,
 };
-use svc_sandbox::{DEMO_HOST, DemoSite, MemoryStore};
+pub use svc_sandbox::DemoSite;
+use svc_sandbox::{DEMO_HOST, MemoryStore};
 use svc_sql::{PostgresStore, SqliteStore};
 use svc_system::{OsEntropy, SystemClock};
 

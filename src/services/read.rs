@@ -459,7 +459,7 @@ fn plain_text_extraction(body: &str) -> Extraction {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use svc_extract::HtmlExtractor;
+    use svc_ports::MainContent;
     use svc_ports::{StoreError, fetch::MockPageFetcher, store::MockPageCache, system::MockClock};
 
     fn now() -> DateTime<Utc> {
@@ -492,7 +492,7 @@ mod tests {
         ReadService::new(
             Arc::new(fetcher),
             Arc::new(cache),
-            Arc::new(HtmlExtractor::new()),
+            Arc::new(MarkerExtractor),
             Arc::new(clock),
         )
     }
@@ -512,8 +512,50 @@ mod tests {
         c
     }
 
-    const ARTICLE: &str = "<html><head><title>T</title></head><body><article><p>Words about tides and \
-        the sea that make up a short article body for the reader to find.</p></article></body></html>";
+    /// A stand-in for the HTML extractor (services see ports only): the body is the content,
+    /// `CHALLENGE` in it raises the captcha signal, and a selector with `[` does not parse.
+    struct MarkerExtractor;
+
+    impl PageExtractor for MarkerExtractor {
+        fn check_options(&self, options: &ExtractOptions) -> Result<(), ExtractError> {
+            match options
+                .include_selectors
+                .iter()
+                .chain(&options.exclude_selectors)
+                .find(|s| s.contains('['))
+            {
+                Some(s) => Err(ExtractError::InvalidSelector {
+                    selector: s.clone(),
+                }),
+                None => Ok(()),
+            }
+        }
+
+        fn extract(
+            &self,
+            html: &str,
+            _page_url: &str,
+            options: &ExtractOptions,
+        ) -> Result<Extraction, ExtractError> {
+            self.check_options(options)?;
+            Ok(Extraction {
+                content: MainContent {
+                    markdown: html.to_owned(),
+                    text: html.to_owned(),
+                    html: html.to_owned(),
+                },
+                links: Vec::new(),
+                forms: Vec::new(),
+                metadata: PageMetadata::default(),
+                signals: svc_ports::PageSignals {
+                    captcha: html.contains("CHALLENGE").then(|| "marker".to_owned()),
+                    login_wall: None,
+                },
+            })
+        }
+    }
+
+    const ARTICLE: &str = "Words about tides and the sea.";
 
     #[tokio::test]
     async fn a_failing_cache_costs_a_fetch_not_the_read() {
@@ -564,8 +606,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_challenge_behind_a_503_is_named_a_captcha_and_a_plain_503_is_retryable() {
-        let challenge = "<html><head><title>Just a moment...</title></head><body>\
-            <div class=\"cf-turnstile\" data-sitekey=\"k\"></div></body></html>";
+        let challenge = "CHALLENGE page";
         let svc = service(
             fetcher_answering(fetched(503, "text/html", challenge)),
             empty_cache(),
