@@ -5,17 +5,19 @@
 //! databases); `scripts/test.sh` starts a throwaway server and sets it. Without it they fail
 //! rather than skip, so a green run always means all three stores were checked.
 
+pub mod identity;
 pub mod scenarios;
 
 use std::sync::Arc;
 
-use svc_ports::{AccountStore, LedgerStore, PageCache};
+use svc_ports::{AccountStore, IdentityStore, LedgerStore, PageCache};
 
 pub struct Backend {
     pub name: &'static str,
     pub accounts: Arc<dyn AccountStore>,
     pub ledger: Arc<dyn LedgerStore>,
     pub pages: Arc<dyn PageCache>,
+    pub identity: Arc<dyn IdentityStore>,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -25,7 +27,8 @@ pub async fn memory() -> Backend {
         name: "memory",
         accounts: store.clone(),
         ledger: store.clone(),
-        pages: store,
+        pages: store.clone(),
+        identity: store,
         _dir: None,
     }
 }
@@ -38,7 +41,8 @@ pub async fn sqlite() -> Backend {
         name: "sqlite",
         accounts: store.clone(),
         ledger: store.clone(),
-        pages: store,
+        pages: store.clone(),
+        identity: store,
         _dir: Some(dir),
     }
 }
@@ -55,7 +59,8 @@ pub async fn postgres() -> Backend {
         name: "postgres",
         accounts: store.clone(),
         ledger: store.clone(),
-        pages: store,
+        pages: store.clone(),
+        identity: store,
         _dir: None,
     }
 }
@@ -117,11 +122,30 @@ macro_rules! contract_suite {
             cached_pages_honour_age_and_replacement,
             purging_removes_only_older_pages
         );
+        $crate::contract_suite!(@identity $backend;
+            device_grants_round_trip_and_codes_are_unique,
+            device_decisions_happen_once_and_not_after_expiry,
+            device_keys_are_issued_once,
+            challenge_tries_are_capped,
+            challenges_are_consumed_once_with_their_key,
+            sessions_expire_and_end_on_sign_out,
+            keys_rotate_in_one_step,
+            identity_purge_removes_only_expired_records
+        );
 
         #[test]
         fn balance_always_equals_the_sum_of_entries() {
             $crate::scenarios::ledger_property(|| Box::pin($backend()));
         }
+    };
+    (@identity $backend:path; $($name:ident),+) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let backend = $backend().await;
+                $crate::identity::$name(&backend).await;
+            }
+        )+
     };
     (@each $backend:path; $($name:ident),+) => {
         $(

@@ -15,7 +15,7 @@ use ulid::Ulid;
 
 use crate::Backend;
 
-fn t0() -> DateTime<Utc> {
+pub(crate) fn t0() -> DateTime<Utc> {
     Utc.timestamp_millis_opt(1_780_000_000_123).unwrap()
 }
 
@@ -29,7 +29,7 @@ fn account(email: &str, env: Environment) -> Account {
     }
 }
 
-async fn new_account(b: &Backend, email: &str) -> Account {
+pub(crate) async fn new_account(b: &Backend, email: &str) -> Account {
     let a = account(email, Environment::Live);
     b.accounts.create_account(&a).await.unwrap();
     a
@@ -42,7 +42,7 @@ fn random_body() -> String {
     format!("{}{}", &a[10..], &b[10..])
 }
 
-fn key_for(account: &Account, at: DateTime<Utc>) -> (ApiKeySecret, ApiKeyRecord) {
+pub(crate) fn key_for(account: &Account, at: DateTime<Utc>) -> (ApiKeySecret, ApiKeyRecord) {
     let secret = ApiKeySecret::from_random(account.environment, &random_body()).unwrap();
     let record = ApiKeyRecord {
         id: ApiKeyId::from_ulid(Ulid::new()),

@@ -82,6 +82,16 @@ prefixed_id!(
     LedgerEntryId,
     "led_"
 );
+prefixed_id!(
+    /// One RFC 8628 device grant (not the device code, which is a secret): `dgr_` + ULID.
+    DeviceGrantId,
+    "dgr_"
+);
+prefixed_id!(
+    /// One emailed-code challenge; the `deviceId` of `/api/register`: `dev_` + ULID.
+    ChallengeId,
+    "dev_"
+);
 
 #[cfg(test)]
 mod tests {

@@ -93,6 +93,18 @@ impl fmt::Debug for ApiKeySecret {
 pub struct KeyHash([u8; 32]);
 
 impl KeyHash {
+    /// SHA-256 of any secret string (device codes, email codes, session tokens).
+    pub fn of(secret: &str) -> Self {
+        KeyHash(Sha256::digest(secret.as_bytes()).into())
+    }
+
+    /// Compares in constant time: whether a presented secret matches must not leak through
+    /// timing, even for hashes.
+    pub fn ct_eq(&self, other: &KeyHash) -> bool {
+        use subtle::ConstantTimeEq;
+        self.0.ct_eq(&other.0).into()
+    }
+
     pub fn to_hex(&self) -> String {
         self.0.iter().map(|b| format!("{b:02x}")).collect()
     }

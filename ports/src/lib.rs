@@ -8,9 +8,11 @@
 pub mod account;
 pub mod failure;
 pub mod fetch;
+pub mod identity;
 pub mod ids;
 pub mod keys;
 pub mod ledger;
+pub mod mail;
 pub mod page;
 pub mod system;
 pub mod usage;
@@ -18,9 +20,14 @@ pub mod usage;
 pub use account::{Account, Email, Environment, Plan};
 pub use failure::FailureClass;
 pub use fetch::{FetchError, FetchRequest, FetchedPage, PageFetcher, RobotsDecision, UrlRefusal};
-pub use ids::{AccountId, ApiKeyId, IdError, LedgerEntryId};
+pub use identity::{
+    ChallengePurpose, DeviceDecision, DeviceGrant, DeviceGrantStatus, EmailChallenge, UserCode,
+    WebSession,
+};
+pub use ids::{AccountId, ApiKeyId, ChallengeId, DeviceGrantId, IdError, LedgerEntryId};
 pub use keys::{ApiKeyRecord, ApiKeySecret, KeyHash, KeyPrefix, Scope, Scopes};
 pub use ledger::{Balance, CreditAmount, EntryKind, Grant, GrantOutcome, LedgerEntry};
+pub use mail::{MailError, MailMessage, Mailer, Outbox, SentMail};
 pub use page::{
     ExtractError, ExtractOptions, Extraction, FieldOption, Form, FormField, Link, MainContent,
     PageExtractor, PageMetadata, PageSignals,
@@ -30,5 +37,6 @@ pub use usage::{MeteringPolicy, UsageRecord};
 
 pub mod store;
 pub use store::{
-    AccountError, AccountStore, KeyError, LedgerError, LedgerStore, PageCache, StoreError,
+    AccountError, AccountStore, IdentityError, IdentityStore, KeyError, LedgerError, LedgerStore,
+    PageCache, StoreError,
 };

@@ -7,7 +7,8 @@ use chrono::{DateTime, Utc};
 use crate::{
     account::{Account, Email, Environment},
     fetch::FetchedPage,
-    ids::AccountId,
+    identity::{DeviceDecision, DeviceGrant, EmailChallenge, UserCode, WebSession},
+    ids::{AccountId, ChallengeId, DeviceGrantId},
     keys::{ApiKeyRecord, KeyHash, KeyPrefix},
     ledger::{Balance, Grant, GrantOutcome, LedgerEntry},
 };
@@ -93,6 +94,147 @@ pub trait AccountStore: Send + Sync {
         prefix: &KeyPrefix,
         at: DateTime<Utc>,
     ) -> Result<ApiKeyRecord, KeyError>;
+
+    /// Revokes the key with `prefix` at `at` and stores `replacement` in one transaction, and
+    /// returns the revoked record. MUST return [`KeyError::NotFound`] when no key has this
+    /// prefix or `replacement` belongs to another account, [`KeyError::AlreadyRevoked`] when it
+    /// was revoked before, and [`KeyError::Duplicate`] when the replacement's hash or prefix
+    /// exists; in each case nothing changes.
+    async fn rotate_key(
+        &self,
+        prefix: &KeyPrefix,
+        replacement: &ApiKeyRecord,
+        at: DateTime<Utc>,
+    ) -> Result<ApiKeyRecord, KeyError>;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum IdentityError {
+    /// A record with the same id, device code, user code or token exists.
+    #[error("a record with this id or code already exists")]
+    Duplicate,
+    #[error("no such grant or challenge")]
+    NotFound,
+    /// The device grant was already approved, denied or issued.
+    #[error("the device grant is no longer pending")]
+    NotPending,
+    /// The device grant was not approved (still pending, or denied).
+    #[error("the device grant is not approved")]
+    NotApproved,
+    /// The device grant already yielded its key, or the challenge was already used.
+    #[error("already used")]
+    AlreadyUsed,
+    #[error("expired")]
+    Expired,
+    /// The challenge's wrong tries are used up.
+    #[error("no tries left")]
+    Exhausted,
+    /// Storing the key that goes with the grant or challenge failed.
+    #[error(transparent)]
+    Key(KeyError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Device grants, emailed-code challenges and web sessions. Every state change is one
+/// transaction, and each secret is stored only as its hash.
+#[cfg_attr(feature = "mock", mockall::automock)]
+#[async_trait]
+pub trait IdentityStore: Send + Sync {
+    /// MUST return [`IdentityError::Duplicate`] when the id, device code hash or user code
+    /// is taken (the caller draws new codes).
+    async fn insert_device_grant(&self, grant: &DeviceGrant) -> Result<(), IdentityError>;
+
+    async fn device_grant_by_code(
+        &self,
+        device_code_hash: &KeyHash,
+    ) -> Result<Option<DeviceGrant>, StoreError>;
+
+    async fn device_grant_by_user_code(
+        &self,
+        user_code: &UserCode,
+    ) -> Result<Option<DeviceGrant>, StoreError>;
+
+    /// Records a poll at `at` and the interval the agent must now keep.
+    async fn record_device_poll(
+        &self,
+        id: &DeviceGrantId,
+        at: DateTime<Utc>,
+        interval_secs: u32,
+    ) -> Result<(), StoreError>;
+
+    /// Approves (binding the account) or denies a pending grant and returns it updated.
+    /// MUST return [`IdentityError::NotFound`], [`IdentityError::Expired`] when `at` is at or
+    /// past its expiry, and [`IdentityError::NotPending`] when it was decided before; then
+    /// nothing changes, also when two decisions race.
+    async fn decide_device_grant(
+        &self,
+        id: &DeviceGrantId,
+        decision: &DeviceDecision,
+        at: DateTime<Utc>,
+    ) -> Result<DeviceGrant, IdentityError>;
+
+    /// Stores `key` and marks the approved grant issued with it, in one transaction: a device
+    /// code yields one key, also when two polls race. MUST return [`IdentityError::NotFound`],
+    /// [`IdentityError::NotApproved`] (pending or denied), [`IdentityError::AlreadyUsed`]
+    /// (issued before), [`IdentityError::Key`] with [`KeyError::UnknownAccount`] when the key's
+    /// account is not the approving one, or [`KeyError::Duplicate`]; then nothing changes.
+    async fn issue_device_key(
+        &self,
+        id: &DeviceGrantId,
+        key: &ApiKeyRecord,
+    ) -> Result<(), IdentityError>;
+
+    /// MUST return [`IdentityError::Duplicate`] when the id is taken.
+    async fn insert_challenge(&self, challenge: &EmailChallenge) -> Result<(), IdentityError>;
+
+    async fn challenge(&self, id: &ChallengeId) -> Result<Option<EmailChallenge>, StoreError>;
+
+    /// How many challenges were sent to `email` at or after `since` (to cap mail per address).
+    async fn challenges_sent_since(
+        &self,
+        email: &Email,
+        since: DateTime<Utc>,
+    ) -> Result<u32, StoreError>;
+
+    /// Takes one try before a code is compared, and returns the challenge with the count
+    /// raised: at most [`crate::identity::MAX_CODE_ATTEMPTS`] comparisons ever happen, also
+    /// under concurrent guesses. MUST return [`IdentityError::NotFound`],
+    /// [`IdentityError::AlreadyUsed`] when consumed, [`IdentityError::Expired`] at or past
+    /// expiry and [`IdentityError::Exhausted`] when the tries are used up; then nothing changes.
+    async fn attempt_challenge(
+        &self,
+        id: &ChallengeId,
+        at: DateTime<Utc>,
+    ) -> Result<EmailChallenge, IdentityError>;
+
+    /// Marks the challenge used and, when given, stores `key` in the same transaction.
+    /// MUST return [`IdentityError::NotFound`], [`IdentityError::AlreadyUsed`] (also when two
+    /// consumptions race), [`IdentityError::Expired`], or [`IdentityError::Key`] when the key
+    /// cannot be stored; then nothing changes.
+    async fn consume_challenge(
+        &self,
+        id: &ChallengeId,
+        at: DateTime<Utc>,
+        key: Option<&ApiKeyRecord>,
+    ) -> Result<EmailChallenge, IdentityError>;
+
+    /// MUST return [`IdentityError::Duplicate`] when the token hash exists and
+    /// [`IdentityError::NotFound`] when the account does not.
+    async fn insert_session(&self, session: &WebSession) -> Result<(), IdentityError>;
+
+    /// The unexpired session with this token hash and its account; `Ok(None)` otherwise.
+    async fn session(
+        &self,
+        token_hash: &KeyHash,
+        now: DateTime<Utc>,
+    ) -> Result<Option<(WebSession, Account)>, StoreError>;
+
+    /// Signs out: deletes the session if it exists.
+    async fn delete_session(&self, token_hash: &KeyHash) -> Result<(), StoreError>;
+
+    /// Deletes grants, challenges and sessions that expired before `before`; returns how many.
+    async fn purge_identity(&self, before: DateTime<Utc>) -> Result<u64, StoreError>;
 }
 
 /// The credit ledger.

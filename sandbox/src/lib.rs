@@ -4,6 +4,9 @@
 
 mod demo_site;
 mod memory;
+mod memory_identity;
+mod outbox;
 
 pub use demo_site::{DEMO_HOST, DemoSite};
 pub use memory::MemoryStore;
+pub use outbox::MemoryOutbox;

@@ -21,12 +21,30 @@ const MAX_CACHED_PAGES: usize = 1024;
 const MAX_CACHED_BYTES: usize = 64 * 1024 * 1024;
 
 #[derive(Default)]
-struct State {
-    accounts: HashMap<AccountId, Account>,
+pub(crate) struct State {
+    pub(crate) accounts: HashMap<AccountId, Account>,
     balances: HashMap<AccountId, Balance>,
-    keys: Vec<ApiKeyRecord>,
+    pub(crate) keys: Vec<ApiKeyRecord>,
     entries: Vec<LedgerEntry>,
     pages: HashMap<String, FetchedPage>,
+    pub(crate) identity: crate::memory_identity::IdentityState,
+}
+
+impl State {
+    /// What `insert_key` checks, shared by every operation that stores a key.
+    pub(crate) fn check_new_key(&self, key: &ApiKeyRecord) -> Result<(), KeyError> {
+        if !self.accounts.contains_key(&key.account_id) {
+            return Err(KeyError::UnknownAccount);
+        }
+        if self
+            .keys
+            .iter()
+            .any(|k| k.hash == key.hash || k.prefix == key.prefix || k.id == key.id)
+        {
+            return Err(KeyError::Duplicate);
+        }
+        Ok(())
+    }
 }
 
 #[derive(Default)]
@@ -39,7 +57,7 @@ impl MemoryStore {
         Self::default()
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock cannot leave a half-applied operation behind (every
         // operation checks before it mutates), so a poisoned lock is still consistent.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
@@ -81,15 +99,7 @@ impl AccountStore for MemoryStore {
 
     async fn insert_key(&self, key: &ApiKeyRecord) -> Result<(), KeyError> {
         let mut s = self.lock();
-        if !s.accounts.contains_key(&key.account_id) {
-            return Err(KeyError::UnknownAccount);
-        }
-        if s.keys
-            .iter()
-            .any(|k| k.hash == key.hash || k.prefix == key.prefix || k.id == key.id)
-        {
-            return Err(KeyError::Duplicate);
-        }
+        s.check_new_key(key)?;
         s.keys.push(key.clone());
         Ok(())
     }
@@ -134,6 +144,28 @@ impl AccountStore for MemoryStore {
         }
         key.revoked_at = Some(at);
         Ok(key.clone())
+    }
+
+    async fn rotate_key(
+        &self,
+        prefix: &KeyPrefix,
+        replacement: &ApiKeyRecord,
+        at: DateTime<Utc>,
+    ) -> Result<ApiKeyRecord, KeyError> {
+        let mut s = self.lock();
+        let index = s
+            .keys
+            .iter()
+            .position(|k| &k.prefix == prefix && k.account_id == replacement.account_id)
+            .ok_or(KeyError::NotFound)?;
+        if s.keys[index].revoked_at.is_some() {
+            return Err(KeyError::AlreadyRevoked);
+        }
+        s.check_new_key(replacement)?;
+        s.keys[index].revoked_at = Some(at);
+        let old = s.keys[index].clone();
+        s.keys.push(replacement.clone());
+        Ok(old)
     }
 }
 

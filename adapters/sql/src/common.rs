@@ -102,6 +102,38 @@ macro_rules! impl_sql_stores {
             })
         }
 
+        /// Stores a key on a connection or inside a transaction (`&mut *tx`).
+        async fn insert_key_on(
+            conn: &mut <$db as sqlx::Database>::Connection,
+            key: &ApiKeyRecord,
+        ) -> Result<(), sqlx::Error> {
+            sqlx::query(
+                "INSERT INTO api_keys (id, account_id, prefix, hash, scopes, label, created_at, revoked_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            )
+            .bind(key.id.as_str())
+            .bind(key.account_id.as_str())
+            .bind(key.prefix.as_str())
+            .bind(key.hash.to_hex())
+            .bind(key.scopes.to_list_string())
+            .bind(&key.label)
+            .bind(millis(key.created_at))
+            .bind(key.revoked_at.map(millis))
+            .execute(&mut *conn)
+            .await
+            .map(|_| ())
+        }
+
+        fn key_error(e: sqlx::Error) -> KeyError {
+            if is_unique_violation(&e) {
+                KeyError::Duplicate
+            } else if is_foreign_key_violation(&e) {
+                KeyError::UnknownAccount
+            } else {
+                backend(e, "storing key").into()
+            }
+        }
+
         fn entry_from_row(r: &DbRow) -> Result<LedgerEntry, StoreError> {
             let err = |e| backend(e, "reading ledger entry");
             Ok(LedgerEntry {
@@ -312,26 +344,8 @@ macro_rules! impl_sql_stores {
             }
 
             async fn insert_key(&self, key: &ApiKeyRecord) -> Result<(), KeyError> {
-                let r = sqlx::query(
-                    "INSERT INTO api_keys (id, account_id, prefix, hash, scopes, label, created_at, revoked_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                )
-                .bind(key.id.as_str())
-                .bind(key.account_id.as_str())
-                .bind(key.prefix.as_str())
-                .bind(key.hash.to_hex())
-                .bind(key.scopes.to_list_string())
-                .bind(&key.label)
-                .bind(millis(key.created_at))
-                .bind(key.revoked_at.map(millis))
-                .execute(&self.pool)
-                .await;
-                match r {
-                    Ok(_) => Ok(()),
-                    Err(e) if is_unique_violation(&e) => Err(KeyError::Duplicate),
-                    Err(e) if is_foreign_key_violation(&e) => Err(KeyError::UnknownAccount),
-                    Err(e) => Err(backend(e, "inserting key").into()),
-                }
+                let mut conn = self.pool.acquire().await.map_err(|e| backend(e, "inserting key"))?;
+                insert_key_on(&mut conn, key).await.map_err(key_error)
             }
 
             async fn key_by_hash(
@@ -391,6 +405,42 @@ macro_rules! impl_sql_stores {
                     .await
                     .map_err(|e| backend(e, "revoking key"))?;
                 Err(if exists > 0 { KeyError::AlreadyRevoked } else { KeyError::NotFound })
+            }
+
+            async fn rotate_key(
+                &self,
+                prefix: &KeyPrefix,
+                replacement: &ApiKeyRecord,
+                at: DateTime<Utc>,
+            ) -> Result<ApiKeyRecord, KeyError> {
+                let err = |e| backend(e, "rotating key");
+                let mut tx = self.begin_write().await.map_err(err)?;
+                let sql = format!(
+                    "UPDATE api_keys SET revoked_at = $1 WHERE prefix = $2 AND account_id = $3 \
+                     AND revoked_at IS NULL RETURNING {KEY_COLUMNS_UNQUALIFIED}"
+                );
+                let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(millis(at))
+                    .bind(prefix.as_str())
+                    .bind(replacement.account_id.as_str())
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(err)?;
+                let Some(row) = row else {
+                    let exists: i64 = sqlx::query_scalar(
+                        "SELECT COUNT(*) FROM api_keys WHERE prefix = $1 AND account_id = $2",
+                    )
+                    .bind(prefix.as_str())
+                    .bind(replacement.account_id.as_str())
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(err)?;
+                    return Err(if exists > 0 { KeyError::AlreadyRevoked } else { KeyError::NotFound });
+                };
+                let old = key_from_row(&row)?;
+                insert_key_on(&mut tx, replacement).await.map_err(key_error)?;
+                tx.commit().await.map_err(err)?;
+                Ok(old)
             }
         }
 

@@ -48,3 +48,4 @@ impl PostgresStore {
 }
 
 crate::common::impl_sql_stores!(PostgresStore, sqlx::Postgres);
+crate::identity::impl_sql_identity!(PostgresStore, sqlx::Postgres);

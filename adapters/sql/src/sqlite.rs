@@ -64,3 +64,4 @@ impl SqliteStore {
 }
 
 crate::common::impl_sql_stores!(SqliteStore, sqlx::Sqlite);
+crate::identity::impl_sql_identity!(SqliteStore, sqlx::Sqlite);

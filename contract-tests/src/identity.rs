@@ -1,0 +1,512 @@
+//! Scenarios for `IdentityStore` and key rotation: device grants, emailed codes, web sessions.
+
+use chrono::{DateTime, Duration, Utc};
+use futures_util::future::join_all;
+use svc_ports::{
+    AccountId, ChallengeId, ChallengePurpose, DeviceDecision, DeviceGrant, DeviceGrantId,
+    DeviceGrantStatus, Email, EmailChallenge, KeyHash, Scopes, UserCode, WebSession,
+    identity::MAX_CODE_ATTEMPTS,
+    store::{IdentityError, KeyError},
+};
+use ulid::Ulid;
+
+use crate::{
+    Backend,
+    scenarios::{key_for, new_account, t0},
+};
+
+fn user_code(n: u32) -> UserCode {
+    let alphabet = svc_ports::identity::USER_CODE_ALPHABET;
+    let mut x = n as usize + Ulid::new().random() as usize;
+    let code: String = (0..8)
+        .map(|_| {
+            let c = alphabet[x % alphabet.len()] as char;
+            x /= alphabet.len();
+            c
+        })
+        .collect();
+    UserCode::parse(&code).unwrap()
+}
+
+fn device_grant(expires_at: DateTime<Utc>) -> DeviceGrant {
+    DeviceGrant {
+        id: DeviceGrantId::from_ulid(Ulid::new()),
+        device_code_hash: KeyHash::of(&Ulid::new().to_string()),
+        user_code: user_code(0),
+        client_id: "contract-agent".into(),
+        agent_name: Some("Contract Agent".into()),
+        scopes: Scopes::default_for_new_key(),
+        status: DeviceGrantStatus::Pending,
+        account_id: None,
+        key_id: None,
+        interval_secs: 5,
+        created_at: t0(),
+        expires_at,
+        last_polled_at: None,
+    }
+}
+
+fn challenge(email: &str, expires_at: DateTime<Utc>) -> EmailChallenge {
+    let id = ChallengeId::from_ulid(Ulid::new());
+    EmailChallenge {
+        code_hash: EmailChallenge::code_hash_of(&id, "123456"),
+        id,
+        purpose: ChallengePurpose::ApiKey,
+        email: Email::parse(email).unwrap(),
+        agent_name: None,
+        scopes: Scopes::default_for_new_key(),
+        attempts: 0,
+        created_at: t0(),
+        expires_at,
+        consumed_at: None,
+    }
+}
+
+pub async fn device_grants_round_trip_and_codes_are_unique(b: &Backend) {
+    let g = device_grant(t0() + Duration::minutes(15));
+    b.identity.insert_device_grant(&g).await.unwrap();
+    let by_code = b.identity.device_grant_by_code(&g.device_code_hash).await;
+    assert_eq!(by_code.unwrap(), Some(g.clone()), "{}", b.name);
+    let by_user = b.identity.device_grant_by_user_code(&g.user_code).await;
+    assert_eq!(by_user.unwrap(), Some(g.clone()));
+    let mut same_user_code = device_grant(t0() + Duration::minutes(15));
+    same_user_code.user_code = g.user_code.clone();
+    assert!(matches!(
+        b.identity.insert_device_grant(&same_user_code).await,
+        Err(IdentityError::Duplicate)
+    ));
+    let mut same_device_code = device_grant(t0() + Duration::minutes(15));
+    same_device_code.device_code_hash = g.device_code_hash;
+    assert!(matches!(
+        b.identity.insert_device_grant(&same_device_code).await,
+        Err(IdentityError::Duplicate)
+    ));
+    let unknown = KeyHash::of("nope");
+    assert_eq!(
+        b.identity.device_grant_by_code(&unknown).await.unwrap(),
+        None
+    );
+    let polled = t0() + Duration::seconds(7);
+    b.identity
+        .record_device_poll(&g.id, polled, 10)
+        .await
+        .unwrap();
+    let after = b
+        .identity
+        .device_grant_by_code(&g.device_code_hash)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (after.last_polled_at, after.interval_secs),
+        (Some(polled), 10)
+    );
+}
+
+pub async fn device_decisions_happen_once_and_not_after_expiry(b: &Backend) {
+    let owner = new_account(b, "owner@example.com").await;
+    let g = device_grant(t0() + Duration::minutes(15));
+    b.identity.insert_device_grant(&g).await.unwrap();
+    let approve = DeviceDecision::Approve(owner.id.clone());
+    let decided = b
+        .identity
+        .decide_device_grant(&g.id, &approve, t0())
+        .await
+        .unwrap();
+    assert_eq!(decided.status, DeviceGrantStatus::Approved, "{}", b.name);
+    assert_eq!(decided.account_id, Some(owner.id.clone()));
+    assert!(matches!(
+        b.identity
+            .decide_device_grant(&g.id, &DeviceDecision::Deny, t0())
+            .await,
+        Err(IdentityError::NotPending)
+    ));
+
+    let late = device_grant(t0() + Duration::minutes(15));
+    b.identity.insert_device_grant(&late).await.unwrap();
+    let at_expiry = late.expires_at;
+    assert!(matches!(
+        b.identity
+            .decide_device_grant(&late.id, &approve, at_expiry)
+            .await,
+        Err(IdentityError::Expired)
+    ));
+    let unchanged = b
+        .identity
+        .device_grant_by_code(&late.device_code_hash)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(unchanged.status, DeviceGrantStatus::Pending);
+    let missing = DeviceGrantId::from_ulid(Ulid::new());
+    assert!(matches!(
+        b.identity
+            .decide_device_grant(&missing, &approve, t0())
+            .await,
+        Err(IdentityError::NotFound)
+    ));
+
+    // Two humans racing on one grant: exactly one decision lands.
+    let raced = device_grant(t0() + Duration::minutes(15));
+    b.identity.insert_device_grant(&raced).await.unwrap();
+    let results = join_all((0..6).map(|i| {
+        let id = raced.id.clone();
+        let d = if i % 2 == 0 {
+            approve.clone()
+        } else {
+            DeviceDecision::Deny
+        };
+        let identity = b.identity.clone();
+        async move { identity.decide_device_grant(&id, &d, t0()).await }
+    }))
+    .await;
+    assert_eq!(
+        results.iter().filter(|r| r.is_ok()).count(),
+        1,
+        "{}",
+        b.name
+    );
+}
+
+pub async fn device_keys_are_issued_once(b: &Backend) {
+    let owner = new_account(b, "owner@example.com").await;
+    let other = new_account(b, "other@example.com").await;
+    let g = device_grant(t0() + Duration::minutes(15));
+    b.identity.insert_device_grant(&g).await.unwrap();
+    let (_, early) = key_for(&owner, t0());
+    assert!(matches!(
+        b.identity.issue_device_key(&g.id, &early).await,
+        Err(IdentityError::NotApproved)
+    ));
+    assert!(
+        b.accounts
+            .keys(Some(owner.id.clone()))
+            .await
+            .unwrap()
+            .is_empty(),
+        "{}: key kept",
+        b.name
+    );
+
+    b.identity
+        .decide_device_grant(&g.id, &DeviceDecision::Approve(owner.id.clone()), t0())
+        .await
+        .unwrap();
+    let (_, wrong_account) = key_for(&other, t0());
+    assert!(matches!(
+        b.identity.issue_device_key(&g.id, &wrong_account).await,
+        Err(IdentityError::Key(KeyError::UnknownAccount))
+    ));
+    assert!(
+        b.accounts
+            .keys(Some(other.id.clone()))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // Ten polls racing: one key.
+    let results = join_all((0..10).map(|_| {
+        let (_, key) = key_for(&owner, t0());
+        let (id, identity) = (g.id.clone(), b.identity.clone());
+        async move { identity.issue_device_key(&id, &key).await }
+    }))
+    .await;
+    assert_eq!(
+        results.iter().filter(|r| r.is_ok()).count(),
+        1,
+        "{}",
+        b.name
+    );
+    assert!(
+        results
+            .iter()
+            .all(|r| r.is_ok() || matches!(r, Err(IdentityError::AlreadyUsed)))
+    );
+    let keys = b.accounts.keys(Some(owner.id.clone())).await.unwrap();
+    assert_eq!(keys.len(), 1);
+    let issued = b
+        .identity
+        .device_grant_by_code(&g.device_code_hash)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(issued.status, DeviceGrantStatus::Issued);
+    assert_eq!(issued.key_id, Some(keys[0].id.clone()));
+
+    let denied = device_grant(t0() + Duration::minutes(15));
+    b.identity.insert_device_grant(&denied).await.unwrap();
+    b.identity
+        .decide_device_grant(&denied.id, &DeviceDecision::Deny, t0())
+        .await
+        .unwrap();
+    let (_, k) = key_for(&owner, t0());
+    assert!(matches!(
+        b.identity.issue_device_key(&denied.id, &k).await,
+        Err(IdentityError::NotApproved)
+    ));
+}
+
+pub async fn challenge_tries_are_capped(b: &Backend) {
+    let c = challenge("human@example.com", t0() + Duration::minutes(10));
+    b.identity.insert_challenge(&c).await.unwrap();
+    assert!(matches!(
+        b.identity.insert_challenge(&c).await,
+        Err(IdentityError::Duplicate)
+    ));
+    assert_eq!(
+        b.identity.challenge(&c.id).await.unwrap(),
+        Some(c.clone()),
+        "{}",
+        b.name
+    );
+    // Twelve concurrent guesses: exactly MAX_CODE_ATTEMPTS may be compared.
+    let results = join_all((0..12).map(|_| {
+        let (id, identity) = (c.id.clone(), b.identity.clone());
+        async move { identity.attempt_challenge(&id, t0()).await }
+    }))
+    .await;
+    let allowed = results.iter().filter(|r| r.is_ok()).count();
+    assert_eq!(allowed as u32, MAX_CODE_ATTEMPTS, "{}", b.name);
+    assert!(
+        results
+            .iter()
+            .all(|r| r.is_ok() || matches!(r, Err(IdentityError::Exhausted)))
+    );
+    let stored = b.identity.challenge(&c.id).await.unwrap().unwrap();
+    assert_eq!(stored.attempts, MAX_CODE_ATTEMPTS);
+
+    let expired = challenge("human@example.com", t0() + Duration::minutes(10));
+    b.identity.insert_challenge(&expired).await.unwrap();
+    assert!(matches!(
+        b.identity
+            .attempt_challenge(&expired.id, expired.expires_at)
+            .await,
+        Err(IdentityError::Expired)
+    ));
+    let missing = ChallengeId::from_ulid(Ulid::new());
+    assert!(matches!(
+        b.identity.attempt_challenge(&missing, t0()).await,
+        Err(IdentityError::NotFound)
+    ));
+    let since = t0() - Duration::minutes(1);
+    let email = Email::parse("human@example.com").unwrap();
+    assert_eq!(
+        b.identity
+            .challenges_sent_since(&email, since)
+            .await
+            .unwrap(),
+        2
+    );
+    let later = t0() + Duration::seconds(1);
+    assert_eq!(
+        b.identity
+            .challenges_sent_since(&email, later)
+            .await
+            .unwrap(),
+        0
+    );
+}
+
+pub async fn challenges_are_consumed_once_with_their_key(b: &Backend) {
+    let owner = new_account(b, "human@example.com").await;
+    let c = challenge("human@example.com", t0() + Duration::minutes(10));
+    b.identity.insert_challenge(&c).await.unwrap();
+    let results = join_all((0..6).map(|_| {
+        let (_, key) = key_for(&owner, t0());
+        let (id, identity) = (c.id.clone(), b.identity.clone());
+        async move { identity.consume_challenge(&id, t0(), Some(&key)).await }
+    }))
+    .await;
+    assert_eq!(
+        results.iter().filter(|r| r.is_ok()).count(),
+        1,
+        "{}",
+        b.name
+    );
+    assert!(
+        results
+            .iter()
+            .all(|r| r.is_ok() || matches!(r, Err(IdentityError::AlreadyUsed)))
+    );
+    assert_eq!(
+        b.accounts.keys(Some(owner.id.clone())).await.unwrap().len(),
+        1
+    );
+    assert!(matches!(
+        b.identity.attempt_challenge(&c.id, t0()).await,
+        Err(IdentityError::AlreadyUsed)
+    ));
+
+    // A key that cannot be stored leaves the challenge usable.
+    let (_, existing) = key_for(&owner, t0());
+    b.accounts.insert_key(&existing).await.unwrap();
+    let c2 = challenge("human@example.com", t0() + Duration::minutes(10));
+    b.identity.insert_challenge(&c2).await.unwrap();
+    assert!(matches!(
+        b.identity
+            .consume_challenge(&c2.id, t0(), Some(&existing))
+            .await,
+        Err(IdentityError::Key(KeyError::Duplicate))
+    ));
+    let still = b.identity.challenge(&c2.id).await.unwrap().unwrap();
+    assert_eq!(still.consumed_at, None, "{}", b.name);
+    let signed_in = b
+        .identity
+        .consume_challenge(&c2.id, t0(), None)
+        .await
+        .unwrap();
+    assert_eq!(signed_in.consumed_at, Some(t0()));
+    let expired = challenge("human@example.com", t0() + Duration::minutes(10));
+    b.identity.insert_challenge(&expired).await.unwrap();
+    assert!(matches!(
+        b.identity
+            .consume_challenge(&expired.id, expired.expires_at, None)
+            .await,
+        Err(IdentityError::Expired)
+    ));
+}
+
+pub async fn sessions_expire_and_end_on_sign_out(b: &Backend) {
+    let owner = new_account(b, "human@example.com").await;
+    let w = WebSession {
+        token_hash: KeyHash::of("session-token"),
+        account_id: owner.id.clone(),
+        created_at: t0(),
+        expires_at: t0() + Duration::days(7),
+    };
+    b.identity.insert_session(&w).await.unwrap();
+    assert!(matches!(
+        b.identity.insert_session(&w).await,
+        Err(IdentityError::Duplicate)
+    ));
+    let (found, account) = b
+        .identity
+        .session(&w.token_hash, t0())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((found, account), (w.clone(), owner.clone()), "{}", b.name);
+    assert_eq!(
+        b.identity
+            .session(&w.token_hash, w.expires_at)
+            .await
+            .unwrap(),
+        None
+    );
+    b.identity.delete_session(&w.token_hash).await.unwrap();
+    assert_eq!(b.identity.session(&w.token_hash, t0()).await.unwrap(), None);
+    let orphan = WebSession {
+        account_id: AccountId::from_ulid(Ulid::new()),
+        token_hash: KeyHash::of("orphan"),
+        ..w
+    };
+    assert!(
+        b.identity.insert_session(&orphan).await.is_err(),
+        "{}: session without account",
+        b.name
+    );
+}
+
+pub async fn keys_rotate_in_one_step(b: &Backend) {
+    let owner = new_account(b, "human@example.com").await;
+    let other = new_account(b, "other@example.com").await;
+    let (_, old) = key_for(&owner, t0());
+    b.accounts.insert_key(&old).await.unwrap();
+    let (_, stranger) = key_for(&other, t0());
+    assert!(matches!(
+        b.accounts.rotate_key(&old.prefix, &stranger, t0()).await,
+        Err(KeyError::NotFound)
+    ));
+    let (_, clash) = key_for(&owner, t0());
+    let clash = svc_ports::ApiKeyRecord {
+        hash: old.hash,
+        ..clash
+    };
+    assert!(matches!(
+        b.accounts.rotate_key(&old.prefix, &clash, t0()).await,
+        Err(KeyError::Duplicate)
+    ));
+    let unchanged = b.accounts.keys(Some(owner.id.clone())).await.unwrap();
+    assert_eq!(
+        unchanged,
+        vec![old.clone()],
+        "{}: a failed rotation changed keys",
+        b.name
+    );
+
+    let later = t0() + Duration::seconds(1);
+    let (_, new) = key_for(&owner, later);
+    let revoked = b
+        .accounts
+        .rotate_key(&old.prefix, &new, later)
+        .await
+        .unwrap();
+    assert_eq!(revoked.revoked_at, Some(later));
+    let keys = b.accounts.keys(Some(owner.id.clone())).await.unwrap();
+    assert_eq!(keys.len(), 2);
+    assert!(
+        keys.iter()
+            .any(|k| k.id == new.id && k.revoked_at.is_none())
+    );
+    let (_, again) = key_for(&owner, later);
+    assert!(matches!(
+        b.accounts.rotate_key(&old.prefix, &again, later).await,
+        Err(KeyError::AlreadyRevoked)
+    ));
+}
+
+pub async fn identity_purge_removes_only_expired_records(b: &Backend) {
+    let owner = new_account(b, "human@example.com").await;
+    let old = device_grant(t0() - Duration::minutes(1));
+    let fresh = device_grant(t0() + Duration::minutes(15));
+    b.identity.insert_device_grant(&old).await.unwrap();
+    b.identity.insert_device_grant(&fresh).await.unwrap();
+    let old_c = challenge("human@example.com", t0() - Duration::minutes(1));
+    let fresh_c = challenge("human@example.com", t0() + Duration::minutes(10));
+    b.identity.insert_challenge(&old_c).await.unwrap();
+    b.identity.insert_challenge(&fresh_c).await.unwrap();
+    let w = |token: &str, expires_at| WebSession {
+        token_hash: KeyHash::of(token),
+        account_id: owner.id.clone(),
+        created_at: t0() - Duration::days(8),
+        expires_at,
+    };
+    b.identity
+        .insert_session(&w("old", t0() - Duration::days(1)))
+        .await
+        .unwrap();
+    b.identity
+        .insert_session(&w("fresh", t0() + Duration::days(1)))
+        .await
+        .unwrap();
+    assert_eq!(
+        b.identity.purge_identity(t0()).await.unwrap(),
+        3,
+        "{}",
+        b.name
+    );
+    assert_eq!(
+        b.identity
+            .device_grant_by_code(&old.device_code_hash)
+            .await
+            .unwrap(),
+        None
+    );
+    assert!(
+        b.identity
+            .device_grant_by_code(&fresh.device_code_hash)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(b.identity.challenge(&old_c.id).await.unwrap(), None);
+    assert!(b.identity.challenge(&fresh_c.id).await.unwrap().is_some());
+    assert!(
+        b.identity
+            .session(&KeyHash::of("fresh"), t0())
+            .await
+            .unwrap()
+            .is_some()
+    );
+}
