@@ -31,7 +31,7 @@ use std::{
 use serde_json::json;
 use svc::{
     services::{ReadOutcome, ReadRequest},
-    startup::{self, Outbound, Stores},
+    startup::{self, Stores},
 };
 use svc_extract::evaluation::{CorpusPage, load_corpus, token_f1};
 use svc_ports::Environment;
@@ -262,7 +262,7 @@ fn main() -> anyhow::Result<()> {
         .build()?;
     let services = {
         let _entered = rt.enter();
-        startup::services(&Stores::memory(), Environment::Live, &Outbound::default())?
+        startup::offline_services(&Stores::memory(), Environment::Live)?
     };
     let requests: Vec<ReadRequest> = pages
         .iter()

@@ -16,6 +16,20 @@ pub struct ServeSettings {
     #[arg(long, env = "SVC_DATABASE_MAX_CONNECTIONS", default_value_t = 16)]
     pub database_max_connections: u32,
 
+    /// SMTP relay for sign-in and signup codes: `smtp://host:port`,
+    /// `smtp://user:pass@host:587?tls=required` or `smtps://host:465`. Without it mail is only
+    /// logged (bodies withheld), and codes cannot arrive.
+    #[arg(long, env = "SVC_SMTP_URL", hide_env_values = true)]
+    pub smtp_url: Option<String>,
+
+    /// Sender of the service's mail.
+    #[arg(
+        long,
+        env = "SVC_MAIL_FROM",
+        default_value = "svc <no-reply@localhost>"
+    )]
+    pub mail_from: String,
+
     #[command(flatten)]
     pub runtime: RuntimeSettings,
 }

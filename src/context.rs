@@ -2,13 +2,15 @@
 
 use std::sync::Arc;
 
-use svc_ports::Environment;
+use svc_ports::{Environment, Outbox};
 
 use crate::{config::Origins, services::Services};
 
 #[derive(Clone)]
 pub struct AppContext {
     pub services: Arc<Services>,
+    /// The sandbox's outbox, served at `/sandbox/outbox`; `None` in live.
+    pub outbox: Option<Arc<dyn Outbox>>,
     pub origins: Arc<Origins>,
     /// Live for `svc serve`, test for `svc sandbox`: keys of the other kind are refused.
     pub environment: Environment,

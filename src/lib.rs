@@ -1,5 +1,5 @@
 //! The agent action and commerce service: domain services written against ports, and the
-//! faces (REST, MCP, discovery files) that drive them. Only `startup` names adapters.
+//! faces (REST, MCP, A2A, web pages, discovery files) that drive them. Only `startup` names adapters.
 
 pub mod config;
 pub mod context;
@@ -8,4 +8,5 @@ pub mod mcp;
 pub mod services;
 pub mod startup;
 pub mod telemetry;
+pub mod web;
 pub mod wellknown;

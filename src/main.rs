@@ -8,7 +8,7 @@ use svc::{
     config::{RuntimeSettings, ServeSettings},
     http::read::{ReadBody, ReadFormat, ReadResult},
     services::{CreateKey, ReadOutcome, read::ContentFormat},
-    startup::{self, Application, DemoSite, Outbound, Stores},
+    startup::{self, Application, DemoSite, Mail, Stores, World},
     telemetry,
 };
 use svc_ports::{CreditAmount, Email, Environment, KeyPrefix, Plan, Scopes};
@@ -128,14 +128,19 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(s) => {
             let stores = Stores::open(&s.database_url, s.database_max_connections).await?;
-            let app = Application::build(
-                &s.runtime,
-                &s.bind,
-                stores,
-                Environment::Live,
-                Outbound::default(),
-            )
-            .await?;
+            let mail = match s.smtp_url.clone() {
+                Some(url) => Mail::Smtp {
+                    url,
+                    from: s.mail_from.clone(),
+                },
+                None => Mail::Log,
+            };
+            let world = World {
+                mail,
+                ..World::default()
+            };
+            let app =
+                Application::build(&s.runtime, &s.bind, stores, Environment::Live, world).await?;
             app.run_until_stopped().await.context("serving")
         }
         Command::Sandbox { bind, runtime } => {
@@ -145,7 +150,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 &bind,
                 Stores::memory(),
                 Environment::Test,
-                Outbound::demo_site(&demo),
+                World::sandbox(&demo),
             )
             .await?;
             let issued = startup::seed_sandbox(&app.context().services).await?;
@@ -154,6 +159,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("SVC_MCP_URL={}", origins.mcp_url);
             println!("SVC_API_KEY={}", issued.secret.expose());
             println!("SVC_DEMO_SITE={}", demo.origin());
+            println!("SVC_OUTBOX_URL={}/sandbox/outbox", origins.site_url);
             eprintln!(
                 "MCP setup: claude mcp add --transport http svc {} --header \"Authorization: Bearer $SVC_API_KEY\"",
                 origins.mcp_url
@@ -171,7 +177,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 async fn read(args: ReadArgs) -> anyhow::Result<()> {
-    let services = startup::services(&Stores::memory(), Environment::Live, &Outbound::default())?;
+    let services = startup::offline_services(&Stores::memory(), Environment::Live)?;
     let format = match args.format {
         ReadOutput::Text => ReadFormat::Text,
         ReadOutput::Html => ReadFormat::Html,
@@ -228,7 +234,7 @@ async fn read(args: ReadArgs) -> anyhow::Result<()> {
 
 async fn keys(database_url: &str, command: KeysCommand) -> anyhow::Result<()> {
     let stores = Stores::open(database_url, 2).await?;
-    let services = startup::services(&stores, Environment::Live, &Outbound::default())?;
+    let services = startup::offline_services(&stores, Environment::Live)?;
     match command {
         KeysCommand::Create {
             email,

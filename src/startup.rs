@@ -10,11 +10,13 @@ use poem::{
 };
 use svc_extract::HtmlExtractor;
 use svc_fetch::{FetcherConfig, GuardedFetcher};
+use svc_mail::{LogMailer, SmtpMailer};
 use svc_ports::{
-    AccountStore, CreditAmount, Email, Environment, LedgerStore, PageCache, Plan, Scopes,
+    AccountStore, Clock, CreditAmount, Email, Environment, IdentityStore, LedgerStore, Mailer,
+    Outbox, PageCache, Plan, Scopes,
 };
 pub use svc_sandbox::DemoSite;
-use svc_sandbox::{DEMO_HOST, MemoryStore};
+use svc_sandbox::{DEMO_HOST, MemoryOutbox, MemoryStore};
 use svc_sql::{PostgresStore, SqliteStore};
 use svc_system::{OsEntropy, SystemClock};
 
@@ -22,7 +24,7 @@ use crate::{
     config::{Origins, RuntimeSettings},
     context::{AppContext, Limits},
     http, mcp,
-    services::{CreateKey, IssuedKey, Ports, Services},
+    services::{CreateKey, IdentitySettings, IssuedKey, Ports, Services},
 };
 
 /// The stores behind the ports, chosen at run time.
@@ -31,6 +33,7 @@ pub struct Stores {
     pub accounts: Arc<dyn AccountStore>,
     pub ledger: Arc<dyn LedgerStore>,
     pub pages: Arc<dyn PageCache>,
+    pub identity: Arc<dyn IdentityStore>,
     /// What the store is, for logs (never the URL, which may hold a password).
     pub kind: &'static str,
 }
@@ -42,7 +45,8 @@ impl Stores {
         Self {
             accounts: store.clone(),
             ledger: store.clone(),
-            pages: store,
+            pages: store.clone(),
+            identity: store,
             kind: "memory",
         }
     }
@@ -54,7 +58,8 @@ impl Stores {
             Ok(Self {
                 accounts: store.clone(),
                 ledger: store.clone(),
-                pages: store,
+                pages: store.clone(),
+                identity: store,
                 kind: "postgres",
             })
         } else if database_url.starts_with("sqlite:") {
@@ -62,7 +67,8 @@ impl Stores {
             Ok(Self {
                 accounts: store.clone(),
                 ledger: store.clone(),
-                pages: store,
+                pages: store.clone(),
+                identity: store,
                 kind: "sqlite",
             })
         } else {
@@ -71,58 +77,107 @@ impl Stores {
     }
 }
 
-/// How the service reaches URLs that callers name.
+/// How mail leaves the service.
 #[derive(Debug, Clone, Default)]
-pub struct Outbound {
+pub enum Mail {
+    /// Only logged, bodies withheld (`svc serve` without `SVC_SMTP_URL`).
+    #[default]
+    Log,
+    /// Through an SMTP relay.
+    Smtp { url: String, from: String },
+    /// Kept in the sandbox's outbox, readable at `/sandbox/outbox`.
+    SandboxOutbox,
+}
+
+/// The outside world the service talks to: the sites callers name, the mail relay, the clock.
+#[derive(Clone, Default)]
+pub struct World {
     /// Demo hosts the sandbox may read, by exact name, pinned to these loopback addresses.
     /// Must stay empty in the live environment.
     pub sandbox_hosts: HashMap<String, SocketAddr>,
     /// Overall time limit of one fetch (default 15 s).
     pub fetch_timeout: Option<Duration>,
+    pub mail: Mail,
+    /// The time source; `None` is the system clock (tests pin their own).
+    pub clock: Option<Arc<dyn Clock>>,
 }
 
-impl Outbound {
-    /// The sandbox's demo site, readable under its demo name and nothing else.
-    pub fn demo_site(site: &DemoSite) -> Self {
+impl World {
+    /// The sandbox's: its demo site, readable under its demo name and nothing else, and its
+    /// outbox.
+    pub fn sandbox(site: &DemoSite) -> Self {
         Self {
             sandbox_hosts: HashMap::from([(DEMO_HOST.to_owned(), site.address())]),
-            fetch_timeout: None,
+            mail: Mail::SandboxOutbox,
+            ..Self::default()
         }
     }
 }
 
-pub fn ports(stores: &Stores, outbound: &Outbound) -> anyhow::Result<Ports> {
+/// The driven ports, and the outbox when mail stays in the sandbox.
+pub fn ports(stores: &Stores, world: &World) -> anyhow::Result<(Ports, Option<Arc<dyn Outbox>>)> {
     let mut config = FetcherConfig {
-        sandbox_hosts: outbound.sandbox_hosts.clone(),
+        sandbox_hosts: world.sandbox_hosts.clone(),
         ..FetcherConfig::default()
     };
-    if let Some(t) = outbound.fetch_timeout {
+    if let Some(t) = world.fetch_timeout {
         config.timeout = t;
     }
     let fetcher = GuardedFetcher::new(config).context("building the guarded HTTP client")?;
-    Ok(Ports {
+    let clock: Arc<dyn Clock> = world.clock.clone().unwrap_or_else(|| Arc::new(SystemClock));
+    let (mailer, outbox): (Arc<dyn Mailer>, Option<Arc<dyn Outbox>>) = match &world.mail {
+        Mail::Log => (Arc::new(LogMailer), None),
+        Mail::Smtp { url, from } => (Arc::new(SmtpMailer::new(url, from)?), None),
+        Mail::SandboxOutbox => {
+            let outbox = Arc::new(MemoryOutbox::new(clock.clone()));
+            (outbox.clone(), Some(outbox))
+        }
+    };
+    let ports = Ports {
         accounts: stores.accounts.clone(),
         ledger: stores.ledger.clone(),
         pages: stores.pages.clone(),
+        identity: stores.identity.clone(),
+        mailer,
         fetcher: Arc::new(fetcher),
         extractor: Arc::new(HtmlExtractor::new()),
-        clock: Arc::new(SystemClock),
+        clock,
         entropy: Arc::new(OsEntropy::new()),
-    })
+    };
+    Ok((ports, outbox))
 }
 
+/// The services over the chosen stores and world, and the sandbox outbox if there is one.
 pub fn services(
     stores: &Stores,
     environment: Environment,
-    outbound: &Outbound,
-) -> anyhow::Result<Arc<Services>> {
-    if environment == Environment::Live && !outbound.sandbox_hosts.is_empty() {
+    world: &World,
+    origins: &Origins,
+) -> anyhow::Result<(Arc<Services>, Option<Arc<dyn Outbox>>)> {
+    if environment == Environment::Live && !world.sandbox_hosts.is_empty() {
         anyhow::bail!("sandbox demo hosts are allowed only in the sandbox");
     }
-    Ok(Arc::new(Services::new(
-        ports(stores, outbound)?,
-        environment,
-    )))
+    if environment == Environment::Live && matches!(world.mail, Mail::SandboxOutbox) {
+        anyhow::bail!("the mail outbox is readable by anyone: it is allowed only in the sandbox");
+    }
+    let (ports, outbox) = ports(stores, world)?;
+    let identity = IdentitySettings::new(&origins.site_url, &origins.mcp_url);
+    Ok((
+        Arc::new(Services::new(ports, environment, identity)),
+        outbox,
+    ))
+}
+
+/// Services for one-shot CLI commands that serve nothing (`svc keys`, `svc read`).
+pub fn offline_services(
+    stores: &Stores,
+    environment: Environment,
+) -> anyhow::Result<Arc<Services>> {
+    let origins = Origins::resolve(
+        &RuntimeSettings::default(),
+        SocketAddr::from(([127, 0, 0, 1], 8080)),
+    );
+    Ok(services(stores, environment, &World::default(), &origins)?.0)
 }
 
 /// A bound, ready-to-run service.
@@ -140,7 +195,7 @@ impl Application {
         bind: &str,
         stores: Stores,
         environment: Environment,
-        outbound: Outbound,
+        world: World,
     ) -> anyhow::Result<Self> {
         let acceptor = TcpListener::bind(bind.to_owned())
             .into_acceptor()
@@ -153,8 +208,15 @@ impl Application {
             .context("listener has no address")?;
         let origins = Origins::resolve(runtime, local_addr);
         let mcp = mcp::McpConfig::from_settings(runtime, &origins);
+        if let Mail::Log = world.mail {
+            tracing::warn!(
+                "no SVC_SMTP_URL: mail is only logged (bodies withheld), so sign-in and signup codes cannot arrive"
+            );
+        }
+        let (services, outbox) = services(&stores, environment, &world, &origins)?;
         let ctx = AppContext {
-            services: services(&stores, environment, &outbound)?,
+            services,
+            outbox,
             origins: Arc::new(origins),
             environment,
             limits: Limits {
@@ -185,11 +247,13 @@ impl Application {
     /// Serves until SIGINT or SIGTERM, then lets requests in flight finish (up to 10 s).
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let purge = tokio::spawn(purge_page_cache(self.pages));
+        let purge_identity = tokio::spawn(purge_identity(self.ctx.services.clone()));
         let app = http::app(self.ctx, self.mcp);
         let served = Server::new_with_acceptor(self.acceptor)
             .run_with_graceful_shutdown(app, shutdown_signal(), Some(Duration::from_secs(10)))
             .await;
         purge.abort();
+        purge_identity.abort();
         served
     }
 }
@@ -204,6 +268,18 @@ async fn purge_page_cache(pages: Arc<dyn PageCache>) {
         match pages.purge_pages(cutoff).await {
             Ok(n) => tracing::debug!(purged = n, "page cache purged"),
             Err(e) => tracing::warn!(error = %e, "page cache purge failed"),
+        }
+    }
+}
+
+/// Hourly, drops device grants, emailed codes and sessions a day past their expiry.
+async fn purge_identity(services: Arc<Services>) {
+    let mut every_hour = tokio::time::interval(Duration::from_secs(3600));
+    loop {
+        every_hour.tick().await;
+        match services.identity.purge_expired().await {
+            Ok(n) => tracing::debug!(purged = n, "expired identity records purged"),
+            Err(e) => tracing::warn!(error = %e, "identity purge failed"),
         }
     }
 }

@@ -212,11 +212,11 @@ pub trait IdentityStore: Send + Sync {
     /// MUST return [`IdentityError::NotFound`], [`IdentityError::AlreadyUsed`] (also when two
     /// consumptions race), [`IdentityError::Expired`], or [`IdentityError::Key`] when the key
     /// cannot be stored; then nothing changes.
-    async fn consume_challenge(
+    async fn consume_challenge<'a>(
         &self,
         id: &ChallengeId,
         at: DateTime<Utc>,
-        key: Option<&ApiKeyRecord>,
+        key: Option<&'a ApiKeyRecord>,
     ) -> Result<EmailChallenge, IdentityError>;
 
     /// MUST return [`IdentityError::Duplicate`] when the token hash exists and

@@ -16,5 +16,10 @@ pub trait Entropy: Send + Sync {
     /// A new ULID (time-ordered, 80 random bits).
     fn ulid(&self) -> Ulid;
     /// `len` characters drawn uniformly from [`crate::keys::BASE62`].
-    fn base62(&self, len: usize) -> String;
+    fn base62(&self, len: usize) -> String {
+        self.pick(crate::keys::BASE62, len)
+    }
+    /// `len` characters drawn uniformly and independently from `alphabet` (ASCII); one-time
+    /// codes come from here. (A ULID's random part is not: it increments within a millisecond.)
+    fn pick(&self, alphabet: &[u8], len: usize) -> String;
 }

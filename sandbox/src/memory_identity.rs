@@ -180,11 +180,11 @@ impl IdentityStore for MemoryStore {
         Ok(c.clone())
     }
 
-    async fn consume_challenge(
+    async fn consume_challenge<'a>(
         &self,
         id: &ChallengeId,
         at: DateTime<Utc>,
-        key: Option<&ApiKeyRecord>,
+        key: Option<&'a ApiKeyRecord>,
     ) -> Result<EmailChallenge, IdentityError> {
         let mut s = self.lock();
         let c = s

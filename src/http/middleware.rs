@@ -79,7 +79,8 @@ fn valid_request_id(v: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-fn client_ip(req: &Request, trust_forwarded_for: bool) -> Option<IpAddr> {
+/// The caller's IP: the socket's peer, or the first `X-Forwarded-For` entry behind a trusted proxy.
+pub fn client_ip_of(req: &Request, trust_forwarded_for: bool) -> Option<IpAddr> {
     if trust_forwarded_for {
         let forwarded = req
             .header("x-forwarded-for")
@@ -152,7 +153,7 @@ pub async fn edge<E: Endpoint>(next: E, mut req: Request) -> poem::Result<Respon
         let path = req.uri().path().to_owned();
         let authorization_sent = req.headers().contains_key(header::AUTHORIZATION);
         let outcome = async {
-            if let Some(ip) = client_ip(&req, edge.trust_forwarded_for) {
+            if let Some(ip) = client_ip_of(&req, edge.trust_forwarded_for) {
                 edge.limits.check_ip(ip)?;
             }
             cap_body(&mut req, edge.max_body_bytes).await?;

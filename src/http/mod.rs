@@ -8,6 +8,7 @@ pub mod middleware;
 pub mod openapi31;
 pub mod problem;
 pub mod read;
+pub mod signup;
 pub mod usage;
 
 use std::sync::Arc;
@@ -29,6 +30,8 @@ use middleware::{AllowedMethods, Edge};
 pub enum Tags {
     /// Reading public pages as clean content, links, forms and metadata.
     Read,
+    /// Getting an API key: one-link device flow (RFC 8628) or an emailed code.
+    Signup,
     /// Credits, plan and metering of the calling account.
     Usage,
     /// Health and service metadata.
@@ -63,7 +66,12 @@ fn api_description(ctx: &AppContext) -> String {
     )
 }
 
-type Apis = (meta::MetaApi, usage::UsageApi, read::ReadApi);
+type Apis = (
+    meta::MetaApi,
+    usage::UsageApi,
+    read::ReadApi,
+    signup::SignupApi,
+);
 
 fn openapi_service(ctx: &AppContext) -> OpenApiService<Apis, ()> {
     OpenApiService::new(
@@ -71,6 +79,7 @@ fn openapi_service(ctx: &AppContext) -> OpenApiService<Apis, ()> {
             meta::MetaApi,
             usage::UsageApi { ctx: ctx.clone() },
             read::ReadApi { ctx: ctx.clone() },
+            signup::SignupApi { ctx: ctx.clone() },
         ),
         "Agent action and commerce service",
         env!("CARGO_PKG_VERSION"),
@@ -81,7 +90,12 @@ fn openapi_service(ctx: &AppContext) -> OpenApiService<Apis, ()> {
 
 /// Request bodies declared `#[oai(deny_unknown_fields)]`: poem-openapi rejects extra fields
 /// but does not say so in the schema, so the document adds `additionalProperties: false`.
-const CLOSED_REQUEST_BODIES: &[&str] = &["ReadBody"];
+const CLOSED_REQUEST_BODIES: &[&str] = &[
+    "ReadBody",
+    "RegisterBody",
+    "VerifyBody",
+    "DeviceAuthorizationJson",
+];
 
 /// The served OpenAPI 3.1 document.
 pub fn openapi_document(ctx: &AppContext) -> Value {
@@ -139,10 +153,24 @@ pub fn app(
         allowed,
     };
     let tools_manifest = wellknown::tools_manifest(&ctx);
-    Route::new()
+    let authorization_server = wellknown::oauth_authorization_server(&ctx);
+    let protected_resource = wellknown::oauth_protected_resource(&ctx);
+    let mut routes = crate::web::mount(Route::new());
+    if let Some(outbox) = ctx.outbox.clone() {
+        routes = routes.at("/sandbox/outbox", get(sandbox_outbox).data(outbox));
+    }
+    routes
         .at("/openapi.json", json_file(&document))
         .at("/.well-known/openapi.json", json_file(&document))
         .at("/.well-known/mcp/tools.json", json_file(&tools_manifest))
+        .at(
+            "/.well-known/oauth-authorization-server",
+            json_file(&authorization_server),
+        )
+        .at(
+            "/.well-known/oauth-protected-resource",
+            json_file(&protected_resource),
+        )
         .at("/mcp", mcp::endpoint(ctx.clone(), mcp_config))
         .nest("/", openapi_service(&ctx))
         .around(middleware::edge)
@@ -151,6 +179,35 @@ pub fn app(
         .data(edge)
         .map_to_response()
         .into_endpoint()
+}
+
+#[derive(serde::Deserialize)]
+struct OutboxQuery {
+    to: Option<String>,
+}
+
+/// The sandbox's outbox, newest first; `?to=` keeps one recipient's mail.
+#[handler]
+fn sandbox_outbox(
+    outbox: Data<&Arc<dyn svc_ports::Outbox>>,
+    query: poem::web::Query<OutboxQuery>,
+) -> Response {
+    let messages: Vec<_> = outbox
+        .sent()
+        .into_iter()
+        .filter(|m| {
+            query
+                .to
+                .as_deref()
+                .is_none_or(|to| m.to.eq_ignore_ascii_case(to.trim()))
+        })
+        .collect();
+    let body = serde_json::json!({ "messages": messages });
+    Response::builder()
+        .status(StatusCode::OK)
+        .content_type("application/json")
+        .header(header::CACHE_CONTROL, "no-store")
+        .body(body.to_string())
 }
 
 fn spawn_housekeeping(limits: RateLimits) {

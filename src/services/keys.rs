@@ -94,6 +94,30 @@ impl KeyService {
         })
     }
 
+    /// A new key for `account`, not yet stored: the caller stores it, alone or in the
+    /// transaction that justifies it (a device grant, an email code, a rotation).
+    pub fn draft_key(
+        &self,
+        account: &AccountId,
+        scopes: Scopes,
+        label: String,
+    ) -> anyhow::Result<(ApiKeySecret, ApiKeyRecord)> {
+        let random = self.ports.entropy.base62(KEY_RANDOM_LEN);
+        let secret = ApiKeySecret::from_random(self.environment, &random)
+            .context("entropy produced an invalid key body")?;
+        let record = ApiKeyRecord {
+            id: ApiKeyId::from_ulid(self.ports.entropy.ulid()),
+            account_id: account.clone(),
+            prefix: secret.prefix(),
+            hash: secret.hash(),
+            scopes,
+            label,
+            created_at: self.ports.clock.now(),
+            revoked_at: None,
+        };
+        Ok((secret, record))
+    }
+
     /// Generates and stores a new key for an existing account.
     pub async fn issue_key(
         &self,
@@ -103,19 +127,7 @@ impl KeyService {
     ) -> anyhow::Result<(ApiKeySecret, ApiKeyRecord)> {
         // A prefix collision (47 random bits) is astronomically rare; retry a few times anyway.
         for _ in 0..4 {
-            let random = self.ports.entropy.base62(KEY_RANDOM_LEN);
-            let secret = ApiKeySecret::from_random(self.environment, &random)
-                .context("entropy produced an invalid key body")?;
-            let record = ApiKeyRecord {
-                id: ApiKeyId::from_ulid(self.ports.entropy.ulid()),
-                account_id: account.clone(),
-                prefix: secret.prefix(),
-                hash: secret.hash(),
-                scopes: scopes.clone(),
-                label: label.clone(),
-                created_at: self.ports.clock.now(),
-                revoked_at: None,
-            };
+            let (secret, record) = self.draft_key(account, scopes.clone(), label.clone())?;
             match self.ports.accounts.insert_key(&record).await {
                 Ok(()) => {
                     // The prefix identifies the key to people; the secret never reaches a log.

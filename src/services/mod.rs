@@ -1,6 +1,7 @@
 //! Domain services, one module per capability, written against ports only.
 
 pub mod auth;
+pub mod identity;
 pub mod keys;
 pub mod read;
 pub mod usage;
@@ -8,10 +9,12 @@ pub mod usage;
 use std::sync::Arc;
 
 use svc_ports::{
-    AccountStore, Clock, Entropy, Environment, LedgerStore, PageCache, PageExtractor, PageFetcher,
+    AccountStore, Clock, Entropy, Environment, IdentityStore, LedgerStore, Mailer, PageCache,
+    PageExtractor, PageFetcher,
 };
 
 pub use auth::{AuthError, Authenticator, Principal};
+pub use identity::{IdentityFailure, IdentityService, IdentitySettings, SignupKey};
 pub use keys::{CreateKey, IssuedKey, KeyService, KeyServiceError};
 pub use read::{ReadError, ReadOutcome, ReadRequest, ReadService};
 pub use usage::UsageService;
@@ -22,6 +25,8 @@ pub struct Ports {
     pub accounts: Arc<dyn AccountStore>,
     pub ledger: Arc<dyn LedgerStore>,
     pub pages: Arc<dyn PageCache>,
+    pub identity: Arc<dyn IdentityStore>,
+    pub mailer: Arc<dyn Mailer>,
     pub fetcher: Arc<dyn PageFetcher>,
     pub extractor: Arc<dyn PageExtractor>,
     pub clock: Arc<dyn Clock>,
@@ -30,16 +35,19 @@ pub struct Ports {
 
 pub struct Services {
     pub auth: Authenticator,
-    pub keys: KeyService,
+    pub keys: Arc<KeyService>,
+    pub identity: IdentityService,
     pub usage: UsageService,
     pub read: ReadService,
 }
 
 impl Services {
-    pub fn new(ports: Ports, environment: Environment) -> Self {
+    pub fn new(ports: Ports, environment: Environment, identity: IdentitySettings) -> Self {
+        let keys = Arc::new(KeyService::new(ports.clone(), environment));
         Self {
             auth: Authenticator::new(ports.accounts.clone(), environment),
-            keys: KeyService::new(ports.clone(), environment),
+            identity: IdentityService::new(ports.clone(), keys.clone(), identity),
+            keys,
             usage: UsageService::new(ports.ledger.clone()),
             read: ReadService::new(
                 ports.fetcher.clone(),

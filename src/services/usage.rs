@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use svc_ports::{LedgerStore, MeteringPolicy, UsageRecord, store::LedgerError};
+use svc_ports::{Account, LedgerStore, MeteringPolicy, UsageRecord, store::LedgerError};
 
 use super::auth::Principal;
 
@@ -24,11 +24,16 @@ impl UsageService {
     }
 
     pub async fn usage(&self, principal: &Principal) -> Result<UsageRecord, LedgerError> {
-        let balance = self.ledger.balance(&principal.account.id).await?;
+        self.usage_of(&principal.account).await
+    }
+
+    /// The usage record of an account, for its signed-in owner.
+    pub async fn usage_of(&self, account: &Account) -> Result<UsageRecord, LedgerError> {
+        let balance = self.ledger.balance(&account.id).await?;
         Ok(UsageRecord {
-            account_id: principal.account.id.clone(),
-            plan: principal.account.plan,
-            environment: principal.account.environment,
+            account_id: account.id.clone(),
+            plan: account.plan,
+            environment: account.environment,
             balance,
             metering: self.policy.clone(),
         })

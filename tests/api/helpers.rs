@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use svc::{
     config::RuntimeSettings,
     services::Services,
-    startup::{self, Application, Outbound, Stores},
+    startup::{self, Application, Stores, World},
 };
 use svc_ports::Environment;
 
@@ -21,7 +21,7 @@ pub struct TestAppBuilder {
     runtime: RuntimeSettings,
     stores: Option<Stores>,
     environment: Environment,
-    outbound: Outbound,
+    world: World,
 }
 
 impl TestApp {
@@ -30,7 +30,7 @@ impl TestApp {
             runtime: RuntimeSettings::default(),
             stores: None,
             environment: Environment::Test,
-            outbound: Outbound::default(),
+            world: World::default(),
         }
     }
 
@@ -106,12 +106,12 @@ impl TestAppBuilder {
 
     /// Lets the reader fetch `name` (on `addr`'s port only), as the sandbox does for its demo site.
     pub fn sandbox_host(mut self, name: &str, addr: SocketAddr) -> Self {
-        self.outbound.sandbox_hosts.insert(name.to_owned(), addr);
+        self.world.sandbox_hosts.insert(name.to_owned(), addr);
         self
     }
 
     pub fn fetch_timeout(mut self, timeout: Duration) -> Self {
-        self.outbound.fetch_timeout = Some(timeout);
+        self.world.fetch_timeout = Some(timeout);
         self
     }
 
@@ -122,7 +122,7 @@ impl TestAppBuilder {
             "127.0.0.1:0",
             stores,
             self.environment,
-            self.outbound,
+            self.world,
         )
         .await
         .unwrap();

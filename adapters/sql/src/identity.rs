@@ -350,11 +350,11 @@ macro_rules! impl_sql_identity {
                 }
             }
 
-            async fn consume_challenge(
+            async fn consume_challenge<'a>(
                 &self,
                 id: &ChallengeId,
                 at: DateTime<Utc>,
-                key: Option<&ApiKeyRecord>,
+                key: Option<&'a ApiKeyRecord>,
             ) -> Result<EmailChallenge, IdentityError> {
                 if let Some(c) = self.try_consume(id, at, key).await? {
                     return Ok(c);

@@ -4,7 +4,7 @@ use std::sync::Mutex;
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use rand::Rng;
-use svc_ports::{Clock, Entropy, keys::BASE62};
+use svc_ports::{Clock, Entropy};
 use ulid::Ulid;
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -39,11 +39,11 @@ impl Entropy for OsEntropy {
         generator.generate().unwrap_or_else(|_| Ulid::new())
     }
 
-    fn base62(&self, len: usize) -> String {
+    fn pick(&self, alphabet: &[u8], len: usize) -> String {
         let mut rng = rand::rng();
-        // 62 does not divide 256: sample indices uniformly instead of taking bytes modulo 62.
+        // Alphabet sizes need not divide 256: sample indices uniformly, never bytes modulo n.
         (0..len)
-            .map(|_| BASE62[rng.random_range(0..BASE62.len())] as char)
+            .map(|_| alphabet[rng.random_range(0..alphabet.len())] as char)
             .collect()
     }
 }
@@ -51,6 +51,7 @@ impl Entropy for OsEntropy {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use svc_ports::keys::BASE62;
 
     #[test]
     fn base62_has_the_asked_length_and_alphabet() {
