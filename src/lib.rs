@@ -1,6 +1,7 @@
 //! The agent action and commerce service: domain services written against ports, and the
 //! faces (REST, MCP, A2A, web pages, discovery files) that drive them. Only `startup` names adapters.
 
+pub mod a2a;
 pub mod config;
 pub mod context;
 pub mod http;

@@ -155,6 +155,7 @@ pub fn app(
     let tools_manifest = wellknown::tools_manifest(&ctx);
     let authorization_server = wellknown::oauth_authorization_server(&ctx);
     let protected_resource = wellknown::oauth_protected_resource(&ctx);
+    let agent_card = crate::a2a::agent_card(&ctx);
     let mut routes = crate::web::mount(Route::new());
     if let Some(outbox) = ctx.outbox.clone() {
         routes = routes.at("/sandbox/outbox", get(sandbox_outbox).data(outbox));
@@ -172,6 +173,9 @@ pub fn app(
             json_file(&protected_resource),
         )
         .at("/mcp", mcp::endpoint(ctx.clone(), mcp_config))
+        .at("/a2a", crate::a2a::endpoint())
+        .at("/.well-known/agent-card.json", json_file(&agent_card))
+        .at("/.well-known/agent.json", json_file(&agent_card))
         .nest("/", openapi_service(&ctx))
         .around(middleware::edge)
         .data(ctx)

@@ -18,7 +18,7 @@ use crate::{
         problem::ApiProblem,
         read::{ReadBody, ReadResult, read_problem, require_read_scope},
     },
-    services::{AuthError, Principal},
+    services::{AuthError, IdentityFailure, Principal, SignupKey},
 };
 
 pub const INSTRUCTIONS: &str = "Read public pages, discover a site's mapped actions and execute one with a signed \
@@ -55,7 +55,9 @@ impl ToolSpec {
 pub fn registry() -> &'static [ToolSpec] {
     static REGISTRY: std::sync::OnceLock<Vec<ToolSpec>> = std::sync::OnceLock::new();
     REGISTRY.get_or_init(|| {
-        vec![read_page_spec(), ToolSpec {
+        let mut specs = vec![read_page_spec()];
+        specs.extend(signup_specs());
+        specs.push(ToolSpec {
             name: "svc_auth_status",
             title: "Check authentication",
             description: "Reports whether the API key sent in the Authorization header (Bearer svc_...) is valid, and \
@@ -83,8 +85,122 @@ pub fn registry() -> &'static [ToolSpec] {
                     "hint": {"type": "string", "description": "What to do next."}
                 }
             }),
-        }]
+        });
+        specs
     })
+}
+
+fn key_output_properties() -> Value {
+    json!({
+        "api_key": {"type": "string", "description": "The API key, shown once: store it securely, never show it in chat."},
+        "key_prefix": {"type": "string"},
+        "scope": {"type": "string", "description": "Scopes of the key, space-separated."},
+        "account_id": {"type": "string"},
+        "welcome_message": {"type": "string", "description": "Send this to the human in the original conversation."},
+        "mcp_setup_command": {"type": "string", "description": "Adds this MCP server with the key to an MCP client."}
+    })
+}
+
+fn signup_specs() -> Vec<ToolSpec> {
+    let mut poll_properties = key_output_properties();
+    if let Some(p) = poll_properties.as_object_mut() {
+        p.insert("status".into(), json!({"type": "string", "enum": ["pending", "slow_down", "denied", "expired", "complete"],
+            "description": "pending / slow_down: poll again after `interval` seconds; denied / expired: stop; complete: the key is here."}));
+        p.insert(
+            "interval".into(),
+            json!({"type": "integer", "description": "Seconds to wait before the next poll."}),
+        );
+        p.insert("hint".into(), json!({"type": "string"}));
+    }
+    let mut verify_output = json!({"type": "object", "required": ["api_key", "key_prefix", "scope", "account_id", "welcome_message", "mcp_setup_command"]});
+    verify_output["properties"] = key_output_properties();
+    vec![
+        ToolSpec {
+            name: "svc_start_claim_link_signup",
+            title: "Start one-link signup",
+            description: "Starts the preferred signup: returns `verification_uri_complete` and `deviceCode`. First tell the human                 that the service's terms (/terms) and privacy policy (/privacy) apply. Then show the human ONLY                 `verification_uri_complete`, as a link to open: they sign in with a code emailed to them and approve. Never                 show `deviceCode`: keep it, and call svc_poll_claim_link_signup with it every `interval` seconds until it                 returns the key. Needs no API key.",
+            needs_api_key: false,
+            read_only: false,
+            input_schema: json!({
+                "type": "object",
+                "additionalProperties": false,
+                "properties": {
+                    "agent_name": {"type": "string", "maxLength": 80, "description": "Your name, shown to the human on the approval page."},
+                    "client_id": {"type": "string", "maxLength": 128, "description": "Your client identifier (defaults to agent_name)."},
+                    "scope": {"type": "string", "description": "Space-separated scopes; omit for read discover execute."}
+                }
+            }),
+            output_schema: json!({
+                "type": "object",
+                "required": ["verification_uri_complete", "deviceCode", "expires_in", "interval"],
+                "properties": {
+                    "verification_uri_complete": {"type": "string", "description": "The only thing to show the human."},
+                    "deviceCode": {"type": "string", "description": "Secret: keep it for svc_poll_claim_link_signup; never show it."},
+                    "user_code": {"type": "string", "description": "The code on the human's approval page, XXXX-XXXX."},
+                    "expires_in": {"type": "integer", "description": "Seconds the link stays valid."},
+                    "interval": {"type": "integer", "description": "Seconds to wait between polls."}
+                }
+            }),
+        },
+        ToolSpec {
+            name: "svc_poll_claim_link_signup",
+            title: "Poll one-link signup",
+            description: "Checks whether the human approved the link from svc_start_claim_link_signup. Input `deviceCode`.                 `status` pending or slow_down: wait `interval` seconds and poll again, showing nothing new. denied or                 expired: stop polling and tell the human. complete: store `api_key` securely (never show it in chat),                 send `welcome_message` to the human in this conversation, and use `mcp_setup_command` to configure this                 server with the key. The key is returned once. Needs no API key.",
+            needs_api_key: false,
+            read_only: false,
+            input_schema: json!({
+                "type": "object",
+                "required": ["deviceCode"],
+                "additionalProperties": false,
+                "properties": {"deviceCode": {"type": "string", "minLength": 1, "maxLength": 256}}
+            }),
+            output_schema: json!({"type": "object", "required": ["status"], "properties": poll_properties}),
+        },
+        ToolSpec {
+            name: "svc_start_api_key_signup",
+            title: "Start email-code signup",
+            description: "Fallback signup when the human cannot open a link: emails a 6-digit code to the human's address and                 returns `deviceId`. Ask the human for their email first and tell them the terms (/terms) and privacy                 policy (/privacy) apply. Then ask them for the code from the email and call svc_complete_api_key_signup                 with `deviceId` and the code. The code lives 10 minutes and dies after 5 wrong tries. No account is                 created from an email address alone. Needs no API key.",
+            needs_api_key: false,
+            read_only: false,
+            input_schema: json!({
+                "type": "object",
+                "required": ["email"],
+                "additionalProperties": false,
+                "properties": {
+                    "email": {"type": "string", "minLength": 3, "maxLength": 254, "description": "The human's email address."},
+                    "agent_name": {"type": "string", "maxLength": 80, "description": "Your name, quoted in the email."},
+                    "scope": {"type": "string", "description": "Space-separated scopes; omit for read discover execute."}
+                }
+            }),
+            output_schema: json!({
+                "type": "object",
+                "required": ["deviceId", "expires_in", "max_attempts", "message"],
+                "properties": {
+                    "deviceId": {"type": "string", "description": "Keep it for svc_complete_api_key_signup."},
+                    "expires_in": {"type": "integer"},
+                    "max_attempts": {"type": "integer"},
+                    "message": {"type": "string", "description": "What to tell the human."}
+                }
+            }),
+        },
+        ToolSpec {
+            name: "svc_complete_api_key_signup",
+            title: "Complete email-code signup",
+            description: "Finishes the email-code signup: input `deviceId` from svc_start_api_key_signup and the 6-digit `code`                 the human read from the email. Returns the API key once: store it securely and never show it in chat;                 send `welcome_message` to the human; use `mcp_setup_command` to configure this server. A wrong code says                 how many tries are left. Needs no API key.",
+            needs_api_key: false,
+            read_only: false,
+            input_schema: json!({
+                "type": "object",
+                "required": ["deviceId", "code"],
+                "additionalProperties": false,
+                "properties": {
+                    "deviceId": {"type": "string", "minLength": 1, "maxLength": 64},
+                    "code": {"type": "string", "minLength": 1, "maxLength": 16, "description": "The 6-digit code from the email."}
+                }
+            }),
+            output_schema: verify_output,
+        },
+    ]
 }
 
 fn read_page_spec() -> ToolSpec {
@@ -163,11 +279,153 @@ pub async fn call(
                 Err(e) => tool_error(&read_problem(e)),
             })
         }
+        "svc_start_claim_link_signup"
+        | "svc_poll_claim_link_signup"
+        | "svc_start_api_key_signup"
+        | "svc_complete_api_key_signup" => signup_tool(ctx, spec.name, &args).await,
         other => Err(McpError::internal_error(
             format!("tool `{other}` has no handler"),
             None,
         )),
     }
+}
+
+fn string_arg(args: &JsonObject, name: &str) -> Result<Option<String>, McpError> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(McpError::invalid_params(
+            format!("`{name}` must be a string"),
+            None,
+        )),
+    }
+}
+
+/// Rejects arguments a tool does not declare (its schema says `additionalProperties: false`).
+fn only_args(args: &JsonObject, allowed: &[&str]) -> Result<(), McpError> {
+    match args.keys().find(|k| !allowed.contains(&k.as_str())) {
+        Some(k) => Err(McpError::invalid_params(
+            format!("unknown argument `{k}`; expected {}", allowed.join(", ")),
+            None,
+        )),
+        None => Ok(()),
+    }
+}
+
+fn required(value: Option<String>, name: &str) -> Result<String, McpError> {
+    value
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| McpError::invalid_params(format!("`{name}` is required"), None))
+}
+
+/// The four signup tools: they need no key.
+async fn signup_tool(
+    ctx: &AppContext,
+    name: &str,
+    args: &JsonObject,
+) -> Result<CallToolResult, McpError> {
+    let identity = &ctx.services.identity;
+    match name {
+        "svc_start_claim_link_signup" => {
+            only_args(args, &["agent_name", "client_id", "scope"])?;
+            let agent_name = string_arg(args, "agent_name")?;
+            let client_id = string_arg(args, "client_id")?
+                .or_else(|| agent_name.clone())
+                .unwrap_or_else(|| "mcp-agent".into());
+            let scope = string_arg(args, "scope")?;
+            Ok(
+                match identity
+                    .start_device(&client_id, agent_name.as_deref(), scope.as_deref())
+                    .await
+                {
+                    Ok(d) => CallToolResult::structured(json!({
+                        "verification_uri_complete": d.verification_uri_complete,
+                        "deviceCode": d.device_code,
+                        "user_code": d.user_code.display(),
+                        "expires_in": d.expires_in,
+                        "interval": d.interval,
+                    })),
+                    Err(e) => tool_error(&ApiProblem::from(e)),
+                },
+            )
+        }
+        "svc_poll_claim_link_signup" => {
+            only_args(args, &["deviceCode"])?;
+            let code = required(string_arg(args, "deviceCode")?, "deviceCode")?;
+            Ok(match identity.poll_device(&code).await {
+                Ok(key) => {
+                    let mut out = signup_key_json(key);
+                    out["status"] = json!("complete");
+                    CallToolResult::structured(out)
+                }
+                Err(e) => {
+                    let interval = identity.settings().poll_interval.as_secs();
+                    let (status, interval) = match &e {
+                        IdentityFailure::AuthorizationPending => ("pending", Some(interval)),
+                        IdentityFailure::SlowDown { interval } => {
+                            ("slow_down", Some(u64::from(*interval)))
+                        }
+                        IdentityFailure::AccessDenied => ("denied", None),
+                        IdentityFailure::ExpiredToken => ("expired", None),
+                        _ => return Ok(tool_error(&ApiProblem::from(e))),
+                    };
+                    let problem = ApiProblem::from(e);
+                    let mut out = json!({"status": status, "hint": problem.class.hint()});
+                    if let Some(i) = interval {
+                        out["interval"] = json!(i);
+                    }
+                    CallToolResult::structured(out)
+                }
+            })
+        }
+        "svc_start_api_key_signup" => {
+            only_args(args, &["email", "agent_name", "scope"])?;
+            let email = required(string_arg(args, "email")?, "email")?;
+            let agent_name = string_arg(args, "agent_name")?;
+            let scope = string_arg(args, "scope")?;
+            Ok(
+                match identity
+                    .start_email(
+                        svc_ports::ChallengePurpose::ApiKey,
+                        &email,
+                        agent_name.as_deref(),
+                        scope.as_deref(),
+                    )
+                    .await
+                {
+                    Ok(id) => CallToolResult::structured(json!({
+                        "deviceId": id.as_str(),
+                        "expires_in": identity.settings().email_code_ttl.as_secs(),
+                        "max_attempts": svc_ports::identity::MAX_CODE_ATTEMPTS,
+                        "message": "A 6-digit code was sent to the address. Ask the human for it, then call svc_complete_api_key_signup with deviceId and code.",
+                    })),
+                    Err(e) => tool_error(&ApiProblem::from(e)),
+                },
+            )
+        }
+        _ => {
+            only_args(args, &["deviceId", "code"])?;
+            let device_id = required(string_arg(args, "deviceId")?, "deviceId")?;
+            let code = required(string_arg(args, "code")?, "code")?;
+            Ok(
+                match identity.verify_api_key_code(&device_id, &code, None).await {
+                    Ok(key) => CallToolResult::structured(signup_key_json(key)),
+                    Err(e) => tool_error(&ApiProblem::from(e)),
+                },
+            )
+        }
+    }
+}
+
+fn signup_key_json(key: SignupKey) -> Value {
+    json!({
+        "api_key": key.secret.expose(),
+        "key_prefix": key.record.prefix.as_str(),
+        "scope": key.record.scopes.to_list_string(),
+        "account_id": key.account.id.as_str(),
+        "welcome_message": key.welcome_message,
+        "mcp_setup_command": key.mcp_setup_command,
+    })
 }
 
 /// The API key of a tool call, checked like a REST request's: store, then per-key limit.

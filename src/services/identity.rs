@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 use svc_ports::{
     Account, ApiKeyRecord, ApiKeySecret, ChallengeId, ChallengePurpose, DeviceDecision,
     DeviceGrant, DeviceGrantId, DeviceGrantStatus, Email, EmailChallenge, KeyHash, KeyPrefix,
-    MailError, MailMessage, Plan, Scopes, UserCode, WebSession,
+    MailError, MailMessage, Scopes, UserCode, WebSession,
     identity::{EMAIL_CODE_LEN, MAX_CODE_ATTEMPTS, USER_CODE_ALPHABET, USER_CODE_LEN},
     keys::BASE62,
     store::{IdentityError, KeyError},
@@ -71,7 +71,7 @@ pub enum IdentityFailure {
     InvalidScope(String),
     #[error("the human has not approved this device code yet")]
     AuthorizationPending,
-    #[error("polling faster than every {interval} s; wait longer between polls")]
+    #[error("polling too fast; wait at least {interval} s between polls from now on")]
     SlowDown { interval: u32 },
     #[error("the human denied this request")]
     AccessDenied,
@@ -616,7 +616,7 @@ impl IdentityService {
             .await?;
         let account = self
             .keys
-            .ensure_account(&challenge.email, Plan::Free)
+            .ensure_account(&challenge.email, self.keys.signup_plan())
             .await?;
         let label = challenge
             .agent_name
@@ -683,7 +683,7 @@ impl IdentityService {
         }
         let account = self
             .keys
-            .ensure_account(&challenge.email, Plan::Free)
+            .ensure_account(&challenge.email, self.keys.signup_plan())
             .await?;
         let session_token = self.ports.entropy.pick(BASE62, SESSION_TOKEN_LEN);
         let session = WebSession {

@@ -51,6 +51,14 @@ impl KeyService {
         Self { ports, environment }
     }
 
+    /// The plan of an account created by signup: sandbox in the sandbox, free in live.
+    pub fn signup_plan(&self) -> Plan {
+        match self.environment {
+            Environment::Test => Plan::Sandbox,
+            Environment::Live => Plan::Free,
+        }
+    }
+
     /// Finds or creates the account for `email` in this environment.
     pub async fn ensure_account(&self, email: &Email, plan: Plan) -> anyhow::Result<Account> {
         let accounts = &self.ports.accounts;

@@ -10,6 +10,31 @@ use svc::{
 };
 use svc_ports::Environment;
 
+/// A clock the test moves by hand (expiry without waiting).
+pub struct TestClock(std::sync::Mutex<chrono::DateTime<chrono::Utc>>);
+
+impl TestClock {
+    pub fn new() -> Arc<Self> {
+        let now = chrono::DurationRound::duration_trunc(
+            chrono::Utc::now(),
+            chrono::TimeDelta::milliseconds(1),
+        )
+        .unwrap();
+        Arc::new(Self(std::sync::Mutex::new(now)))
+    }
+
+    pub fn advance(&self, by: Duration) {
+        let mut now = self.0.lock().unwrap();
+        *now += chrono::Duration::from_std(by).unwrap();
+    }
+}
+
+impl svc_ports::Clock for TestClock {
+    fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        *self.0.lock().unwrap()
+    }
+}
+
 pub struct TestApp {
     pub base_url: String,
     pub api_key: String,
@@ -107,6 +132,18 @@ impl TestAppBuilder {
     /// Lets the reader fetch `name` (on `addr`'s port only), as the sandbox does for its demo site.
     pub fn sandbox_host(mut self, name: &str, addr: SocketAddr) -> Self {
         self.world.sandbox_hosts.insert(name.to_owned(), addr);
+        self
+    }
+
+    /// Pins the service's clock.
+    pub fn clock(mut self, clock: Arc<TestClock>) -> Self {
+        self.world.clock = Some(clock);
+        self
+    }
+
+    /// Keeps mail in the sandbox outbox (readable at `/sandbox/outbox`).
+    pub fn outbox(mut self) -> Self {
+        self.world.mail = svc::startup::Mail::SandboxOutbox;
         self
     }
 
