@@ -59,6 +59,14 @@ impl KeyService {
         }
     }
 
+    pub async fn account_by_email(&self, email: &Email) -> anyhow::Result<Option<Account>> {
+        Ok(self
+            .ports
+            .accounts
+            .account_by_email(self.environment, email)
+            .await?)
+    }
+
     /// Finds or creates the account for `email` in this environment.
     pub async fn ensure_account(&self, email: &Email, plan: Plan) -> anyhow::Result<Account> {
         let accounts = &self.ports.accounts;

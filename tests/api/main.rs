@@ -4,4 +4,5 @@ mod helpers;
 mod mcp;
 mod openapi;
 mod read;
+mod signup;
 mod usage;
