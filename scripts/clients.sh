@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the real third-party clients from ../shared/clients against a running sandbox:
-# openapi-spec-validator, schemathesis (--checks all), and the official MCP Python SDK.
+# openapi-spec-validator, schemathesis (--checks all), the official MCP Python SDK, oauthlib's
+# device flow and the a2a-sdk client.
 # Transcripts go to target/client-transcripts/. Ends with "clients: N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -50,6 +51,25 @@ check mcp-sdk-read-page "$venv/bin/python" clients/mcp_check.py "$SVC_MCP_URL" r
 check mcp-sdk-read-page-blocked "$venv/bin/python" clients/mcp_check.py "$SVC_MCP_URL" read_page \
   "{\"url\": \"$SVC_DEMO_SITE/account\"}" --key "$SVC_API_KEY" \
   --expect outcome='"blocked"' --expect reason='"login_wall"'
+
+# RFC 8628 with oauthlib (the shared script unchanged), while a browserless human signs in
+# with the code from the outbox and approves on the real pages.
+oauth_out="$out/oauthlib-device-flow.txt"
+: >"$oauth_out"
+"$venv/bin/python" "$shared/clients/device_flow_oauthlib.py" "$SVC_BASE_URL" oauthlib-agent \
+  --device-path /agent/identity --token-path /oauth2/token >"$oauth_out" 2>&1 &
+oauth_pid=$!
+check human-approves-oauthlib "$venv/bin/python" clients/approve_device.py "$SVC_BASE_URL" \
+  --from-transcript "$oauth_out" --email oauthlib-human@example.com
+check oauthlib-device-flow wait "$oauth_pid"
+check oauthlib-got-a-key grep -q "'access_token': 'svc_test_" "$oauth_out"
+# Claim-link signup through the MCP SDK, approved and denied.
+check mcp-sdk-claim-link "$venv/bin/python" clients/mcp_claim_link.py "$SVC_MCP_URL" "$SVC_BASE_URL"
+check mcp-sdk-claim-link-denied "$venv/bin/python" clients/mcp_claim_link.py "$SVC_MCP_URL" "$SVC_BASE_URL" --deny
+# A2A: the shared check unchanged (a plain message gets the help message), then the email-code
+# signup with the a2a-sdk client.
+check a2a-sdk-message "$venv/bin/python" "$shared/clients/a2a_client_check.py" "$SVC_BASE_URL" "hello"
+check a2a-sdk-email-signup "$venv/bin/python" clients/a2a_signup.py "$SVC_BASE_URL"
 
 echo "clients: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -6,6 +6,14 @@ cd "$(dirname "$0")/.."
 eval "$(scripts/postgres.sh start)"
 trap 'scripts/postgres.sh stop' EXIT
 
+# The real third-party clients (and aiosmtpd, the SMTP server the mail adapter is tested
+# against) live in one virtualenv.
+venv=${SVC_CLIENTS_VENV:-.venv-clients}
+shared=${SVC_SHARED_DIR:-../shared}
+bash "$shared/clients/setup.sh" "$venv" >/dev/null
+"$venv/bin/pip" install -q --disable-pip-version-check -r clients/requirements.txt
+export SVC_TEST_PYTHON="$venv/bin/python"
+
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 if command -v cargo-nextest >/dev/null 2>&1; then

@@ -9,6 +9,7 @@ pub mod openapi31;
 pub mod problem;
 pub mod read;
 pub mod signup;
+pub mod types;
 pub mod usage;
 
 use std::sync::Arc;

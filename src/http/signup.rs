@@ -15,6 +15,7 @@ use svc_ports::{ChallengePurpose, FailureClass};
 
 use super::{
     Tags,
+    types::StrictString,
     middleware::client_ip_of,
     problem::{ApiProblem, NextActionKind},
 };
@@ -75,14 +76,16 @@ pub struct DeviceAuthorizationForm {
 }
 
 /// The same request as JSON, which may also name the agent for the human.
-#[derive(Debug, Object, Deserialize)]
+#[derive(Debug, Object)]
 #[oai(deny_unknown_fields)]
 pub struct DeviceAuthorizationJson {
-    pub client_id: Option<String>,
+    #[oai(validator(max_length = 128))]
+    pub client_id: Option<StrictString>,
     /// How the agent names itself; shown to the human on the approval page.
     #[oai(validator(max_length = 80))]
-    pub agent_name: Option<String>,
-    pub scope: Option<String>,
+    pub agent_name: Option<StrictString>,
+    #[oai(validator(max_length = 256))]
+    pub scope: Option<StrictString>,
 }
 
 #[derive(ApiRequest)]
@@ -203,7 +206,8 @@ impl OAuthError {
             interval,
             problem_type: body.problem_type,
             title: body.title,
-            status: body.status,
+            // The status of the answer itself: RFC 6749 errors are 400 whatever the class.
+            status: if p.class == FailureClass::Internal { 500 } else { 400 },
             detail: body.detail,
             failure_class: body.failure_class,
             retryable: body.retryable,
@@ -213,6 +217,7 @@ impl OAuthError {
 }
 
 #[derive(ApiResponse)]
+#[oai(bad_request_handler = "device_request_unreadable")]
 pub enum DeviceAuthorizationApiResponse {
     /// Show `verification_uri_complete` to the human, then poll `/oauth2/token`.
     #[oai(status = 200)]
@@ -226,6 +231,7 @@ pub enum DeviceAuthorizationApiResponse {
 }
 
 #[derive(ApiResponse)]
+#[oai(bad_request_handler = "token_request_unreadable")]
 pub enum TokenApiResponse {
     /// The human approved: the API key, issued once for this device code.
     #[oai(status = 200)]
@@ -241,6 +247,24 @@ pub enum TokenApiResponse {
 
 const NO_STORE: &str = "no-store";
 
+/// A body that cannot be read as the form (or JSON) is RFC 6749's `invalid_request`, in the
+/// OAuth shape clients parse.
+fn unreadable(err: &poem::Error) -> Json<OAuthError> {
+    let problem = ApiProblem::new(
+        FailureClass::InvalidRequest,
+        format!("the request body could not be read: {err}"),
+    );
+    Json(OAuthError::from_problem(&problem, None))
+}
+
+fn device_request_unreadable(err: poem::Error) -> DeviceAuthorizationApiResponse {
+    DeviceAuthorizationApiResponse::BadRequest(unreadable(&err), NO_STORE.into())
+}
+
+fn token_request_unreadable(err: poem::Error) -> TokenApiResponse {
+    TokenApiResponse::BadRequest(unreadable(&err), NO_STORE.into())
+}
+
 // ---- email-code fallback --------------------------------------------------------------------
 
 #[derive(Debug, Object)]
@@ -249,13 +273,13 @@ pub struct RegisterBody {
     /// The human's address; a 6-digit code is sent there. No account exists until the code
     /// comes back.
     #[oai(validator(min_length = 3, max_length = 254))]
-    pub email: String,
+    pub email: StrictString,
     /// How the agent names itself; quoted in the email.
     #[oai(validator(max_length = 80))]
-    pub agent_name: Option<String>,
+    pub agent_name: Option<StrictString>,
     /// Space-separated scopes; omitted means `read discover execute`.
     #[oai(validator(max_length = 256))]
-    pub scope: Option<String>,
+    pub scope: Option<StrictString>,
 }
 
 #[derive(Debug, Object)]
@@ -276,10 +300,10 @@ pub struct RegisterResponse {
 pub struct VerifyBody {
     /// From `/api/register`.
     #[oai(rename = "deviceId", validator(max_length = 64))]
-    pub device_id: String,
+    pub device_id: StrictString,
     /// The 6-digit code from the email.
     #[oai(validator(max_length = 16))]
-    pub code: String,
+    pub code: StrictString,
 }
 
 #[derive(Debug, Object)]
@@ -343,8 +367,9 @@ impl SignupApi {
         let (client_id, agent_name, scope) = match body {
             DeviceAuthorizationRequest::Form(Form(f)) => (f.client_id, None, f.scope),
             DeviceAuthorizationRequest::Json(Json(j)) => {
-                let client_id = j.client_id.or_else(|| j.agent_name.clone());
-                (client_id, j.agent_name, j.scope)
+                let agent_name = j.agent_name.map(|s| s.0);
+                let client_id = j.client_id.map(|s| s.0).or_else(|| agent_name.clone());
+                (client_id, agent_name, j.scope.map(|s| s.0))
             }
         };
         let started = self
@@ -430,9 +455,9 @@ impl SignupApi {
         let id = identity
             .start_email(
                 ChallengePurpose::ApiKey,
-                &body.email,
-                body.agent_name.as_deref(),
-                body.scope.as_deref(),
+                body.email.as_str(),
+                body.agent_name.as_ref().map(StrictString::as_str),
+                body.scope.as_ref().map(StrictString::as_str),
             )
             .await?;
         Ok(RegisterApiResponse::Sent(Json(RegisterResponse {
@@ -457,7 +482,7 @@ impl SignupApi {
             .ctx
             .services
             .identity
-            .verify_api_key_code(&body.device_id, &body.code, ip)
+            .verify_api_key_code(body.device_id.as_str(), body.code.as_str(), ip)
             .await?;
         Ok(VerifyApiResponse::Verified(
             Json(key.into()),
