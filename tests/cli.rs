@@ -368,3 +368,58 @@ fn read_reports_blocked_pages_and_refused_urls_by_exit_status() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
 }
+
+#[tokio::test]
+async fn serve_without_smtp_says_mail_is_only_logged_and_never_logs_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut child = Running(
+        svc(dir.path())
+            .args(["serve", "--bind", &format!("127.0.0.1:{port}")])
+            .env_remove("SVC_SMTP_URL")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let stderr = child.0.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let base = format!("http://127.0.0.1:{port}");
+    wait_healthy(&base).await;
+    let registered = reqwest::Client::new()
+        .post(format!("{base}/api/register"))
+        .json(&serde_json::json!({"email": "someone@example.com"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(registered.status(), 200);
+    let mut said_at_start = false;
+    let mut mail_line = None;
+    let started = Instant::now();
+    while mail_line.is_none() && started.elapsed() < Duration::from_secs(20) {
+        let Ok(line) = rx.recv_timeout(Duration::from_secs(1)) else {
+            continue;
+        };
+        said_at_start |= line.contains("no SVC_SMTP_URL");
+        if line.contains("mail not delivered") {
+            mail_line = Some(line);
+        }
+    }
+    assert!(
+        said_at_start,
+        "svc serve must say at start that mail is only logged"
+    );
+    let line = mail_line.expect("the log-only mailer logs each message");
+    assert!(line.contains("s***@example.com"), "{line}");
+    // The fields (not the timestamp, whose microseconds are six digits too) carry no code.
+    let fields = serde_json::from_str::<Value>(&line).unwrap()["fields"].to_string();
+    let has_code = fields
+        .split(|c: char| !c.is_ascii_digit())
+        .any(|w| w.len() == 6);
+    assert!(!has_code, "a code reached the log: {line}");
+}

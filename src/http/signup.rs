@@ -15,9 +15,9 @@ use svc_ports::{ChallengePurpose, FailureClass};
 
 use super::{
     Tags,
-    types::StrictString,
     middleware::client_ip_of,
     problem::{ApiProblem, NextActionKind},
+    types::StrictString,
 };
 use crate::{
     context::AppContext,
@@ -207,7 +207,11 @@ impl OAuthError {
             problem_type: body.problem_type,
             title: body.title,
             // The status of the answer itself: RFC 6749 errors are 400 whatever the class.
-            status: if p.class == FailureClass::Internal { 500 } else { 400 },
+            status: if p.class == FailureClass::Internal {
+                500
+            } else {
+                400
+            },
             detail: body.detail,
             failure_class: body.failure_class,
             retryable: body.retryable,

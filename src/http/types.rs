@@ -76,7 +76,12 @@ mod tests {
             StrictString::parse_from_json(Some(Value::String("a".into()))).unwrap(),
             StrictString("a".into())
         );
-        for bad in [Value::Bool(false), serde_json::json!(5), Value::Null, serde_json::json!([])] {
+        for bad in [
+            Value::Bool(false),
+            serde_json::json!(5),
+            Value::Null,
+            serde_json::json!([]),
+        ] {
             assert!(StrictString::parse_from_json(Some(bad)).is_err());
         }
     }

@@ -516,14 +516,14 @@ impl IdentityService {
         let minutes = self.settings.email_code_ttl.as_secs() / 60;
         let (subject, text) = match purpose {
             ChallengePurpose::SignIn => (
-                format!("Your svc sign-in code: {code}"),
+                "Your svc sign-in code".to_owned(),
                 format!(
                     "Your svc sign-in code is {code}\n\nEnter it on the sign-in page. It expires in {minutes} minutes.\n\
                      If you did not try to sign in, ignore this email.\n"
                 ),
             ),
             ChallengePurpose::ApiKey => (
-                format!("Your svc verification code: {code}"),
+                "Your svc verification code".to_owned(),
                 format!(
                     "An AI agent{} asked for an svc API key for this address.\n\n\
                      Verification code: {code}\n\nGive the code to the agent only if you asked it to sign you up. \
