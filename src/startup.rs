@@ -147,13 +147,16 @@ pub fn ports(stores: &Stores, world: &World) -> anyhow::Result<(Ports, Option<Ar
     Ok((ports, outbox))
 }
 
+/// The services, and the sandbox's outbox when mail stays in it.
+pub type ServicesAndOutbox = (Arc<Services>, Option<Arc<dyn Outbox>>);
+
 /// The services over the chosen stores and world, and the sandbox outbox if there is one.
 pub fn services(
     stores: &Stores,
     environment: Environment,
     world: &World,
     origins: &Origins,
-) -> anyhow::Result<(Arc<Services>, Option<Arc<dyn Outbox>>)> {
+) -> anyhow::Result<ServicesAndOutbox> {
     if environment == Environment::Live && !world.sandbox_hosts.is_empty() {
         anyhow::bail!("sandbox demo hosts are allowed only in the sandbox");
     }

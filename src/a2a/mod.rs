@@ -28,32 +28,37 @@ use crate::{context::AppContext, http::problem::ApiProblem, services::SignupKey}
 const TASK_TTL: Duration = Duration::from_secs(3600);
 const MAX_TASKS: usize = 10_000;
 
+#[derive(Default)]
+struct Tasks {
+    by_id: HashMap<String, (Instant, Value)>,
+    order: VecDeque<String>,
+}
+
 /// Recent tasks for `GetTask`, oldest evicted first.
 #[derive(Default)]
 pub struct TaskLog {
-    tasks: Mutex<(HashMap<String, (Instant, Value)>, VecDeque<String>)>,
+    tasks: Mutex<Tasks>,
 }
 
 impl TaskLog {
     fn put(&self, id: &str, task: Value) {
-        let mut guard = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
-        let (map, order) = &mut *guard;
-        while map.len() >= MAX_TASKS {
-            match order.pop_front() {
+        let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
+        while tasks.by_id.len() >= MAX_TASKS {
+            match tasks.order.pop_front() {
                 Some(old) => {
-                    map.remove(&old);
+                    tasks.by_id.remove(&old);
                 }
                 None => break,
             }
         }
-        map.insert(id.to_owned(), (Instant::now(), task));
-        order.push_back(id.to_owned());
+        tasks.by_id.insert(id.to_owned(), (Instant::now(), task));
+        tasks.order.push_back(id.to_owned());
     }
 
     fn get(&self, id: &str) -> Option<Value> {
-        let guard = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
-        guard
-            .0
+        let tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
+        tasks
+            .by_id
             .get(id)
             .filter(|(at, _)| at.elapsed() < TASK_TTL)
             .map(|(_, t)| t.clone())

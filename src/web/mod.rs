@@ -305,13 +305,18 @@ impl Visit {
 
 /// A POST from a form of this site: no API key, a matching Origin (or Referer), a CSRF token
 /// that matches the cookie. `Err` is the refusal to send.
-fn check_post(req: &Request, ctx: &AppContext, visit: &Visit, csrf: &str) -> Result<(), Response> {
+fn check_post(
+    req: &Request,
+    ctx: &AppContext,
+    visit: &Visit,
+    csrf: &str,
+) -> Result<(), Box<Response>> {
     if req.headers().contains_key(header::AUTHORIZATION) {
         let problem = ApiProblem::new(
             FailureClass::ApiKeyNotAllowed,
             "This page belongs to a signed-in web session; requests with an API key are refused.",
         );
-        return Err(problem.render("Bearer"));
+        return Err(Box::new(problem.render("Bearer")));
     }
     let origins = [
         site_origin(&ctx.origins.site_url),
@@ -345,10 +350,12 @@ fn check_post(req: &Request, ctx: &AppContext, visit: &Visit, csrf: &str) -> Res
         link: None,
     };
     let html = page.render().unwrap_or_default();
-    Err(Response::builder()
-        .status(StatusCode::FORBIDDEN)
-        .content_type("text/html; charset=utf-8")
-        .body(html))
+    Err(Box::new(
+        Response::builder()
+            .status(StatusCode::FORBIDDEN)
+            .content_type("text/html; charset=utf-8")
+            .body(html),
+    ))
 }
 
 /// `scheme://host[:port]` of a configured URL.
@@ -438,7 +445,7 @@ struct SignInForm {
 async fn signin_submit(req: &Request, ctx: Data<&AppContext>, form: Form<SignInForm>) -> Response {
     let visit = visit!(req, &ctx);
     if let Err(refusal) = check_post(req, &ctx, &visit, &form.csrf) {
-        return visit.finish(refusal);
+        return visit.finish(*refusal);
     }
     let next = safe_next(form.next.as_deref());
     let started = ctx
@@ -507,7 +514,7 @@ struct CodeForm {
 async fn code_submit(req: &Request, ctx: Data<&AppContext>, form: Form<CodeForm>) -> Response {
     let mut visit = visit!(req, &ctx);
     if let Err(refusal) = check_post(req, &ctx, &visit, &form.csrf) {
-        return visit.finish(refusal);
+        return visit.finish(*refusal);
     }
     let next = safe_next(form.next.as_deref());
     let ip = client_ip_of(req, ctx.limits.trust_forwarded_for);
@@ -553,12 +560,12 @@ struct CsrfOnly {
 async fn signout(req: &Request, ctx: Data<&AppContext>, form: Form<CsrfOnly>) -> Response {
     let mut visit = visit!(req, &ctx);
     if let Err(refusal) = check_post(req, &ctx, &visit, &form.csrf) {
-        return visit.finish(refusal);
+        return visit.finish(*refusal);
     }
-    if let Some(token) = visit.session_token.take() {
-        if let Err(e) = ctx.services.identity.sign_out(&token).await {
-            return visit.failure(e);
-        }
+    if let Some(token) = visit.session_token.take()
+        && let Err(e) = ctx.services.identity.sign_out(&token).await
+    {
+        return visit.failure(e);
     }
     visit.set_cookie(SESSION_COOKIE, "", Some(std::time::Duration::ZERO));
     visit.redirect("/signin")
@@ -641,7 +648,7 @@ struct DeviceForm {
 async fn device_submit(req: &Request, ctx: Data<&AppContext>, form: Form<DeviceForm>) -> Response {
     let visit = visit!(req, &ctx);
     if let Err(refusal) = check_post(req, &ctx, &visit, &form.csrf) {
-        return visit.finish(refusal);
+        return visit.finish(*refusal);
     }
     let Some(account) = visit.account.clone() else {
         let next = format!("/device?user_code={}", encode(&form.user_code));
@@ -766,7 +773,7 @@ async fn key_action(
 ) -> Response {
     let visit = visit!(req, ctx);
     if let Err(refusal) = check_post(req, ctx, &visit, &form.csrf) {
-        return visit.finish(refusal);
+        return visit.finish(*refusal);
     }
     let Some(account) = visit.account.clone() else {
         return signin_redirect(visit, "/account");

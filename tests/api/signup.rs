@@ -49,7 +49,7 @@ async fn poll(app: &TestApp, device_code: &str) -> (StatusCode, Value) {
 fn oauth_error(got: &(StatusCode, Value), error: &str) {
     assert_eq!(got.0, 400, "{}", got.1);
     assert_eq!(got.1["error"], error, "{}", got.1);
-    assert_eq!(got.1["failure_class"].as_str().is_some(), true);
+    assert_eq!(got.1["failure_class"], error, "{}", got.1);
     assert!(
         got.1["error_description"]
             .as_str()

@@ -41,7 +41,7 @@ fn start_aiosmtpd() -> Server {
         "SVC_TEST_PYTHON is not set: run the suite with scripts/test.sh, which provides a Python with aiosmtpd",
     );
     let port = free_port();
-    let mut child = Command::new(python)
+    let child = Command::new(python)
         .args([
             "-u",
             "-m",
@@ -57,7 +57,13 @@ fn start_aiosmtpd() -> Server {
         .stderr(Stdio::inherit())
         .spawn()
         .expect("start aiosmtpd");
-    let stdout = child.stdout.take().unwrap();
+    // Owned by `Server` at once, whose drop kills and waits for it on every path.
+    let mut server_child = Server {
+        child,
+        port,
+        lines: mpsc::channel().1,
+    };
+    let stdout = server_child.child.stdout.take().unwrap();
     let (tx, lines) = mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -66,10 +72,11 @@ fn start_aiosmtpd() -> Server {
             }
         }
     });
+    server_child.lines = lines;
     // Wait until it accepts connections.
     for _ in 0..100 {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Server { child, port, lines };
+            return server_child;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
