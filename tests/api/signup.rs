@@ -810,3 +810,140 @@ async fn mcp_signup_tools_work_without_a_key() {
     let key = done["structuredContent"]["api_key"].as_str().unwrap();
     assert_eq!(app.get_usage(Some(&bearer(key))).await.status(), 200);
 }
+
+#[tokio::test]
+async fn wrong_user_codes_lock_the_address_out() {
+    let app = TestApp::builder().outbox().spawn().await;
+    let browser = Browser::new(&app);
+    browser
+        .sign_in(&app, "guesser@example.com", "/account")
+        .await;
+    let mut statuses = Vec::new();
+    for _ in 0..21 {
+        statuses.push(
+            browser
+                .get("/device?user_code=BBBB-BBBB")
+                .await
+                .status()
+                .as_u16(),
+        );
+    }
+    assert!(statuses[..20].iter().all(|s| *s == 422), "{statuses:?}");
+    let locked = browser.get("/device?user_code=BBBB-BBBB").await;
+    assert_eq!(locked.status(), 429);
+    assert!(locked.headers().contains_key("retry-after"));
+    // A real code from a locked-out address is refused too.
+    let started = start_device(&app).await;
+    let real = browser
+        .get(&format!(
+            "/device?user_code={}",
+            started["user_code"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(real.status(), 429);
+}
+
+// ---- A2A ---------------------------------------------------------------------------------------
+
+async fn a2a(app: &TestApp, method: &str, params: Value) -> Value {
+    let resp = app
+        .http
+        .post(app.url("/a2a"))
+        .header("A2A-Version", "1.0")
+        .json(&json!({"jsonrpc": "2.0", "id": "1", "method": method, "params": params}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200, "JSON-RPC answers are HTTP 200");
+    resp.json().await.unwrap()
+}
+
+#[tokio::test]
+async fn a2a_tasks_create_runs_the_email_code_signup() {
+    let app = TestApp::builder().outbox().spawn().await;
+    let card = app.get_json("/.well-known/agent-card.json").await;
+    assert_eq!(card["supportedInterfaces"][0]["protocolBinding"], "JSONRPC");
+    assert_eq!(card["supportedInterfaces"][0]["url"], app.url("/a2a"));
+    assert_eq!(app.get_json("/.well-known/agent.json").await, card);
+    let skills: Vec<&str> = card["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(skills, ["start_api_key_signup", "complete_api_key_signup"]);
+
+    let started = a2a(
+        &app,
+        "tasks/create",
+        json!({"task_type": "start_api_key_signup", "email": "a2a@example.com"}),
+    )
+    .await;
+    let task = &started["result"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{started}");
+    let device_id = task["artifacts"][0]["parts"][0]["data"]["deviceId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let wrong = a2a(
+        &app,
+        "tasks/create",
+        json!({"task_type": "complete_api_key_signup", "deviceId": device_id, "code": "00000x"}),
+    )
+    .await;
+    assert_eq!(wrong["result"]["status"]["state"], "TASK_STATE_FAILED");
+    assert_eq!(
+        wrong["result"]["artifacts"][0]["parts"][0]["data"]["failure_class"],
+        "invalid_code"
+    );
+
+    let code = latest_code(&app, "a2a@example.com").await;
+    let done = a2a(
+        &app,
+        "SendMessage",
+        json!({"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [
+            {"data": {"task_type": "complete_api_key_signup", "deviceId": device_id, "code": code}, "mediaType": "application/json"}
+        ]}, "configuration": {}}),
+    )
+    .await;
+    let task = &done["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
+    let key = task["artifacts"][0]["parts"][0]["data"]["api_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(app.get_usage(Some(&bearer(&key))).await.status(), 200);
+
+    let again = a2a(&app, "GetTask", json!({"id": task["id"]})).await;
+    assert_eq!(again["result"]["id"], task["id"]);
+    assert!(
+        !again.to_string().contains(&key),
+        "GetTask showed the key again"
+    );
+    let missing = a2a(&app, "GetTask", json!({"id": "nope"})).await;
+    assert_eq!(missing["error"]["code"], -32001);
+    assert_eq!(
+        a2a(&app, "tasks/nonsense", json!({})).await["error"]["code"],
+        -32601
+    );
+    let unknown_type = a2a(&app, "tasks/create", json!({"task_type": "buy_everything"})).await;
+    assert_eq!(
+        unknown_type["result"]["status"]["state"],
+        "TASK_STATE_REJECTED"
+    );
+
+    // 0.3 names get 0.3 shapes.
+    let v03 = a2a(&app, "message/send", json!({"message": {"kind": "message", "messageId": "m2", "role": "user",
+        "parts": [{"kind": "data", "data": {"task_type": "start_api_key_signup", "email": "old@example.com"}}]}})).await;
+    assert_eq!(v03["result"]["kind"], "task");
+    assert_eq!(v03["result"]["status"]["state"], "completed");
+    let bad = app
+        .http
+        .post(app.url("/a2a"))
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.json::<Value>().await.unwrap()["error"]["code"], -32700);
+}
