@@ -157,8 +157,9 @@ impl Browser {
         let Value::Object(capabilities) = capabilities else {
             unreachable!()
         };
-        let client = ClientBuilder::rustls()
-            .expect("rustls for the WebDriver client")
+        // chromedriver speaks plain HTTP on loopback.
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        let client = ClientBuilder::new(connector)
             .capabilities(capabilities)
             .connect(&driver.url())
             .await
@@ -212,7 +213,10 @@ impl Browser {
 
     async fn close(self) -> anyhow::Result<()> {
         let Self { client, driver } = self;
-        client.close().await.context("closing the browser session")?;
+        client
+            .close()
+            .await
+            .context("closing the browser session")?;
         drop(driver);
         Ok(())
     }
@@ -305,7 +309,10 @@ async fn sign_in_through_link(
     agent: &Agent,
     email: &str,
 ) -> anyhow::Result<()> {
-    browser.client.goto(&agent.verification_uri_complete).await?;
+    browser
+        .client
+        .goto(&agent.verification_uri_complete)
+        .await?;
     browser.element("email").await?;
     let url = browser.client.current_url().await?;
     assert_eq!(url.path(), "/signin", "{url}");
@@ -356,7 +363,11 @@ async fn reach_approval_page(
 
 async fn spawn_app() -> (TestApp, std::sync::Arc<TestClock>) {
     let clock = TestClock::new();
-    let app = TestApp::builder().outbox().clock(clock.clone()).spawn().await;
+    let app = TestApp::builder()
+        .outbox()
+        .clock(clock.clone())
+        .spawn()
+        .await;
     (app, clock)
 }
 
@@ -417,10 +428,7 @@ async fn an_expired_link_cannot_be_approved() -> anyhow::Result<()> {
 
     let browser = Browser::start().await;
     sign_in_through_link(&app, &browser, &agent, "late@example.com").await?;
-    assert_eq!(
-        browser.text_of("heading").await?,
-        "Code expired or used up"
-    );
+    assert_eq!(browser.text_of("heading").await?, "Code expired or used up");
     let message = browser.text_of("message").await?;
     assert!(message.contains("expired"), "{message}");
     assert!(
