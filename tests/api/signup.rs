@@ -947,3 +947,100 @@ async fn a2a_tasks_create_runs_the_email_code_signup() {
         .unwrap();
     assert_eq!(bad.json::<Value>().await.unwrap()["error"]["code"], -32700);
 }
+
+// ---- logs ----------------------------------------------------------------------------------------
+
+/// Everything the service logs in this test process (nextest runs each test in its own).
+static LOG: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
+
+struct LogSink;
+
+impl std::io::Write for LogSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        LOG.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn signup_and_key_management_log_prefixes_never_secrets() {
+    let installed = tracing_subscriber::fmt()
+        .json()
+        .with_max_level(tracing::Level::INFO)
+        .with_writer(|| LogSink)
+        .try_init();
+    assert!(installed.is_ok(), "another subscriber was installed first");
+    let (app, clock) = app_with_clock().await;
+
+    let started = start_device(&app).await;
+    let device_code = started["device_code"].as_str().unwrap().to_owned();
+    let browser = Browser::new(&app);
+    browser.sign_in(&app, "logs@example.com", "/account").await;
+    let sign_in_code = latest_code(&app, "logs@example.com").await;
+    browser
+        .decide(started["user_code"].as_str().unwrap(), "approve")
+        .await;
+    clock.advance(Duration::from_secs(6));
+    let (_, token) = poll(&app, &device_code).await;
+    let device_key = token["api_key"].as_str().unwrap().to_owned();
+
+    let page = browser.get("/account").await.text().await.unwrap();
+    let rotated = browser
+        .post(
+            "/account/keys/rotate",
+            &[("csrf", &csrf_of(&page)), ("prefix", &device_key[..17])],
+        )
+        .await
+        .text()
+        .await
+        .unwrap();
+    let rotated_key = rotated
+        .split("<pre id=\"new-key\">")
+        .nth(1)
+        .unwrap()
+        .split('<')
+        .next()
+        .unwrap()
+        .to_owned();
+
+    let body: Value = register(&app, "logs@example.com")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let email_code = latest_code(&app, "logs@example.com").await;
+    let verified: Value = verify(&app, body["deviceId"].as_str().unwrap(), &email_code)
+        .await
+        .json()
+        .await
+        .unwrap();
+    let email_key = verified["api_key"].as_str().unwrap().to_owned();
+
+    let log = String::from_utf8(LOG.lock().unwrap().clone()).unwrap();
+    for event in [
+        "device grant started",
+        "api key issued by device grant",
+        "api key rotated",
+        "api key issued by email code",
+        "email code sent",
+        "signed in",
+    ] {
+        assert!(log.contains(event), "no `{event}` in the log");
+    }
+    assert!(
+        log.contains(&device_key[..17]) && log.contains(&rotated_key[..17]),
+        "key prefixes are logged"
+    );
+    for secret in [&device_key, &rotated_key, &email_key, &device_code] {
+        assert!(!log.contains(secret.as_str()), "a secret reached the log");
+    }
+    for code in [&sign_in_code, &email_code] {
+        assert!(
+            !log.contains(&format!("\"{code}\"")) && !log.contains(&format!(" {code}")),
+            "a code reached the log"
+        );
+    }
+}
