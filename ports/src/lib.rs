@@ -6,6 +6,7 @@
 //! `contract-tests/` holds every store to those words.
 
 pub mod account;
+pub mod artifact;
 pub mod failure;
 pub mod fetch;
 pub mod identity;
@@ -18,6 +19,9 @@ pub mod system;
 pub mod usage;
 
 pub use account::{Account, Email, Environment, Plan};
+pub use artifact::{
+    ArtifactSignature, ArtifactSource, ArtifactStatus, Signer, VerificationArtifact,
+};
 pub use failure::FailureClass;
 pub use fetch::{FetchError, FetchRequest, FetchedPage, PageFetcher, RobotsDecision, UrlRefusal};
 pub use identity::{
