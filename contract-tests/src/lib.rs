@@ -5,12 +5,13 @@
 //! databases); `scripts/test.sh` starts a throwaway server and sets it. Without it they fail
 //! rather than skip, so a green run always means all three stores were checked.
 
+pub mod actions;
 pub mod identity;
 pub mod scenarios;
 
 use std::sync::Arc;
 
-use svc_ports::{AccountStore, IdentityStore, LedgerStore, PageCache};
+use svc_ports::{AccountStore, IdentityStore, LedgerStore, MapStore, PageCache, TaskStore};
 
 pub struct Backend {
     pub name: &'static str,
@@ -18,6 +19,8 @@ pub struct Backend {
     pub ledger: Arc<dyn LedgerStore>,
     pub pages: Arc<dyn PageCache>,
     pub identity: Arc<dyn IdentityStore>,
+    pub maps: Arc<dyn MapStore>,
+    pub tasks: Arc<dyn TaskStore>,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -28,7 +31,9 @@ pub async fn memory() -> Backend {
         accounts: store.clone(),
         ledger: store.clone(),
         pages: store.clone(),
-        identity: store,
+        identity: store.clone(),
+        maps: store.clone(),
+        tasks: store,
         _dir: None,
     }
 }
@@ -42,7 +47,9 @@ pub async fn sqlite() -> Backend {
         accounts: store.clone(),
         ledger: store.clone(),
         pages: store.clone(),
-        identity: store,
+        identity: store.clone(),
+        maps: store.clone(),
+        tasks: store,
         _dir: Some(dir),
     }
 }
@@ -60,7 +67,9 @@ pub async fn postgres() -> Backend {
         accounts: store.clone(),
         ledger: store.clone(),
         pages: store.clone(),
-        identity: store,
+        identity: store.clone(),
+        maps: store.clone(),
+        tasks: store,
         _dir: None,
     }
 }
@@ -132,11 +141,33 @@ macro_rules! contract_suite {
             keys_rotate_in_one_step,
             identity_purge_removes_only_expired_records
         );
+        $crate::contract_suite!(@actions $backend;
+            maps_are_versioned_and_one_is_published,
+            tasks_hold_then_charge_or_refund,
+            insufficient_credits_store_nothing,
+            idempotency_keys_replay_refuse_and_conflict,
+            concurrent_requests_with_one_key_hold_once,
+            unsettled_tasks_are_listed_for_recovery
+        );
+
+        #[test]
+        fn money_invariants_hold_over_random_executions() {
+            $crate::actions::execution_property(|| Box::pin($backend()));
+        }
 
         #[test]
         fn balance_always_equals_the_sum_of_entries() {
             $crate::scenarios::ledger_property(|| Box::pin($backend()));
         }
+    };
+    (@actions $backend:path; $($name:ident),+) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let backend = $backend().await;
+                $crate::actions::$name(&backend).await;
+            }
+        )+
     };
     (@identity $backend:path; $($name:ident),+) => {
         $(

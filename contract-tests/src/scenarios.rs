@@ -500,7 +500,7 @@ pub async fn purging_removes_only_older_pages(b: &Backend) {
     assert!(b.pages.fresh_page("p3", t0()).await.unwrap().is_some());
 }
 
-type BackendFuture = Pin<Box<dyn Future<Output = Backend> + Send>>;
+pub type BackendFuture = Pin<Box<dyn Future<Output = Backend> + Send>>;
 
 #[derive(Debug, Clone)]
 enum LedgerOp {

@@ -88,6 +88,16 @@ prefixed_id!(
     "dgr_"
 );
 prefixed_id!(
+    /// One execution task (its billing record): `task_` + ULID.
+    TaskId,
+    "task_"
+);
+prefixed_id!(
+    /// One verification artifact: `art_` + ULID.
+    ArtifactId,
+    "art_"
+);
+prefixed_id!(
     /// One emailed-code challenge; the `deviceId` of `/api/register`: `dev_` + ULID.
     ChallengeId,
     "dev_"

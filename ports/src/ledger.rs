@@ -54,12 +54,21 @@ impl From<CreditAmount> for i64 {
 pub enum EntryKind {
     /// Credits given by an operator, a plan or the sandbox seed.
     Grant,
+    /// Credits set aside when a task begins (spendable down, held up).
+    Hold,
+    /// A held amount charged when its task completed (held down; spendable unchanged).
+    Capture,
+    /// A held amount given back when its task failed (held down, spendable up).
+    Refund,
 }
 
 impl EntryKind {
     pub fn as_str(self) -> &'static str {
         match self {
             EntryKind::Grant => "grant",
+            EntryKind::Hold => "hold",
+            EntryKind::Capture => "capture",
+            EntryKind::Refund => "refund",
         }
     }
 }
@@ -75,6 +84,9 @@ impl FromStr for EntryKind {
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
             "grant" => Ok(EntryKind::Grant),
+            "hold" => Ok(EntryKind::Hold),
+            "capture" => Ok(EntryKind::Capture),
+            "refund" => Ok(EntryKind::Refund),
             other => Err(format!("unknown ledger entry kind `{other}`")),
         }
     }

@@ -6,6 +6,7 @@
 //! `contract-tests/` holds every store to those words.
 
 pub mod account;
+pub mod actions;
 pub mod artifact;
 pub mod failure;
 pub mod fetch;
@@ -16,9 +17,11 @@ pub mod ledger;
 pub mod mail;
 pub mod page;
 pub mod system;
+pub mod tasks;
 pub mod usage;
 
 pub use account::{Account, Email, Environment, Plan};
+pub use actions::{ActionFamily, ActionSpec, AgentMap, Domain, MapDocument, MapError, MapStatus};
 pub use artifact::{
     ArtifactSignature, ArtifactSource, ArtifactStatus, Signer, VerificationArtifact,
 };
@@ -28,7 +31,9 @@ pub use identity::{
     ChallengePurpose, DeviceDecision, DeviceGrant, DeviceGrantStatus, EmailChallenge, UserCode,
     WebSession,
 };
-pub use ids::{AccountId, ApiKeyId, ChallengeId, DeviceGrantId, IdError, LedgerEntryId};
+pub use ids::{
+    AccountId, ApiKeyId, ArtifactId, ChallengeId, DeviceGrantId, IdError, LedgerEntryId, TaskId,
+};
 pub use keys::{ApiKeyRecord, ApiKeySecret, KeyHash, KeyPrefix, Scope, Scopes};
 pub use ledger::{Balance, CreditAmount, EntryKind, Grant, GrantOutcome, LedgerEntry};
 pub use mail::{MailError, MailMessage, Mailer, Outbox, SentMail};
@@ -37,10 +42,11 @@ pub use page::{
     PageExtractor, PageMetadata, PageSignals,
 };
 pub use system::{Clock, Entropy};
+pub use tasks::{BeginOutcome, NewTask, SettleOutcome, Settlement, TaskRecord, TaskStatus};
 pub use usage::{MeteringPolicy, UsageRecord};
 
 pub mod store;
 pub use store::{
     AccountError, AccountStore, IdentityError, IdentityStore, KeyError, LedgerError, LedgerStore,
-    PageCache, StoreError,
+    MapStore, MapStoreError, PageCache, StoreError, TaskError, TaskStore,
 };

@@ -6,11 +6,13 @@ use chrono::{DateTime, Utc};
 
 use crate::{
     account::{Account, Email, Environment},
+    actions::{AgentMap, Domain, MapDocument},
     fetch::FetchedPage,
     identity::{DeviceDecision, DeviceGrant, EmailChallenge, UserCode, WebSession},
-    ids::{AccountId, ChallengeId, DeviceGrantId},
+    ids::{AccountId, ChallengeId, DeviceGrantId, TaskId},
     keys::{ApiKeyRecord, KeyHash, KeyPrefix},
     ledger::{Balance, Grant, GrantOutcome, LedgerEntry},
+    tasks::{BeginOutcome, NewTask, SettleOutcome, Settlement, TaskRecord},
 };
 
 /// A failure of the store itself (connection lost, disk full, corrupt row). Callers treat it
@@ -277,4 +279,92 @@ pub trait PageCache: Send + Sync {
 
     /// Deletes every page fetched before `before` and returns how many went.
     async fn purge_pages(&self, before: DateTime<Utc>) -> Result<u64, StoreError>;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum MapStoreError {
+    /// No map (or no such version, or nothing published) for the domain.
+    #[error("no such map")]
+    NotFound,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Agent Maps, versioned per domain. At most one version of a domain is published at a time.
+#[cfg_attr(feature = "mock", mockall::automock)]
+#[async_trait]
+pub trait MapStore: Send + Sync {
+    /// Stores `document` as the domain's next version (1 for a new domain), a candidate.
+    async fn insert_map(
+        &self,
+        document: &MapDocument,
+        origin: &str,
+        at: DateTime<Utc>,
+    ) -> Result<AgentMap, StoreError>;
+
+    /// Every version of one domain (or of all domains), newest first within a domain.
+    async fn maps(&self, domain: Option<Domain>) -> Result<Vec<AgentMap>, StoreError>;
+
+    /// The published version of a domain, if any.
+    async fn published_map(&self, domain: &Domain) -> Result<Option<AgentMap>, StoreError>;
+
+    /// Publishes `version` (or the newest version when `None`) and retires the version that
+    /// was published before, in one transaction. MUST return [`MapStoreError::NotFound`] when
+    /// the domain or the version does not exist.
+    async fn publish_map(
+        &self,
+        domain: &Domain,
+        version: Option<u32>,
+        at: DateTime<Utc>,
+    ) -> Result<AgentMap, MapStoreError>;
+
+    /// Retires the published version. MUST return [`MapStoreError::NotFound`] when nothing
+    /// is published.
+    async fn retire_map(
+        &self,
+        domain: &Domain,
+        at: DateTime<Utc>,
+    ) -> Result<AgentMap, MapStoreError>;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    #[error("account not found")]
+    UnknownAccount,
+    #[error("task not found")]
+    NotFound,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Execution tasks and the money they move. Each operation is one transaction; uniqueness that
+/// guards money (one task per account and idempotency key, one hold, one capture or refund per
+/// task) is enforced by the store itself, so instances sharing it never charge twice.
+#[cfg_attr(feature = "mock", mockall::automock)]
+#[async_trait]
+pub trait TaskStore: Send + Sync {
+    /// Looks up the idempotency key (when given) and, if it is new, checks the balance, holds
+    /// `cost` (a `hold` ledger entry) and stores the task, all at once. With an existing key:
+    /// [`BeginOutcome::Replay`] when its task settled and the fingerprint matches,
+    /// [`BeginOutcome::InFlight`] when it has not settled, [`BeginOutcome::Conflict`] when the
+    /// fingerprint differs; then nothing changes. MUST return
+    /// [`BeginOutcome::InsufficientCredits`] (storing nothing) when spendable is below `cost`,
+    /// and [`TaskError::UnknownAccount`] when the account does not exist.
+    async fn begin_task(&self, task: &NewTask) -> Result<BeginOutcome, TaskError>;
+
+    /// Stores the outcome, the response and the artifact, and captures (completed) or refunds
+    /// (failed) the hold, in one transaction. Only the first settlement of a task lands; a
+    /// later one gets [`SettleOutcome::AlreadySettled`] and changes nothing. MUST return
+    /// [`TaskError::NotFound`] for an unknown task.
+    async fn settle_task(&self, settlement: &Settlement) -> Result<SettleOutcome, TaskError>;
+
+    /// A task by id; when `account` is given, only that account's.
+    async fn task(
+        &self,
+        id: &TaskId,
+        account: Option<AccountId>,
+    ) -> Result<Option<TaskRecord>, StoreError>;
+
+    /// Tasks still in flight that began before `before` (their process may have died).
+    async fn unsettled_tasks(&self, before: DateTime<Utc>) -> Result<Vec<TaskRecord>, StoreError>;
 }

@@ -4,6 +4,7 @@
 
 mod demo_site;
 mod memory;
+mod memory_actions;
 mod memory_identity;
 mod outbox;
 

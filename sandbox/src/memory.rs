@@ -23,11 +23,12 @@ const MAX_CACHED_BYTES: usize = 64 * 1024 * 1024;
 #[derive(Default)]
 pub(crate) struct State {
     pub(crate) accounts: HashMap<AccountId, Account>,
-    balances: HashMap<AccountId, Balance>,
+    pub(crate) balances: HashMap<AccountId, Balance>,
     pub(crate) keys: Vec<ApiKeyRecord>,
-    entries: Vec<LedgerEntry>,
+    pub(crate) entries: Vec<LedgerEntry>,
     pages: HashMap<String, FetchedPage>,
     pub(crate) identity: crate::memory_identity::IdentityState,
+    pub(crate) actions: crate::memory_actions::ActionState,
 }
 
 impl State {

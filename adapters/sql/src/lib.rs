@@ -3,6 +3,7 @@
 //! its own migrations under `migrations/`. Money-guarding uniqueness lives in constraints, so
 //! several instances on one Postgres cannot apply the same grant twice.
 
+mod actions;
 mod common;
 mod identity;
 mod postgres;

@@ -49,3 +49,4 @@ impl PostgresStore {
 
 crate::common::impl_sql_stores!(PostgresStore, sqlx::Postgres);
 crate::identity::impl_sql_identity!(PostgresStore, sqlx::Postgres);
+crate::actions::impl_sql_actions!(PostgresStore, sqlx::Postgres);

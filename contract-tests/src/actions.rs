@@ -1,0 +1,569 @@
+//! Scenarios for `MapStore` and `TaskStore`: map versions, holds, charges, refunds and
+//! idempotency, including races and a property test over random execution sequences.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Duration, Utc};
+use futures_util::future::join_all;
+use proptest::prelude::*;
+use serde_json::json;
+use svc_ports::{
+    AccountId, ApiKeyId, ArtifactId, BeginOutcome, CreditAmount, Domain, LedgerEntryId,
+    MapDocument, MapStatus, NewTask, SettleOutcome, Settlement, TaskId, TaskStatus,
+    ledger::{EntryKind, Grant},
+    store::{MapStoreError, TaskError},
+};
+use ulid::Ulid;
+
+use crate::{
+    Backend,
+    scenarios::BackendFuture,
+    scenarios::{new_account, t0},
+};
+
+fn document(domain: &str, description: &str) -> MapDocument {
+    serde_json::from_value(json!({
+        "domain": domain,
+        "base_url": format!("https://{domain}"),
+        "description": description,
+        "actions": [{
+            "name": "search_products",
+            "description": "Search.",
+            "family": "search",
+            "params_schema": {"type": "object", "properties": {"q": {"type": "string"}}},
+            "consequential": false,
+            "request": {"method": "GET", "path": "/search?q={q}"},
+            "verify": {"status": [200]},
+            "output_schema": {"type": "object"}
+        }]
+    }))
+    .unwrap()
+}
+
+pub async fn maps_are_versioned_and_one_is_published(b: &Backend) {
+    let shop = Domain::parse("shop.example.com").unwrap();
+    let v1 = b
+        .maps
+        .insert_map(&document("shop.example.com", "one"), "imported", t0())
+        .await
+        .unwrap();
+    let v2 = b
+        .maps
+        .insert_map(&document("shop.example.com", "two"), "learned", t0())
+        .await
+        .unwrap();
+    b.maps
+        .insert_map(&document("other.example.com", "x"), "imported", t0())
+        .await
+        .unwrap();
+    assert_eq!(
+        (v1.version, v2.version, v2.status),
+        (1, 2, MapStatus::Candidate),
+        "{}",
+        b.name
+    );
+    assert_eq!(b.maps.published_map(&shop).await.unwrap(), None);
+    assert!(matches!(
+        b.maps.retire_map(&shop, t0()).await,
+        Err(MapStoreError::NotFound)
+    ));
+    let missing = Domain::parse("none.example.com").unwrap();
+    assert!(matches!(
+        b.maps.publish_map(&missing, None, t0()).await,
+        Err(MapStoreError::NotFound)
+    ));
+    assert!(matches!(
+        b.maps.publish_map(&shop, Some(9), t0()).await,
+        Err(MapStoreError::NotFound)
+    ));
+
+    let p1 = b.maps.publish_map(&shop, Some(1), t0()).await.unwrap();
+    assert_eq!((p1.version, p1.status), (1, MapStatus::Published));
+    let later = t0() + Duration::seconds(1);
+    let p2 = b.maps.publish_map(&shop, None, later).await.unwrap();
+    assert_eq!(p2.version, 2, "None publishes the newest");
+    let published = b.maps.published_map(&shop).await.unwrap().unwrap();
+    assert_eq!(
+        (published.version, published.document.description.as_str()),
+        (2, "two")
+    );
+    let all = b.maps.maps(Some(shop.clone())).await.unwrap();
+    let statuses: Vec<_> = all.iter().map(|m| (m.version, m.status)).collect();
+    assert_eq!(
+        statuses,
+        vec![(2, MapStatus::Published), (1, MapStatus::Retired)],
+        "{}",
+        b.name
+    );
+    assert_eq!(b.maps.maps(None).await.unwrap().len(), 3);
+    let retired = b.maps.retire_map(&shop, later).await.unwrap();
+    assert_eq!(retired.status, MapStatus::Retired);
+    assert_eq!(b.maps.published_map(&shop).await.unwrap(), None);
+    assert_eq!(
+        retired.document,
+        document("shop.example.com", "two"),
+        "documents round-trip whole"
+    );
+}
+
+async fn funded(b: &Backend, email: &str, credits: i64) -> AccountId {
+    let a = new_account(b, email).await;
+    if credits > 0 {
+        b.ledger
+            .grant(&Grant {
+                id: LedgerEntryId::from_ulid(Ulid::new()),
+                account_id: a.id.clone(),
+                amount: CreditAmount::new(credits).unwrap(),
+                reference: None,
+                memo: "fund".into(),
+                at: t0(),
+            })
+            .await
+            .unwrap();
+    }
+    a.id
+}
+
+fn new_task(account: &AccountId, cost: i64, key: Option<&str>, fingerprint: &str) -> NewTask {
+    NewTask {
+        id: TaskId::from_ulid(Ulid::new()),
+        account_id: account.clone(),
+        key_id: ApiKeyId::from_ulid(Ulid::new()),
+        domain: "shop.example.com".into(),
+        action: "place_order".into(),
+        cost,
+        idempotency_key: key.map(str::to_owned),
+        fingerprint: fingerprint.into(),
+        hold_entry: LedgerEntryId::from_ulid(Ulid::new()),
+        created_at: t0(),
+    }
+}
+
+fn settlement(task: &TaskId, completed: bool, at: DateTime<Utc>) -> Settlement {
+    Settlement {
+        task_id: task.clone(),
+        completed,
+        response_status: if completed { 200 } else { 502 },
+        response_body: format!("{{\"completed\": {completed}}}"),
+        artifact_id: ArtifactId::from_ulid(Ulid::new()),
+        artifact: "{\"signed\": true}".into(),
+        entry: LedgerEntryId::from_ulid(Ulid::new()),
+        at,
+    }
+}
+
+/// spendable equals the sum of entries, held equals the cost of tasks in flight, and it
+/// returns (spendable, held).
+async fn check_money(b: &Backend, account: &AccountId, in_flight_cost: i64) -> (i64, i64) {
+    let balance = b.ledger.balance(account).await.unwrap();
+    let entries = b.ledger.entries(account, 100_000).await.unwrap();
+    let sum: i64 = entries.iter().map(|e| e.delta).sum();
+    assert_eq!(
+        balance.spendable, sum,
+        "{}: spendable differs from the entries",
+        b.name
+    );
+    assert_eq!(
+        balance.held, in_flight_cost,
+        "{}: held differs from tasks in flight",
+        b.name
+    );
+    assert!(balance.spendable >= 0 && balance.held >= 0);
+    (balance.spendable, balance.held)
+}
+
+pub async fn tasks_hold_then_charge_or_refund(b: &Backend) {
+    let a = funded(b, "tasks@example.com", 10).await;
+    let BeginOutcome::Started(t1) = b
+        .tasks
+        .begin_task(&new_task(&a, 3, None, "f1"))
+        .await
+        .unwrap()
+    else {
+        panic!("{}: not started", b.name)
+    };
+    assert_eq!(t1.status, TaskStatus::InFlight);
+    assert_eq!(check_money(b, &a, 3).await, (7, 3));
+    let BeginOutcome::Started(t2) = b
+        .tasks
+        .begin_task(&new_task(&a, 2, None, "f2"))
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(check_money(b, &a, 5).await, (5, 5));
+
+    let later = t0() + Duration::seconds(2);
+    let SettleOutcome::Settled(done) = b
+        .tasks
+        .settle_task(&settlement(&t1.id, true, later))
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(
+        (done.status, done.response_status, done.settled_at),
+        (TaskStatus::Completed, Some(200), Some(later))
+    );
+    assert_eq!(
+        check_money(b, &a, 2).await,
+        (5, 2),
+        "{}: completed is charged",
+        b.name
+    );
+    b.tasks
+        .settle_task(&settlement(&t2.id, false, later))
+        .await
+        .unwrap();
+    assert_eq!(
+        check_money(b, &a, 0).await,
+        (7, 0),
+        "{}: failed is refunded",
+        b.name
+    );
+
+    // Settling again changes nothing.
+    let again = b
+        .tasks
+        .settle_task(&settlement(&t2.id, true, later))
+        .await
+        .unwrap();
+    assert!(
+        matches!(again, SettleOutcome::AlreadySettled(ref t) if t.status == TaskStatus::Failed)
+    );
+    assert_eq!(check_money(b, &a, 0).await, (7, 0));
+    let kinds: Vec<EntryKind> = b
+        .ledger
+        .entries(&a, 100)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            EntryKind::Refund,
+            EntryKind::Capture,
+            EntryKind::Hold,
+            EntryKind::Hold,
+            EntryKind::Grant
+        ]
+    );
+
+    let stored = b
+        .tasks
+        .task(&t1.id, Some(a.clone()))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.artifact.as_deref(), Some("{\"signed\": true}"));
+    let stranger = AccountId::from_ulid(Ulid::new());
+    assert_eq!(
+        b.tasks.task(&t1.id, Some(stranger)).await.unwrap(),
+        None,
+        "another account's task"
+    );
+    let unknown = TaskId::from_ulid(Ulid::new());
+    assert!(matches!(
+        b.tasks
+            .settle_task(&settlement(&unknown, true, later))
+            .await,
+        Err(TaskError::NotFound)
+    ));
+}
+
+pub async fn insufficient_credits_store_nothing(b: &Backend) {
+    let a = funded(b, "poor@example.com", 2).await;
+    let t = new_task(&a, 3, Some("k1"), "f");
+    let outcome = b.tasks.begin_task(&t).await.unwrap();
+    assert_eq!(
+        outcome,
+        BeginOutcome::InsufficientCredits { spendable: 2 },
+        "{}",
+        b.name
+    );
+    assert_eq!(b.tasks.task(&t.id, None).await.unwrap(), None);
+    assert_eq!(check_money(b, &a, 0).await, (2, 0));
+    // The key was not used up: the same key works once there is money.
+    let cheap = new_task(&a, 2, Some("k1"), "f");
+    assert!(matches!(
+        b.tasks.begin_task(&cheap).await.unwrap(),
+        BeginOutcome::Started(_)
+    ));
+    let ghost = new_task(&AccountId::from_ulid(Ulid::new()), 1, None, "f");
+    assert!(matches!(
+        b.tasks.begin_task(&ghost).await,
+        Err(TaskError::UnknownAccount)
+    ));
+    // Cost 0 holds nothing and writes no entry.
+    let free = new_task(&a, 0, None, "f0");
+    assert!(matches!(
+        b.tasks.begin_task(&free).await.unwrap(),
+        BeginOutcome::Started(_)
+    ));
+    b.tasks
+        .settle_task(&settlement(&free.id, true, t0()))
+        .await
+        .unwrap();
+    assert_eq!(check_money(b, &a, 2).await, (0, 2));
+}
+
+pub async fn idempotency_keys_replay_refuse_and_conflict(b: &Backend) {
+    let a = funded(b, "idem@example.com", 10).await;
+    let first = new_task(&a, 1, Some("key-1"), "same");
+    assert!(matches!(
+        b.tasks.begin_task(&first).await.unwrap(),
+        BeginOutcome::Started(_)
+    ));
+    let dup = new_task(&a, 1, Some("key-1"), "same");
+    assert!(
+        matches!(b.tasks.begin_task(&dup).await.unwrap(), BeginOutcome::InFlight(ref t) if t.id == first.id),
+        "{}",
+        b.name
+    );
+    let other = new_task(&a, 1, Some("key-1"), "different");
+    assert!(matches!(
+        b.tasks.begin_task(&other).await.unwrap(),
+        BeginOutcome::Conflict(_)
+    ));
+    b.tasks
+        .settle_task(&settlement(&first.id, true, t0()))
+        .await
+        .unwrap();
+    match b.tasks.begin_task(&dup).await.unwrap() {
+        BeginOutcome::Replay(t) => {
+            assert_eq!(t.id, first.id);
+            assert_eq!(t.response_body.as_deref(), Some("{\"completed\": true}"));
+        }
+        other => panic!("{}: expected a replay, got {other:?}", b.name),
+    }
+    // Keys belong to an account: another account may use the same key.
+    let other_account = funded(b, "idem2@example.com", 1).await;
+    let theirs = new_task(&other_account, 1, Some("key-1"), "same");
+    assert!(matches!(
+        b.tasks.begin_task(&theirs).await.unwrap(),
+        BeginOutcome::Started(_)
+    ));
+    assert_eq!(
+        check_money(b, &a, 0).await,
+        (9, 0),
+        "{}: charged once",
+        b.name
+    );
+}
+
+pub async fn concurrent_requests_with_one_key_hold_once(b: &Backend) {
+    let a = funded(b, "race@example.com", 1000).await;
+    let results = join_all((0..50).map(|_| {
+        let tasks = b.tasks.clone();
+        let t = new_task(&a, 1, Some("same-key"), "same");
+        async move { tasks.begin_task(&t).await.unwrap() }
+    }))
+    .await;
+    let started: Vec<_> = results
+        .iter()
+        .filter(|r| matches!(r, BeginOutcome::Started(_)))
+        .collect();
+    assert_eq!(
+        started.len(),
+        1,
+        "{}: {} tasks started for one key",
+        b.name,
+        started.len()
+    );
+    assert!(
+        results
+            .iter()
+            .all(|r| matches!(r, BeginOutcome::Started(_) | BeginOutcome::InFlight(_)))
+    );
+    let BeginOutcome::Started(task) = started[0] else {
+        unreachable!()
+    };
+    // Racing settlements: one lands.
+    let settled = join_all((0..10).map(|i| {
+        let tasks = b.tasks.clone();
+        let s = settlement(&task.id, i % 2 == 0, t0());
+        async move { tasks.settle_task(&s).await.unwrap() }
+    }))
+    .await;
+    assert_eq!(
+        settled
+            .iter()
+            .filter(|s| matches!(s, SettleOutcome::Settled(_)))
+            .count(),
+        1,
+        "{}",
+        b.name
+    );
+    let (spendable, _) = check_money(b, &a, 0).await;
+    assert!(spendable == 999 || spendable == 1000);
+}
+
+pub async fn unsettled_tasks_are_listed_for_recovery(b: &Backend) {
+    let a = funded(b, "crash@example.com", 5).await;
+    let mut old = new_task(&a, 1, None, "f");
+    old.created_at = t0() - Duration::minutes(10);
+    let fresh = new_task(&a, 1, None, "g");
+    b.tasks.begin_task(&old).await.unwrap();
+    b.tasks.begin_task(&fresh).await.unwrap();
+    let stale = b
+        .tasks
+        .unsettled_tasks(t0() - Duration::minutes(1))
+        .await
+        .unwrap();
+    assert_eq!(
+        stale.iter().map(|t| t.id.clone()).collect::<Vec<_>>(),
+        vec![old.id.clone()],
+        "{}",
+        b.name
+    );
+    b.tasks
+        .settle_task(&settlement(&old.id, false, t0()))
+        .await
+        .unwrap();
+    assert!(
+        b.tasks
+            .unsettled_tasks(t0() - Duration::minutes(1))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(check_money(b, &a, 1).await, (4, 1));
+}
+
+#[derive(Debug, Clone)]
+enum ExecOp {
+    /// Begin with a key from a small set (so replays and conflicts happen) or none.
+    Begin {
+        key: Option<u8>,
+        params: u8,
+        cost: i64,
+    },
+    /// Settle the n-th begun task (mod count) as completed or failed.
+    Settle { nth: usize, completed: bool },
+}
+
+fn exec_op() -> impl Strategy<Value = ExecOp> {
+    prop_oneof![
+        (proptest::option::of(0..4u8), 0..2u8, 0..4i64)
+            .prop_map(|(key, params, cost)| ExecOp::Begin { key, params, cost }),
+        (0..20usize, any::<bool>()).prop_map(|(nth, completed)| ExecOp::Settle { nth, completed }),
+    ]
+}
+
+/// Random sequences of begins (with repeated keys and other params) and settlements (some
+/// repeated): spendable always equals the sum of entries, held equals what is in flight, no
+/// balance goes below zero, each task is charged at most once and a failed task nets zero.
+pub fn execution_property(make: impl Fn() -> BackendFuture) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let config = ProptestConfig {
+        cases: 16,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    };
+    let mut runner = proptest::test_runner::TestRunner::new(config);
+    runner
+        .run(&proptest::collection::vec(exec_op(), 1..50), |ops| {
+            runtime.block_on(async {
+                let b = make().await;
+                let a = funded(&b, "prop@example.com", 20).await;
+                let mut begun: Vec<TaskId> = Vec::new();
+                let mut cost_of: HashMap<TaskId, i64> = HashMap::new();
+                let mut status: HashMap<TaskId, TaskStatus> = HashMap::new();
+                let mut expected_spendable = 20i64;
+                for op in &ops {
+                    match op {
+                        ExecOp::Begin { key, params, cost } => {
+                            let key = key.map(|k| format!("k{k}"));
+                            let t = new_task(&a, *cost, key.as_deref(), &format!("p{params}"));
+                            match b.tasks.begin_task(&t).await.unwrap() {
+                                BeginOutcome::Started(r) => {
+                                    expected_spendable -= cost;
+                                    begun.push(r.id.clone());
+                                    cost_of.insert(r.id.clone(), *cost);
+                                    status.insert(r.id, TaskStatus::InFlight);
+                                }
+                                BeginOutcome::InsufficientCredits { spendable } => {
+                                    prop_assert!(spendable < *cost);
+                                    prop_assert_eq!(spendable, expected_spendable);
+                                }
+                                BeginOutcome::Replay(r) | BeginOutcome::InFlight(r) => {
+                                    prop_assert_eq!(&r.fingerprint, &format!("p{params}"));
+                                }
+                                BeginOutcome::Conflict(r) => {
+                                    prop_assert_ne!(&r.fingerprint, &format!("p{params}"))
+                                }
+                            }
+                        }
+                        ExecOp::Settle { nth, completed } => {
+                            if begun.is_empty() {
+                                continue;
+                            }
+                            let id = begun[nth % begun.len()].clone();
+                            let outcome = b
+                                .tasks
+                                .settle_task(&settlement(&id, *completed, t0()))
+                                .await
+                                .unwrap();
+                            let was = status[&id];
+                            match outcome {
+                                SettleOutcome::Settled(_) => {
+                                    prop_assert_eq!(was, TaskStatus::InFlight);
+                                    if !completed {
+                                        expected_spendable += cost_of[&id];
+                                    }
+                                    status.insert(
+                                        id,
+                                        if *completed {
+                                            TaskStatus::Completed
+                                        } else {
+                                            TaskStatus::Failed
+                                        },
+                                    );
+                                }
+                                SettleOutcome::AlreadySettled(_) => {
+                                    prop_assert_ne!(was, TaskStatus::InFlight)
+                                }
+                            }
+                        }
+                    }
+                    let in_flight: i64 = status
+                        .iter()
+                        .filter(|(_, s)| **s == TaskStatus::InFlight)
+                        .map(|(id, _)| cost_of[id])
+                        .sum();
+                    let (spendable, _) = check_money(&b, &a, in_flight).await;
+                    prop_assert_eq!(spendable, expected_spendable);
+                }
+                // Per task: at most one capture or refund, and a failed task nets zero.
+                let entries = b.ledger.entries(&a, 100_000).await.unwrap();
+                for id in &begun {
+                    let mine: Vec<_> = entries
+                        .iter()
+                        .filter(|e| {
+                            e.reference
+                                .as_deref()
+                                .is_some_and(|r| r.starts_with(&format!("task:{id}:")))
+                        })
+                        .collect();
+                    let settlements = mine
+                        .iter()
+                        .filter(|e| matches!(e.kind, EntryKind::Capture | EntryKind::Refund))
+                        .count();
+                    prop_assert!(settlements <= 1);
+                    if status[id] == TaskStatus::Failed {
+                        prop_assert_eq!(mine.iter().map(|e| e.delta).sum::<i64>(), 0);
+                    }
+                }
+                Ok(())
+            })
+        })
+        .unwrap();
+}

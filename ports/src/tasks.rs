@@ -1,0 +1,108 @@
+//! Execution tasks: the billing record of one action run, begun (credits held) and settled
+//! (charged or refunded) each in one store transaction.
+
+use chrono::{DateTime, Utc};
+
+use crate::ids::{AccountId, ApiKeyId, ArtifactId, LedgerEntryId, TaskId};
+
+/// `Idempotency-Key` values are at most this long.
+pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 255;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TaskStatus {
+    /// Credits are held; the action is running (or its process died: recovery settles it).
+    InFlight,
+    Completed,
+    Failed,
+}
+
+impl TaskStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InFlight => "in_flight",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::InFlight, Self::Completed, Self::Failed]
+            .into_iter()
+            .find(|v| v.as_str() == s)
+    }
+}
+
+/// What `begin_task` stores.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewTask {
+    pub id: TaskId,
+    pub account_id: AccountId,
+    pub key_id: ApiKeyId,
+    pub domain: String,
+    pub action: String,
+    /// Credits held now and charged on completion (0 holds nothing).
+    pub cost: i64,
+    pub idempotency_key: Option<String>,
+    /// SHA-256 of the canonical request: the same key with another request is a conflict.
+    pub fingerprint: String,
+    /// The ledger entry that records the hold.
+    pub hold_entry: LedgerEntryId,
+    pub created_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskRecord {
+    pub id: TaskId,
+    pub account_id: AccountId,
+    pub key_id: ApiKeyId,
+    pub domain: String,
+    pub action: String,
+    pub cost: i64,
+    pub idempotency_key: Option<String>,
+    pub fingerprint: String,
+    pub status: TaskStatus,
+    /// The answer given when it settled, replayed for the same idempotency key.
+    pub response_status: Option<u16>,
+    pub response_body: Option<String>,
+    pub artifact_id: Option<ArtifactId>,
+    /// The signed artifact, as JSON text.
+    pub artifact: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub settled_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum BeginOutcome {
+    /// Stored, credits held: run the action.
+    Started(TaskRecord),
+    /// The same key and request settled before: answer with its stored response.
+    Replay(TaskRecord),
+    /// The same key is running now.
+    InFlight(TaskRecord),
+    /// The same key was used for a different request.
+    Conflict(TaskRecord),
+    /// Not enough spendable credits; nothing was stored.
+    InsufficientCredits { spendable: i64 },
+}
+
+/// What `settle_task` stores with the money movement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settlement {
+    pub task_id: TaskId,
+    /// Completed: the hold is captured (charged). Otherwise it is released (refunded).
+    pub completed: bool,
+    pub response_status: u16,
+    pub response_body: String,
+    pub artifact_id: ArtifactId,
+    pub artifact: String,
+    /// The ledger entry of the charge or the refund.
+    pub entry: LedgerEntryId,
+    pub at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum SettleOutcome {
+    Settled(TaskRecord),
+    /// It was settled before (another settlement won); nothing changed.
+    AlreadySettled(TaskRecord),
+}

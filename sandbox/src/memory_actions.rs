@@ -1,0 +1,301 @@
+//! In-memory Agent Maps and execution tasks, under the store's one lock so that a task and the
+//! credits it moves change together.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use svc_ports::{
+    AccountId, AgentMap, BeginOutcome, Domain, LedgerEntry, LedgerEntryId, MapDocument, MapStatus,
+    NewTask, SettleOutcome, Settlement, TaskId, TaskRecord, TaskStatus,
+    ledger::EntryKind,
+    store::{MapStore, MapStoreError, StoreError, TaskError, TaskStore},
+};
+
+use crate::{MemoryStore, memory::State};
+
+#[derive(Default)]
+pub(crate) struct ActionState {
+    maps: Vec<AgentMap>,
+    tasks: HashMap<TaskId, TaskRecord>,
+    by_key: HashMap<(AccountId, String), TaskId>,
+}
+
+fn ledger_entry(
+    s: &mut State,
+    id: LedgerEntryId,
+    account: &AccountId,
+    kind: EntryKind,
+    delta: i64,
+    task: &TaskId,
+    at: DateTime<Utc>,
+) {
+    let balance_after = s.balances.get(account).map(|b| b.spendable).unwrap_or(0);
+    s.entries.push(LedgerEntry {
+        id,
+        account_id: account.clone(),
+        kind,
+        delta,
+        balance_after,
+        reference: Some(format!("task:{task}:{}", kind.as_str())),
+        memo: format!("{} for {task}", kind.as_str()),
+        created_at: at,
+    });
+}
+
+#[async_trait]
+impl MapStore for MemoryStore {
+    async fn insert_map(
+        &self,
+        document: &MapDocument,
+        origin: &str,
+        at: DateTime<Utc>,
+    ) -> Result<AgentMap, StoreError> {
+        let mut s = self.lock();
+        let version = s
+            .actions
+            .maps
+            .iter()
+            .filter(|m| m.document.domain == document.domain)
+            .map(|m| m.version)
+            .max()
+            .unwrap_or(0)
+            + 1;
+        let map = AgentMap {
+            document: document.clone(),
+            version,
+            status: MapStatus::Candidate,
+            origin: origin.to_owned(),
+            created_at: at,
+            updated_at: at,
+        };
+        s.actions.maps.push(map.clone());
+        Ok(map)
+    }
+
+    async fn maps(&self, domain: Option<Domain>) -> Result<Vec<AgentMap>, StoreError> {
+        let s = self.lock();
+        let mut out: Vec<AgentMap> = s
+            .actions
+            .maps
+            .iter()
+            .filter(|m| domain.as_ref().is_none_or(|d| &m.document.domain == d))
+            .cloned()
+            .collect();
+        out.sort_by(|a, b| {
+            (a.document.domain.as_str(), std::cmp::Reverse(a.version))
+                .cmp(&(b.document.domain.as_str(), std::cmp::Reverse(b.version)))
+        });
+        Ok(out)
+    }
+
+    async fn published_map(&self, domain: &Domain) -> Result<Option<AgentMap>, StoreError> {
+        let s = self.lock();
+        Ok(s.actions
+            .maps
+            .iter()
+            .find(|m| &m.document.domain == domain && m.status == MapStatus::Published)
+            .cloned())
+    }
+
+    async fn publish_map(
+        &self,
+        domain: &Domain,
+        version: Option<u32>,
+        at: DateTime<Utc>,
+    ) -> Result<AgentMap, MapStoreError> {
+        let mut s = self.lock();
+        let maps = &mut s.actions.maps;
+        let target = match version {
+            Some(v) => v,
+            None => maps
+                .iter()
+                .filter(|m| &m.document.domain == domain)
+                .map(|m| m.version)
+                .max()
+                .ok_or(MapStoreError::NotFound)?,
+        };
+        if !maps
+            .iter()
+            .any(|m| &m.document.domain == domain && m.version == target)
+        {
+            return Err(MapStoreError::NotFound);
+        }
+        for m in maps.iter_mut().filter(|m| &m.document.domain == domain) {
+            if m.version == target {
+                m.status = MapStatus::Published;
+                m.updated_at = at;
+            } else if m.status == MapStatus::Published {
+                m.status = MapStatus::Retired;
+                m.updated_at = at;
+            }
+        }
+        Ok(maps
+            .iter()
+            .find(|m| &m.document.domain == domain && m.version == target)
+            .cloned()
+            .ok_or(MapStoreError::NotFound)?)
+    }
+
+    async fn retire_map(
+        &self,
+        domain: &Domain,
+        at: DateTime<Utc>,
+    ) -> Result<AgentMap, MapStoreError> {
+        let mut s = self.lock();
+        let m = s
+            .actions
+            .maps
+            .iter_mut()
+            .find(|m| &m.document.domain == domain && m.status == MapStatus::Published)
+            .ok_or(MapStoreError::NotFound)?;
+        m.status = MapStatus::Retired;
+        m.updated_at = at;
+        Ok(m.clone())
+    }
+}
+
+#[async_trait]
+impl TaskStore for MemoryStore {
+    async fn begin_task(&self, task: &NewTask) -> Result<BeginOutcome, TaskError> {
+        let mut s = self.lock();
+        if let Some(key) = &task.idempotency_key
+            && let Some(existing) = s
+                .actions
+                .by_key
+                .get(&(task.account_id.clone(), key.clone()))
+                .and_then(|id| s.actions.tasks.get(id))
+        {
+            return Ok(if existing.fingerprint != task.fingerprint {
+                BeginOutcome::Conflict(existing.clone())
+            } else if existing.status == TaskStatus::InFlight {
+                BeginOutcome::InFlight(existing.clone())
+            } else {
+                BeginOutcome::Replay(existing.clone())
+            });
+        }
+        let balance = s
+            .balances
+            .get_mut(&task.account_id)
+            .ok_or(TaskError::UnknownAccount)?;
+        if balance.spendable < task.cost {
+            return Ok(BeginOutcome::InsufficientCredits {
+                spendable: balance.spendable,
+            });
+        }
+        balance.spendable -= task.cost;
+        balance.held += task.cost;
+        if task.cost > 0 {
+            ledger_entry(
+                &mut s,
+                task.hold_entry.clone(),
+                &task.account_id,
+                EntryKind::Hold,
+                -task.cost,
+                &task.id,
+                task.created_at,
+            );
+        }
+        let record = TaskRecord {
+            id: task.id.clone(),
+            account_id: task.account_id.clone(),
+            key_id: task.key_id.clone(),
+            domain: task.domain.clone(),
+            action: task.action.clone(),
+            cost: task.cost,
+            idempotency_key: task.idempotency_key.clone(),
+            fingerprint: task.fingerprint.clone(),
+            status: TaskStatus::InFlight,
+            response_status: None,
+            response_body: None,
+            artifact_id: None,
+            artifact: None,
+            created_at: task.created_at,
+            settled_at: None,
+        };
+        if let Some(key) = &task.idempotency_key {
+            s.actions
+                .by_key
+                .insert((task.account_id.clone(), key.clone()), task.id.clone());
+        }
+        s.actions.tasks.insert(task.id.clone(), record.clone());
+        Ok(BeginOutcome::Started(record))
+    }
+
+    async fn settle_task(&self, settlement: &Settlement) -> Result<SettleOutcome, TaskError> {
+        let mut s = self.lock();
+        let task = s
+            .actions
+            .tasks
+            .get(&settlement.task_id)
+            .cloned()
+            .ok_or(TaskError::NotFound)?;
+        if task.status != TaskStatus::InFlight {
+            return Ok(SettleOutcome::AlreadySettled(task));
+        }
+        let balance = s
+            .balances
+            .get_mut(&task.account_id)
+            .ok_or(TaskError::UnknownAccount)?;
+        balance.held -= task.cost;
+        let (kind, delta) = if settlement.completed {
+            (EntryKind::Capture, 0)
+        } else {
+            balance.spendable += task.cost;
+            (EntryKind::Refund, task.cost)
+        };
+        if task.cost > 0 {
+            ledger_entry(
+                &mut s,
+                settlement.entry.clone(),
+                &task.account_id,
+                kind,
+                delta,
+                &task.id,
+                settlement.at,
+            );
+        }
+        let record = s
+            .actions
+            .tasks
+            .get_mut(&settlement.task_id)
+            .ok_or(TaskError::NotFound)?;
+        record.status = if settlement.completed {
+            TaskStatus::Completed
+        } else {
+            TaskStatus::Failed
+        };
+        record.response_status = Some(settlement.response_status);
+        record.response_body = Some(settlement.response_body.clone());
+        record.artifact_id = Some(settlement.artifact_id.clone());
+        record.artifact = Some(settlement.artifact.clone());
+        record.settled_at = Some(settlement.at);
+        Ok(SettleOutcome::Settled(record.clone()))
+    }
+
+    async fn task(
+        &self,
+        id: &TaskId,
+        account: Option<AccountId>,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        let s = self.lock();
+        Ok(s.actions
+            .tasks
+            .get(id)
+            .filter(|t| account.as_ref().is_none_or(|a| &t.account_id == a))
+            .cloned())
+    }
+
+    async fn unsettled_tasks(&self, before: DateTime<Utc>) -> Result<Vec<TaskRecord>, StoreError> {
+        let s = self.lock();
+        let mut out: Vec<TaskRecord> = s
+            .actions
+            .tasks
+            .values()
+            .filter(|t| t.status == TaskStatus::InFlight && t.created_at < before)
+            .cloned()
+            .collect();
+        out.sort_by(|a, b| a.created_at.cmp(&b.created_at));
+        Ok(out)
+    }
+}
