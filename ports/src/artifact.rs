@@ -71,8 +71,10 @@ pub struct VerificationArtifact {
 /// may still have signed a live artifact (the active one and retired ones) is in [`Signer::jwks`].
 #[cfg_attr(feature = "mock", mockall::automock)]
 pub trait Signer: Send + Sync {
-    /// Signs `message` with the active key: `alg` is `EdDSA`, `kid` names the key in the JWKS.
-    fn sign(&self, message: &[u8]) -> ArtifactSignature;
+    /// Signs the canonical JSON (RFC 8785) of `unsigned` (an artifact without its `signature`
+    /// member; one that is present is left out) with the active key: `alg` is `EdDSA`, `kid`
+    /// names the key in the JWKS.
+    fn sign(&self, unsigned: &Value) -> ArtifactSignature;
 
     /// The JWK Set (`{"keys": [{"kty": "OKP", "crv": "Ed25519", "x", "kid", "use": "sig",
     /// "alg": "EdDSA"}]}`) served at `/.well-known/jwks.json`.

@@ -130,3 +130,33 @@ pub enum FetchError {
 pub trait PageFetcher: Send + Sync {
     async fn fetch(&self, request: &FetchRequest) -> Result<FetchedPage, FetchError>;
 }
+
+/// One request an action makes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActionRequest {
+    pub method: crate::actions::HttpMethod,
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    /// `(content type, bytes)`.
+    pub body: Option<(String, Vec<u8>)>,
+}
+
+/// What the target answered. Redirects are not followed: a redirect is the answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActionResponse {
+    pub url: String,
+    pub status: u16,
+    pub content_type: Option<String>,
+    /// Decoded text, cut at the transport's cap.
+    pub body: String,
+    pub truncated: bool,
+}
+
+/// Sends action requests to target sites. Implementations MUST apply the same outbound checks
+/// as [`PageFetcher`] (refusing with [`FetchError::Refused`] before sending anything), MUST
+/// NOT follow redirects, and MUST give up with [`FetchError::Timeout`] after their time limit.
+#[cfg_attr(feature = "mock", mockall::automock)]
+#[async_trait]
+pub trait ActionTransport: Send + Sync {
+    async fn send(&self, request: &ActionRequest) -> Result<ActionResponse, FetchError>;
+}

@@ -26,7 +26,10 @@ pub use artifact::{
     ArtifactSignature, ArtifactSource, ArtifactStatus, Signer, VerificationArtifact,
 };
 pub use failure::FailureClass;
-pub use fetch::{FetchError, FetchRequest, FetchedPage, PageFetcher, RobotsDecision, UrlRefusal};
+pub use fetch::{
+    ActionRequest, ActionResponse, ActionTransport, FetchError, FetchRequest, FetchedPage,
+    PageFetcher, RobotsDecision, UrlRefusal,
+};
 pub use identity::{
     ChallengePurpose, DeviceDecision, DeviceGrant, DeviceGrantStatus, EmailChallenge, UserCode,
     WebSession,

@@ -138,4 +138,12 @@ pub trait PageExtractor: Send + Sync {
         page_url: &str,
         options: &ExtractOptions,
     ) -> Result<Extraction, ExtractError>;
+
+    /// For each selector, the whitespace-collapsed text of the first element it matches
+    /// (`None` when nothing matches): what action verification rules and typed outputs read.
+    fn select_texts(
+        &self,
+        html: &str,
+        selectors: &[String],
+    ) -> Result<Vec<Option<String>>, ExtractError>;
 }

@@ -517,6 +517,14 @@ mod tests {
     struct MarkerExtractor;
 
     impl PageExtractor for MarkerExtractor {
+        fn select_texts(
+            &self,
+            _html: &str,
+            selectors: &[String],
+        ) -> Result<Vec<Option<String>>, ExtractError> {
+            Ok(vec![None; selectors.len()])
+        }
+
         fn check_options(&self, options: &ExtractOptions) -> Result<(), ExtractError> {
             match options
                 .include_selectors

@@ -35,6 +35,31 @@ fn matcher(selector: &str) -> Result<Matcher, ExtractError> {
 }
 
 impl PageExtractor for HtmlExtractor {
+    fn select_texts(
+        &self,
+        html: &str,
+        selectors: &[String],
+    ) -> Result<Vec<Option<String>>, ExtractError> {
+        let matchers = selectors
+            .iter()
+            .map(|s| matcher(s))
+            .collect::<Result<Vec<_>, _>>()?;
+        let doc = QueryDocument::from(html);
+        Ok(matchers
+            .iter()
+            .map(|m| {
+                let first = doc.select_single_matcher(m);
+                first.exists().then(|| {
+                    first
+                        .text()
+                        .split_whitespace()
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+            })
+            .collect())
+    }
+
     fn check_options(&self, options: &ExtractOptions) -> Result<(), ExtractError> {
         for s in options
             .include_selectors
@@ -482,6 +507,16 @@ mod tests {
                 .unwrap_err();
             assert!(matches!(err, ExtractError::InvalidSelector { .. }), "{err}");
         }
+    }
+
+    #[test]
+    fn select_texts_reads_the_first_match_of_each_selector() {
+        let html = "<html><body><p class=ok>Order <b>42</b>\n placed</p><p class=ok>second</p></body></html>";
+        let got = HtmlExtractor::new()
+            .select_texts(html, &["p.ok".into(), "#missing".into()])
+            .unwrap();
+        assert_eq!(got, vec![Some("Order 42 placed".to_owned()), None]);
+        assert!(HtmlExtractor::new().select_texts(html, &["p[".into()]).is_err());
     }
 
     #[test]

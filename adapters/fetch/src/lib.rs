@@ -24,7 +24,10 @@ use reqwest::{
     dns::{Addrs, Name, Resolve, Resolving},
     header, redirect,
 };
-use svc_ports::{FetchError, FetchRequest, FetchedPage, PageFetcher, RobotsDecision, UrlRefusal};
+use svc_ports::{
+    ActionRequest, ActionResponse, ActionTransport, FetchError, FetchRequest, FetchedPage,
+    PageFetcher, RobotsDecision, UrlRefusal,
+};
 use url::Url;
 
 pub use policy::forbidden;
@@ -367,6 +370,75 @@ impl PageFetcher for GuardedFetcher {
                 }
                 result
             }
+            Err(_) => Err(FetchError::Timeout {
+                seconds: self.config.timeout.as_secs(),
+            }),
+        }
+    }
+}
+
+/// Action responses larger than this are cut (and said to be): they are verified and mined
+/// for outputs, not stored whole.
+const MAX_ACTION_RESPONSE_BYTES: usize = 2 * 1024 * 1024;
+
+impl GuardedFetcher {
+    async fn send_inner(&self, request: &ActionRequest) -> Result<ActionResponse, FetchError> {
+        let url = Url::parse(request.url.trim()).map_err(|e| {
+            FetchError::Refused(UrlRefusal::Unparsable {
+                detail: e.to_string(),
+            })
+        })?;
+        self.check(&url)?;
+        let method = reqwest::Method::from_bytes(request.method.as_str().as_bytes())
+            .map_err(|e| FetchError::Protocol {
+                detail: e.to_string(),
+            })?;
+        let mut builder = self
+            .client
+            .request(method, url.clone())
+            .header(header::ACCEPT, "application/json, text/html;q=0.9, */*;q=0.5");
+        for (name, value) in &request.headers {
+            builder = builder.header(name.as_str(), value.as_str());
+        }
+        if let Some((content_type, bytes)) = &request.body {
+            builder = builder
+                .header(header::CONTENT_TYPE, content_type.as_str())
+                .body(bytes.clone());
+        }
+        let mut resp = builder.send().await.map_err(|e| self.map_error(e))?;
+        let status = resp.status().as_u16();
+        let content_type = resp
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let mut body = Vec::new();
+        let mut truncated = false;
+        while let Some(chunk) = resp.chunk().await.map_err(|e| self.map_error(e))? {
+            let room = MAX_ACTION_RESPONSE_BYTES - body.len();
+            if chunk.len() > room {
+                body.extend_from_slice(&chunk[..room]);
+                truncated = true;
+                break;
+            }
+            body.extend_from_slice(&chunk);
+        }
+        let (text, _) = charset::decode(&body, content_type.as_deref());
+        Ok(ActionResponse {
+            url: url.to_string(),
+            status,
+            content_type,
+            body: text,
+            truncated,
+        })
+    }
+}
+
+#[async_trait]
+impl ActionTransport for GuardedFetcher {
+    async fn send(&self, request: &ActionRequest) -> Result<ActionResponse, FetchError> {
+        match tokio::time::timeout(self.config.timeout, self.send_inner(request)).await {
+            Ok(result) => result,
             Err(_) => Err(FetchError::Timeout {
                 seconds: self.config.timeout.as_secs(),
             }),
