@@ -13,8 +13,10 @@ use svc_fetch::{FetcherConfig, GuardedFetcher};
 use svc_mail::{LogMailer, SmtpMailer};
 use svc_ports::{
     AccountStore, Clock, CreditAmount, Email, Environment, IdentityStore, LedgerStore, Mailer,
-    Outbox, PageCache, Plan, Scopes,
+    MapStore, Outbox, PageCache, Plan, Scopes, Signer, TaskStore,
 };
+use svc_signer::Ed25519Signer;
+pub use svc_signer::verify_artifact;
 pub use svc_sandbox::DemoSite;
 use svc_sandbox::{DEMO_HOST, MemoryOutbox, MemoryStore};
 use svc_sql::{PostgresStore, SqliteStore};
@@ -34,6 +36,8 @@ pub struct Stores {
     pub ledger: Arc<dyn LedgerStore>,
     pub pages: Arc<dyn PageCache>,
     pub identity: Arc<dyn IdentityStore>,
+    pub maps: Arc<dyn MapStore>,
+    pub tasks: Arc<dyn TaskStore>,
     /// What the store is, for logs (never the URL, which may hold a password).
     pub kind: &'static str,
 }
@@ -46,7 +50,9 @@ impl Stores {
             accounts: store.clone(),
             ledger: store.clone(),
             pages: store.clone(),
-            identity: store,
+            identity: store.clone(),
+            maps: store.clone(),
+            tasks: store,
             kind: "memory",
         }
     }
@@ -59,7 +65,9 @@ impl Stores {
                 accounts: store.clone(),
                 ledger: store.clone(),
                 pages: store.clone(),
-                identity: store,
+                identity: store.clone(),
+                maps: store.clone(),
+                tasks: store,
                 kind: "postgres",
             })
         } else if database_url.starts_with("sqlite:") {
@@ -68,7 +76,9 @@ impl Stores {
                 accounts: store.clone(),
                 ledger: store.clone(),
                 pages: store.clone(),
-                identity: store,
+                identity: store.clone(),
+                maps: store.clone(),
+                tasks: store,
                 kind: "sqlite",
             })
         } else {
@@ -89,7 +99,20 @@ pub enum Mail {
     SandboxOutbox,
 }
 
-/// The outside world the service talks to: the sites callers name, the mail relay, the clock.
+/// Where the artifact signing key comes from.
+#[derive(Debug, Clone, Default)]
+pub enum Signing {
+    /// A fresh key for this process (the sandbox, tests, one-shot commands).
+    #[default]
+    Ephemeral,
+    /// `SVC_SIGNING_KEY` (base64url seed) and retired keys still published in the JWKS.
+    Seed { active: String, retired: Vec<String> },
+    /// A key file, created (mode 0600) on first start: `svc serve`'s default.
+    KeyFile { path: std::path::PathBuf, retired: Vec<String> },
+}
+
+/// The outside world the service talks to: the sites callers name, the mail relay, the clock,
+/// and the key its artifacts are signed with.
 #[derive(Clone, Default)]
 pub struct World {
     /// Demo hosts the sandbox may read, by exact name, pinned to these loopback addresses.
@@ -100,6 +123,20 @@ pub struct World {
     pub mail: Mail,
     /// The time source; `None` is the system clock (tests pin their own).
     pub clock: Option<Arc<dyn Clock>>,
+    pub signing: Signing,
+}
+
+fn signer(signing: &Signing) -> anyhow::Result<Ed25519Signer> {
+    match signing {
+        Signing::Ephemeral => Ok(Ed25519Signer::generate()),
+        Signing::Seed { active, retired } => Ed25519Signer::from_settings(active, retired)
+            .context("SVC_SIGNING_KEY / SVC_SIGNING_KEYS_RETIRED"),
+        Signing::KeyFile { path, retired } => {
+            let seed = svc_signer::load_or_create_key_file(path)
+                .with_context(|| format!("signing key file {}", path.display()))?;
+            Ed25519Signer::from_settings(&svc_signer::seed_to_string(&seed), retired)
+        }
+    }
 }
 
 impl World {
@@ -133,13 +170,19 @@ pub fn ports(stores: &Stores, world: &World) -> anyhow::Result<(Ports, Option<Ar
             (outbox.clone(), Some(outbox))
         }
     };
+    let fetcher = Arc::new(fetcher);
+    let signer: Arc<dyn Signer> = Arc::new(signer(&world.signing)?);
     let ports = Ports {
         accounts: stores.accounts.clone(),
         ledger: stores.ledger.clone(),
         pages: stores.pages.clone(),
         identity: stores.identity.clone(),
+        maps: stores.maps.clone(),
+        tasks: stores.tasks.clone(),
         mailer,
-        fetcher: Arc::new(fetcher),
+        transport: fetcher.clone(),
+        signer,
+        fetcher,
         extractor: Arc::new(HtmlExtractor::new()),
         clock,
         entropy: Arc::new(OsEntropy::new()),

@@ -1,6 +1,7 @@
 //! The REST face (poem + poem-openapi), the OpenAPI 3.1 document, and the app that mounts
 //! every face behind the edge middleware.
 
+pub mod actions;
 pub mod auth;
 pub mod limits;
 pub mod meta;
@@ -29,6 +30,8 @@ use middleware::{AllowedMethods, Edge};
 
 #[derive(poem_openapi::Tags)]
 pub enum Tags {
+    /// Discovering a site's mapped actions and executing one, with signed artifacts.
+    Actions,
     /// Reading public pages as clean content, links, forms and metadata.
     Read,
     /// Getting an API key: one-link device flow (RFC 8628) or an emailed code.
@@ -72,6 +75,7 @@ type Apis = (
     usage::UsageApi,
     read::ReadApi,
     signup::SignupApi,
+    actions::ActionsApi,
 );
 
 fn openapi_service(ctx: &AppContext) -> OpenApiService<Apis, ()> {
@@ -81,6 +85,7 @@ fn openapi_service(ctx: &AppContext) -> OpenApiService<Apis, ()> {
             usage::UsageApi { ctx: ctx.clone() },
             read::ReadApi { ctx: ctx.clone() },
             signup::SignupApi { ctx: ctx.clone() },
+            actions::ActionsApi { ctx: ctx.clone() },
         ),
         "Agent action and commerce service",
         env!("CARGO_PKG_VERSION"),
@@ -112,6 +117,31 @@ pub fn openapi_document(ctx: &AppContext) -> Value {
         }
     }
     doc
+}
+
+/// A self-contained JSON Schema (2020-12, definitions under `$defs`) of a poem-openapi type:
+/// MCP `outputSchema`s and the served schema files come from the same types as the REST API.
+pub fn json_schema_of<T: poem_openapi::types::Type>() -> Value {
+    let mut registry = poem_openapi::registry::Registry::new();
+    T::register(&mut registry);
+    let defs: serde_json::Map<String, Value> = registry
+        .schemas
+        .iter()
+        .map(|(name, schema)| {
+            (
+                name.clone(),
+                serde_json::to_value(schema).unwrap_or_default(),
+            )
+        })
+        .collect();
+    let root = serde_json::to_value(T::schema_ref()).unwrap_or_default();
+    let mut schema = serde_json::json!({
+        "type": "object",
+        "allOf": [root],
+        "$defs": defs,
+    });
+    openapi31::to_json_schema(&mut schema);
+    schema
 }
 
 #[derive(Clone)]
@@ -157,6 +187,9 @@ pub fn app(
     let authorization_server = wellknown::oauth_authorization_server(&ctx);
     let protected_resource = wellknown::oauth_protected_resource(&ctx);
     let agent_card = crate::a2a::agent_card(&ctx);
+    let jwks = ctx.services.actions.jwks();
+    let action_catalog = wellknown::action_catalog();
+    let artifact_schema = wellknown::payment_artifact_schema(&ctx);
     let mut routes = crate::web::mount(Route::new());
     if let Some(outbox) = ctx.outbox.clone() {
         routes = routes.at("/sandbox/outbox", get(sandbox_outbox).data(outbox));
@@ -177,6 +210,12 @@ pub fn app(
         .at("/a2a", crate::a2a::endpoint())
         .at("/.well-known/agent-card.json", json_file(&agent_card))
         .at("/.well-known/agent.json", json_file(&agent_card))
+        .at("/.well-known/jwks.json", json_file(&jwks))
+        .at("/.well-known/action-catalog.json", json_file(&action_catalog))
+        .at(
+            "/.well-known/payment-artifact.schema.json",
+            json_file(&artifact_schema),
+        )
         .nest("/", openapi_service(&ctx))
         .around(middleware::edge)
         .data(ctx)

@@ -286,9 +286,27 @@ impl poem_openapi::ApiResponse for ApiProblem {
                     )],
                 ),
                 problem_response(
-                    403,
-                    "Authenticated but not allowed (scope, environment).",
+                    402,
+                    "Not enough credits (`insufficient_credits`).",
                     vec![],
+                ),
+                problem_response(
+                    403,
+                    "Authenticated but not allowed (scope, environment, connection).",
+                    vec![],
+                ),
+                problem_response(
+                    404,
+                    "No such resource, domain or action.",
+                    vec![],
+                ),
+                problem_response(
+                    409,
+                    "A request with this Idempotency-Key is in flight.",
+                    vec![header_meta::<u64>(
+                        "Retry-After",
+                        "Seconds to wait before sending it again.",
+                    )],
                 ),
                 problem_response(413, "Request body larger than the limit.", vec![]),
                 problem_response(415, "Body not sent as application/json.", vec![]),
@@ -306,6 +324,7 @@ impl poem_openapi::ApiResponse for ApiProblem {
                     )],
                 ),
                 problem_response(500, "Internal error.", vec![]),
+                problem_response(503, "Temporarily unavailable (`unavailable`).", vec![]),
             ],
         }
     }

@@ -9,8 +9,7 @@ use poem_openapi::{
     ApiResponse, Enum, Object, OpenApi, Union,
     param::Query,
     payload::Json,
-    registry::Registry,
-    types::{ToJSON, Type},
+    types::ToJSON,
 };
 use svc_ports::{ExtractOptions, FailureClass, RobotsDecision};
 
@@ -426,26 +425,7 @@ impl ReadResult {
 
     /// JSON Schema (2020-12) of the answer, self-contained: the MCP tool's `outputSchema`.
     pub fn json_schema() -> serde_json::Value {
-        let mut registry = Registry::new();
-        Self::register(&mut registry);
-        let defs: serde_json::Map<String, serde_json::Value> = registry
-            .schemas
-            .iter()
-            .map(|(name, schema)| {
-                (
-                    name.clone(),
-                    serde_json::to_value(schema).unwrap_or_default(),
-                )
-            })
-            .collect();
-        let root = serde_json::to_value(Self::schema_ref()).unwrap_or_default();
-        let mut schema = serde_json::json!({
-            "type": "object",
-            "allOf": [root],
-            "$defs": defs,
-        });
-        super::openapi31::to_json_schema(&mut schema);
-        schema
+        super::json_schema_of::<Self>()
     }
 }
 

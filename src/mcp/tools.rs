@@ -56,6 +56,7 @@ pub fn registry() -> &'static [ToolSpec] {
     static REGISTRY: std::sync::OnceLock<Vec<ToolSpec>> = std::sync::OnceLock::new();
     REGISTRY.get_or_init(|| {
         let mut specs = vec![read_page_spec()];
+        specs.extend(action_specs());
         specs.extend(signup_specs());
         specs.push(ToolSpec {
             name: "svc_auth_status",
@@ -88,6 +89,57 @@ pub fn registry() -> &'static [ToolSpec] {
         });
         specs
     })
+}
+
+fn action_specs() -> Vec<ToolSpec> {
+    let domain_input = json!({
+        "type": "object",
+        "required": ["domain"],
+        "additionalProperties": false,
+        "properties": {"domain": {"type": "string", "minLength": 1, "maxLength": 253,
+            "description": "The site's host name, e.g. shop.example.com."}}
+    });
+    let discover_output = crate::http::json_schema_of::<crate::http::actions::DiscoverResult>();
+    vec![
+        ToolSpec {
+            name: "discover",
+            title: "Discover a site's actions",
+            description: "Returns the published Agent Map of a domain: each action's exact name, its parameter keys and                 types, its auth_provider (the connection it needs, or null), whether it is consequential (then the key                 needs execute:consequential and the human's approval), the scopes it needs and its credit cost. Use the                 names and keys exactly as given when you call execute. Needs an API key with the discover scope.",
+            needs_api_key: true,
+            read_only: true,
+            input_schema: domain_input.clone(),
+            output_schema: discover_output.clone(),
+        },
+        ToolSpec {
+            name: "list_actions",
+            title: "List a site's actions",
+            description: "Lists the actions of a domain's published map, each declaring its auth_provider id: when it is                 not null, pass exactly that id as `provider` to svc_start_connection before executing. Same answer as                 discover. Needs an API key with the discover scope.",
+            needs_api_key: true,
+            read_only: true,
+            input_schema: domain_input,
+            output_schema: discover_output,
+        },
+        ToolSpec {
+            name: "execute",
+            title: "Execute one action",
+            description: "Runs one mapped action: {domain, action, params} with names and keys exactly as discover gave                 them. The outcome is verified by the site's map, never assumed from an accepted request. Completed:                 about one credit (the action's cost) is charged and you get the typed `result` with a signed `artifact`.                 Failed: nothing is charged, and the error carries failure_class, retryable, hint and the artifact of                 the failure. Pass idempotency_key to make a retry safe: the same key never charges twice. Consequential                 actions (orders, bookings) need the human's explicit approval and a key with execute:consequential.",
+            needs_api_key: true,
+            read_only: false,
+            input_schema: json!({
+                "type": "object",
+                "required": ["domain", "action", "params"],
+                "additionalProperties": false,
+                "properties": {
+                    "domain": {"type": "string", "minLength": 1, "maxLength": 253},
+                    "action": {"type": "string", "minLength": 1, "maxLength": 64},
+                    "params": {"type": "object"},
+                    "idempotency_key": {"type": "string", "minLength": 1, "maxLength": 255,
+                        "description": "Same key, same billing task: a retry returns the first answer."}
+                }
+            }),
+            output_schema: crate::http::json_schema_of::<crate::http::actions::ExecutionResult>(),
+        },
+    ]
 }
 
 fn key_output_properties() -> Value {
@@ -279,6 +331,13 @@ pub async fn call(
                 Err(e) => tool_error(&read_problem(e)),
             })
         }
+        "discover" | "list_actions" | "execute" => {
+            let principal = match authenticate(ctx, authorization, parts).await {
+                Ok(p) => p,
+                Err(problem) => return Ok(tool_error(&problem)),
+            };
+            Ok(action_tool(ctx, &principal, spec.name, &args).await)
+        }
         "svc_start_claim_link_signup"
         | "svc_poll_claim_link_signup"
         | "svc_start_api_key_signup"
@@ -413,6 +472,45 @@ async fn signup_tool(
                     Err(e) => tool_error(&ApiProblem::from(e)),
                 },
             )
+        }
+    }
+}
+
+async fn action_tool(ctx: &AppContext, principal: &Principal, name: &str, args: &JsonObject) -> CallToolResult {
+    use crate::http::actions::{discover_json, require_scope};
+    let text = |n: &str| args.get(n).and_then(Value::as_str).map(str::to_owned);
+    match name {
+        "discover" | "list_actions" => {
+            if let Err(p) = require_scope(principal, "discover") {
+                return tool_error(&p);
+            }
+            let Some(domain) = text("domain") else {
+                return tool_error(&ApiProblem::new(svc_ports::FailureClass::InvalidRequest, "`domain` is required"));
+            };
+            match ctx.services.actions.published(&domain).await {
+                Ok(map) => CallToolResult::structured(discover_json(&map)),
+                Err(e) => tool_error(&ApiProblem::from(e)),
+            }
+        }
+        _ => {
+            let (Some(domain), Some(action)) = (text("domain"), text("action")) else {
+                return tool_error(&ApiProblem::new(
+                    svc_ports::FailureClass::InvalidRequest,
+                    "`domain` and `action` are required",
+                ));
+            };
+            let request = crate::services::ExecuteRequest {
+                domain,
+                action,
+                params: args.get("params").cloned().unwrap_or(Value::Null),
+                idempotency_key: text("idempotency_key"),
+            };
+            match ctx.services.actions.execute(principal, request).await {
+                Ok(executed) if executed.completed => CallToolResult::structured(executed.body),
+                // A settled failure: the problem with its task and artifact, as text.
+                Ok(executed) => CallToolResult::error(vec![ContentBlock::text(executed.body.to_string())]),
+                Err(e) => tool_error(&ApiProblem::from(e)),
+            }
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Domain services, one module per capability, written against ports only.
 
+pub mod actions;
 pub mod auth;
 pub mod identity;
 pub mod keys;
@@ -9,10 +10,11 @@ pub mod usage;
 use std::sync::Arc;
 
 use svc_ports::{
-    AccountStore, Clock, Entropy, Environment, IdentityStore, LedgerStore, Mailer, PageCache,
-    PageExtractor, PageFetcher,
+    AccountStore, ActionTransport, Clock, Entropy, Environment, IdentityStore, LedgerStore,
+    Mailer, MapStore, PageCache, PageExtractor, PageFetcher, Signer, TaskStore,
 };
 
+pub use actions::{ActionService, ExecuteRefusal, ExecuteRequest, Executed};
 pub use auth::{AuthError, Authenticator, Principal};
 pub use identity::{IdentityFailure, IdentityService, IdentitySettings, SignupKey};
 pub use keys::{CreateKey, IssuedKey, KeyService, KeyServiceError};
@@ -26,7 +28,11 @@ pub struct Ports {
     pub ledger: Arc<dyn LedgerStore>,
     pub pages: Arc<dyn PageCache>,
     pub identity: Arc<dyn IdentityStore>,
+    pub maps: Arc<dyn MapStore>,
+    pub tasks: Arc<dyn TaskStore>,
     pub mailer: Arc<dyn Mailer>,
+    pub transport: Arc<dyn ActionTransport>,
+    pub signer: Arc<dyn Signer>,
     pub fetcher: Arc<dyn PageFetcher>,
     pub extractor: Arc<dyn PageExtractor>,
     pub clock: Arc<dyn Clock>,
@@ -37,6 +43,7 @@ pub struct Services {
     pub auth: Authenticator,
     pub keys: Arc<KeyService>,
     pub identity: IdentityService,
+    pub actions: ActionService,
     pub usage: UsageService,
     pub read: ReadService,
 }
@@ -47,6 +54,7 @@ impl Services {
         Self {
             auth: Authenticator::new(ports.accounts.clone(), environment),
             identity: IdentityService::new(ports.clone(), keys.clone(), identity),
+            actions: ActionService::new(ports.clone()),
             keys,
             usage: UsageService::new(ports.ledger.clone()),
             read: ReadService::new(

@@ -72,3 +72,54 @@ pub fn oauth_protected_resource(ctx: &AppContext) -> Value {
         "resource_documentation": format!("{}/openapi.json", base),
     })
 }
+
+/// `/.well-known/action-catalog.json`: which action families the service runs and which it
+/// never does, and the catalog of failure classes.
+pub fn action_catalog() -> Value {
+    use svc_ports::{ActionFamily, FailureClass};
+    let family = |f: &ActionFamily| {
+        json!({
+            "family": f.as_str(),
+            "description": f.about(),
+            "consequential": f.always_consequential(),
+        })
+    };
+    let allowed: Vec<Value> = ActionFamily::ALL.iter().filter(|f| f.allowed()).map(family).collect();
+    let disallowed: Vec<Value> = ActionFamily::ALL.iter().filter(|f| !f.allowed()).map(family).collect();
+    let failures: Vec<Value> = FailureClass::ALL
+        .iter()
+        .map(|c| {
+            json!({
+                "failure_class": c.as_str(),
+                "status": c.http_status(),
+                "retryable": c.retryable(),
+                "title": c.title(),
+                "hint": c.hint(),
+            })
+        })
+        .collect();
+    json!({
+        "allowed_families": allowed,
+        "disallowed_families": disallowed,
+        "consequential_scope": svc_ports::actions::CONSEQUENTIAL_SCOPE,
+        "failure_classes": failures,
+    })
+}
+
+/// `/.well-known/payment-artifact.schema.json`: the verification artifact, draft 2020-12.
+pub fn payment_artifact_schema(ctx: &AppContext) -> Value {
+    let mut schema = crate::http::json_schema_of::<crate::http::actions::VerificationArtifactDoc>();
+    if let Some(o) = schema.as_object_mut() {
+        o.insert("$schema".into(), json!("https://json-schema.org/draft/2020-12/schema"));
+        o.insert(
+            "$id".into(),
+            json!(format!("{}/.well-known/payment-artifact.schema.json", ctx.origins.site_url)),
+        );
+        o.insert("title".into(), json!("Verification artifact"));
+        o.insert(
+            "description".into(),
+            json!("Returned with every settled task. `status` tells a started payment, a completed payment and a verified business action apart. The signature is Ed25519 over the artifact without `signature`, as RFC 8785 canonical JSON; keys at /.well-known/jwks.json."),
+        );
+    }
+    schema
+}

@@ -1,0 +1,745 @@
+//! Agent Maps (import, publish, retire, discover) and execution: one mapped action run through
+//! the guarded transport, verified by the map's rules, charged only when it completed and
+//! refunded when it failed, with a signed verification artifact either way.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
+
+use anyhow::Context;
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+use svc_ports::{
+    ActionRequest, ActionResponse, ActionSpec, AgentMap, ArtifactId, ArtifactSource,
+    ArtifactStatus, BeginOutcome, Domain, FailureClass, FetchError, LedgerEntryId, MapDocument,
+    NewTask, SettleOutcome, Settlement, TaskId, TaskRecord, TaskStatus, VerificationArtifact,
+    actions::{BodyTemplate, OutputSource},
+    store::MapStoreError,
+    tasks::MAX_IDEMPOTENCY_KEY_LEN,
+};
+
+use super::{Ports, auth::Principal};
+
+/// Tasks still in flight this long after they began are taken to be orphaned by a dead
+/// process: longer than any action may run (the transport gives up at 15 s).
+pub const RECOVER_AFTER_SECONDS: i64 = 60;
+
+/// Why an execution was refused before anything ran. Nothing is stored or charged.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecuteRefusal {
+    #[error("no published map for `{0}`; call discover to see which domains are supported")]
+    UnknownDomain(String),
+    #[error("`{domain}` has no action `{action}`; use an exact name from discover")]
+    UnknownAction { domain: String, action: String },
+    #[error("{0}")]
+    InvalidParams(String),
+    #[error("the key lacks the scopes {missing:?} this action needs")]
+    MissingScopes { missing: Vec<String>, consequential: bool },
+    #[error("this action needs a connected `{provider}` account; start a connection and show the human its link")]
+    ConnectionRequired { provider: String },
+    #[error("this action costs {cost} credits and {spendable} are spendable")]
+    InsufficientCredits { cost: i64, spendable: i64 },
+    #[error("a request with this Idempotency-Key is still running")]
+    InFlight { task_id: String },
+    #[error("this Idempotency-Key was used for a different request")]
+    KeyConflict { task_id: String },
+    #[error("{0}")]
+    BadIdempotencyKey(String),
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+impl From<svc_ports::StoreError> for ExecuteRefusal {
+    fn from(e: svc_ports::StoreError) -> Self {
+        Self::Internal(anyhow::Error::new(e))
+    }
+}
+
+/// The answer of a settled execution (or its replay): an HTTP status and the JSON body, stored
+/// with the task so a replay is byte-for-byte the same.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Executed {
+    pub task_id: TaskId,
+    pub completed: bool,
+    pub status: u16,
+    pub body: Value,
+    pub replayed: bool,
+}
+
+/// One execution request.
+#[derive(Debug, Clone)]
+pub struct ExecuteRequest {
+    pub domain: String,
+    pub action: String,
+    pub params: Value,
+    pub idempotency_key: Option<String>,
+}
+
+/// How the action turned out, before it is settled.
+struct Observed {
+    completed: bool,
+    failure: Option<(FailureClass, String)>,
+    url: String,
+    evidence: Value,
+    result: Value,
+}
+
+/// Compiled JSON Schemas of published actions, by (domain, version, action, which).
+type SchemaCache = Mutex<HashMap<(String, u32, String, &'static str), Arc<jsonschema::Validator>>>;
+
+pub struct ActionService {
+    ports: Ports,
+    schemas: SchemaCache,
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// JSON with object keys sorted at every level: the request's fingerprint is taken over this,
+/// so key order does not make two equal requests differ.
+fn sorted_json(v: &Value) -> String {
+    match v {
+        Value::Object(o) => {
+            let mut keys: Vec<&String> = o.keys().collect();
+            keys.sort();
+            let inner: Vec<String> = keys
+                .iter()
+                .map(|k| format!("{}:{}", Value::String((*k).clone()), sorted_json(&o[*k])))
+                .collect();
+            format!("{{{}}}", inner.join(","))
+        }
+        Value::Array(a) => format!("[{}]", a.iter().map(sorted_json).collect::<Vec<_>>().join(",")),
+        other => other.to_string(),
+    }
+}
+
+fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
+    jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .build(schema)
+        .map_err(|e| e.to_string())
+}
+
+/// A param's value as it goes into a URL, header or form field.
+fn param_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn fill(template: &str, params: &Map<String, Value>, encode: bool) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find('{') {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 1..];
+        match after.find('}') {
+            Some(end) if after[..end].bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') && end > 0 => {
+                let value = params.get(&after[..end]).map(param_text).unwrap_or_default();
+                if encode {
+                    out.extend(url::form_urlencoded::byte_serialize(value.as_bytes()));
+                } else {
+                    out.push_str(&value);
+                }
+                rest = &after[end + 1..];
+            }
+            _ => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+fn fill_json(template: &Value, params: &Map<String, Value>) -> Value {
+    match template {
+        Value::String(s) => {
+            let whole = s
+                .strip_prefix('{')
+                .and_then(|r| r.strip_suffix('}'))
+                .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'));
+            match whole {
+                Some(name) => params.get(name).cloned().unwrap_or(Value::Null),
+                None => Value::String(fill(s, params, false)),
+            }
+        }
+        Value::Array(a) => Value::Array(a.iter().map(|x| fill_json(x, params)).collect()),
+        Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), fill_json(v, params))).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The HTTP request an action makes with these params.
+pub fn build_request(base_url: &str, action: &ActionSpec, params: &Map<String, Value>) -> ActionRequest {
+    let url = format!("{base_url}{}", fill(&action.request.path, params, true));
+    let headers = action
+        .request
+        .headers
+        .iter()
+        .map(|(k, v)| (k.clone(), fill(v, params, false).replace(['\r', '\n'], " ")))
+        .collect();
+    let body = action.request.body.as_ref().map(|b| match b {
+        BodyTemplate::Json { value } => (
+            "application/json".to_owned(),
+            serde_json::to_vec(&fill_json(value, params)).unwrap_or_default(),
+        ),
+        BodyTemplate::Form { fields } => {
+            let mut form = url::form_urlencoded::Serializer::new(String::new());
+            for (k, v) in fields {
+                form.append_pair(k, &fill(v, params, false));
+            }
+            ("application/x-www-form-urlencoded".to_owned(), form.finish().into_bytes())
+        }
+    });
+    ActionRequest {
+        method: action.request.method,
+        url,
+        headers,
+        body,
+    }
+}
+
+impl ActionService {
+    pub fn new(ports: Ports) -> Self {
+        Self {
+            ports,
+            schemas: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn now(&self) -> DateTime<Utc> {
+        self.ports.clock.now()
+    }
+
+    // ---- maps ----------------------------------------------------------------------------------
+
+    /// Checks a map document fully (its rules and that every schema compiles) and stores it as
+    /// the domain's next candidate version.
+    pub async fn import_map(&self, document: &MapDocument, origin: &str) -> anyhow::Result<AgentMap> {
+        document.check()?;
+        for action in &document.actions {
+            compile(&action.params_schema)
+                .map_err(|e| anyhow::anyhow!("action `{}`: params_schema: {e}", action.name))?;
+            compile(&action.output_schema)
+                .map_err(|e| anyhow::anyhow!("action `{}`: output_schema: {e}", action.name))?;
+        }
+        let map = self.ports.maps.insert_map(document, origin, self.now()).await?;
+        tracing::info!(domain = %map.document.domain, version = map.version, origin, "agent map stored as candidate");
+        Ok(map)
+    }
+
+    pub async fn maps(&self, domain: Option<&str>) -> anyhow::Result<Vec<AgentMap>> {
+        let domain = domain.map(Domain::parse).transpose()?;
+        Ok(self.ports.maps.maps(domain).await?)
+    }
+
+    pub async fn publish(&self, domain: &str, version: Option<u32>) -> anyhow::Result<AgentMap> {
+        let domain = Domain::parse(domain)?;
+        match self.ports.maps.publish_map(&domain, version, self.now()).await {
+            Ok(m) => {
+                tracing::info!(domain = %domain, version = m.version, "agent map published");
+                Ok(m)
+            }
+            Err(MapStoreError::NotFound) => anyhow::bail!("no map version to publish for {domain}"),
+            Err(MapStoreError::Store(e)) => Err(anyhow::Error::new(e)),
+        }
+    }
+
+    pub async fn retire(&self, domain: &str) -> anyhow::Result<AgentMap> {
+        let domain = Domain::parse(domain)?;
+        match self.ports.maps.retire_map(&domain, self.now()).await {
+            Ok(m) => {
+                tracing::info!(domain = %domain, version = m.version, "agent map retired");
+                Ok(m)
+            }
+            Err(MapStoreError::NotFound) => anyhow::bail!("nothing is published for {domain}"),
+            Err(MapStoreError::Store(e)) => Err(anyhow::Error::new(e)),
+        }
+    }
+
+    /// The published map of a domain, for discovery.
+    pub async fn published(&self, domain: &str) -> Result<AgentMap, ExecuteRefusal> {
+        let parsed = Domain::parse(domain).map_err(|_| ExecuteRefusal::UnknownDomain(domain.to_owned()))?;
+        self.ports
+            .maps
+            .published_map(&parsed)
+            .await?
+            .ok_or_else(|| ExecuteRefusal::UnknownDomain(parsed.to_string()))
+    }
+
+    fn validator(&self, map: &AgentMap, action: &ActionSpec, which: &'static str) -> anyhow::Result<Arc<jsonschema::Validator>> {
+        let key = (map.document.domain.to_string(), map.version, action.name.clone(), which);
+        let mut cache = self.schemas.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(v) = cache.get(&key) {
+            return Ok(v.clone());
+        }
+        let schema = if which == "params" { &action.params_schema } else { &action.output_schema };
+        let compiled = Arc::new(compile(schema).map_err(|e| anyhow::anyhow!("stored schema does not compile: {e}"))?);
+        if cache.len() > 10_000 {
+            cache.clear();
+        }
+        cache.insert(key, compiled.clone());
+        Ok(compiled)
+    }
+
+    // ---- execution -----------------------------------------------------------------------------
+
+    /// Runs one action for `principal`. Refusals happen before anything is stored; once the task
+    /// has begun, the answer is always a settled task (completed and charged, or failed and
+    /// refunded), and the same `Idempotency-Key` replays it.
+    pub async fn execute(&self, principal: &Principal, request: ExecuteRequest) -> Result<Executed, ExecuteRefusal> {
+        if let Some(key) = &request.idempotency_key
+            && (key.is_empty() || key.len() > MAX_IDEMPOTENCY_KEY_LEN || key.chars().any(char::is_control))
+        {
+            return Err(ExecuteRefusal::BadIdempotencyKey(format!(
+                "Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY_LEN} printable characters"
+            )));
+        }
+        let map = self.published(&request.domain).await?;
+        let action = map
+            .document
+            .action(&request.action)
+            .ok_or_else(|| ExecuteRefusal::UnknownAction {
+                domain: map.document.domain.to_string(),
+                action: request.action.clone(),
+            })?
+            .clone();
+        let Value::Object(params) = &request.params else {
+            return Err(ExecuteRefusal::InvalidParams("params must be a JSON object".into()));
+        };
+        let validator = self.validator(&map, &action, "params")?;
+        let problems: Vec<String> = validator
+            .iter_errors(&request.params)
+            .take(5)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                if at.is_empty() { e.to_string() } else { format!("{at}: {e}") }
+            })
+            .collect();
+        if !problems.is_empty() {
+            return Err(ExecuteRefusal::InvalidParams(format!(
+                "params do not match the action's schema: {}",
+                problems.join("; ")
+            )));
+        }
+        let missing = action.missing_scopes(&principal.key.scopes);
+        if !missing.is_empty() {
+            return Err(ExecuteRefusal::MissingScopes {
+                consequential: missing.iter().any(|s| s == svc_ports::actions::CONSEQUENTIAL_SCOPE),
+                missing,
+            });
+        }
+        // No connection can exist yet for any provider: connections are a capability of their
+        // own. An action that declares one fails here, before any charge.
+        if let Some(provider) = &action.auth_provider {
+            return Err(ExecuteRefusal::ConnectionRequired {
+                provider: provider.clone(),
+            });
+        }
+
+        let fingerprint = sha256_hex(
+            sorted_json(&json!({"domain": map.document.domain.as_str(), "action": action.name, "params": request.params}))
+                .as_bytes(),
+        );
+        let new_task = NewTask {
+            id: TaskId::from_ulid(self.ports.entropy.ulid()),
+            account_id: principal.account.id.clone(),
+            key_id: principal.key.id.clone(),
+            domain: map.document.domain.to_string(),
+            action: action.name.clone(),
+            cost: action.cost,
+            idempotency_key: request.idempotency_key.clone(),
+            fingerprint,
+            hold_entry: LedgerEntryId::from_ulid(self.ports.entropy.ulid()),
+            created_at: self.now(),
+        };
+        let task = match self.ports.tasks.begin_task(&new_task).await {
+            Ok(BeginOutcome::Started(t)) => t,
+            Ok(BeginOutcome::Replay(t)) => return replay(&t),
+            Ok(BeginOutcome::InFlight(t)) => return Err(ExecuteRefusal::InFlight { task_id: t.id.to_string() }),
+            Ok(BeginOutcome::Conflict(t)) => return Err(ExecuteRefusal::KeyConflict { task_id: t.id.to_string() }),
+            Ok(BeginOutcome::InsufficientCredits { spendable }) => {
+                return Err(ExecuteRefusal::InsufficientCredits { cost: action.cost, spendable });
+            }
+            Err(e) => return Err(anyhow::Error::new(e).context("beginning task").into()),
+        };
+        tracing::info!(task_id = %task.id, domain = %task.domain, action = %task.action, cost = task.cost, "task begun");
+
+        let observed = self.run(&map, &action, params).await;
+        self.settle(&task, observed).await
+    }
+
+    /// Sends the request and checks the answer against the map's rules.
+    async fn run(&self, map: &AgentMap, action: &ActionSpec, params: &Map<String, Value>) -> Observed {
+        let request = build_request(&map.document.base_url, action, params);
+        let started = std::time::Instant::now();
+        let sent = self.ports.transport.send(&request).await;
+        let elapsed_ms = started.elapsed().as_millis() as u64;
+        let response = match sent {
+            Ok(r) => r,
+            Err(e) => {
+                let class = match &e {
+                    FetchError::Timeout { .. } => FailureClass::UpstreamTimeout,
+                    FetchError::Refused(_) => FailureClass::UrlRefused,
+                    _ => FailureClass::UpstreamUnreachable,
+                };
+                return Observed {
+                    completed: false,
+                    failure: Some((class, e.to_string())),
+                    url: request.url,
+                    evidence: json!({"request_method": request.method.as_str(), "transport_error": e.to_string(), "elapsed_ms": elapsed_ms}),
+                    result: Value::Null,
+                };
+            }
+        };
+        self.verify(action, &map.document, request, response, elapsed_ms, map)
+    }
+
+    fn verify(
+        &self,
+        action: &ActionSpec,
+        _document: &MapDocument,
+        request: ActionRequest,
+        response: ActionResponse,
+        elapsed_ms: u64,
+        map: &AgentMap,
+    ) -> Observed {
+        let mut checks = Vec::new();
+        let mut failure: Option<(FailureClass, String)> = None;
+        let status_ok = action.verify.status.contains(&response.status);
+        checks.push(json!({"rule": "status", "expected": action.verify.status, "observed": response.status, "held": status_ok}));
+        if !status_ok {
+            failure = Some((
+                FailureClass::ActionFailed,
+                format!("the site answered HTTP {} (expected {:?})", response.status, action.verify.status),
+            ));
+        }
+        let needs_json = !action.verify.json.is_empty()
+            || action.outputs.iter().any(|o| matches!(o.source, OutputSource::Json { .. }));
+        let parsed: Option<Value> = if needs_json { serde_json::from_str(&response.body).ok() } else { None };
+        if needs_json && parsed.is_none() && failure.is_none() {
+            failure = Some((FailureClass::UpstreamInvalidResponse, "the site's answer is not JSON".into()));
+        }
+        for rule in &action.verify.json {
+            let found = parsed.as_ref().and_then(|p| p.pointer(&rule.pointer));
+            let held = match (&rule.equals, found) {
+                (Some(want), Some(got)) => want == got,
+                (None, Some(got)) => !got.is_null(),
+                (_, None) => false,
+            };
+            checks.push(json!({"rule": "json", "pointer": rule.pointer, "equals": rule.equals, "held": held}));
+            if !held && failure.is_none() {
+                failure = Some((FailureClass::ActionFailed, format!("the answer does not confirm the action ({} does not hold)", rule.pointer)));
+            }
+        }
+        let css_selectors: Vec<String> = action.verify.css.iter().map(|r| r.selector.clone()).collect();
+        let output_selectors: Vec<String> = action
+            .outputs
+            .iter()
+            .filter_map(|o| match &o.source {
+                OutputSource::Css { selector } => Some(selector.clone()),
+                _ => None,
+            })
+            .collect();
+        let all_selectors: Vec<String> = css_selectors.iter().chain(&output_selectors).cloned().collect();
+        let texts = if all_selectors.is_empty() {
+            Vec::new()
+        } else {
+            self.ports
+                .extractor
+                .select_texts(&response.body, &all_selectors)
+                .unwrap_or_else(|_| vec![None; all_selectors.len()])
+        };
+        for (rule, text) in action.verify.css.iter().zip(&texts) {
+            let held = match (&rule.text_contains, text) {
+                (Some(want), Some(t)) => t.contains(want.as_str()),
+                (None, Some(_)) => true,
+                (_, None) => false,
+            };
+            checks.push(json!({"rule": "css", "selector": rule.selector, "text_contains": rule.text_contains, "held": held}));
+            if !held && failure.is_none() {
+                failure = Some((FailureClass::ActionFailed, format!("the page does not confirm the action ({} does not hold)", rule.selector)));
+            }
+        }
+        let mut css_outputs = texts.iter().skip(css_selectors.len());
+        let mut result = Map::new();
+        for output in &action.outputs {
+            let value = match &output.source {
+                OutputSource::Json { pointer } => parsed.as_ref().and_then(|p| p.pointer(pointer)).cloned().unwrap_or(Value::Null),
+                OutputSource::Css { .. } => css_outputs.next().cloned().flatten().map(Value::String).unwrap_or(Value::Null),
+                OutputSource::Status => json!(response.status),
+            };
+            result.insert(output.name.clone(), value);
+        }
+        let result = Value::Object(result);
+        if failure.is_none() {
+            match self.validator(map, action, "output") {
+                Ok(v) => {
+                    if let Some(e) = v.iter_errors(&result).next() {
+                        failure = Some((
+                            FailureClass::UpstreamInvalidResponse,
+                            format!("the site's answer does not fit the action's output schema: {e}"),
+                        ));
+                    }
+                }
+                Err(e) => failure = Some((FailureClass::Internal, e.to_string())),
+            }
+        }
+        let evidence = json!({
+            "request_method": request.method.as_str(),
+            "http_status": response.status,
+            "content_type": response.content_type,
+            "response_sha256": sha256_hex(response.body.as_bytes()),
+            "response_truncated": response.truncated,
+            "checks": checks,
+            "result_sha256": sha256_hex(sorted_json(&result).as_bytes()),
+            "elapsed_ms": elapsed_ms,
+        });
+        Observed {
+            completed: failure.is_none(),
+            failure,
+            url: response.url,
+            evidence,
+            result,
+        }
+    }
+
+    /// Signs the artifact and settles the task with it: charge or refund, in one transaction.
+    async fn settle(&self, task: &TaskRecord, observed: Observed) -> Result<Executed, ExecuteRefusal> {
+        let artifact_id = ArtifactId::from_ulid(self.ports.entropy.ulid());
+        let at = self.now();
+        let (status, failure_class) = if observed.completed {
+            (ArtifactStatus::Completed, None)
+        } else {
+            (ArtifactStatus::Failed, observed.failure.as_ref().map(|(c, _)| c.as_str().to_owned()))
+        };
+        let artifact = self.sign_artifact(
+            &artifact_id,
+            task,
+            &observed.url,
+            at,
+            status,
+            observed.evidence.clone(),
+            failure_class,
+        )?;
+        let artifact_json = serde_json::to_value(&artifact).context("serialising artifact")?;
+        let (http_status, body) = match &observed.failure {
+            None => (
+                200,
+                json!({
+                    "task_id": task.id.as_str(),
+                    "status": "completed",
+                    "domain": task.domain,
+                    "action": task.action,
+                    "result": observed.result,
+                    "credits_charged": task.cost,
+                    "artifact": artifact_json,
+                }),
+            ),
+            Some((class, detail)) => (
+                class.http_status(),
+                failure_body(*class, detail, task, &artifact_json),
+            ),
+        };
+        let settlement = Settlement {
+            task_id: task.id.clone(),
+            completed: observed.completed,
+            response_status: http_status,
+            response_body: body.to_string(),
+            artifact_id,
+            artifact: artifact_json.to_string(),
+            entry: LedgerEntryId::from_ulid(self.ports.entropy.ulid()),
+            at,
+        };
+        match self.ports.tasks.settle_task(&settlement).await {
+            Ok(SettleOutcome::Settled(t)) => {
+                tracing::info!(task_id = %t.id, status = t.status.as_str(), "task settled");
+                Ok(Executed {
+                    task_id: t.id,
+                    completed: observed.completed,
+                    status: http_status,
+                    body,
+                    replayed: false,
+                })
+            }
+            // Recovery settled it first (this process was too slow): that settlement stands.
+            Ok(SettleOutcome::AlreadySettled(t)) => replay(&t).map(|mut e| {
+                e.replayed = false;
+                e
+            }),
+            Err(e) => Err(anyhow::Error::new(e).context("settling task").into()),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn sign_artifact(
+        &self,
+        artifact_id: &ArtifactId,
+        task: &TaskRecord,
+        url: &str,
+        at: DateTime<Utc>,
+        status: ArtifactStatus,
+        evidence: Value,
+        failure_class: Option<String>,
+    ) -> anyhow::Result<VerificationArtifact> {
+        let unsigned = json!({
+            "artifact_id": artifact_id.as_str(),
+            "task_id": task.id.as_str(),
+            "source": ArtifactSource { domain: task.domain.clone(), action: task.action.clone(), url: url.to_owned() },
+            "timestamp": at,
+            "status": status,
+            "evidence": evidence,
+            "failure_class": failure_class,
+        });
+        let signature = self.ports.signer.sign(&unsigned);
+        let mut signed = unsigned;
+        signed["signature"] = serde_json::to_value(&signature)?;
+        serde_json::from_value(signed).context("building artifact")
+    }
+
+    /// A task of this account, with its artifact.
+    pub async fn task(&self, principal: &Principal, id: &str) -> anyhow::Result<Option<TaskRecord>> {
+        let Ok(id) = TaskId::parse(id) else { return Ok(None) };
+        Ok(self.ports.tasks.task(&id, Some(principal.account.id.clone())).await?)
+    }
+
+    /// Settles, as failed and refunded, tasks whose process died between begin and settle.
+    pub async fn recover(&self, older_than_seconds: i64) -> anyhow::Result<usize> {
+        let cutoff = self.now() - chrono::Duration::seconds(older_than_seconds);
+        let orphans = self.ports.tasks.unsettled_tasks(cutoff).await?;
+        let mut settled = 0;
+        for task in orphans {
+            let observed = Observed {
+                completed: false,
+                failure: Some((
+                    FailureClass::Interrupted,
+                    "the service stopped while this action ran; its outcome is unknown, so it was refunded".into(),
+                )),
+                url: String::new(),
+                evidence: json!({"recovered": true, "began_at": task.created_at}),
+                result: Value::Null,
+            };
+            match self.settle(&task, observed).await {
+                Ok(e) if !e.replayed => {
+                    tracing::warn!(task_id = %task.id, "orphaned task settled as failed and refunded");
+                    settled += 1;
+                }
+                Ok(_) => {}
+                Err(e) => tracing::error!(task_id = %task.id, error = %e, "recovering task failed"),
+            }
+        }
+        Ok(settled)
+    }
+
+    pub fn jwks(&self) -> Value {
+        self.ports.signer.jwks()
+    }
+}
+
+/// The problem body of a failed, settled execution: the catalog fields plus the task and its
+/// artifact.
+fn failure_body(class: FailureClass, detail: &str, task: &TaskRecord, artifact: &Value) -> Value {
+    json!({
+        "type": format!("/problems/{}", class.as_str()),
+        "title": class.title(),
+        "status": class.http_status(),
+        "detail": detail,
+        "failure_class": class.as_str(),
+        "retryable": class.retryable(),
+        "hint": class.hint(),
+        "task_id": task.id.as_str(),
+        "credits_refunded": task.cost,
+        "artifact": artifact,
+    })
+}
+
+fn replay(task: &TaskRecord) -> Result<Executed, ExecuteRefusal> {
+    let body: Value = task
+        .response_body
+        .as_deref()
+        .map(serde_json::from_str)
+        .transpose()
+        .context("stored response is not JSON")?
+        .unwrap_or(Value::Null);
+    Ok(Executed {
+        task_id: task.id.clone(),
+        completed: task.status == TaskStatus::Completed,
+        status: task.response_status.unwrap_or(500),
+        body,
+        replayed: true,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use svc_ports::actions::HttpMethod;
+
+    fn action(request: Value) -> ActionSpec {
+        serde_json::from_value(json!({
+            "name": "place_order",
+            "description": "Order.",
+            "family": "order",
+            "params_schema": {"type": "object"},
+            "consequential": true,
+            "request": request,
+            "verify": {"status": [201]},
+            "output_schema": {"type": "object"}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn requests_fill_paths_encoded_and_json_bodies_typed() {
+        let a = action(json!({
+            "method": "POST",
+            "path": "/orders/{sku}?note={note}",
+            "headers": {"X-Ref": "ref-{sku}"},
+            "body": {"type": "json", "value": {"sku": "{sku}", "quantity": "{qty}", "label": "qty {qty}"}}
+        }));
+        let params = json!({"sku": "a b/c", "qty": 3, "note": "x&y"});
+        let r = build_request("https://shop.example.com", &a, params.as_object().unwrap());
+        assert_eq!(r.method, HttpMethod::Post);
+        assert_eq!(r.url, "https://shop.example.com/orders/a+b%2Fc?note=x%26y");
+        assert_eq!(r.headers, vec![("X-Ref".to_owned(), "ref-a b/c".to_owned())]);
+        let (ct, body) = r.body.unwrap();
+        assert_eq!(ct, "application/json");
+        let body: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(body, json!({"sku": "a b/c", "quantity": 3, "label": "qty 3"}));
+    }
+
+    #[test]
+    fn form_bodies_are_urlencoded_and_headers_cannot_break_lines() {
+        let a = action(json!({
+            "method": "POST",
+            "path": "/contact",
+            "headers": {"X-Name": "{name}"},
+            "body": {"type": "form", "fields": {"message": "{text}"}}
+        }));
+        let params = json!({"text": "hi & bye", "name": "a\r\nInjected: 1"});
+        let r = build_request("https://x.example", &a, params.as_object().unwrap());
+        assert_eq!(r.headers[0].1, "a  Injected: 1");
+        let (ct, body) = r.body.unwrap();
+        assert_eq!(ct, "application/x-www-form-urlencoded");
+        assert_eq!(String::from_utf8(body).unwrap(), "message=hi+%26+bye");
+    }
+
+    #[test]
+    fn fingerprints_ignore_key_order() {
+        assert_eq!(
+            sorted_json(&json!({"b": 1, "a": {"d": [1, {"y": 2, "x": 1}], "c": null}})),
+            sorted_json(&json!({"a": {"c": null, "d": [1, {"x": 1, "y": 2}]}, "b": 1}))
+        );
+        assert_ne!(sorted_json(&json!({"a": 1})), sorted_json(&json!({"a": "1"})));
+    }
+}
