@@ -77,6 +77,11 @@ pub struct RuntimeSettings {
     /// Accept any `Host` on the MCP endpoint (for a deployment behind a proxy that checks it).
     #[arg(long, env = "SVC_MCP_DISABLE_HOST_CHECK", default_value_t = false)]
     pub mcp_disable_host_check: bool,
+
+    /// A task still unsettled this many seconds after it began is taken to be orphaned by a
+    /// dead process and settled as failed and refunded (checked at start and every 30 s).
+    #[arg(long, env = "SVC_RECOVER_AFTER_SECONDS", default_value_t = 60)]
+    pub recover_after_seconds: i64,
 }
 
 impl Default for RuntimeSettings {
@@ -92,6 +97,7 @@ impl Default for RuntimeSettings {
             mcp_allowed_hosts: Vec::new(),
             mcp_allowed_origins: Vec::new(),
             mcp_disable_host_check: false,
+            recover_after_seconds: 60,
         }
     }
 }

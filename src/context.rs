@@ -23,4 +23,5 @@ pub struct Limits {
     pub rate_limit_per_key: u32,
     pub rate_limit_per_ip: u32,
     pub trust_forwarded_for: bool,
+    pub recover_after_seconds: i64,
 }

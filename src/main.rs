@@ -8,7 +8,7 @@ use svc::{
     config::{RuntimeSettings, ServeSettings},
     http::read::{ReadBody, ReadFormat, ReadResult},
     services::{CreateKey, ReadOutcome, read::ContentFormat},
-    startup::{self, Application, DemoSite, Mail, Stores, World},
+    startup::{self, ActionSites, Application, DemoSite, Mail, Stores, World},
     telemetry,
 };
 use svc_ports::{CreditAmount, Email, Environment, KeyPrefix, Plan, Scopes};
@@ -29,6 +29,10 @@ enum Command {
     Sandbox {
         #[arg(long, env = "SVC_BIND", default_value = "127.0.0.1:8080")]
         bind: String,
+        /// Keep the sandbox in a database (`sqlite://...` or `postgres://...`) instead of
+        /// memory, so it survives a restart or is shared by several sandbox processes.
+        #[arg(long, env = "SVC_SANDBOX_DATABASE_URL")]
+        database_url: Option<String>,
         #[command(flatten)]
         runtime: RuntimeSettings,
     },
@@ -143,17 +147,27 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 Application::build(&s.runtime, &s.bind, stores, Environment::Live, world).await?;
             app.run_until_stopped().await.context("serving")
         }
-        Command::Sandbox { bind, runtime } => {
+        Command::Sandbox {
+            bind,
+            database_url,
+            runtime,
+        } => {
+            let stores = match database_url {
+                Some(url) => Stores::open(&url, 16).await?,
+                None => Stores::memory(),
+            };
             let demo = DemoSite::start().await;
+            let sites = ActionSites::start().await;
             let app = Application::build(
                 &runtime,
                 &bind,
-                Stores::memory(),
+                stores,
                 Environment::Test,
-                World::sandbox(&demo),
+                World::sandbox(&demo, &sites),
             )
             .await?;
             let issued = startup::seed_sandbox(&app.context().services).await?;
+            startup::publish_sandbox_maps(&app.context().services, &sites).await?;
             let origins = app.context().origins.clone();
             println!("SVC_BASE_URL={}", origins.base_url);
             println!("SVC_MCP_URL={}", origins.mcp_url);

@@ -15,10 +15,10 @@ use svc_ports::{
     AccountStore, Clock, CreditAmount, Email, Environment, IdentityStore, LedgerStore, Mailer,
     MapStore, Outbox, PageCache, Plan, Scopes, Signer, TaskStore,
 };
+pub use svc_sandbox::{ActionSites, DemoSite};
+use svc_sandbox::{DEMO_HOST, MemoryOutbox, MemoryStore};
 use svc_signer::Ed25519Signer;
 pub use svc_signer::verify_artifact;
-pub use svc_sandbox::DemoSite;
-use svc_sandbox::{DEMO_HOST, MemoryOutbox, MemoryStore};
 use svc_sql::{PostgresStore, SqliteStore};
 use svc_system::{OsEntropy, SystemClock};
 
@@ -106,9 +106,15 @@ pub enum Signing {
     #[default]
     Ephemeral,
     /// `SVC_SIGNING_KEY` (base64url seed) and retired keys still published in the JWKS.
-    Seed { active: String, retired: Vec<String> },
+    Seed {
+        active: String,
+        retired: Vec<String>,
+    },
     /// A key file, created (mode 0600) on first start: `svc serve`'s default.
-    KeyFile { path: std::path::PathBuf, retired: Vec<String> },
+    KeyFile {
+        path: std::path::PathBuf,
+        retired: Vec<String>,
+    },
 }
 
 /// The outside world the service talks to: the sites callers name, the mail relay, the clock,
@@ -140,11 +146,15 @@ fn signer(signing: &Signing) -> anyhow::Result<Ed25519Signer> {
 }
 
 impl World {
-    /// The sandbox's: its demo site, readable under its demo name and nothing else, and its
-    /// outbox.
-    pub fn sandbox(site: &DemoSite) -> Self {
+    /// The sandbox's: its demo and action sites, reachable under their names and nothing else
+    /// on loopback, and its outbox.
+    pub fn sandbox(site: &DemoSite, actions: &ActionSites) -> Self {
+        let mut hosts = HashMap::from([(DEMO_HOST.to_owned(), site.address())]);
+        for s in &actions.sites {
+            hosts.insert(s.host.to_owned(), s.address());
+        }
         Self {
-            sandbox_hosts: HashMap::from([(DEMO_HOST.to_owned(), site.address())]),
+            sandbox_hosts: hosts,
             mail: Mail::SandboxOutbox,
             ..Self::default()
         }
@@ -270,6 +280,7 @@ impl Application {
                 rate_limit_per_key: runtime.rate_limit_per_key,
                 rate_limit_per_ip: runtime.rate_limit_per_ip,
                 trust_forwarded_for: runtime.trust_forwarded_for,
+                recover_after_seconds: runtime.recover_after_seconds.max(1),
             },
         };
         tracing::info!(store = stores.kind, environment = environment.as_str(), address = %local_addr, base_url = %ctx.origins.base_url, "service bound");
@@ -294,12 +305,17 @@ impl Application {
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let purge = tokio::spawn(purge_page_cache(self.pages));
         let purge_identity = tokio::spawn(purge_identity(self.ctx.services.clone()));
+        let recovery = tokio::spawn(recover_tasks(
+            self.ctx.services.clone(),
+            self.ctx.limits.recover_after_seconds,
+        ));
         let app = http::app(self.ctx, self.mcp);
         let served = Server::new_with_acceptor(self.acceptor)
             .run_with_graceful_shutdown(app, shutdown_signal(), Some(Duration::from_secs(10)))
             .await;
         purge.abort();
         purge_identity.abort();
+        recovery.abort();
         served
     }
 }
@@ -330,6 +346,22 @@ async fn purge_identity(services: Arc<Services>) {
     }
 }
 
+/// At start and every 30 s: tasks that began but never settled (their process died) are
+/// settled as failed and refunded once they are older than any action may run.
+async fn recover_tasks(services: Arc<Services>, after_seconds: i64) {
+    let mut every = tokio::time::interval(Duration::from_secs(30).min(Duration::from_secs(
+        u64::try_from(after_seconds).unwrap_or(30),
+    )));
+    loop {
+        every.tick().await;
+        match services.actions.recover(after_seconds).await {
+            Ok(0) => {}
+            Ok(n) => tracing::warn!(recovered = n, "orphaned tasks refunded"),
+            Err(e) => tracing::warn!(error = %e, "task recovery failed"),
+        }
+    }
+}
+
 async fn shutdown_signal() {
     let interrupt = tokio::signal::ctrl_c();
     #[cfg(unix)]
@@ -353,17 +385,38 @@ async fn shutdown_signal() {
 pub const SANDBOX_EMAIL: &str = "agent@sandbox.example.com";
 pub const SANDBOX_CREDITS: i64 = 1000;
 
-/// The sandbox's seeded account and its test key.
+/// The sandbox's seeded account and its test key, which may also run consequential actions.
 pub async fn seed_sandbox(services: &Services) -> anyhow::Result<IssuedKey> {
     let issued = services
         .keys
         .create_key(CreateKey {
             email: Email::parse(SANDBOX_EMAIL)?,
             plan: Plan::Sandbox,
-            credits: Some(CreditAmount::new(SANDBOX_CREDITS)?),
-            scopes: Scopes::default_for_new_key(),
+            credits: None,
+            scopes: Scopes::parse_list("read discover execute execute:consequential")?,
             label: "sandbox seed".into(),
         })
         .await?;
+    // Once per account, also when a sandbox on a database file starts again.
+    services
+        .keys
+        .grant(
+            &issued.account.id,
+            CreditAmount::new(SANDBOX_CREDITS)?,
+            Some("sandbox-seed".into()),
+            "sandbox seed credits",
+        )
+        .await?;
     Ok(issued)
+}
+
+/// Imports and publishes the Agent Maps of the sandbox's action sites.
+pub async fn publish_sandbox_maps(services: &Services, sites: &ActionSites) -> anyhow::Result<()> {
+    for site in &sites.sites {
+        let document: svc_ports::MapDocument = serde_json::from_str(&site.map_json())
+            .with_context(|| format!("the sandbox map of {}", site.host))?;
+        services.actions.import_map(&document, "sandbox").await?;
+        services.actions.publish(site.host, None).await?;
+    }
+    Ok(())
 }

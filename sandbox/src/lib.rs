@@ -7,7 +7,9 @@ mod memory;
 mod memory_actions;
 mod memory_identity;
 mod outbox;
+mod sites;
 
 pub use demo_site::{DEMO_HOST, DemoSite};
 pub use memory::MemoryStore;
 pub use outbox::MemoryOutbox;
+pub use sites::{ActionSite, ActionSites, BOOKING_HOST, FLAKY_HOST, SHOP_HOST};

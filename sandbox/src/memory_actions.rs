@@ -295,7 +295,7 @@ impl TaskStore for MemoryStore {
             .filter(|t| t.status == TaskStatus::InFlight && t.created_at < before)
             .cloned()
             .collect();
-        out.sort_by(|a, b| a.created_at.cmp(&b.created_at));
+        out.sort_by_key(|t| t.created_at);
         Ok(out)
     }
 }

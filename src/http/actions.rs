@@ -180,7 +180,9 @@ pub struct VerificationArtifactDoc {
     pub artifact_id: String,
     pub task_id: String,
     pub source: ArtifactSourceDoc,
-    pub timestamp: chrono::DateTime<chrono::Utc>,
+    /// RFC 3339, UTC, exactly as signed.
+    #[oai(validator(max_length = 64))]
+    pub timestamp: String,
     /// `completed` (verified business action), `failed`, `payment_started`,
     /// `payment_completed` or `verified`.
     pub status: ArtifactStatusDoc,
@@ -310,7 +312,9 @@ impl From<ExecuteRefusal> for ApiProblem {
     fn from(e: ExecuteRefusal) -> Self {
         let detail = e.to_string();
         match e {
-            ExecuteRefusal::UnknownDomain(_) => ApiProblem::new(FailureClass::UnknownDomain, detail),
+            ExecuteRefusal::UnknownDomain(_) => {
+                ApiProblem::new(FailureClass::UnknownDomain, detail)
+            }
             ExecuteRefusal::UnknownAction { .. } => {
                 ApiProblem::new(FailureClass::UnknownAction, detail)
             }
@@ -333,8 +337,10 @@ impl From<ExecuteRefusal> for ApiProblem {
                 ApiProblem::new(FailureClass::InsufficientCredits, detail)
                     .next_action(NextActionKind::TopUp, None)
             }
-            ExecuteRefusal::InFlight { .. } => ApiProblem::new(FailureClass::IdempotencyInFlight, detail)
-                .retry_after(std::time::Duration::from_secs(1)),
+            ExecuteRefusal::InFlight { .. } => {
+                ApiProblem::new(FailureClass::IdempotencyInFlight, detail)
+                    .retry_after(std::time::Duration::from_secs(1))
+            }
             ExecuteRefusal::KeyConflict { .. } => {
                 ApiProblem::new(FailureClass::IdempotencyConflict, detail)
             }
@@ -365,7 +371,11 @@ pub struct ActionsApi {
 }
 
 impl ActionsApi {
-    async fn discover(&self, principal: &Principal, domain: &str) -> Result<DiscoverResponse, ApiProblem> {
+    async fn discover(
+        &self,
+        principal: &Principal,
+        domain: &str,
+    ) -> Result<DiscoverResponse, ApiProblem> {
         require_scope(principal, "discover")?;
         let map = self.ctx.services.actions.published(domain).await?;
         Ok(DiscoverResponse::Ok(Json(DiscoverResult::from(&map))))

@@ -211,7 +211,10 @@ pub fn app(
         .at("/.well-known/agent-card.json", json_file(&agent_card))
         .at("/.well-known/agent.json", json_file(&agent_card))
         .at("/.well-known/jwks.json", json_file(&jwks))
-        .at("/.well-known/action-catalog.json", json_file(&action_catalog))
+        .at(
+            "/.well-known/action-catalog.json",
+            json_file(&action_catalog),
+        )
         .at(
             "/.well-known/payment-artifact.schema.json",
             json_file(&artifact_schema),

@@ -285,21 +285,13 @@ impl poem_openapi::ApiResponse for ApiProblem {
                         "Bearer challenge with `resource_metadata`.",
                     )],
                 ),
-                problem_response(
-                    402,
-                    "Not enough credits (`insufficient_credits`).",
-                    vec![],
-                ),
+                problem_response(402, "Not enough credits (`insufficient_credits`).", vec![]),
                 problem_response(
                     403,
                     "Authenticated but not allowed (scope, environment, connection).",
                     vec![],
                 ),
-                problem_response(
-                    404,
-                    "No such resource, domain or action.",
-                    vec![],
-                ),
+                problem_response(404, "No such resource, domain or action.", vec![]),
                 problem_response(
                     409,
                     "A request with this Idempotency-Key is in flight.",

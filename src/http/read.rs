@@ -6,10 +6,7 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use poem_openapi::{
-    ApiResponse, Enum, Object, OpenApi, Union,
-    param::Query,
-    payload::Json,
-    types::ToJSON,
+    ApiResponse, Enum, Object, OpenApi, Union, param::Query, payload::Json, types::ToJSON,
 };
 use svc_ports::{ExtractOptions, FailureClass, RobotsDecision};
 

@@ -476,7 +476,12 @@ async fn signup_tool(
     }
 }
 
-async fn action_tool(ctx: &AppContext, principal: &Principal, name: &str, args: &JsonObject) -> CallToolResult {
+async fn action_tool(
+    ctx: &AppContext,
+    principal: &Principal,
+    name: &str,
+    args: &JsonObject,
+) -> CallToolResult {
     use crate::http::actions::{discover_json, require_scope};
     let text = |n: &str| args.get(n).and_then(Value::as_str).map(str::to_owned);
     match name {
@@ -485,7 +490,10 @@ async fn action_tool(ctx: &AppContext, principal: &Principal, name: &str, args: 
                 return tool_error(&p);
             }
             let Some(domain) = text("domain") else {
-                return tool_error(&ApiProblem::new(svc_ports::FailureClass::InvalidRequest, "`domain` is required"));
+                return tool_error(&ApiProblem::new(
+                    svc_ports::FailureClass::InvalidRequest,
+                    "`domain` is required",
+                ));
             };
             match ctx.services.actions.published(&domain).await {
                 Ok(map) => CallToolResult::structured(discover_json(&map)),
@@ -508,7 +516,9 @@ async fn action_tool(ctx: &AppContext, principal: &Principal, name: &str, args: 
             match ctx.services.actions.execute(principal, request).await {
                 Ok(executed) if executed.completed => CallToolResult::structured(executed.body),
                 // A settled failure: the problem with its task and artifact, as text.
-                Ok(executed) => CallToolResult::error(vec![ContentBlock::text(executed.body.to_string())]),
+                Ok(executed) => {
+                    CallToolResult::error(vec![ContentBlock::text(executed.body.to_string())])
+                }
                 Err(e) => tool_error(&ApiProblem::from(e)),
             }
         }

@@ -36,8 +36,13 @@ pub enum ExecuteRefusal {
     #[error("{0}")]
     InvalidParams(String),
     #[error("the key lacks the scopes {missing:?} this action needs")]
-    MissingScopes { missing: Vec<String>, consequential: bool },
-    #[error("this action needs a connected `{provider}` account; start a connection and show the human its link")]
+    MissingScopes {
+        missing: Vec<String>,
+        consequential: bool,
+    },
+    #[error(
+        "this action needs a connected `{provider}` account; start a connection and show the human its link"
+    )]
     ConnectionRequired { provider: String },
     #[error("this action costs {cost} credits and {spendable} are spendable")]
     InsufficientCredits { cost: i64, spendable: i64 },
@@ -114,7 +119,10 @@ fn sorted_json(v: &Value) -> String {
                 .collect();
             format!("{{{}}}", inner.join(","))
         }
-        Value::Array(a) => format!("[{}]", a.iter().map(sorted_json).collect::<Vec<_>>().join(",")),
+        Value::Array(a) => format!(
+            "[{}]",
+            a.iter().map(sorted_json).collect::<Vec<_>>().join(",")
+        ),
         other => other.to_string(),
     }
 }
@@ -142,8 +150,16 @@ fn fill(template: &str, params: &Map<String, Value>, encode: bool) -> String {
         out.push_str(&rest[..start]);
         let after = &rest[start + 1..];
         match after.find('}') {
-            Some(end) if after[..end].bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') && end > 0 => {
-                let value = params.get(&after[..end]).map(param_text).unwrap_or_default();
+            Some(end)
+                if after[..end]
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                    && end > 0 =>
+            {
+                let value = params
+                    .get(&after[..end])
+                    .map(param_text)
+                    .unwrap_or_default();
                 if encode {
                     out.extend(url::form_urlencoded::byte_serialize(value.as_bytes()));
                 } else {
@@ -167,20 +183,30 @@ fn fill_json(template: &Value, params: &Map<String, Value>) -> Value {
             let whole = s
                 .strip_prefix('{')
                 .and_then(|r| r.strip_suffix('}'))
-                .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'));
+                .filter(|n| {
+                    !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                });
             match whole {
                 Some(name) => params.get(name).cloned().unwrap_or(Value::Null),
                 None => Value::String(fill(s, params, false)),
             }
         }
         Value::Array(a) => Value::Array(a.iter().map(|x| fill_json(x, params)).collect()),
-        Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), fill_json(v, params))).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, v)| (k.clone(), fill_json(v, params)))
+                .collect(),
+        ),
         other => other.clone(),
     }
 }
 
 /// The HTTP request an action makes with these params.
-pub fn build_request(base_url: &str, action: &ActionSpec, params: &Map<String, Value>) -> ActionRequest {
+pub fn build_request(
+    base_url: &str,
+    action: &ActionSpec,
+    params: &Map<String, Value>,
+) -> ActionRequest {
     let url = format!("{base_url}{}", fill(&action.request.path, params, true));
     let headers = action
         .request
@@ -198,7 +224,10 @@ pub fn build_request(base_url: &str, action: &ActionSpec, params: &Map<String, V
             for (k, v) in fields {
                 form.append_pair(k, &fill(v, params, false));
             }
-            ("application/x-www-form-urlencoded".to_owned(), form.finish().into_bytes())
+            (
+                "application/x-www-form-urlencoded".to_owned(),
+                form.finish().into_bytes(),
+            )
         }
     });
     ActionRequest {
@@ -225,7 +254,11 @@ impl ActionService {
 
     /// Checks a map document fully (its rules and that every schema compiles) and stores it as
     /// the domain's next candidate version.
-    pub async fn import_map(&self, document: &MapDocument, origin: &str) -> anyhow::Result<AgentMap> {
+    pub async fn import_map(
+        &self,
+        document: &MapDocument,
+        origin: &str,
+    ) -> anyhow::Result<AgentMap> {
         document.check()?;
         for action in &document.actions {
             compile(&action.params_schema)
@@ -233,7 +266,11 @@ impl ActionService {
             compile(&action.output_schema)
                 .map_err(|e| anyhow::anyhow!("action `{}`: output_schema: {e}", action.name))?;
         }
-        let map = self.ports.maps.insert_map(document, origin, self.now()).await?;
+        let map = self
+            .ports
+            .maps
+            .insert_map(document, origin, self.now())
+            .await?;
         tracing::info!(domain = %map.document.domain, version = map.version, origin, "agent map stored as candidate");
         Ok(map)
     }
@@ -245,7 +282,12 @@ impl ActionService {
 
     pub async fn publish(&self, domain: &str, version: Option<u32>) -> anyhow::Result<AgentMap> {
         let domain = Domain::parse(domain)?;
-        match self.ports.maps.publish_map(&domain, version, self.now()).await {
+        match self
+            .ports
+            .maps
+            .publish_map(&domain, version, self.now())
+            .await
+        {
             Ok(m) => {
                 tracing::info!(domain = %domain, version = m.version, "agent map published");
                 Ok(m)
@@ -269,7 +311,8 @@ impl ActionService {
 
     /// The published map of a domain, for discovery.
     pub async fn published(&self, domain: &str) -> Result<AgentMap, ExecuteRefusal> {
-        let parsed = Domain::parse(domain).map_err(|_| ExecuteRefusal::UnknownDomain(domain.to_owned()))?;
+        let parsed =
+            Domain::parse(domain).map_err(|_| ExecuteRefusal::UnknownDomain(domain.to_owned()))?;
         self.ports
             .maps
             .published_map(&parsed)
@@ -277,14 +320,30 @@ impl ActionService {
             .ok_or_else(|| ExecuteRefusal::UnknownDomain(parsed.to_string()))
     }
 
-    fn validator(&self, map: &AgentMap, action: &ActionSpec, which: &'static str) -> anyhow::Result<Arc<jsonschema::Validator>> {
-        let key = (map.document.domain.to_string(), map.version, action.name.clone(), which);
+    fn validator(
+        &self,
+        map: &AgentMap,
+        action: &ActionSpec,
+        which: &'static str,
+    ) -> anyhow::Result<Arc<jsonschema::Validator>> {
+        let key = (
+            map.document.domain.to_string(),
+            map.version,
+            action.name.clone(),
+            which,
+        );
         let mut cache = self.schemas.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(v) = cache.get(&key) {
             return Ok(v.clone());
         }
-        let schema = if which == "params" { &action.params_schema } else { &action.output_schema };
-        let compiled = Arc::new(compile(schema).map_err(|e| anyhow::anyhow!("stored schema does not compile: {e}"))?);
+        let schema = if which == "params" {
+            &action.params_schema
+        } else {
+            &action.output_schema
+        };
+        let compiled = Arc::new(
+            compile(schema).map_err(|e| anyhow::anyhow!("stored schema does not compile: {e}"))?,
+        );
         if cache.len() > 10_000 {
             cache.clear();
         }
@@ -297,9 +356,15 @@ impl ActionService {
     /// Runs one action for `principal`. Refusals happen before anything is stored; once the task
     /// has begun, the answer is always a settled task (completed and charged, or failed and
     /// refunded), and the same `Idempotency-Key` replays it.
-    pub async fn execute(&self, principal: &Principal, request: ExecuteRequest) -> Result<Executed, ExecuteRefusal> {
+    pub async fn execute(
+        &self,
+        principal: &Principal,
+        request: ExecuteRequest,
+    ) -> Result<Executed, ExecuteRefusal> {
         if let Some(key) = &request.idempotency_key
-            && (key.is_empty() || key.len() > MAX_IDEMPOTENCY_KEY_LEN || key.chars().any(char::is_control))
+            && (key.is_empty()
+                || key.len() > MAX_IDEMPOTENCY_KEY_LEN
+                || key.chars().any(char::is_control))
         {
             return Err(ExecuteRefusal::BadIdempotencyKey(format!(
                 "Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY_LEN} printable characters"
@@ -315,7 +380,9 @@ impl ActionService {
             })?
             .clone();
         let Value::Object(params) = &request.params else {
-            return Err(ExecuteRefusal::InvalidParams("params must be a JSON object".into()));
+            return Err(ExecuteRefusal::InvalidParams(
+                "params must be a JSON object".into(),
+            ));
         };
         let validator = self.validator(&map, &action, "params")?;
         let problems: Vec<String> = validator
@@ -323,7 +390,11 @@ impl ActionService {
             .take(5)
             .map(|e| {
                 let at = e.instance_path().to_string();
-                if at.is_empty() { e.to_string() } else { format!("{at}: {e}") }
+                if at.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{at}: {e}")
+                }
             })
             .collect();
         if !problems.is_empty() {
@@ -335,7 +406,9 @@ impl ActionService {
         let missing = action.missing_scopes(&principal.key.scopes);
         if !missing.is_empty() {
             return Err(ExecuteRefusal::MissingScopes {
-                consequential: missing.iter().any(|s| s == svc_ports::actions::CONSEQUENTIAL_SCOPE),
+                consequential: missing
+                    .iter()
+                    .any(|s| s == svc_ports::actions::CONSEQUENTIAL_SCOPE),
                 missing,
             });
         }
@@ -366,10 +439,21 @@ impl ActionService {
         let task = match self.ports.tasks.begin_task(&new_task).await {
             Ok(BeginOutcome::Started(t)) => t,
             Ok(BeginOutcome::Replay(t)) => return replay(&t),
-            Ok(BeginOutcome::InFlight(t)) => return Err(ExecuteRefusal::InFlight { task_id: t.id.to_string() }),
-            Ok(BeginOutcome::Conflict(t)) => return Err(ExecuteRefusal::KeyConflict { task_id: t.id.to_string() }),
+            Ok(BeginOutcome::InFlight(t)) => {
+                return Err(ExecuteRefusal::InFlight {
+                    task_id: t.id.to_string(),
+                });
+            }
+            Ok(BeginOutcome::Conflict(t)) => {
+                return Err(ExecuteRefusal::KeyConflict {
+                    task_id: t.id.to_string(),
+                });
+            }
             Ok(BeginOutcome::InsufficientCredits { spendable }) => {
-                return Err(ExecuteRefusal::InsufficientCredits { cost: action.cost, spendable });
+                return Err(ExecuteRefusal::InsufficientCredits {
+                    cost: action.cost,
+                    spendable,
+                });
             }
             Err(e) => return Err(anyhow::Error::new(e).context("beginning task").into()),
         };
@@ -380,7 +464,12 @@ impl ActionService {
     }
 
     /// Sends the request and checks the answer against the map's rules.
-    async fn run(&self, map: &AgentMap, action: &ActionSpec, params: &Map<String, Value>) -> Observed {
+    async fn run(
+        &self,
+        map: &AgentMap,
+        action: &ActionSpec,
+        params: &Map<String, Value>,
+    ) -> Observed {
         let request = build_request(&map.document.base_url, action, params);
         let started = std::time::Instant::now();
         let sent = self.ports.transport.send(&request).await;
@@ -421,14 +510,27 @@ impl ActionService {
         if !status_ok {
             failure = Some((
                 FailureClass::ActionFailed,
-                format!("the site answered HTTP {} (expected {:?})", response.status, action.verify.status),
+                format!(
+                    "the site answered HTTP {} (expected {:?})",
+                    response.status, action.verify.status
+                ),
             ));
         }
         let needs_json = !action.verify.json.is_empty()
-            || action.outputs.iter().any(|o| matches!(o.source, OutputSource::Json { .. }));
-        let parsed: Option<Value> = if needs_json { serde_json::from_str(&response.body).ok() } else { None };
+            || action
+                .outputs
+                .iter()
+                .any(|o| matches!(o.source, OutputSource::Json { .. }));
+        let parsed: Option<Value> = if needs_json {
+            serde_json::from_str(&response.body).ok()
+        } else {
+            None
+        };
         if needs_json && parsed.is_none() && failure.is_none() {
-            failure = Some((FailureClass::UpstreamInvalidResponse, "the site's answer is not JSON".into()));
+            failure = Some((
+                FailureClass::UpstreamInvalidResponse,
+                "the site's answer is not JSON".into(),
+            ));
         }
         for rule in &action.verify.json {
             let found = parsed.as_ref().and_then(|p| p.pointer(&rule.pointer));
@@ -439,10 +541,21 @@ impl ActionService {
             };
             checks.push(json!({"rule": "json", "pointer": rule.pointer, "equals": rule.equals, "held": held}));
             if !held && failure.is_none() {
-                failure = Some((FailureClass::ActionFailed, format!("the answer does not confirm the action ({} does not hold)", rule.pointer)));
+                failure = Some((
+                    FailureClass::ActionFailed,
+                    format!(
+                        "the answer does not confirm the action ({} does not hold)",
+                        rule.pointer
+                    ),
+                ));
             }
         }
-        let css_selectors: Vec<String> = action.verify.css.iter().map(|r| r.selector.clone()).collect();
+        let css_selectors: Vec<String> = action
+            .verify
+            .css
+            .iter()
+            .map(|r| r.selector.clone())
+            .collect();
         let output_selectors: Vec<String> = action
             .outputs
             .iter()
@@ -451,7 +564,11 @@ impl ActionService {
                 _ => None,
             })
             .collect();
-        let all_selectors: Vec<String> = css_selectors.iter().chain(&output_selectors).cloned().collect();
+        let all_selectors: Vec<String> = css_selectors
+            .iter()
+            .chain(&output_selectors)
+            .cloned()
+            .collect();
         let texts = if all_selectors.is_empty() {
             Vec::new()
         } else {
@@ -468,15 +585,30 @@ impl ActionService {
             };
             checks.push(json!({"rule": "css", "selector": rule.selector, "text_contains": rule.text_contains, "held": held}));
             if !held && failure.is_none() {
-                failure = Some((FailureClass::ActionFailed, format!("the page does not confirm the action ({} does not hold)", rule.selector)));
+                failure = Some((
+                    FailureClass::ActionFailed,
+                    format!(
+                        "the page does not confirm the action ({} does not hold)",
+                        rule.selector
+                    ),
+                ));
             }
         }
         let mut css_outputs = texts.iter().skip(css_selectors.len());
         let mut result = Map::new();
         for output in &action.outputs {
             let value = match &output.source {
-                OutputSource::Json { pointer } => parsed.as_ref().and_then(|p| p.pointer(pointer)).cloned().unwrap_or(Value::Null),
-                OutputSource::Css { .. } => css_outputs.next().cloned().flatten().map(Value::String).unwrap_or(Value::Null),
+                OutputSource::Json { pointer } => parsed
+                    .as_ref()
+                    .and_then(|p| p.pointer(pointer))
+                    .cloned()
+                    .unwrap_or(Value::Null),
+                OutputSource::Css { .. } => css_outputs
+                    .next()
+                    .cloned()
+                    .flatten()
+                    .map(Value::String)
+                    .unwrap_or(Value::Null),
                 OutputSource::Status => json!(response.status),
             };
             result.insert(output.name.clone(), value);
@@ -488,7 +620,9 @@ impl ActionService {
                     if let Some(e) = v.iter_errors(&result).next() {
                         failure = Some((
                             FailureClass::UpstreamInvalidResponse,
-                            format!("the site's answer does not fit the action's output schema: {e}"),
+                            format!(
+                                "the site's answer does not fit the action's output schema: {e}"
+                            ),
                         ));
                     }
                 }
@@ -515,13 +649,23 @@ impl ActionService {
     }
 
     /// Signs the artifact and settles the task with it: charge or refund, in one transaction.
-    async fn settle(&self, task: &TaskRecord, observed: Observed) -> Result<Executed, ExecuteRefusal> {
+    async fn settle(
+        &self,
+        task: &TaskRecord,
+        observed: Observed,
+    ) -> Result<Executed, ExecuteRefusal> {
         let artifact_id = ArtifactId::from_ulid(self.ports.entropy.ulid());
         let at = self.now();
         let (status, failure_class) = if observed.completed {
             (ArtifactStatus::Completed, None)
         } else {
-            (ArtifactStatus::Failed, observed.failure.as_ref().map(|(c, _)| c.as_str().to_owned()))
+            (
+                ArtifactStatus::Failed,
+                observed
+                    .failure
+                    .as_ref()
+                    .map(|(c, _)| c.as_str().to_owned()),
+            )
         };
         let artifact = self.sign_artifact(
             &artifact_id,
@@ -608,9 +752,19 @@ impl ActionService {
     }
 
     /// A task of this account, with its artifact.
-    pub async fn task(&self, principal: &Principal, id: &str) -> anyhow::Result<Option<TaskRecord>> {
-        let Ok(id) = TaskId::parse(id) else { return Ok(None) };
-        Ok(self.ports.tasks.task(&id, Some(principal.account.id.clone())).await?)
+    pub async fn task(
+        &self,
+        principal: &Principal,
+        id: &str,
+    ) -> anyhow::Result<Option<TaskRecord>> {
+        let Ok(id) = TaskId::parse(id) else {
+            return Ok(None);
+        };
+        Ok(self
+            .ports
+            .tasks
+            .task(&id, Some(principal.account.id.clone()))
+            .await?)
     }
 
     /// Settles, as failed and refunded, tasks whose process died between begin and settle.
@@ -711,11 +865,17 @@ mod tests {
         let r = build_request("https://shop.example.com", &a, params.as_object().unwrap());
         assert_eq!(r.method, HttpMethod::Post);
         assert_eq!(r.url, "https://shop.example.com/orders/a+b%2Fc?note=x%26y");
-        assert_eq!(r.headers, vec![("X-Ref".to_owned(), "ref-a b/c".to_owned())]);
+        assert_eq!(
+            r.headers,
+            vec![("X-Ref".to_owned(), "ref-a b/c".to_owned())]
+        );
         let (ct, body) = r.body.unwrap();
         assert_eq!(ct, "application/json");
         let body: Value = serde_json::from_slice(&body).unwrap();
-        assert_eq!(body, json!({"sku": "a b/c", "quantity": 3, "label": "qty 3"}));
+        assert_eq!(
+            body,
+            json!({"sku": "a b/c", "quantity": 3, "label": "qty 3"})
+        );
     }
 
     #[test]
@@ -740,6 +900,9 @@ mod tests {
             sorted_json(&json!({"b": 1, "a": {"d": [1, {"y": 2, "x": 1}], "c": null}})),
             sorted_json(&json!({"a": {"c": null, "d": [1, {"x": 1, "y": 2}]}, "b": 1}))
         );
-        assert_ne!(sorted_json(&json!({"a": 1})), sorted_json(&json!({"a": "1"})));
+        assert_ne!(
+            sorted_json(&json!({"a": 1})),
+            sorted_json(&json!({"a": "1"}))
+        );
     }
 }

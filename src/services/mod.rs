@@ -10,8 +10,8 @@ pub mod usage;
 use std::sync::Arc;
 
 use svc_ports::{
-    AccountStore, ActionTransport, Clock, Entropy, Environment, IdentityStore, LedgerStore,
-    Mailer, MapStore, PageCache, PageExtractor, PageFetcher, Signer, TaskStore,
+    AccountStore, ActionTransport, Clock, Entropy, Environment, IdentityStore, LedgerStore, Mailer,
+    MapStore, PageCache, PageExtractor, PageFetcher, Signer, TaskStore,
 };
 
 pub use actions::{ActionService, ExecuteRefusal, ExecuteRequest, Executed};

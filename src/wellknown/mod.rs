@@ -84,8 +84,16 @@ pub fn action_catalog() -> Value {
             "consequential": f.always_consequential(),
         })
     };
-    let allowed: Vec<Value> = ActionFamily::ALL.iter().filter(|f| f.allowed()).map(family).collect();
-    let disallowed: Vec<Value> = ActionFamily::ALL.iter().filter(|f| !f.allowed()).map(family).collect();
+    let allowed: Vec<Value> = ActionFamily::ALL
+        .iter()
+        .filter(|f| f.allowed())
+        .map(family)
+        .collect();
+    let disallowed: Vec<Value> = ActionFamily::ALL
+        .iter()
+        .filter(|f| !f.allowed())
+        .map(family)
+        .collect();
     let failures: Vec<Value> = FailureClass::ALL
         .iter()
         .map(|c| {
@@ -110,10 +118,16 @@ pub fn action_catalog() -> Value {
 pub fn payment_artifact_schema(ctx: &AppContext) -> Value {
     let mut schema = crate::http::json_schema_of::<crate::http::actions::VerificationArtifactDoc>();
     if let Some(o) = schema.as_object_mut() {
-        o.insert("$schema".into(), json!("https://json-schema.org/draft/2020-12/schema"));
+        o.insert(
+            "$schema".into(),
+            json!("https://json-schema.org/draft/2020-12/schema"),
+        );
         o.insert(
             "$id".into(),
-            json!(format!("{}/.well-known/payment-artifact.schema.json", ctx.origins.site_url)),
+            json!(format!(
+                "{}/.well-known/payment-artifact.schema.json",
+                ctx.origins.site_url
+            )),
         );
         o.insert("title".into(), json!("Verification artifact"));
         o.insert(

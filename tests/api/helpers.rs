@@ -36,6 +36,8 @@ impl svc_ports::Clock for TestClock {
 }
 
 pub struct TestApp {
+    /// The sandbox's action sites, when asked for (kept alive with the app).
+    pub _sites: Option<Arc<startup::ActionSites>>,
     pub base_url: String,
     pub api_key: String,
     pub services: Arc<Services>,
@@ -43,6 +45,7 @@ pub struct TestApp {
 }
 
 pub struct TestAppBuilder {
+    sites: Option<Arc<startup::ActionSites>>,
     runtime: RuntimeSettings,
     stores: Option<Stores>,
     environment: Environment,
@@ -52,6 +55,7 @@ pub struct TestAppBuilder {
 impl TestApp {
     pub fn builder() -> TestAppBuilder {
         TestAppBuilder {
+            sites: None,
             runtime: RuntimeSettings::default(),
             stores: None,
             environment: Environment::Test,
@@ -135,6 +139,18 @@ impl TestAppBuilder {
         self
     }
 
+    /// Starts the sandbox's action sites (shop, booking, flaky) and publishes their maps.
+    pub async fn action_sites(mut self) -> Self {
+        let sites = startup::ActionSites::start().await;
+        for site in &sites.sites {
+            self.world
+                .sandbox_hosts
+                .insert(site.host.to_owned(), site.address());
+        }
+        self.sites = Some(Arc::new(sites));
+        self
+    }
+
     /// Pins the service's clock.
     pub fn clock(mut self, clock: Arc<TestClock>) -> Self {
         self.world.clock = Some(clock);
@@ -174,8 +190,14 @@ impl TestAppBuilder {
                 .to_owned(),
             Environment::Live => String::new(),
         };
+        if let Some(sites) = &self.sites {
+            startup::publish_sandbox_maps(&services, sites)
+                .await
+                .unwrap();
+        }
         tokio::spawn(app.run_until_stopped());
         TestApp {
+            _sites: self.sites,
             base_url,
             api_key,
             services,

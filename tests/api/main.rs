@@ -1,5 +1,6 @@
 //! API tests: the real app on a random port, driven over HTTP.
 
+mod actions;
 mod helpers;
 mod mcp;
 mod openapi;

@@ -516,7 +516,11 @@ mod tests {
             .select_texts(html, &["p.ok".into(), "#missing".into()])
             .unwrap();
         assert_eq!(got, vec![Some("Order 42 placed".to_owned()), None]);
-        assert!(HtmlExtractor::new().select_texts(html, &["p[".into()]).is_err());
+        assert!(
+            HtmlExtractor::new()
+                .select_texts(html, &["p[".into()])
+                .is_err()
+        );
     }
 
     #[test]

@@ -389,14 +389,16 @@ impl GuardedFetcher {
             })
         })?;
         self.check(&url)?;
-        let method = reqwest::Method::from_bytes(request.method.as_str().as_bytes())
-            .map_err(|e| FetchError::Protocol {
-                detail: e.to_string(),
+        let method =
+            reqwest::Method::from_bytes(request.method.as_str().as_bytes()).map_err(|e| {
+                FetchError::Protocol {
+                    detail: e.to_string(),
+                }
             })?;
-        let mut builder = self
-            .client
-            .request(method, url.clone())
-            .header(header::ACCEPT, "application/json, text/html;q=0.9, */*;q=0.5");
+        let mut builder = self.client.request(method, url.clone()).header(
+            header::ACCEPT,
+            "application/json, text/html;q=0.9, */*;q=0.5",
+        );
         for (name, value) in &request.headers {
             builder = builder.header(name.as_str(), value.as_str());
         }

@@ -1,0 +1,647 @@
+//! Discovery and execution over HTTP against the sandbox's action sites: charges only for
+//! verified completions, refunds and artifacts for every failure, idempotency, scopes,
+//! connections, and artifacts that verify with nothing but the JWKS.
+
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use svc_ports::{CreditAmount, Email, Plan, Scopes};
+
+use crate::helpers::{TestApp, bearer, problem};
+
+const SHOP: &str = "shop.sandbox.test";
+const FLAKY: &str = "flaky.sandbox.test";
+
+async fn app() -> TestApp {
+    TestApp::builder()
+        .fetch_timeout(Duration::from_secs(2))
+        .action_sites()
+        .await
+        .spawn()
+        .await
+}
+
+async fn execute(
+    app: &TestApp,
+    key: &str,
+    body: Value,
+    idempotency_key: Option<&str>,
+) -> reqwest::Response {
+    let mut req = app
+        .http
+        .post(app.url("/api/execute"))
+        .header("Authorization", bearer(key))
+        .json(&body);
+    if let Some(k) = idempotency_key {
+        req = req.header("Idempotency-Key", k);
+    }
+    req.send().await.unwrap()
+}
+
+async fn balance(app: &TestApp, key: &str) -> (i64, i64) {
+    let usage: Value = app
+        .get_usage(Some(&bearer(key)))
+        .await
+        .json()
+        .await
+        .unwrap();
+    (
+        usage["balance"]["spendable"].as_i64().unwrap(),
+        usage["balance"]["held"].as_i64().unwrap(),
+    )
+}
+
+/// Checks an artifact with only the served JWKS, a generic Ed25519 implementation (ring) and
+/// RFC 8785 canonical JSON of the artifact without its signature.
+async fn verify_with_jwks(app: &TestApp, artifact: &Value) {
+    use base64::Engine;
+    let jwks = app.get_json("/.well-known/jwks.json").await;
+    let kid = artifact["signature"]["kid"].as_str().unwrap();
+    let jwk = jwks["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["kid"] == kid)
+        .expect("the artifact's kid is in the JWKS");
+    assert_eq!(
+        (jwk["kty"].as_str(), jwk["crv"].as_str()),
+        (Some("OKP"), Some("Ed25519"))
+    );
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let x = b64.decode(jwk["x"].as_str().unwrap()).unwrap();
+    let sig = b64
+        .decode(artifact["signature"]["value"].as_str().unwrap())
+        .unwrap();
+    let mut unsigned = artifact.clone();
+    unsigned.as_object_mut().unwrap().remove("signature");
+    let message = serde_jcs::to_vec(&unsigned).unwrap();
+    ring::signature::UnparsedPublicKey::new(&ring::signature::ED25519, &x)
+        .verify(&message, &sig)
+        .expect("the artifact verifies against the JWKS");
+    let mut tampered = unsigned.clone();
+    tampered["status"] = json!("verified");
+    assert!(
+        ring::signature::UnparsedPublicKey::new(&ring::signature::ED25519, &x)
+            .verify(&serde_jcs::to_vec(&tampered).unwrap(), &sig)
+            .is_err()
+    );
+}
+
+#[tokio::test]
+async fn discover_lists_exact_names_keys_providers_and_costs() {
+    let app = app().await;
+    let resp = app
+        .http
+        .get(app.url(&format!("/api/discover?domain={SHOP}")))
+        .header("Authorization", bearer(&app.api_key))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let shop: Value = resp.json().await.unwrap();
+    let names: Vec<&str> = shop["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "search_products",
+            "get_product",
+            "add_to_cart",
+            "place_order",
+            "order_status"
+        ]
+    );
+    let order = &shop["actions"][3];
+    assert_eq!(order["consequential"], true);
+    assert_eq!(order["scopes"], json!(["execute", "execute:consequential"]));
+    assert_eq!(order["cost"], 1);
+    assert_eq!(order["auth_provider"], Value::Null);
+    assert_eq!(
+        shop["actions"][2]["params"][1],
+        json!({"name": "sku", "type": "string", "required": true, "description": null})
+    );
+
+    let booking: Value = app
+        .http
+        .post(app.url("/api/discover"))
+        .header("Authorization", bearer(&app.api_key))
+        .json(&json!({"domain": "booking.sandbox.test"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        booking["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a["auth_provider"] == "booking-sandbox")
+    );
+    let unknown = app
+        .http
+        .get(app.url("/api/discover?domain=nowhere.example.com"))
+        .header("Authorization", bearer(&app.api_key))
+        .send()
+        .await
+        .unwrap();
+    problem(unknown, 404, "unknown_domain").await;
+}
+
+#[tokio::test]
+async fn a_completed_action_is_charged_once_with_a_verifiable_artifact() {
+    let app = app().await;
+    let key = app.api_key.clone();
+    assert_eq!(balance(&app, &key).await, (1000, 0));
+    let resp = execute(&app, &key, json!({"domain": SHOP, "action": "add_to_cart", "params": {"sku": "TEA-GREEN", "quantity": 2}}), None).await;
+    assert_eq!(resp.status(), 200);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["status"], "completed");
+    assert_eq!(body["result"]["total_cents"], 1300);
+    assert_eq!(body["credits_charged"], 1);
+    let artifact = &body["artifact"];
+    assert_eq!(artifact["status"], "completed");
+    assert_eq!(artifact["task_id"], body["task_id"]);
+    assert_eq!(artifact["failure_class"], Value::Null);
+    assert_eq!(artifact["source"]["domain"], SHOP);
+    verify_with_jwks(&app, artifact).await;
+    assert_eq!(balance(&app, &key).await, (999, 0));
+
+    // The consequential order, with the cart from before; then the HTML confirmation page.
+    let cart = body["result"]["cart_id"].as_str().unwrap();
+    let order: Value = execute(
+        &app,
+        &key,
+        json!({"domain": SHOP, "action": "place_order", "params": {"cart_id": cart}}),
+        None,
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(order["result"]["status"], "placed", "{order}");
+    let page: Value = execute(
+        &app,
+        &key,
+        json!({"domain": SHOP, "action": "order_status", "params": {"order_id": order["result"]["order_id"]}}),
+        None,
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(
+        page["result"],
+        json!({"status": "Placed", "http_status": 200}),
+        "{page}"
+    );
+
+    let task: Value = app
+        .http
+        .get(app.url(&format!("/api/tasks/{}", body["task_id"].as_str().unwrap())))
+        .header("Authorization", bearer(&key))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(task["status"], "completed");
+    assert_eq!(task["artifact"], body["artifact"]);
+    verify_with_jwks(&app, &task["artifact"]).await;
+    assert_eq!(balance(&app, &key).await, (997, 0));
+}
+
+#[tokio::test]
+async fn every_failure_is_refunded_with_an_artifact_of_the_failure() {
+    let app = app().await;
+    let key = app.api_key.clone();
+    let cases = [
+        (FLAKY, "server_error", json!({}), 502, "action_failed"),
+        (
+            FLAKY,
+            "garbage",
+            json!({}),
+            502,
+            "upstream_invalid_response",
+        ),
+        (FLAKY, "slow", json!({}), 504, "upstream_timeout"),
+        (
+            FLAKY,
+            "unconfirmed_submit",
+            json!({"message": "hi"}),
+            502,
+            "action_failed",
+        ),
+        // The shop answers 200 for an unknown cart but does not confirm an order.
+        (
+            SHOP,
+            "place_order",
+            json!({"cart_id": "nope"}),
+            502,
+            "action_failed",
+        ),
+        (
+            SHOP,
+            "get_product",
+            json!({"sku": "NOPE"}),
+            502,
+            "action_failed",
+        ),
+    ];
+    for (domain, action, params, status, class) in cases {
+        let resp = execute(
+            &app,
+            &key,
+            json!({"domain": domain, "action": action, "params": params}),
+            None,
+        )
+        .await;
+        let body = problem(resp, status, class).await;
+        assert_eq!(body["credits_refunded"], 1, "{action}");
+        assert_eq!(body["artifact"]["status"], "failed");
+        assert_eq!(body["artifact"]["failure_class"], class);
+        verify_with_jwks(&app, &body["artifact"]).await;
+        let task: Value = app
+            .http
+            .get(app.url(&format!("/api/tasks/{}", body["task_id"].as_str().unwrap())))
+            .header("Authorization", bearer(&key))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(task["status"], "failed");
+        assert_eq!(
+            balance(&app, &key).await,
+            (1000, 0),
+            "{action} was not refunded"
+        );
+    }
+}
+
+#[tokio::test]
+async fn refusals_happen_before_any_charge() {
+    let app = app().await;
+    let key = app.api_key.clone();
+    let bad_params = execute(&app, &key, json!({"domain": SHOP, "action": "add_to_cart", "params": {"sku": "TEA-GREEN", "quantity": 99}}), None).await;
+    let p = problem(bad_params, 422, "invalid_request").await;
+    assert!(p["detail"].as_str().unwrap().contains("quantity"), "{p}");
+    problem(
+        execute(
+            &app,
+            &key,
+            json!({"domain": SHOP, "action": "buy_everything", "params": {}}),
+            None,
+        )
+        .await,
+        404,
+        "unknown_action",
+    )
+    .await;
+    problem(
+        execute(
+            &app,
+            &key,
+            json!({"domain": "nowhere.example.com", "action": "x", "params": {}}),
+            None,
+        )
+        .await,
+        404,
+        "unknown_domain",
+    )
+    .await;
+    let needs_connection = execute(
+        &app,
+        &key,
+        json!({"domain": "booking.sandbox.test", "action": "list_my_bookings", "params": {}}),
+        None,
+    )
+    .await;
+    let p = problem(needs_connection, 403, "connection_required").await;
+    assert_eq!(p["next_action"]["kind"], "connect");
+    problem(
+        execute(
+            &app,
+            &key,
+            json!({"domain": SHOP, "action": "search_products"}),
+            None,
+        )
+        .await,
+        422,
+        "invalid_request",
+    )
+    .await;
+
+    // A key without the approval scope cannot place orders; without credits nothing runs.
+    let plain = app
+        .services
+        .keys
+        .create_key(svc::services::CreateKey {
+            email: Email::parse("plain@example.com").unwrap(),
+            plan: Plan::Free,
+            credits: Some(CreditAmount::new(1).unwrap()),
+            scopes: Scopes::default_for_new_key(),
+            label: "plain".into(),
+        })
+        .await
+        .unwrap();
+    let plain_key = plain.secret.expose().to_owned();
+    let p = problem(
+        execute(
+            &app,
+            &plain_key,
+            json!({"domain": SHOP, "action": "place_order", "params": {"cart_id": "cart-1"}}),
+            None,
+        )
+        .await,
+        403,
+        "insufficient_scope",
+    )
+    .await;
+    assert_eq!(p["next_action"]["kind"], "approve");
+    assert_eq!(
+        execute(
+            &app,
+            &plain_key,
+            json!({"domain": SHOP, "action": "search_products", "params": {"query": "mug"}}),
+            None
+        )
+        .await
+        .status(),
+        200
+    );
+    let broke = execute(
+        &app,
+        &plain_key,
+        json!({"domain": SHOP, "action": "search_products", "params": {"query": "mug"}}),
+        None,
+    )
+    .await;
+    let p = problem(broke, 402, "insufficient_credits").await;
+    assert_eq!(p["next_action"]["kind"], "top_up");
+    assert_eq!(balance(&app, &key).await, (1000, 0));
+    assert_eq!(balance(&app, &plain_key).await, (0, 0));
+}
+
+#[tokio::test]
+async fn one_idempotency_key_is_one_billing_task() {
+    let app = app().await;
+    let key = app.api_key.clone();
+    let body = json!({"domain": SHOP, "action": "search_products", "params": {"query": "tea"}});
+    let first = execute(&app, &key, body.clone(), Some("order-7")).await;
+    assert_eq!(first.status(), 200);
+    assert!(first.headers().get("idempotent-replayed").is_none());
+    let first: Value = first.json().await.unwrap();
+    let again = execute(&app, &key, body.clone(), Some("order-7")).await;
+    assert_eq!(again.status(), 200);
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
+    assert_eq!(again.json::<Value>().await.unwrap(), first);
+    // Key order in params does not make it another request.
+    let reordered =
+        json!({"params": {"query": "tea"}, "action": "search_products", "domain": SHOP});
+    assert_eq!(
+        execute(&app, &key, reordered, Some("order-7"))
+            .await
+            .status(),
+        200
+    );
+    let other = json!({"domain": SHOP, "action": "search_products", "params": {"query": "mug"}});
+    problem(
+        execute(&app, &key, other, Some("order-7")).await,
+        422,
+        "idempotency_conflict",
+    )
+    .await;
+    assert_eq!(balance(&app, &key).await, (999, 0));
+
+    // While the first is running, the same key gets 409 with Retry-After.
+    let slow = json!({"domain": FLAKY, "action": "slow", "params": {}});
+    let running = {
+        let req = app
+            .http
+            .post(app.url("/api/execute"))
+            .header("Authorization", bearer(&key))
+            .header("Idempotency-Key", "slow-1")
+            .json(&slow);
+        tokio::spawn(async move { req.send().await.unwrap().status() })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let dup = execute(&app, &key, slow.clone(), Some("slow-1")).await;
+    assert!(dup.headers().contains_key("retry-after"));
+    problem(dup, 409, "idempotency_in_flight").await;
+    assert_eq!(running.await.unwrap(), StatusCode::GATEWAY_TIMEOUT);
+    let replayed = execute(&app, &key, slow, Some("slow-1")).await;
+    assert_eq!(replayed.headers()["idempotent-replayed"], "true");
+    problem(replayed, 504, "upstream_timeout").await;
+    assert_eq!(balance(&app, &key).await, (999, 0));
+    let too_long = "k".repeat(256);
+    problem(
+        execute(&app, &key, body, Some(&too_long)).await,
+        422,
+        "invalid_request",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn two_hundred_concurrent_requests_with_one_key_charge_once() {
+    let app = app().await;
+    let key = app.api_key.clone();
+    let body = json!({"domain": SHOP, "action": "add_to_cart", "params": {"sku": "MUG-BLUE", "quantity": 1}});
+    let answers = join_all((0..200).map(|_| {
+        let req = app
+            .http
+            .post(app.url("/api/execute"))
+            .header("Authorization", bearer(&key))
+            .header("Idempotency-Key", "burst-1")
+            .json(&body);
+        async move {
+            let r = req.send().await.unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    }))
+    .await;
+    let completed: Vec<&String> = answers
+        .iter()
+        .filter(|(s, _)| *s == 200)
+        .map(|(_, b)| b)
+        .collect();
+    assert!(!completed.is_empty());
+    assert!(
+        completed.iter().all(|b| *b == completed[0]),
+        "every 200 carries the same body"
+    );
+    assert!(
+        answers.iter().all(|(s, _)| *s == 200 || *s == 409),
+        "only 200 or 409"
+    );
+    assert_eq!(balance(&app, &key).await, (999, 0), "charged once");
+}
+
+#[tokio::test]
+async fn tasks_are_private_to_their_account() {
+    let app = app().await;
+    let body: Value = execute(
+        &app,
+        &app.api_key,
+        json!({"domain": SHOP, "action": "search_products", "params": {"query": "kettle"}}),
+        None,
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    let other = app
+        .services
+        .keys
+        .create_key(svc::services::CreateKey {
+            email: Email::parse("other@example.com").unwrap(),
+            plan: Plan::Free,
+            credits: None,
+            scopes: Scopes::default_for_new_key(),
+            label: "other".into(),
+        })
+        .await
+        .unwrap();
+    let resp = app
+        .http
+        .get(app.url(&format!("/api/tasks/{}", body["task_id"].as_str().unwrap())))
+        .header("Authorization", bearer(other.secret.expose()))
+        .send()
+        .await
+        .unwrap();
+    problem(resp, 404, "not_found").await;
+}
+
+#[tokio::test]
+async fn mcp_tools_discover_and_execute() {
+    let app = app().await;
+    let call = |name: &'static str, args: Value| {
+        let app = &app;
+        async move {
+            let (_, body) = app
+                .mcp(
+                    json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": args}}),
+                    Some(&bearer(&app.api_key)),
+                    "2025-11-25",
+                )
+                .await;
+            body["result"].clone()
+        }
+    };
+    let listed = call("list_actions", json!({"domain": "booking.sandbox.test"})).await;
+    assert_eq!(
+        listed["structuredContent"]["actions"][0]["auth_provider"],
+        "booking-sandbox"
+    );
+    let done = call("execute", json!({"domain": SHOP, "action": "get_product", "params": {"sku": "KETTLE-1"}, "idempotency_key": "mcp-1"})).await;
+    assert_eq!(
+        done["structuredContent"]["result"]["name"], "Kettle, 1 litre",
+        "{done}"
+    );
+    verify_with_jwks(&app, &done["structuredContent"]["artifact"]).await;
+    let failed = call(
+        "execute",
+        json!({"domain": FLAKY, "action": "server_error", "params": {}}),
+    )
+    .await;
+    assert_eq!(failed["isError"], true);
+    assert!(
+        failed["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("action_failed")
+    );
+    assert_eq!(balance(&app, &app.api_key).await, (999, 0));
+}
+
+#[tokio::test]
+async fn orphaned_tasks_are_refunded_by_recovery() {
+    let stores = svc::startup::Stores::memory();
+    // The app's own recovery pass only takes tasks older than an hour: this test runs it.
+    let app = TestApp::builder()
+        .stores(stores.clone())
+        .runtime(|r| r.recover_after_seconds = 3600)
+        .action_sites()
+        .await
+        .spawn()
+        .await;
+    let key = app.api_key.clone();
+    // A task that began but whose process never settled it.
+    let account = app.services.auth.authenticate(&key).await.unwrap();
+    let orphan = svc_ports::NewTask {
+        id: svc_ports::TaskId::from_ulid(ulid::Ulid::new()),
+        account_id: account.account.id.clone(),
+        key_id: account.key.id.clone(),
+        domain: SHOP.into(),
+        action: "place_order".into(),
+        cost: 1,
+        idempotency_key: Some("crashed".into()),
+        fingerprint: "f".into(),
+        hold_entry: svc_ports::LedgerEntryId::from_ulid(ulid::Ulid::new()),
+        created_at: chrono::Utc::now() - chrono::Duration::minutes(5),
+    };
+    assert!(matches!(
+        stores.tasks.begin_task(&orphan).await.unwrap(),
+        svc_ports::BeginOutcome::Started(_)
+    ));
+    assert_eq!(balance(&app, &key).await, (999, 1));
+    assert_eq!(app.services.actions.recover(60).await.unwrap(), 1);
+    assert_eq!(balance(&app, &key).await, (1000, 0));
+    let task: Value = app
+        .http
+        .get(app.url(&format!("/api/tasks/{}", orphan.id)))
+        .header("Authorization", bearer(&key))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(task["status"], "failed");
+    assert_eq!(task["artifact"]["failure_class"], "interrupted");
+    verify_with_jwks(&app, &task["artifact"]).await;
+    assert_eq!(
+        app.services.actions.recover(60).await.unwrap(),
+        0,
+        "settled once"
+    );
+}
+
+#[tokio::test]
+async fn discovery_files_for_actions_are_served() {
+    let app = app().await;
+    let catalog = app.get_json("/.well-known/action-catalog.json").await;
+    let allowed: Vec<&str> = catalog["allowed_families"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["family"].as_str().unwrap())
+        .collect();
+    assert!(allowed.contains(&"order") && !allowed.contains(&"credential_entry"));
+    assert!(
+        catalog["failure_classes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["failure_class"] == "action_failed")
+    );
+    let schema = app
+        .get_json("/.well-known/payment-artifact.schema.json")
+        .await;
+    assert_eq!(
+        schema["$schema"],
+        "https://json-schema.org/draft/2020-12/schema"
+    );
+    let jwks = app.get_json("/.well-known/jwks.json").await;
+    assert_eq!(jwks["keys"][0]["alg"], "EdDSA");
+}
