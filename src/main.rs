@@ -45,6 +45,18 @@ enum Command {
         #[command(subcommand)]
         command: KeysCommand,
     },
+    /// Import, list, publish, retire and learn Agent Maps.
+    Maps {
+        #[command(flatten)]
+        db: DatabaseArgs,
+        #[command(subcommand)]
+        command: MapsCommand,
+    },
+    /// Verify verification artifacts offline.
+    Artifacts {
+        #[command(subcommand)]
+        command: ArtifactsCommand,
+    },
     /// Read a page: a URL through the guarded fetcher, or a saved HTML file offline. Prints the
     /// main content (or, with `--format json`, the same JSON as `/api/read`); a blocked page
     /// exits with status 2.
@@ -114,6 +126,45 @@ enum KeysCommand {
     },
     /// Revoke the key with this prefix (e.g. `svc_live_AbCd1234`).
     Revoke { prefix: String },
+}
+
+#[derive(Subcommand)]
+enum MapsCommand {
+    /// Store a map document (JSON) as the domain's next candidate version.
+    Import { file: PathBuf },
+    /// List every version of every map (or of one domain).
+    List {
+        #[arg(long)]
+        domain: Option<String>,
+    },
+    /// Publish the newest (or the given) version; the one published before is retired.
+    Publish {
+        domain: String,
+        #[arg(long)]
+        version: Option<u32>,
+    },
+    /// Retire the published version: nothing of the domain runs any more.
+    Retire { domain: String },
+    /// Draft a candidate map from what the site publishes (its OpenAPI document, its forms).
+    /// Nothing learned runs before a person publishes it.
+    Learn {
+        domain: String,
+        /// Origin to learn from (default `https://DOMAIN`).
+        #[arg(long)]
+        base_url: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum ArtifactsCommand {
+    /// Check an artifact's Ed25519 signature with a JWKS (exit 0 when it verifies, 1 when
+    /// not). FILE may hold the artifact, or an execute answer or task that carries one.
+    Verify {
+        file: PathBuf,
+        /// The JWK Set to check against, e.g. saved from `/.well-known/jwks.json`.
+        #[arg(long)]
+        jwks: PathBuf,
+    },
 }
 
 #[tokio::main]
@@ -186,6 +237,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Keys { db, command } => keys(&db.database_url, command).await,
+        Command::Maps { db, command } => maps(&db.database_url, command).await,
+        Command::Artifacts {
+            command: ArtifactsCommand::Verify { file, jwks },
+        } => verify_artifact(&file, &jwks),
         Command::Read(args) => read(args).await,
     }
 }
@@ -244,6 +299,87 @@ async fn read(args: ReadArgs) -> anyhow::Result<()> {
         std::process::exit(2);
     }
     Ok(())
+}
+
+async fn maps(database_url: &str, command: MapsCommand) -> anyhow::Result<()> {
+    let stores = Stores::open(database_url, 2).await?;
+    let services = startup::offline_services(&stores, Environment::Live)?;
+    let actions = &services.actions;
+    let show = |m: &svc_ports::AgentMap| {
+        println!(
+            "{:<32} v{:<4} {:<10} {:<9} {:>3} actions  {}",
+            m.document.domain.as_str(),
+            m.version,
+            m.status.as_str(),
+            m.origin,
+            m.document.actions.len(),
+            m.updated_at
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        )
+    };
+    match command {
+        MapsCommand::Import { file } => {
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("reading {}", file.display()))?;
+            let document: svc_ports::MapDocument = serde_json::from_str(&text)
+                .with_context(|| format!("{} is not a map document", file.display()))?;
+            let map = actions.import_map(&document, "imported").await?;
+            show(&map);
+            eprintln!(
+                "stored as a candidate; `svc maps publish {}` makes it run",
+                map.document.domain
+            );
+        }
+        MapsCommand::List { domain } => {
+            for m in actions.maps(domain.as_deref()).await? {
+                show(&m);
+            }
+        }
+        MapsCommand::Publish { domain, version } => show(&actions.publish(&domain, version).await?),
+        MapsCommand::Retire { domain } => show(&actions.retire(&domain).await?),
+        MapsCommand::Learn { domain, base_url } => {
+            let base = base_url.unwrap_or_else(|| format!("https://{domain}"));
+            let learned = actions.learn(&domain, &base).await?;
+            show(&learned.map);
+            for note in &learned.notes {
+                eprintln!("  {note}");
+            }
+            eprintln!(
+                "learned as a candidate: review it (`svc maps list`), then `svc maps publish {domain}`"
+            );
+        }
+    }
+    Ok(())
+}
+
+fn verify_artifact(file: &std::path::Path, jwks: &std::path::Path) -> anyhow::Result<()> {
+    let read = |p: &std::path::Path| -> anyhow::Result<serde_json::Value> {
+        let text =
+            std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", p.display()))
+    };
+    let doc = read(file)?;
+    let jwks = read(jwks)?;
+    // An execute answer or a task carries the artifact under `artifact`.
+    let artifact = doc
+        .get("artifact")
+        .filter(|a| a.is_object())
+        .unwrap_or(&doc);
+    match startup::verify_artifact(artifact, &jwks) {
+        Ok(()) => {
+            println!(
+                "verified: {} ({}) signed by {}",
+                artifact["artifact_id"].as_str().unwrap_or("?"),
+                artifact["status"].as_str().unwrap_or("?"),
+                artifact["signature"]["kid"].as_str().unwrap_or("?")
+            );
+            Ok(())
+        }
+        Err(e) => {
+            eprintln!("NOT verified: {e}");
+            std::process::exit(1);
+        }
+    }
 }
 
 async fn keys(database_url: &str, command: KeysCommand) -> anyhow::Result<()> {

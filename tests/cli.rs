@@ -423,3 +423,276 @@ async fn serve_without_smtp_says_mail_is_only_logged_and_never_logs_codes() {
         .any(|w| w.len() == 6);
     assert!(!has_code, "a code reached the log: {line}");
 }
+
+/// A `svc sandbox` process and the lines it printed.
+struct Sandbox {
+    process: Running,
+    base: String,
+    key: String,
+}
+
+fn start_sandbox(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Sandbox {
+    let mut cmd = svc(dir);
+    cmd.args(["sandbox", "--bind", "127.0.0.1:0"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut process = Running(cmd.spawn().unwrap());
+    let stdout = process.0.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let (mut base, mut key) = (None, None);
+    while base.is_none() || key.is_none() {
+        let line = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the sandbox printed its lines");
+        if let Some(v) = line.strip_prefix("SVC_BASE_URL=") {
+            base = Some(v.to_owned());
+        } else if let Some(v) = line.strip_prefix("SVC_API_KEY=") {
+            key = Some(v.to_owned());
+        }
+    }
+    Sandbox {
+        process,
+        base: base.unwrap(),
+        key: key.unwrap(),
+    }
+}
+
+async fn spendable_and_held(base: &str, key: &str) -> (i64, i64) {
+    let body: Value = usage(base, key).await.json().await.unwrap();
+    (
+        body["balance"]["spendable"].as_i64().unwrap(),
+        body["balance"]["held"].as_i64().unwrap(),
+    )
+}
+
+fn execute_request(
+    base: &str,
+    key: &str,
+    body: &Value,
+    idempotency_key: &str,
+) -> reqwest::RequestBuilder {
+    reqwest::Client::new()
+        .post(format!("{base}/api/execute"))
+        .bearer_auth(key)
+        .header("Idempotency-Key", idempotency_key)
+        .json(body)
+}
+
+#[tokio::test]
+async fn two_processes_on_one_postgres_charge_one_idempotency_key_once() {
+    let url = svc_contract_tests::postgres_database().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = ["--database-url", url.as_str()];
+    let a = start_sandbox(dir.path(), &db, &[]);
+    let b = start_sandbox(dir.path(), &db, &[]);
+    // One account (the seeded address), a key from each process, 1,000 credits granted once.
+    assert_eq!(spendable_and_held(&a.base, &a.key).await, (1000, 0));
+    assert_eq!(spendable_and_held(&b.base, &b.key).await, (1000, 0));
+    let body = serde_json::json!({"domain": "shop.sandbox.test", "action": "add_to_cart",
+        "params": {"sku": "TEA-BLACK", "quantity": 3}});
+    let answers = futures_util::future::join_all((0..200).map(|i| {
+        let (base, key) = if i % 2 == 0 {
+            (&a.base, &a.key)
+        } else {
+            (&b.base, &b.key)
+        };
+        let req = execute_request(base, key, &body, "two-instances-1");
+        async move {
+            let r = req.send().await.unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    }))
+    .await;
+    // Each sandbox runs its own shop, and only the last one published points the shared map at
+    // its shop, so the one execution may complete (200) or be refused by the other process's
+    // guarded client (a settled failure): either way every answer but "in flight" is that one
+    // stored answer, and it moved money once.
+    let settled: Vec<&(u16, String)> = answers.iter().filter(|(s, _)| *s != 409).collect();
+    assert!(!settled.is_empty());
+    assert!(
+        settled.iter().all(|a| *a == settled[0]),
+        "every settled answer is the same: {:?}",
+        settled.iter().map(|(s, _)| s).collect::<Vec<_>>()
+    );
+    let task_ids: std::collections::HashSet<String> = settled
+        .iter()
+        .map(|(_, t)| serde_json::from_str::<Value>(t).unwrap()["task_id"].to_string())
+        .collect();
+    assert_eq!(task_ids.len(), 1, "one billing task");
+    let expected = if settled[0].0 == 200 {
+        (999, 0)
+    } else {
+        (1000, 0)
+    };
+    assert_eq!(
+        spendable_and_held(&a.base, &a.key).await,
+        expected,
+        "charged at most once, refunded if it failed, across both processes"
+    );
+}
+
+#[tokio::test]
+async fn a_process_killed_mid_action_loses_no_credit() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("sandbox.db").display());
+    let db = ["--database-url", url.as_str()];
+    let env = [("SVC_RECOVER_AFTER_SECONDS", "2")];
+    let first = start_sandbox(dir.path(), &db, &env);
+    assert_eq!(spendable_and_held(&first.base, &first.key).await, (1000, 0));
+    let body = serde_json::json!({"domain": "flaky.sandbox.test", "action": "slow", "params": {}});
+    // The site answers after 30 s: the process dies while the task is in flight.
+    let in_flight =
+        tokio::spawn(execute_request(&first.base, &first.key, &body, "killed-1").send());
+    let started = Instant::now();
+    while spendable_and_held(&first.base, &first.key).await != (999, 1) {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the task never began"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(first); // SIGKILL: no shutdown, no settlement
+    assert!(
+        in_flight.await.unwrap().is_err(),
+        "the request died with the process"
+    );
+
+    let second = start_sandbox(dir.path(), &db, &env);
+    let started = Instant::now();
+    let replay = loop {
+        let r = execute_request(&second.base, &second.key, &body, "killed-1")
+            .send()
+            .await
+            .unwrap();
+        if r.status() != 409 {
+            break r;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "recovery never settled the task"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(replay.status(), 502);
+    assert_eq!(replay.headers()["idempotent-replayed"], "true");
+    let failure: Value = replay.json().await.unwrap();
+    assert_eq!(failure["failure_class"], "interrupted");
+    assert_eq!(failure["artifact"]["status"], "failed");
+    assert_eq!(
+        spendable_and_held(&second.base, &second.key).await,
+        (1000, 0),
+        "refunded"
+    );
+}
+
+#[tokio::test]
+async fn maps_and_artifacts_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let template = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("sandbox/maps/shop.json"),
+    )
+    .unwrap();
+    let map = dir.path().join("shop.json");
+    std::fs::write(
+        &map,
+        template
+            .replace("{base_url}", "https://shop.example.com")
+            .replace("shop.sandbox.test", "shop.example.com"),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let out = svc(dir.path()).args(args).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = run(&["maps", "import", map.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains("shop.example.com") && out.contains("candidate"),
+        "{out}"
+    );
+    assert_eq!(run(&["maps", "import", map.to_str().unwrap()]).0, Some(0));
+    let (code, out, _) = run(&["maps", "publish", "shop.example.com", "--version", "1"]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains("v1") && out.contains("published"), "{out}");
+    let (_, out, _) = run(&["maps", "list"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].contains("v2") && lines[0].contains("candidate"),
+        "{out}"
+    );
+    assert!(
+        lines[1].contains("v1") && lines[1].contains("published"),
+        "{out}"
+    );
+    let (code, out, _) = run(&["maps", "retire", "shop.example.com"]);
+    assert_eq!((code, out.contains("retired")), (Some(0), true));
+    let (code, _, err) = run(&["maps", "retire", "shop.example.com"]);
+    assert_eq!(code, Some(1), "nothing is published any more: {err}");
+    let (code, _, err) = run(&[
+        "maps",
+        "import",
+        dir.path().join("nope.json").to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    let bad = dir.path().join("bad.json");
+    std::fs::write(
+        &bad,
+        template
+            .replace("{base_url}", "https://shop.example.com")
+            .replace("\"family\": \"order\"", "\"family\": \"credential_entry\""),
+    )
+    .unwrap();
+    let (code, _, err) = run(&["maps", "import", bad.to_str().unwrap()]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("disallowed"), "{err}");
+
+    // An artifact from a running sandbox, checked offline with its JWKS.
+    let sandbox = start_sandbox(dir.path(), &[], &[]);
+    let answer: Value = execute_request(&sandbox.base, &sandbox.key,
+        &serde_json::json!({"domain": "shop.sandbox.test", "action": "get_product", "params": {"sku": "MUG-BLUE"}}), "cli-1")
+        .send().await.unwrap().json().await.unwrap();
+    let jwks: Value = reqwest::get(format!("{}/.well-known/jwks.json", sandbox.base))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let (answer_file, jwks_file) = (dir.path().join("answer.json"), dir.path().join("jwks.json"));
+    std::fs::write(&answer_file, answer.to_string()).unwrap();
+    std::fs::write(&jwks_file, jwks.to_string()).unwrap();
+    let (code, out, err) = run(&[
+        "artifacts",
+        "verify",
+        answer_file.to_str().unwrap(),
+        "--jwks",
+        jwks_file.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.starts_with("verified: art_"), "{out}");
+    let mut tampered = answer.clone();
+    tampered["artifact"]["evidence"]["http_status"] = serde_json::json!(201);
+    std::fs::write(&answer_file, tampered.to_string()).unwrap();
+    let (code, _, err) = run(&[
+        "artifacts",
+        "verify",
+        answer_file.to_str().unwrap(),
+        "--jwks",
+        jwks_file.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("NOT verified"), "{err}");
+    drop(sandbox.process);
+}

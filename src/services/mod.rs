@@ -4,6 +4,7 @@ pub mod actions;
 pub mod auth;
 pub mod identity;
 pub mod keys;
+pub mod learn;
 pub mod read;
 pub mod usage;
 

@@ -452,9 +452,13 @@ async fn one_idempotency_key_is_one_billing_task() {
     .await;
 }
 
-#[tokio::test]
-async fn two_hundred_concurrent_requests_with_one_key_charge_once() {
-    let app = app().await;
+async fn two_hundred_concurrent_requests(stores: svc::startup::Stores) {
+    let app = TestApp::builder()
+        .stores(stores)
+        .action_sites()
+        .await
+        .spawn()
+        .await;
     let key = app.api_key.clone();
     let body = json!({"domain": SHOP, "action": "add_to_cart", "params": {"sku": "MUG-BLUE", "quantity": 1}});
     let answers = join_all((0..200).map(|_| {
@@ -485,6 +489,24 @@ async fn two_hundred_concurrent_requests_with_one_key_charge_once() {
         "only 200 or 409"
     );
     assert_eq!(balance(&app, &key).await, (999, 0), "charged once");
+}
+
+#[tokio::test]
+async fn two_hundred_concurrent_requests_with_one_key_charge_once_in_memory() {
+    two_hundred_concurrent_requests(svc::startup::Stores::memory()).await;
+}
+
+#[tokio::test]
+async fn two_hundred_concurrent_requests_with_one_key_charge_once_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("burst.db").display());
+    two_hundred_concurrent_requests(svc::startup::Stores::open(&url, 8).await.unwrap()).await;
+}
+
+#[tokio::test]
+async fn two_hundred_concurrent_requests_with_one_key_charge_once_on_postgres() {
+    let url = svc_contract_tests::postgres_database().await;
+    two_hundred_concurrent_requests(svc::startup::Stores::open(&url, 16).await.unwrap()).await;
 }
 
 #[tokio::test]
@@ -644,4 +666,102 @@ async fn discovery_files_for_actions_are_served() {
     );
     let jwks = app.get_json("/.well-known/jwks.json").await;
     assert_eq!(jwks["keys"][0]["alg"], "EdDSA");
+}
+
+#[tokio::test]
+async fn learning_drafts_a_candidate_that_runs_only_once_published() {
+    use wiremock::{
+        Mock, MockServer, ResponseTemplate,
+        matchers::{method, path},
+    };
+    let site = MockServer::start().await;
+    let openapi = json!({
+        "openapi": "3.1.0",
+        "info": {"title": "Library", "version": "1"},
+        "paths": {
+            "/api/books": {"get": {"operationId": "searchBooks", "summary": "Search books",
+                "parameters": [{"name": "q", "in": "query", "required": true, "schema": {"type": "string"}}],
+                "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {
+                    "type": "object", "required": ["books"], "properties": {"books": {"type": "array"}}}}}}}}},
+            "/api/loans": {"post": {"operationId": "borrowBook", "summary": "Borrow a book",
+                "requestBody": {"content": {"application/json": {"schema": {"type": "object", "required": ["isbn"],
+                    "properties": {"isbn": {"type": "string"}}}}}},
+                "responses": {"201": {"description": "created"}}}},
+            "/api/login": {"post": {"operationId": "login", "responses": {"200": {"description": "ok"}}}}
+        }
+    });
+    let home = r#"<html><head><title>Library</title></head><body>
+        <a href="/contact">Contact</a>
+        <form action="/search" method="get"><input type="search" name="q"></form>
+        <form action="/login" method="post"><input name="user"><input type="password" name="pw"></form>
+        </body></html>"#;
+    let contact = r#"<html><head><title>Contact</title></head><body>
+        <form action="/contact" method="post"><label>Email <input type="email" name="email" required></label>
+        <textarea name="message"></textarea></form></body></html>"#;
+    for (p, body, ct) in [
+        ("/openapi.json", openapi.to_string(), "application/json"),
+        ("/", home.to_owned(), "text/html"),
+        ("/contact", contact.to_owned(), "text/html"),
+    ] {
+        Mock::given(method("GET"))
+            .and(path(p))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(body, ct))
+            .mount(&site)
+            .await;
+    }
+    Mock::given(method("GET"))
+        .and(path("/api/books"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(json!({"books": [{"title": "Dune"}]})),
+        )
+        .mount(&site)
+        .await;
+    let host = "library.sandbox.test";
+    let app = TestApp::builder()
+        .sandbox_host(host, *site.address())
+        .spawn()
+        .await;
+    let base = format!("http://{host}:{}", site.address().port());
+    let learned = app.services.actions.learn(host, &base).await.unwrap();
+    assert_eq!(learned.map.status, svc_ports::MapStatus::Candidate);
+    assert_eq!(learned.map.origin, "learned");
+    let actions = &learned.map.document.actions;
+    let find = |n: &str| {
+        actions.iter().find(|a| a.name == n).unwrap_or_else(|| {
+            panic!(
+                "no {n} in {:?}",
+                actions.iter().map(|a| &a.name).collect::<Vec<_>>()
+            )
+        })
+    };
+    assert!(!find("search_books").consequential, "a safe read");
+    assert!(find("borrow_book").consequential, "a state change");
+    assert!(
+        actions.iter().all(|a| !a.name.contains("login")),
+        "credential handling is never learned"
+    );
+    assert!(
+        actions
+            .iter()
+            .any(|a| a.request.path.starts_with("/contact") && a.consequential)
+    );
+    assert!(
+        learned.notes.iter().any(|n| n.contains("login")),
+        "{:?}",
+        learned.notes
+    );
+
+    // Nothing learned runs before a person publishes it.
+    let body = json!({"domain": host, "action": "search_books", "params": {"q": "dune"}});
+    problem(
+        execute(&app, &app.api_key, body.clone(), None).await,
+        404,
+        "unknown_domain",
+    )
+    .await;
+    app.services.actions.publish(host, None).await.unwrap();
+    let done = execute(&app, &app.api_key, body, None).await;
+    assert_eq!(done.status(), 200);
+    let done: Value = done.json().await.unwrap();
+    assert_eq!(done["result"]["books"][0]["title"], "Dune", "{done}");
 }
