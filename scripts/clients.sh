@@ -71,5 +71,12 @@ check mcp-sdk-claim-link-denied "$venv/bin/python" clients/mcp_claim_link.py "$S
 check a2a-sdk-message "$venv/bin/python" "$shared/clients/a2a_client_check.py" "$SVC_BASE_URL" "hello"
 check a2a-sdk-email-signup "$venv/bin/python" clients/a2a_signup.py "$SVC_BASE_URL"
 
+# Actions: execute through the MCP SDK (it checks structuredContent against the outputSchema),
+# and artifacts verified by pyca/cryptography from the served JWKS alone.
+check mcp-sdk-execute "$venv/bin/python" clients/mcp_check.py "$SVC_MCP_URL" execute \
+  '{"domain": "shop.sandbox.test", "action": "get_product", "params": {"sku": "MUG-BLUE"}}' --key "$SVC_API_KEY" \
+  --expect status='"completed"' --expect credits_charged=1
+check artifact-verified-by-cryptography "$venv/bin/python" clients/verify_artifact.py "$SVC_BASE_URL" "$SVC_API_KEY"
+
 echo "clients: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -30,6 +30,30 @@ pub struct ServeSettings {
     )]
     pub mail_from: String,
 
+    /// Ed25519 seed (base64url, 32 bytes) that signs verification artifacts. Set it (the same
+    /// on every instance) when several instances serve one database; without it the key lives
+    /// in `SVC_SIGNING_KEY_FILE`.
+    #[arg(long, env = "SVC_SIGNING_KEY", hide_env_values = true)]
+    pub signing_key: Option<String>,
+
+    /// Key file used when `SVC_SIGNING_KEY` is unset; created (mode 0600) on first start.
+    #[arg(
+        long,
+        env = "SVC_SIGNING_KEY_FILE",
+        default_value = "./svc-signing.key"
+    )]
+    pub signing_key_file: std::path::PathBuf,
+
+    /// Earlier signing keys, still published in the JWKS so their artifacts keep verifying:
+    /// seeds, or `pub:<base64url public key>`.
+    #[arg(
+        long,
+        env = "SVC_SIGNING_KEYS_RETIRED",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    pub signing_keys_retired: Vec<String>,
+
     #[command(flatten)]
     pub runtime: RuntimeSettings,
 }

@@ -8,7 +8,7 @@ use svc::{
     config::{RuntimeSettings, ServeSettings},
     http::read::{ReadBody, ReadFormat, ReadResult},
     services::{CreateKey, ReadOutcome, read::ContentFormat},
-    startup::{self, ActionSites, Application, DemoSite, Mail, Stores, World},
+    startup::{self, ActionSites, Application, DemoSite, Mail, Signing, Stores, World},
     telemetry,
 };
 use svc_ports::{CreditAmount, Email, Environment, KeyPrefix, Plan, Scopes};
@@ -33,6 +33,9 @@ enum Command {
         /// memory, so it survives a restart or is shared by several sandbox processes.
         #[arg(long, env = "SVC_SANDBOX_DATABASE_URL")]
         database_url: Option<String>,
+        /// Test credits the seeded account gets (once per account).
+        #[arg(long, env = "SVC_SANDBOX_SEED_CREDITS", default_value_t = startup::SANDBOX_CREDITS)]
+        seed_credits: i64,
         #[command(flatten)]
         runtime: RuntimeSettings,
     },
@@ -190,8 +193,19 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 },
                 None => Mail::Log,
             };
+            let signing = match s.signing_key.clone() {
+                Some(active) => Signing::Seed {
+                    active,
+                    retired: s.signing_keys_retired.clone(),
+                },
+                None => Signing::KeyFile {
+                    path: s.signing_key_file.clone(),
+                    retired: s.signing_keys_retired.clone(),
+                },
+            };
             let world = World {
                 mail,
+                signing,
                 ..World::default()
             };
             let app =
@@ -201,6 +215,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Sandbox {
             bind,
             database_url,
+            seed_credits,
             runtime,
         } => {
             let stores = match database_url {
@@ -217,7 +232,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 World::sandbox(&demo, &sites),
             )
             .await?;
-            let issued = startup::seed_sandbox(&app.context().services).await?;
+            let issued = startup::seed_sandbox_with(&app.context().services, seed_credits).await?;
             startup::publish_sandbox_maps(&app.context().services, &sites).await?;
             let origins = app.context().origins.clone();
             println!("SVC_BASE_URL={}", origins.base_url);

@@ -387,6 +387,11 @@ pub const SANDBOX_CREDITS: i64 = 1000;
 
 /// The sandbox's seeded account and its test key, which may also run consequential actions.
 pub async fn seed_sandbox(services: &Services) -> anyhow::Result<IssuedKey> {
+    seed_sandbox_with(services, SANDBOX_CREDITS).await
+}
+
+/// [`seed_sandbox`] with another amount of test credits (benchmarks need many).
+pub async fn seed_sandbox_with(services: &Services, credits: i64) -> anyhow::Result<IssuedKey> {
     let issued = services
         .keys
         .create_key(CreateKey {
@@ -402,7 +407,7 @@ pub async fn seed_sandbox(services: &Services) -> anyhow::Result<IssuedKey> {
         .keys
         .grant(
             &issued.account.id,
-            CreditAmount::new(SANDBOX_CREDITS)?,
+            CreditAmount::new(credits).context("SVC_SANDBOX_SEED_CREDITS")?,
             Some("sandbox-seed".into()),
             "sandbox seed credits",
         )

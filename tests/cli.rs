@@ -696,3 +696,30 @@ async fn maps_and_artifacts_from_the_command_line() {
     assert!(err.contains("NOT verified"), "{err}");
     drop(sandbox.process);
 }
+
+#[tokio::test]
+async fn serve_keeps_its_signing_key_across_restarts() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let kid = |base: String| async move {
+        let jwks: Value = reqwest::get(format!("{base}/.well-known/jwks.json"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        jwks["keys"][0]["kid"].as_str().unwrap().to_owned()
+    };
+    let (first, base) = serve(dir.path(), &[]).await;
+    let before = kid(base).await;
+    drop(first);
+    let file = dir.path().join("svc-signing.key");
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the key file is private");
+    let (_second, base) = serve(dir.path(), &[]).await;
+    assert_eq!(
+        kid(base).await,
+        before,
+        "artifacts signed before a restart still verify"
+    );
+}

@@ -378,7 +378,9 @@ impl ActionsApi {
     ) -> Result<DiscoverResponse, ApiProblem> {
         require_scope(principal, "discover")?;
         let map = self.ctx.services.actions.published(domain).await?;
-        Ok(DiscoverResponse::Ok(Json(DiscoverResult::from(&map))))
+        Ok(DiscoverResponse::Ok(Json(DiscoverResult::from(
+            map.as_ref(),
+        ))))
     }
 }
 

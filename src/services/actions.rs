@@ -94,9 +94,16 @@ struct Observed {
 /// Compiled JSON Schemas of published actions, by (domain, version, action, which).
 type SchemaCache = Mutex<HashMap<(String, u32, String, &'static str), Arc<jsonschema::Validator>>>;
 
+/// Published maps are read on every execution; they change only when a person publishes or
+/// retires one, so each instance keeps what it read for a second.
+const MAP_CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(1);
+
+type MapCache = Mutex<HashMap<String, (std::time::Instant, Option<Arc<AgentMap>>)>>;
+
 pub struct ActionService {
     ports: Ports,
     schemas: SchemaCache,
+    published: MapCache,
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -243,6 +250,7 @@ impl ActionService {
         Self {
             ports,
             schemas: Mutex::new(HashMap::new()),
+            published: Mutex::new(HashMap::new()),
         }
     }
 
@@ -282,12 +290,13 @@ impl ActionService {
 
     pub async fn publish(&self, domain: &str, version: Option<u32>) -> anyhow::Result<AgentMap> {
         let domain = Domain::parse(domain)?;
-        match self
+        let published = self
             .ports
             .maps
             .publish_map(&domain, version, self.now())
-            .await
-        {
+            .await;
+        self.forget_published(&domain);
+        match published {
             Ok(m) => {
                 tracing::info!(domain = %domain, version = m.version, "agent map published");
                 Ok(m)
@@ -299,7 +308,9 @@ impl ActionService {
 
     pub async fn retire(&self, domain: &str) -> anyhow::Result<AgentMap> {
         let domain = Domain::parse(domain)?;
-        match self.ports.maps.retire_map(&domain, self.now()).await {
+        let retired = self.ports.maps.retire_map(&domain, self.now()).await;
+        self.forget_published(&domain);
+        match retired {
             Ok(m) => {
                 tracing::info!(domain = %domain, version = m.version, "agent map retired");
                 Ok(m)
@@ -309,15 +320,37 @@ impl ActionService {
         }
     }
 
-    /// The published map of a domain, for discovery.
-    pub async fn published(&self, domain: &str) -> Result<AgentMap, ExecuteRefusal> {
+    /// The published map of a domain (read through a one-second cache).
+    pub async fn published(&self, domain: &str) -> Result<Arc<AgentMap>, ExecuteRefusal> {
         let parsed =
             Domain::parse(domain).map_err(|_| ExecuteRefusal::UnknownDomain(domain.to_owned()))?;
-        self.ports
-            .maps
-            .published_map(&parsed)
-            .await?
-            .ok_or_else(|| ExecuteRefusal::UnknownDomain(parsed.to_string()))
+        let cached = {
+            let cache = self.published.lock().unwrap_or_else(|p| p.into_inner());
+            cache
+                .get(parsed.as_str())
+                .filter(|(at, _)| at.elapsed() < MAP_CACHE_TTL)
+                .map(|(_, m)| m.clone())
+        };
+        let map = match cached {
+            Some(m) => m,
+            None => {
+                let m = self.ports.maps.published_map(&parsed).await?.map(Arc::new);
+                let mut cache = self.published.lock().unwrap_or_else(|p| p.into_inner());
+                if cache.len() > 10_000 {
+                    cache.clear();
+                }
+                cache.insert(parsed.to_string(), (std::time::Instant::now(), m.clone()));
+                m
+            }
+        };
+        map.ok_or_else(|| ExecuteRefusal::UnknownDomain(parsed.to_string()))
+    }
+
+    fn forget_published(&self, domain: &Domain) {
+        self.published
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(domain.as_str());
     }
 
     fn validator(

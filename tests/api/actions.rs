@@ -761,7 +761,8 @@ async fn learning_drafts_a_candidate_that_runs_only_once_published() {
     .await;
     app.services.actions.publish(host, None).await.unwrap();
     let done = execute(&app, &app.api_key, body, None).await;
-    assert_eq!(done.status(), 200);
+    let status = done.status();
     let done: Value = done.json().await.unwrap();
+    assert_eq!(status, 200, "{done}");
     assert_eq!(done["result"]["books"][0]["title"], "Dune", "{done}");
 }

@@ -356,7 +356,7 @@ macro_rules! impl_sql_actions {
                 sqlx::query(sqlx::AssertSqlSafe(sql))
                     .bind(millis(at))
                     .bind(domain.as_str())
-                    .fetch_optional(&self.pool)
+                    .fetch_optional(self.writer())
                     .await
                     .map_err(|e| MapStoreError::Store(backend(e, "retiring agent map")))?
                     .map(|r| map_from_row(&r).map_err(MapStoreError::Store))

@@ -195,7 +195,7 @@ macro_rules! impl_sql_stores {
                 .bind(redirects)
                 .bind(robots)
                 .bind(millis(page.fetched_at))
-                .execute(&self.pool)
+                .execute(self.writer())
                 .await
                 .map_err(|e| backend(e, "caching page"))?;
                 Ok(())
@@ -222,7 +222,7 @@ macro_rules! impl_sql_stores {
             async fn purge_pages(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
                 let done = sqlx::query("DELETE FROM page_cache WHERE fetched_at < $1")
                     .bind(millis(before))
-                    .execute(&self.pool)
+                    .execute(self.writer())
                     .await
                     .map_err(|e| backend(e, "purging cached pages"))?;
                 Ok(done.rows_affected())
@@ -305,7 +305,7 @@ macro_rules! impl_sql_stores {
                 .bind(account.plan.as_str())
                 .bind(account.environment.as_str())
                 .bind(millis(account.created_at))
-                .execute(&self.pool)
+                .execute(self.writer())
                 .await;
                 match r {
                     Ok(_) => Ok(()),
@@ -344,7 +344,7 @@ macro_rules! impl_sql_stores {
             }
 
             async fn insert_key(&self, key: &ApiKeyRecord) -> Result<(), KeyError> {
-                let mut conn = self.pool.acquire().await.map_err(|e| backend(e, "inserting key"))?;
+                let mut conn = self.writer().acquire().await.map_err(|e| backend(e, "inserting key"))?;
                 insert_key_on(&mut conn, key).await.map_err(key_error)
             }
 
@@ -393,7 +393,7 @@ macro_rules! impl_sql_stores {
                 let row = sqlx::query(sqlx::AssertSqlSafe(sql))
                     .bind(millis(at))
                     .bind(prefix.as_str())
-                    .fetch_optional(&self.pool)
+                    .fetch_optional(self.writer())
                     .await
                     .map_err(|e| backend(e, "revoking key"))?;
                 if let Some(r) = row {

@@ -170,7 +170,7 @@ macro_rules! impl_sql_identity {
                 .bind(millis(g.created_at))
                 .bind(millis(g.expires_at))
                 .bind(g.last_polled_at.map(millis))
-                .execute(&self.pool)
+                .execute(self.writer())
                 .await;
                 match r {
                     Ok(_) => Ok(()),
@@ -217,7 +217,7 @@ macro_rules! impl_sql_identity {
                     .bind(millis(at))
                     .bind(i64::from(interval_secs))
                     .bind(id.as_str())
-                    .execute(&self.pool)
+                    .execute(self.writer())
                     .await
                     .map_err(|e| backend(e, "recording device poll"))?;
                 Ok(())
@@ -242,7 +242,7 @@ macro_rules! impl_sql_identity {
                     .bind(account)
                     .bind(id.as_str())
                     .bind(millis(at))
-                    .fetch_optional(&self.pool)
+                    .fetch_optional(self.writer())
                     .await
                     .map_err(|e| backend(e, "deciding device grant"))?;
                 if let Some(r) = row {
@@ -288,7 +288,7 @@ macro_rules! impl_sql_identity {
                 .bind(millis(c.created_at))
                 .bind(millis(c.expires_at))
                 .bind(c.consumed_at.map(millis))
-                .execute(&self.pool)
+                .execute(self.writer())
                 .await;
                 match r {
                     Ok(_) => Ok(()),
@@ -338,7 +338,7 @@ macro_rules! impl_sql_identity {
                     .bind(id.as_str())
                     .bind(millis(at))
                     .bind(i64::from(MAX_CODE_ATTEMPTS))
-                    .fetch_optional(&self.pool)
+                    .fetch_optional(self.writer())
                     .await
                     .map_err(|e| backend(e, "counting a code try"))?;
                 if let Some(r) = row {
@@ -374,7 +374,7 @@ macro_rules! impl_sql_identity {
                 .bind(w.account_id.as_str())
                 .bind(millis(w.created_at))
                 .bind(millis(w.expires_at))
-                .execute(&self.pool)
+                .execute(self.writer())
                 .await;
                 match r {
                     Ok(_) => Ok(()),
@@ -415,7 +415,7 @@ macro_rules! impl_sql_identity {
             async fn delete_session(&self, token_hash: &KeyHash) -> Result<(), StoreError> {
                 sqlx::query("DELETE FROM web_sessions WHERE token_hash = $1")
                     .bind(token_hash.to_hex())
-                    .execute(&self.pool)
+                    .execute(self.writer())
                     .await
                     .map_err(|e| backend(e, "deleting web session"))?;
                 Ok(())
@@ -427,7 +427,7 @@ macro_rules! impl_sql_identity {
                     let sql = format!("DELETE FROM {table} WHERE expires_at < $1");
                     n += sqlx::query(sqlx::AssertSqlSafe(sql))
                         .bind(millis(before))
-                        .execute(&self.pool)
+                        .execute(self.writer())
                         .await
                         .map_err(|e| backend(e, "purging identity records"))?
                         .rows_affected();

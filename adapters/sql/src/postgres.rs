@@ -45,6 +45,11 @@ impl PostgresStore {
     async fn begin_write(&self) -> Result<Transaction<'static, Postgres>, sqlx::Error> {
         self.pool.begin().await
     }
+
+    /// Where single-statement writes go: the one pool (Postgres locks rows, not the database).
+    fn writer(&self) -> &PgPool {
+        &self.pool
+    }
 }
 
 crate::common::impl_sql_stores!(PostgresStore, sqlx::Postgres);
