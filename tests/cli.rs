@@ -3,7 +3,6 @@
 
 use std::{
     io::{BufRead, BufReader},
-    net::TcpListener,
     path::Path,
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
@@ -12,14 +11,6 @@ use std::{
 use serde_json::Value;
 
 const SVC: &str = env!("CARGO_BIN_EXE_svc");
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 struct Running(Child);
 
@@ -35,6 +26,7 @@ fn svc(dir: &Path) -> Command {
     c.current_dir(dir)
         .env_remove("SVC_DATABASE_URL")
         .env_remove("SVC_BIND")
+        .env_remove("SVC_SMTP_URL")
         .env("SVC_LOG_FORMAT", "json");
     c
 }
@@ -52,18 +44,57 @@ async fn wait_healthy(base: &str) {
     panic!("{base} did not become healthy");
 }
 
-async fn serve(dir: &Path, extra_env: &[(&str, &str)]) -> (Running, String) {
-    let port = free_port();
+/// `svc serve` on a port the kernel picks (no race with other tests for a free port), with
+/// its log lines; the bound address comes from its `service bound` line.
+async fn serve_logged(
+    dir: &Path,
+    extra_env: &[(&str, &str)],
+) -> (Running, String, std::sync::mpsc::Receiver<String>) {
     let mut cmd = svc(dir);
-    cmd.args(["serve", "--bind", &format!("127.0.0.1:{port}")])
+    cmd.args(["serve", "--bind", "127.0.0.1:0"])
         .stdout(Stdio::null())
-        .stderr(Stdio::null());
+        .stderr(Stdio::piped());
     for (k, v) in extra_env {
         cmd.env(k, v);
     }
-    let child = Running(cmd.spawn().unwrap());
-    let base = format!("http://127.0.0.1:{port}");
+    let mut child = Running(cmd.spawn().unwrap());
+    let stderr = child.0.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut seen = Vec::new();
+    let base = loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("svc serve did not say where it is bound: {seen:?}"));
+        if line.contains("service bound") {
+            let fields = &serde_json::from_str::<Value>(&line).unwrap()["fields"];
+            break fields["base_url"].as_str().unwrap().to_owned();
+        }
+        seen.push(line);
+    };
     wait_healthy(&base).await;
+    let (forward, lines) = std::sync::mpsc::channel();
+    for line in seen {
+        let _ = forward.send(line);
+    }
+    std::thread::spawn(move || {
+        while let Ok(line) = rx.recv() {
+            if forward.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, base, lines)
+}
+
+async fn serve(dir: &Path, extra_env: &[(&str, &str)]) -> (Running, String) {
+    let (child, base, lines) = serve_logged(dir, extra_env).await;
+    // Keep draining the log so the pipe never fills.
+    std::thread::spawn(move || while lines.recv().is_ok() {});
     (child, base)
 }
 
@@ -372,25 +403,8 @@ fn read_reports_blocked_pages_and_refused_urls_by_exit_status() {
 #[tokio::test]
 async fn serve_without_smtp_says_mail_is_only_logged_and_never_logs_codes() {
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let mut child = Running(
-        svc(dir.path())
-            .args(["serve", "--bind", &format!("127.0.0.1:{port}")])
-            .env_remove("SVC_SMTP_URL")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let stderr = child.0.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let base = format!("http://127.0.0.1:{port}");
-    wait_healthy(&base).await;
+    // `svc()` clears SVC_SMTP_URL: mail is only logged.
+    let (_child, base, rx) = serve_logged(dir.path(), &[]).await;
     let registered = reqwest::Client::new()
         .post(format!("{base}/api/register"))
         .json(&serde_json::json!({"email": "someone@example.com"}))

@@ -14,7 +14,7 @@ use super::{
     Tags,
     auth::ApiKeyAuth,
     problem::{ApiProblem, NextActionKind},
-    types::StrictString,
+    types::{NullableString, StrictString},
 };
 use crate::{
     context::AppContext,
@@ -30,6 +30,7 @@ pub struct ParamKey {
     #[oai(rename = "type")]
     pub param_type: String,
     pub required: bool,
+    #[oai(skip_serializing_if_is_none)]
     pub description: Option<String>,
 }
 
@@ -46,7 +47,7 @@ pub struct ActionInfo {
     pub params_schema: Value,
     /// The connection provider the action needs (exactly this id for `svc_start_connection`),
     /// or null when it needs none.
-    pub auth_provider: Option<String>,
+    pub auth_provider: NullableString,
     /// Whether it changes something that matters; then the key needs `execute:consequential`.
     pub consequential: bool,
     /// Every scope the key must carry to run it.
@@ -94,7 +95,7 @@ impl From<&ActionSpec> for ActionInfo {
             family: a.family.as_str().to_owned(),
             params,
             params_schema: a.params_schema.clone(),
-            auth_provider: a.auth_provider.clone(),
+            auth_provider: NullableString(a.auth_provider.clone()),
             consequential: a.consequential,
             scopes: a.required_scopes(),
             cost: a.cost,
@@ -190,7 +191,7 @@ pub struct VerificationArtifactDoc {
     /// the response and of the result.
     pub evidence: Value,
     /// Null when the action completed.
-    pub failure_class: Option<String>,
+    pub failure_class: NullableString,
     pub signature: ArtifactSignatureDoc,
 }
 
@@ -234,7 +235,9 @@ pub struct TaskView {
     pub action: String,
     pub cost: i64,
     pub created_at: chrono::DateTime<chrono::Utc>,
+    #[oai(skip_serializing_if_is_none)]
     pub settled_at: Option<chrono::DateTime<chrono::Utc>>,
+    #[oai(skip_serializing_if_is_none)]
     pub artifact: Option<VerificationArtifactDoc>,
 }
 

@@ -101,6 +101,8 @@ const CLOSED_REQUEST_BODIES: &[&str] = &[
     "RegisterBody",
     "VerifyBody",
     "DeviceAuthorizationJson",
+    "DiscoverBody",
+    "ExecuteBody",
 ];
 
 /// The served OpenAPI 3.1 document.

@@ -124,7 +124,7 @@ async fn discover_lists_exact_names_keys_providers_and_costs() {
     assert_eq!(order["auth_provider"], Value::Null);
     assert_eq!(
         shop["actions"][2]["params"][1],
-        json!({"name": "sku", "type": "string", "required": true, "description": null})
+        json!({"name": "sku", "type": "string", "required": true})
     );
 
     let booking: Value = app
