@@ -37,6 +37,11 @@ check openapi-spec-validator "$venv/bin/openapi-spec-validator" --validation-err
 check openapi-is-3.1 grep -q '"openapi": "3.1.0"' "$out/openapi.json"
 check schemathesis "$venv/bin/st" --config-file clients/schemathesis.toml run "$SVC_BASE_URL/openapi.json" --checks all --max-examples 50 --seed 1 \
   -H "Authorization: Bearer $SVC_API_KEY"
+# Every served JSON Schema is valid draft 2020-12 (check-jsonschema --check-metaschema).
+for schema in agent-traffic-event payment-authority payment-artifact; do
+  curl -sf "$SVC_BASE_URL/.well-known/$schema.schema.json" -o "$out/$schema.schema.json"
+  check "check-jsonschema-$schema" "$venv/bin/check-jsonschema" --check-metaschema "$out/$schema.schema.json"
+done
 # The shared script unchanged: no key, so svc_auth_status must say "not authenticated".
 check mcp-sdk-no-key "$venv/bin/python" "$shared/clients/mcp_client_check.py" "$SVC_MCP_URL" svc_auth_status '{}'
 check mcp-sdk-no-key-says-so grep -q '"authenticated":false' "$out/mcp-sdk-no-key.txt"

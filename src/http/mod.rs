@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use poem::{
     Endpoint, EndpointExt, IntoEndpoint, Response, Route, get, handler,
-    http::{StatusCode, header},
+    http::{HeaderValue, StatusCode, header},
     web::Data,
 };
 use poem_openapi::OpenApiService;
@@ -146,23 +146,61 @@ pub fn json_schema_of<T: poem_openapi::types::Type>() -> Value {
     schema
 }
 
+/// A discovery file rendered once at start; `Bytes` makes each answer a reference-count bump.
 #[derive(Clone)]
-/// A document rendered once at start; `Bytes` makes each answer a reference-count bump.
-struct StaticJson(bytes::Bytes);
+struct StaticFile {
+    body: bytes::Bytes,
+    content_type: &'static str,
+    /// Strong validator: SHA-256 of the body.
+    etag: HeaderValue,
+}
 
+impl StaticFile {
+    fn new(body: Vec<u8>, content_type: &'static str) -> Self {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(&body);
+        let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+        Self {
+            body: bytes::Bytes::from(body),
+            content_type,
+            etag: HeaderValue::from_str(&format!("\"{hex}\""))
+                .unwrap_or(HeaderValue::from_static("\"0\"")),
+        }
+    }
+}
+
+/// Discovery files: cacheable (`ETag`, `Cache-Control`, 304 on a matching `If-None-Match`) and
+/// readable from any origin (CORS).
 #[handler]
-fn serve_static_json(doc: Data<&StaticJson>) -> Response {
-    Response::builder()
-        .status(StatusCode::OK)
-        .content_type("application/json")
+fn serve_static(req: &poem::Request, file: Data<&StaticFile>) -> Response {
+    let matches = req.header(header::IF_NONE_MATCH).is_some_and(|v| {
+        v.split(',')
+            .any(|t| t.trim() == file.etag || t.trim() == "*")
+    });
+    let builder = Response::builder()
+        .header(header::ETAG, file.etag.clone())
         .header(header::CACHE_CONTROL, "public, max-age=300")
         .header(header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")
-        .body(doc.0.0.clone())
+        .header(header::ACCESS_CONTROL_EXPOSE_HEADERS, "ETag");
+    if matches {
+        return builder.status(StatusCode::NOT_MODIFIED).finish();
+    }
+    builder
+        .status(StatusCode::OK)
+        .content_type(file.content_type)
+        .body(file.body.clone())
 }
 
 fn json_file(value: &Value) -> impl Endpoint + use<> {
     let bytes = serde_json::to_vec_pretty(value).unwrap_or_default();
-    get(serve_static_json).data(StaticJson(bytes::Bytes::from(bytes)))
+    get(serve_static).data(StaticFile::new(bytes, "application/json"))
+}
+
+fn text_file(text: String) -> impl Endpoint + use<> {
+    get(serve_static).data(StaticFile::new(
+        text.into_bytes(),
+        "text/plain; charset=utf-8",
+    ))
 }
 
 /// Every route of the service behind the edge middleware.
@@ -192,6 +230,17 @@ pub fn app(
     let jwks = ctx.services.actions.jwks();
     let action_catalog = wellknown::action_catalog();
     let artifact_schema = wellknown::payment_artifact_schema(&ctx);
+    let llms = wellknown::llms_txt(&ctx);
+    let llms_full = wellknown::llms_full_txt(&ctx, &document);
+    let server_card = wellknown::mcp_server_card(&ctx);
+    let mcp_server_card_path = format!(
+        "{}/server-card",
+        ctx.origins
+            .mcp_url
+            .strip_prefix(&ctx.origins.base_url)
+            .filter(|p| p.starts_with('/'))
+            .unwrap_or("/mcp")
+    );
     let mut routes = crate::web::mount(Route::new());
     if let Some(outbox) = ctx.outbox.clone() {
         routes = routes.at("/sandbox/outbox", get(sandbox_outbox).data(outbox));
@@ -213,6 +262,30 @@ pub fn app(
         .at("/.well-known/agent-card.json", json_file(&agent_card))
         .at("/.well-known/agent.json", json_file(&agent_card))
         .at("/.well-known/jwks.json", json_file(&jwks))
+        .at("/llms.txt", text_file(llms))
+        .at("/llms-full.txt", text_file(llms_full))
+        .at("/.well-known/mcp/server-card.json", json_file(&server_card))
+        .at(&mcp_server_card_path, json_file(&server_card))
+        .at(
+            "/.well-known/mcp/catalog.json",
+            json_file(&wellknown::mcp_catalog(&ctx)),
+        )
+        .at(
+            "/.well-known/mcp/apps.json",
+            json_file(&wellknown::mcp_apps(&ctx)),
+        )
+        .at(
+            "/.well-known/sandbox.json",
+            json_file(&wellknown::sandbox_limits(&ctx)),
+        )
+        .at(
+            "/.well-known/agent-traffic-event.schema.json",
+            json_file(&wellknown::agent_traffic_event_schema(&ctx)),
+        )
+        .at(
+            "/.well-known/payment-authority.schema.json",
+            json_file(&wellknown::payment_authority_schema(&ctx)),
+        )
         .at(
             "/.well-known/action-catalog.json",
             json_file(&action_catalog),

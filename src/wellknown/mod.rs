@@ -137,3 +137,301 @@ pub fn payment_artifact_schema(ctx: &AppContext) -> Value {
     }
     schema
 }
+
+const SCHEMA_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
+
+/// `/.well-known/agent-traffic-event.schema.json`: the spec's agent traffic event, with its
+/// required fields and enums; extra properties are allowed.
+pub fn agent_traffic_event_schema(ctx: &AppContext) -> Value {
+    let string = |d: &str| json!({"type": "string", "description": d});
+    let strings = |d: &str| json!({"type": "array", "items": {"type": "string"}, "description": d});
+    json!({
+        "$schema": SCHEMA_2020_12,
+        "$id": format!("{}/.well-known/agent-traffic-event.schema.json", ctx.origins.site_url),
+        "title": "Agent traffic event",
+        "description": "A public agent attribution event, recorded through POST /telemetry/agent-event. Raw prompts, payment credentials and private customer payloads are removed before storage and each removal is named in privacy_redactions.",
+        "type": "object",
+        "required": ["event_id", "timestamp", "session_id", "agent_protocol", "discovery_surface",
+            "task_type", "conversion_state", "privacy_redactions"],
+        "properties": {
+            "event_id": string("Unique id of the event."),
+            "timestamp": {"type": "string", "format": "date-time"},
+            "session_id": string("The agent session the event belongs to."),
+            "setup_session_id": string("The setup session, when one was created."),
+            "agent_id": string("A hash or pseudonymous id; raw identity is not required."),
+            "agent_name": string("The agent's name."),
+            "agent_provider": string("Who operates the agent."),
+            "agent_protocol": {"type": "string", "enum": ["a2a", "mcp", "openapi", "direct_api", "human_web", "unknown"]},
+            "client_user_agent": string("The client's User-Agent."),
+            "source_ip_region": string("Coarse location only."),
+            "referrer": string("Where the agent came from."),
+            "host": string("The host that received the agent-facing event."),
+            "discovery_surface": {"type": "string", "enum": ["a2a_agent_card", "mcp_registry", "openapi_spec", "llms_txt",
+                "agents_json", "web_search", "direct_api", "human_web", "partner_referral", "unknown"]},
+            "entry_url": string("The first URL the agent used."),
+            "landing_capability": string("The capability the agent first used."),
+            "task_type": string("What the agent was doing."),
+            "business_domain": string("The business domain concerned."),
+            "package_quoted": string("The package or plan quoted."),
+            "scope_requested": strings("Scopes the agent asked for."),
+            "scope_approved": strings("Scopes the human approved."),
+            "payment_state": string("Free text."),
+            "payment_provider": string("The payment provider involved."),
+            "conversion_state": {"type": "string", "enum": ["discovered", "capability_read", "scan_requested", "scan_completed",
+                "quote_requested", "quote_returned", "payment_started", "payment_completed", "setup_session_created",
+                "scope_approved", "install_started", "install_completed", "verification_completed", "map_published",
+                "retained_or_returned", "failed"]},
+            "artifact_ids": strings("Verification artifacts involved."),
+            "failure_class": string("One value of the failure catalog, when it failed."),
+            "privacy_redactions": strings("Each removal made before storage (e.g. prompt, email, card_number).")
+        }
+    })
+}
+
+/// `/.well-known/payment-authority.schema.json`: the delegated payment authority record.
+pub fn payment_authority_schema(ctx: &AppContext) -> Value {
+    json!({
+        "$schema": SCHEMA_2020_12,
+        "$id": format!("{}/.well-known/payment-authority.schema.json", ctx.origins.site_url),
+        "title": "Delegated payment authority",
+        "description": "What a signed-in human allowed an agent to pay: for which scope, up to which amount per interval, in which currency, until when. Created by the human on the site, never by an agent alone; revocable at revocation_url.",
+        "type": "object",
+        "required": ["authority_id", "principal", "scope", "amount_limit", "currency", "expires_at",
+            "revocation_url", "receipt_required", "verification_required", "created_at"],
+        "properties": {
+            "authority_id": {"type": "string"},
+            "principal": {
+                "type": "object",
+                "required": ["type", "id", "agent_provider"],
+                "properties": {
+                    "type": {"type": "string"},
+                    "id": {"type": "string"},
+                    "agent_provider": {"type": "string"}
+                }
+            },
+            "scope": {"type": "array", "items": {"type": "string"}},
+            "amount_limit": {
+                "type": "object",
+                "required": ["value", "interval"],
+                "properties": {
+                    "value": {"type": "integer", "minimum": 0, "description": "Minor units of `currency`."},
+                    "interval": {"type": "string", "description": "`single_use`, `day`, `week`, `month` or `total`.",
+                        "examples": ["single_use", "month"]}
+                }
+            },
+            "currency": {"type": "string", "pattern": "^[a-z]{3}$", "description": "Lowercase ISO 4217 code."},
+            "expires_at": {"type": "string", "format": "date-time"},
+            "revocation_url": {"type": "string", "format": "uri"},
+            "receipt_required": {"type": "boolean"},
+            "verification_required": {"type": "boolean"},
+            "created_at": {"type": "string", "format": "date-time"}
+        }
+    })
+}
+
+/// `/.well-known/sandbox.json`: the sandbox's real limits (the same settings the live service
+/// uses, with the values this process runs with).
+pub fn sandbox_limits(ctx: &AppContext) -> Value {
+    let identity = ctx.services.identity.settings();
+    let policy = ctx.services.usage.policy();
+    let sandbox = ctx.environment == svc_ports::Environment::Test;
+    json!({
+        "environment": ctx.environment.as_str(),
+        "is_sandbox": sandbox,
+        "key_prefix": if sandbox { "svc_test_" } else { "svc_live_" },
+        "base_url": ctx.origins.base_url,
+        "mcp_url": ctx.origins.mcp_url,
+        "outbox_url": ctx.outbox.as_ref().map(|_| format!("{}/sandbox/outbox", ctx.origins.site_url)),
+        "seed": sandbox.then(|| json!({"email": crate::startup::SANDBOX_EMAIL, "credits": crate::startup::SANDBOX_CREDITS})),
+        "limits": {
+            "request_body_bytes": ctx.limits.max_body_bytes,
+            "requests_per_minute_per_ip": ctx.limits.rate_limit_per_ip,
+            "requests_per_minute_per_key": ctx.limits.rate_limit_per_key,
+            "fetched_page_bytes": 10 * 1024 * 1024,
+            "fetch_timeout_seconds": 15,
+            "redirects": 5,
+            "action_response_bytes": 2 * 1024 * 1024,
+            "idempotency_key_length": svc_ports::tasks::MAX_IDEMPOTENCY_KEY_LEN,
+            "idempotency_window_hours": policy.idempotency_window_hours,
+            "credits_per_completed_action": policy.cost_per_completed_action,
+            "unsettled_task_refunded_after_seconds": ctx.limits.recover_after_seconds,
+            "device_code_seconds": identity.device_code_ttl.as_secs(),
+            "device_poll_interval_seconds": identity.poll_interval.as_secs(),
+            "email_code_seconds": identity.email_code_ttl.as_secs(),
+            "email_code_attempts": svc_ports::identity::MAX_CODE_ATTEMPTS,
+            "codes_per_address_per_hour": identity.codes_per_address_per_hour,
+            "wrong_codes_per_ip": identity.wrong_codes_per_ip,
+            "lockout_window_seconds": identity.lockout_window.as_secs(),
+            "web_session_seconds": identity.session_ttl.as_secs()
+        },
+        "sites": [
+            {"domain": "demo.sandbox.test", "for": "reading"},
+            {"domain": "shop.sandbox.test", "for": "actions: search, product, cart, order"},
+            {"domain": "booking.sandbox.test", "for": "actions that need a connection (booking-sandbox)"},
+            {"domain": "flaky.sandbox.test", "for": "failures on purpose, each refunded"}
+        ]
+    })
+}
+
+/// `/.well-known/mcp/server-card.json` (also at `{mcp_url}/server-card`): the MCP server card.
+pub fn mcp_server_card(ctx: &AppContext) -> Value {
+    let tools: Vec<Value> = tools::registry()
+        .iter()
+        .map(|t| json!({"name": t.name, "title": t.title, "requiresApiKey": t.needs_api_key}))
+        .collect();
+    json!({
+        "$schema": "https://modelcontextprotocol.io/schemas/server-card/v1.json",
+        "version": "1.0",
+        "protocolVersion": "2025-11-25",
+        "serverInfo": {"name": "svc", "title": "Agent action and commerce service", "version": env!("CARGO_PKG_VERSION")},
+        "description": tools::INSTRUCTIONS,
+        "transport": {"type": "streamable-http", "url": ctx.origins.mcp_url},
+        "protocolVersions": ["2025-06-18", "2025-11-25", "2026-07-28"],
+        "capabilities": {"tools": {"listChanged": false}},
+        "authentication": {
+            "required": true,
+            "schemes": ["bearer"],
+            "header": "Authorization: Bearer svc_<API_KEY>",
+            "withoutKey": ["svc_auth_status", "svc_start_claim_link_signup", "svc_poll_claim_link_signup",
+                "svc_start_api_key_signup", "svc_complete_api_key_signup"],
+            "protectedResourceMetadata": format!("{}/.well-known/oauth-protected-resource", ctx.origins.base_url)
+        },
+        "tools": tools,
+        "documentation": format!("{}/llms.txt", ctx.origins.site_url)
+    })
+}
+
+/// `/.well-known/mcp/catalog.json`: the MCP servers this site offers.
+pub fn mcp_catalog(ctx: &AppContext) -> Value {
+    json!({
+        "servers": [{
+            "name": "svc",
+            "url": ctx.origins.mcp_url,
+            "transport": "streamable-http",
+            "serverCard": format!("{}/server-card", ctx.origins.mcp_url),
+            "toolsManifest": format!("{}/.well-known/mcp/tools.json", ctx.origins.site_url)
+        }]
+    })
+}
+
+/// `/.well-known/mcp/apps.json`: the setup, auth, payment-authority and verification
+/// resources an MCP client needs around the tools.
+pub fn mcp_apps(ctx: &AppContext) -> Value {
+    let (site, base) = (&ctx.origins.site_url, &ctx.origins.base_url);
+    json!({
+        "apps": [{
+            "name": "svc",
+            "mcp_url": ctx.origins.mcp_url,
+            "setup": {
+                "preferred": {"tools": ["svc_start_claim_link_signup", "svc_poll_claim_link_signup"],
+                    "http": {"device_authorization": format!("{base}/agent/identity"), "token": format!("{base}/oauth2/token")},
+                    "show_the_human": "verification_uri_complete only"},
+                "fallback": {"tools": ["svc_start_api_key_signup", "svc_complete_api_key_signup"],
+                    "http": {"register": format!("{base}/api/register"), "verify": format!("{base}/api/verify")}},
+                "terms": format!("{site}/terms"),
+                "privacy": format!("{site}/privacy")
+            },
+            "auth": {
+                "scheme": "bearer",
+                "header": "Authorization: Bearer svc_<API_KEY>",
+                "authorization_server": format!("{base}/.well-known/oauth-authorization-server"),
+                "protected_resource": format!("{base}/.well-known/oauth-protected-resource"),
+                "status_tool": "svc_auth_status"
+            },
+            "payment_authority": {
+                "schema": format!("{site}/.well-known/payment-authority.schema.json")
+            },
+            "verification": {
+                "jwks": format!("{site}/.well-known/jwks.json"),
+                "artifact_schema": format!("{site}/.well-known/payment-artifact.schema.json"),
+                "task": format!("{base}/api/tasks/{{task_id}}")
+            }
+        }]
+    })
+}
+
+/// `/llms.txt` (llmstxt.org): what the service is, then the files and endpoints an agent needs.
+pub fn llms_txt(ctx: &AppContext) -> String {
+    let (site, base) = (&ctx.origins.site_url, &ctx.origins.base_url);
+    format!(
+        "# svc\n\n> Agent action and commerce service: read public web pages, discover the actions learned for a site, \
+execute one mapped action and get a typed result with a signed verification artifact (about one credit per completed \
+action, failed actions refunded), sign up for an API key and buy credits.\n\n\
+Every live tool and endpoint needs `Authorization: Bearer svc_<API_KEY>`. Without a key, sign up: call the MCP tool \
+`svc_start_claim_link_signup` (or `POST {base}/agent/identity`, RFC 8628) and show the human only \
+`verification_uri_complete`. Errors are RFC 9457 problem+json with `failure_class`, `retryable`, `hint` and `next_action`.\n\n\
+## API\n\n\
+- [OpenAPI 3.1 contract]({base}/openapi.json): every REST endpoint, request and answer\n\
+- [MCP server]({mcp}): Streamable HTTP; tools listed in [tools.json]({site}/.well-known/mcp/tools.json)\n\
+- [MCP server card]({site}/.well-known/mcp/server-card.json): transport, auth and tools\n\
+- [A2A agent card]({site}/.well-known/agent-card.json): email-code signup over A2A\n\n\
+## Signup and auth\n\n\
+- [OAuth authorization server metadata]({base}/.well-known/oauth-authorization-server): the device flow's endpoints\n\
+- [OAuth protected resource metadata]({base}/.well-known/oauth-protected-resource): how keys are sent\n\
+- [MCP apps]({site}/.well-known/mcp/apps.json): setup, auth, payment authority and verification resources\n\
+- [Terms]({site}/terms) and [privacy]({site}/privacy): show them to the human before signup\n\n\
+## Actions and proof\n\n\
+- [Action catalog]({site}/.well-known/action-catalog.json): allowed and disallowed action families, failure classes\n\
+- [JWKS]({site}/.well-known/jwks.json): keys that verify artifacts offline\n\
+- [Verification artifact schema]({site}/.well-known/payment-artifact.schema.json)\n\
+- [Payment authority schema]({site}/.well-known/payment-authority.schema.json)\n\n\
+## Optional\n\n\
+- [Full reference]({site}/llms-full.txt): every endpoint and tool with its description\n\
+- [Sandbox limits]({site}/.well-known/sandbox.json)\n\
+- [Agent traffic event schema]({site}/.well-known/agent-traffic-event.schema.json)\n",
+        mcp = ctx.origins.mcp_url,
+    )
+}
+
+/// `/llms-full.txt`: llms.txt, then every REST operation (from the served OpenAPI document)
+/// and every MCP tool (from the registry) with its description, and the failure catalog.
+pub fn llms_full_txt(ctx: &AppContext, openapi: &Value) -> String {
+    let mut out = llms_txt(ctx);
+    out.push_str("\n## REST endpoints\n\n");
+    if let Some(paths) = openapi["paths"].as_object() {
+        for (path, item) in paths {
+            for (method, op) in item.as_object().into_iter().flatten() {
+                let summary = op["summary"].as_str().unwrap_or_default();
+                let description = op["description"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .replace('\n', " ");
+                out.push_str(&format!(
+                    "- `{} {}`: {}{}{}\n",
+                    method.to_uppercase(),
+                    path,
+                    summary,
+                    if description.is_empty() { "" } else { ". " },
+                    description
+                ));
+            }
+        }
+    }
+    out.push_str("\n## MCP tools\n\n");
+    for t in tools::registry() {
+        out.push_str(&format!(
+            "- `{}` ({}): {}\n",
+            t.name,
+            if t.needs_api_key { "API key" } else { "no key" },
+            t.description
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        ));
+    }
+    out.push_str("\n## Failure classes\n\n");
+    for c in svc_ports::FailureClass::ALL {
+        out.push_str(&format!(
+            "- `{}` (HTTP {}, {}): {}\n",
+            c.as_str(),
+            c.http_status(),
+            if c.retryable() {
+                "retryable"
+            } else {
+                "not retryable"
+            },
+            c.hint()
+        ));
+    }
+    out
+}
