@@ -13,7 +13,7 @@ use svc_fetch::{FetcherConfig, GuardedFetcher};
 use svc_mail::{LogMailer, SmtpMailer};
 use svc_ports::{
     AccountStore, Clock, CreditAmount, Email, Environment, IdentityStore, LedgerStore, Mailer,
-    MapStore, Outbox, PageCache, Plan, Scopes, Signer, TaskStore,
+    MapStore, Outbox, PageCache, Plan, Scopes, Signer, TaskStore, TelemetryStore,
 };
 pub use svc_sandbox::{ActionSites, DemoSite};
 use svc_sandbox::{DEMO_HOST, MemoryOutbox, MemoryStore};
@@ -38,6 +38,7 @@ pub struct Stores {
     pub identity: Arc<dyn IdentityStore>,
     pub maps: Arc<dyn MapStore>,
     pub tasks: Arc<dyn TaskStore>,
+    pub telemetry: Arc<dyn TelemetryStore>,
     /// What the store is, for logs (never the URL, which may hold a password).
     pub kind: &'static str,
 }
@@ -52,7 +53,8 @@ impl Stores {
             pages: store.clone(),
             identity: store.clone(),
             maps: store.clone(),
-            tasks: store,
+            tasks: store.clone(),
+            telemetry: store,
             kind: "memory",
         }
     }
@@ -67,7 +69,8 @@ impl Stores {
                 pages: store.clone(),
                 identity: store.clone(),
                 maps: store.clone(),
-                tasks: store,
+                tasks: store.clone(),
+                telemetry: store,
                 kind: "postgres",
             })
         } else if database_url.starts_with("sqlite:") {
@@ -78,7 +81,8 @@ impl Stores {
                 pages: store.clone(),
                 identity: store.clone(),
                 maps: store.clone(),
-                tasks: store,
+                tasks: store.clone(),
+                telemetry: store,
                 kind: "sqlite",
             })
         } else {
@@ -189,6 +193,7 @@ pub fn ports(stores: &Stores, world: &World) -> anyhow::Result<(Ports, Option<Ar
         identity: stores.identity.clone(),
         maps: stores.maps.clone(),
         tasks: stores.tasks.clone(),
+        telemetry: stores.telemetry.clone(),
         mailer,
         transport: fetcher.clone(),
         signer,
@@ -305,6 +310,8 @@ impl Application {
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let purge = tokio::spawn(purge_page_cache(self.pages));
         let purge_identity = tokio::spawn(purge_identity(self.ctx.services.clone()));
+        let services = self.ctx.services.clone();
+        let telemetry = tokio::spawn(async move { services.telemetry.run_writer().await });
         let recovery = tokio::spawn(recover_tasks(
             self.ctx.services.clone(),
             self.ctx.limits.recover_after_seconds,
@@ -316,6 +323,7 @@ impl Application {
         purge.abort();
         purge_identity.abort();
         recovery.abort();
+        telemetry.abort();
         served
     }
 }

@@ -567,3 +567,61 @@ pub fn execution_property(make: impl Fn() -> BackendFuture) {
         })
         .unwrap();
 }
+
+fn stored_event(surface: &str, state: &str, at: DateTime<Utc>) -> svc_ports::StoredEvent {
+    svc_ports::StoredEvent {
+        id: format!("evt_{}", Ulid::new()),
+        received_at: at,
+        event_id: "e".into(),
+        session_id: "s".into(),
+        agent_protocol: "mcp".into(),
+        discovery_surface: surface.into(),
+        conversion_state: state.into(),
+        task_type: "read_page".into(),
+        event: json!({"event_id": "e", "nested": {"a": [1, 2]}}),
+    }
+}
+
+pub async fn telemetry_batches_are_stored_whole_and_counted(b: &Backend) {
+    let old = stored_event("llms_txt", "discovered", t0() - Duration::hours(2));
+    let mut batch: Vec<_> = (0..1200)
+        .map(|i| {
+            stored_event(
+                if i % 3 == 0 {
+                    "mcp_registry"
+                } else {
+                    "llms_txt"
+                },
+                "discovered",
+                t0(),
+            )
+        })
+        .collect();
+    batch.push(old.clone());
+    b.telemetry.insert_events(&batch).await.unwrap();
+    b.telemetry.insert_events(&[]).await.unwrap();
+    let funnel = b.telemetry.funnel(t0() - Duration::hours(1)).await.unwrap();
+    let counts: Vec<(String, u64)> = funnel
+        .iter()
+        .map(|c| (c.discovery_surface.clone(), c.events))
+        .collect();
+    assert_eq!(
+        counts,
+        vec![
+            ("llms_txt".to_owned(), 800),
+            ("mcp_registry".to_owned(), 400)
+        ],
+        "{}",
+        b.name
+    );
+    let all = b.telemetry.funnel(t0() - Duration::hours(3)).await.unwrap();
+    assert_eq!(all.iter().map(|c| c.events).sum::<u64>(), 1201);
+    let recent = b.telemetry.recent_events(5).await.unwrap();
+    assert_eq!(recent.len(), 5);
+    assert_eq!(
+        recent[0].event,
+        json!({"event_id": "e", "nested": {"a": [1, 2]}}),
+        "{}: the event round-trips",
+        b.name
+    );
+}

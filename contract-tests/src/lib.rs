@@ -11,7 +11,9 @@ pub mod scenarios;
 
 use std::sync::Arc;
 
-use svc_ports::{AccountStore, IdentityStore, LedgerStore, MapStore, PageCache, TaskStore};
+use svc_ports::{
+    AccountStore, IdentityStore, LedgerStore, MapStore, PageCache, TaskStore, TelemetryStore,
+};
 
 pub struct Backend {
     pub name: &'static str,
@@ -21,6 +23,7 @@ pub struct Backend {
     pub identity: Arc<dyn IdentityStore>,
     pub maps: Arc<dyn MapStore>,
     pub tasks: Arc<dyn TaskStore>,
+    pub telemetry: Arc<dyn TelemetryStore>,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -33,7 +36,8 @@ pub async fn memory() -> Backend {
         pages: store.clone(),
         identity: store.clone(),
         maps: store.clone(),
-        tasks: store,
+        tasks: store.clone(),
+        telemetry: store,
         _dir: None,
     }
 }
@@ -49,7 +53,8 @@ pub async fn sqlite() -> Backend {
         pages: store.clone(),
         identity: store.clone(),
         maps: store.clone(),
-        tasks: store,
+        tasks: store.clone(),
+        telemetry: store,
         _dir: Some(dir),
     }
 }
@@ -69,7 +74,8 @@ pub async fn postgres() -> Backend {
         pages: store.clone(),
         identity: store.clone(),
         maps: store.clone(),
-        tasks: store,
+        tasks: store.clone(),
+        telemetry: store,
         _dir: None,
     }
 }
@@ -147,7 +153,8 @@ macro_rules! contract_suite {
             insufficient_credits_store_nothing,
             idempotency_keys_replay_refuse_and_conflict,
             concurrent_requests_with_one_key_hold_once,
-            unsettled_tasks_are_listed_for_recovery
+            unsettled_tasks_are_listed_for_recovery,
+            telemetry_batches_are_stored_whole_and_counted
         );
 
         #[test]

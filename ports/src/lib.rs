@@ -18,6 +18,7 @@ pub mod mail;
 pub mod page;
 pub mod system;
 pub mod tasks;
+pub mod telemetry;
 pub mod usage;
 
 pub use account::{Account, Email, Environment, Plan};
@@ -46,10 +47,11 @@ pub use page::{
 };
 pub use system::{Clock, Entropy};
 pub use tasks::{BeginOutcome, NewTask, SettleOutcome, Settlement, TaskRecord, TaskStatus};
+pub use telemetry::{FunnelCount, StoredEvent};
 pub use usage::{MeteringPolicy, UsageRecord};
 
 pub mod store;
 pub use store::{
     AccountError, AccountStore, IdentityError, IdentityStore, KeyError, LedgerError, LedgerStore,
-    MapStore, MapStoreError, PageCache, StoreError, TaskError, TaskStore,
+    MapStore, MapStoreError, PageCache, StoreError, TaskError, TaskStore, TelemetryStore,
 };

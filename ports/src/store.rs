@@ -13,6 +13,7 @@ use crate::{
     keys::{ApiKeyRecord, KeyHash, KeyPrefix},
     ledger::{Balance, Grant, GrantOutcome, LedgerEntry},
     tasks::{BeginOutcome, NewTask, SettleOutcome, Settlement, TaskRecord},
+    telemetry::{FunnelCount, StoredEvent},
 };
 
 /// A failure of the store itself (connection lost, disk full, corrupt row). Callers treat it
@@ -367,4 +368,18 @@ pub trait TaskStore: Send + Sync {
 
     /// Tasks still in flight that began before `before` (their process may have died).
     async fn unsettled_tasks(&self, before: DateTime<Utc>) -> Result<Vec<TaskRecord>, StoreError>;
+}
+
+/// Agent traffic events.
+#[cfg_attr(feature = "mock", mockall::automock)]
+#[async_trait]
+pub trait TelemetryStore: Send + Sync {
+    /// Stores a batch in one transaction: all of it or none.
+    async fn insert_events(&self, events: &[StoredEvent]) -> Result<(), StoreError>;
+
+    /// Events received at or after `since`, counted by discovery surface and conversion state.
+    async fn funnel(&self, since: DateTime<Utc>) -> Result<Vec<FunnelCount>, StoreError>;
+
+    /// The newest events, newest first, at most `limit`.
+    async fn recent_events(&self, limit: u32) -> Result<Vec<StoredEvent>, StoreError>;
 }

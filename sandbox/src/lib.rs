@@ -6,6 +6,7 @@ mod demo_site;
 mod memory;
 mod memory_actions;
 mod memory_identity;
+mod memory_telemetry;
 mod outbox;
 mod sites;
 

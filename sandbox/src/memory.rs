@@ -29,6 +29,7 @@ pub(crate) struct State {
     pages: HashMap<String, FetchedPage>,
     pub(crate) identity: crate::memory_identity::IdentityState,
     pub(crate) actions: crate::memory_actions::ActionState,
+    pub(crate) telemetry: crate::memory_telemetry::TelemetryState,
 }
 
 impl State {

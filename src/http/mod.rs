@@ -10,6 +10,7 @@ pub mod openapi31;
 pub mod problem;
 pub mod read;
 pub mod signup;
+pub mod telemetry;
 pub mod types;
 pub mod usage;
 
@@ -38,6 +39,8 @@ pub enum Tags {
     Signup,
     /// Credits, plan and metering of the calling account.
     Usage,
+    /// Agent traffic events and the conversion funnel.
+    Telemetry,
     /// Health and service metadata.
     Meta,
 }
@@ -76,6 +79,7 @@ type Apis = (
     read::ReadApi,
     signup::SignupApi,
     actions::ActionsApi,
+    telemetry::TelemetryApi,
 );
 
 fn openapi_service(ctx: &AppContext) -> OpenApiService<Apis, ()> {
@@ -86,6 +90,7 @@ fn openapi_service(ctx: &AppContext) -> OpenApiService<Apis, ()> {
             read::ReadApi { ctx: ctx.clone() },
             signup::SignupApi { ctx: ctx.clone() },
             actions::ActionsApi { ctx: ctx.clone() },
+            telemetry::TelemetryApi { ctx: ctx.clone() },
         ),
         "Agent action and commerce service",
         env!("CARGO_PKG_VERSION"),

@@ -6,13 +6,14 @@ pub mod identity;
 pub mod keys;
 pub mod learn;
 pub mod read;
+pub mod telemetry;
 pub mod usage;
 
 use std::sync::Arc;
 
 use svc_ports::{
     AccountStore, ActionTransport, Clock, Entropy, Environment, IdentityStore, LedgerStore, Mailer,
-    MapStore, PageCache, PageExtractor, PageFetcher, Signer, TaskStore,
+    MapStore, PageCache, PageExtractor, PageFetcher, Signer, TaskStore, TelemetryStore,
 };
 
 pub use actions::{ActionService, ExecuteRefusal, ExecuteRequest, Executed};
@@ -31,6 +32,7 @@ pub struct Ports {
     pub identity: Arc<dyn IdentityStore>,
     pub maps: Arc<dyn MapStore>,
     pub tasks: Arc<dyn TaskStore>,
+    pub telemetry: Arc<dyn TelemetryStore>,
     pub mailer: Arc<dyn Mailer>,
     pub transport: Arc<dyn ActionTransport>,
     pub signer: Arc<dyn Signer>,
@@ -45,6 +47,7 @@ pub struct Services {
     pub keys: Arc<KeyService>,
     pub identity: IdentityService,
     pub actions: ActionService,
+    pub telemetry: telemetry::TelemetryService,
     pub usage: UsageService,
     pub read: ReadService,
 }
@@ -52,10 +55,17 @@ pub struct Services {
 impl Services {
     pub fn new(ports: Ports, environment: Environment, identity: IdentitySettings) -> Self {
         let keys = Arc::new(KeyService::new(ports.clone(), environment));
+        let site_url = identity.site_url.clone();
         Self {
             auth: Authenticator::new(ports.accounts.clone(), environment),
             identity: IdentityService::new(ports.clone(), keys.clone(), identity),
             actions: ActionService::new(ports.clone()),
+            telemetry: telemetry::TelemetryService::new(
+                ports.telemetry.clone(),
+                ports.clock.clone(),
+                ports.entropy.clone(),
+                &site_url,
+            ),
             keys,
             usage: UsageService::new(ports.ledger.clone()),
             read: ReadService::new(

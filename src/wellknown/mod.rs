@@ -140,52 +140,9 @@ pub fn payment_artifact_schema(ctx: &AppContext) -> Value {
 
 const SCHEMA_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
 
-/// `/.well-known/agent-traffic-event.schema.json`: the spec's agent traffic event, with its
-/// required fields and enums; extra properties are allowed.
+/// `/.well-known/agent-traffic-event.schema.json`: the schema every event is validated against.
 pub fn agent_traffic_event_schema(ctx: &AppContext) -> Value {
-    let string = |d: &str| json!({"type": "string", "description": d});
-    let strings = |d: &str| json!({"type": "array", "items": {"type": "string"}, "description": d});
-    json!({
-        "$schema": SCHEMA_2020_12,
-        "$id": format!("{}/.well-known/agent-traffic-event.schema.json", ctx.origins.site_url),
-        "title": "Agent traffic event",
-        "description": "A public agent attribution event, recorded through POST /telemetry/agent-event. Raw prompts, payment credentials and private customer payloads are removed before storage and each removal is named in privacy_redactions.",
-        "type": "object",
-        "required": ["event_id", "timestamp", "session_id", "agent_protocol", "discovery_surface",
-            "task_type", "conversion_state", "privacy_redactions"],
-        "properties": {
-            "event_id": string("Unique id of the event."),
-            "timestamp": {"type": "string", "format": "date-time"},
-            "session_id": string("The agent session the event belongs to."),
-            "setup_session_id": string("The setup session, when one was created."),
-            "agent_id": string("A hash or pseudonymous id; raw identity is not required."),
-            "agent_name": string("The agent's name."),
-            "agent_provider": string("Who operates the agent."),
-            "agent_protocol": {"type": "string", "enum": ["a2a", "mcp", "openapi", "direct_api", "human_web", "unknown"]},
-            "client_user_agent": string("The client's User-Agent."),
-            "source_ip_region": string("Coarse location only."),
-            "referrer": string("Where the agent came from."),
-            "host": string("The host that received the agent-facing event."),
-            "discovery_surface": {"type": "string", "enum": ["a2a_agent_card", "mcp_registry", "openapi_spec", "llms_txt",
-                "agents_json", "web_search", "direct_api", "human_web", "partner_referral", "unknown"]},
-            "entry_url": string("The first URL the agent used."),
-            "landing_capability": string("The capability the agent first used."),
-            "task_type": string("What the agent was doing."),
-            "business_domain": string("The business domain concerned."),
-            "package_quoted": string("The package or plan quoted."),
-            "scope_requested": strings("Scopes the agent asked for."),
-            "scope_approved": strings("Scopes the human approved."),
-            "payment_state": string("Free text."),
-            "payment_provider": string("The payment provider involved."),
-            "conversion_state": {"type": "string", "enum": ["discovered", "capability_read", "scan_requested", "scan_completed",
-                "quote_requested", "quote_returned", "payment_started", "payment_completed", "setup_session_created",
-                "scope_approved", "install_started", "install_completed", "verification_completed", "map_published",
-                "retained_or_returned", "failed"]},
-            "artifact_ids": strings("Verification artifacts involved."),
-            "failure_class": string("One value of the failure catalog, when it failed."),
-            "privacy_redactions": strings("Each removal made before storage (e.g. prompt, email, card_number).")
-        }
-    })
+    crate::services::telemetry::event_schema(&ctx.origins.site_url)
 }
 
 /// `/.well-known/payment-authority.schema.json`: the delegated payment authority record.

@@ -8,4 +8,5 @@ mod mcp;
 mod openapi;
 mod read;
 mod signup;
+mod telemetry;
 mod usage;

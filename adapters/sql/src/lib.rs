@@ -8,6 +8,7 @@ mod common;
 mod identity;
 mod postgres;
 mod sqlite;
+mod telemetry;
 
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;

@@ -55,3 +55,4 @@ impl PostgresStore {
 crate::common::impl_sql_stores!(PostgresStore, sqlx::Postgres);
 crate::identity::impl_sql_identity!(PostgresStore, sqlx::Postgres);
 crate::actions::impl_sql_actions!(PostgresStore, sqlx::Postgres);
+crate::telemetry::impl_sql_telemetry!(PostgresStore, sqlx::Postgres);

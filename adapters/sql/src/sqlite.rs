@@ -89,3 +89,4 @@ impl SqliteStore {
 crate::common::impl_sql_stores!(SqliteStore, sqlx::Sqlite);
 crate::identity::impl_sql_identity!(SqliteStore, sqlx::Sqlite);
 crate::actions::impl_sql_actions!(SqliteStore, sqlx::Sqlite);
+crate::telemetry::impl_sql_telemetry!(SqliteStore, sqlx::Sqlite);

@@ -1,0 +1,109 @@
+//! `POST /telemetry/agent-event` (no credentials) and `GET /api/telemetry/funnel`.
+
+use poem_openapi::{ApiResponse, Object, OpenApi, param::Query, payload::Json};
+use serde_json::Value;
+use svc_ports::FailureClass;
+
+use super::{Tags, auth::ApiKeyAuth, problem::ApiProblem};
+use crate::{context::AppContext, services::telemetry::TelemetryRefusal};
+
+/// The event was accepted: stored after the listed redactions.
+#[derive(Debug, Object)]
+pub struct EventAccepted {
+    /// The caller's `event_id`.
+    pub event_id: String,
+    /// The service's id of the stored record.
+    pub record_id: String,
+    /// Every removal made before storage: the caller's own list, then ours as
+    /// `kind:JSON pointer` (raw_prompt, credential, email, card_number, api_key).
+    pub privacy_redactions: Vec<String>,
+}
+
+#[derive(ApiResponse)]
+pub enum EventResponse {
+    /// Accepted; written within a few milliseconds.
+    #[oai(status = 202)]
+    Accepted(Json<EventAccepted>),
+}
+
+#[derive(Debug, Object)]
+pub struct FunnelCell {
+    pub discovery_surface: String,
+    pub conversion_state: String,
+    pub events: u64,
+}
+
+#[derive(Debug, Object)]
+pub struct Funnel {
+    /// Hours covered, ending now.
+    pub hours: i64,
+    pub cells: Vec<FunnelCell>,
+}
+
+#[derive(ApiResponse)]
+pub enum FunnelResponse {
+    #[oai(status = 200)]
+    Ok(Json<Funnel>),
+}
+
+impl From<TelemetryRefusal> for ApiProblem {
+    fn from(e: TelemetryRefusal) -> Self {
+        match e {
+            TelemetryRefusal::Invalid { .. } => {
+                ApiProblem::new(FailureClass::InvalidRequest, e.to_string())
+            }
+            TelemetryRefusal::Busy => ApiProblem::new(FailureClass::Unavailable, e.to_string())
+                .retry_after(std::time::Duration::from_secs(1)),
+        }
+    }
+}
+
+pub struct TelemetryApi {
+    pub ctx: AppContext,
+}
+
+#[OpenApi(tag = "Tags::Telemetry")]
+impl TelemetryApi {
+    /// Record an agent traffic event
+    ///
+    /// The body is an agent traffic event (`/.well-known/agent-traffic-event.schema.json`:
+    /// the required fields and enums are checked, extra properties are allowed). Raw prompts,
+    /// payment credentials, secrets, email addresses and card-like numbers are removed before
+    /// storage and each removal is named in `privacy_redactions`. 422 names the field at fault.
+    #[oai(path = "/telemetry/agent-event", method = "post")]
+    async fn agent_event(&self, body: Json<Value>) -> Result<EventResponse, ApiProblem> {
+        let accepted = self.ctx.services.telemetry.accept(body.0)?;
+        Ok(EventResponse::Accepted(Json(EventAccepted {
+            event_id: accepted.event_id,
+            record_id: accepted.record_id,
+            privacy_redactions: accepted.privacy_redactions,
+        })))
+    }
+
+    /// The conversion funnel by discovery surface
+    #[oai(path = "/api/telemetry/funnel", method = "get")]
+    async fn funnel(
+        &self,
+        _auth: ApiKeyAuth,
+        /// Hours back from now (default 24, at most 8760).
+        #[oai(validator(minimum(value = "1"), maximum(value = "8760")))]
+        hours: Query<Option<i64>>,
+    ) -> Result<FunnelResponse, ApiProblem> {
+        let hours = hours.0.unwrap_or(24);
+        let cells = self
+            .ctx
+            .services
+            .telemetry
+            .funnel(hours)
+            .await
+            .map_err(|e| ApiProblem::internal(format!("{e:#}")))?
+            .into_iter()
+            .map(|c| FunnelCell {
+                discovery_surface: c.discovery_surface,
+                conversion_state: c.conversion_state,
+                events: c.events,
+            })
+            .collect();
+        Ok(FunnelResponse::Ok(Json(Funnel { hours, cells })))
+    }
+}

@@ -1,0 +1,425 @@
+//! Agent traffic events: validated against the published schema, stripped of raw prompts,
+//! payment credentials, secrets, email addresses and card-like numbers (each removal named in
+//! `privacy_redactions`), then written in batches.
+
+use std::{
+    collections::BTreeSet,
+    sync::{Arc, LazyLock, Mutex},
+    time::Duration,
+};
+
+use serde_json::{Value, json};
+use svc_ports::{Clock, Entropy, FunnelCount, StoredEvent, TelemetryStore};
+use tokio::sync::mpsc;
+
+/// Events waiting to be written; past this the endpoint answers 503 with `Retry-After`.
+const QUEUE: usize = 50_000;
+/// At most this many events per write, and at most this long between an event and its write.
+const BATCH: usize = 1_000;
+const BATCH_WINDOW: Duration = Duration::from_millis(25);
+/// Largest event accepted (the body limit applies too).
+pub const MAX_EVENT_BYTES: usize = 64 * 1024;
+
+/// Field names whose values are never stored: raw prompts and conversation text.
+const PROMPT_FIELDS: &[&str] = &[
+    "prompt",
+    "raw_prompt",
+    "system_prompt",
+    "user_prompt",
+    "messages",
+    "conversation",
+    "completion",
+    "transcript",
+];
+/// Field names whose values are payment credentials or secrets.
+const CREDENTIAL_FIELDS: &[&str] = &[
+    "card_number",
+    "card",
+    "pan",
+    "cvc",
+    "cvv",
+    "cvv2",
+    "card_expiry",
+    "iban",
+    "account_number",
+    "routing_number",
+    "password",
+    "secret",
+    "api_key",
+    "access_token",
+    "refresh_token",
+    "authorization",
+];
+
+static EMAIL: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
+        .expect("static regex")
+});
+/// 13 to 19 digits, optionally grouped by spaces or dashes.
+static CARD: LazyLock<regex::Regex> =
+    LazyLock::new(|| regex::Regex::new(r"\b(?:\d[ -]?){12,18}\d\b").expect("static regex"));
+static SVC_KEY: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(r"svc_(?:live|test)_[A-Za-z0-9]{32}").expect("static regex")
+});
+
+fn luhn(digits: &[u8]) -> bool {
+    let sum: u32 = digits
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(i, d)| {
+            let d = u32::from(*d);
+            if !i.is_multiple_of(2) {
+                let x = d * 2;
+                if x > 9 { x - 9 } else { x }
+            } else {
+                d
+            }
+        })
+        .sum();
+    sum.is_multiple_of(10)
+}
+
+/// Redacts one string in place; returns the kinds removed.
+fn redact_text(text: &str) -> (String, Vec<&'static str>) {
+    let mut kinds = Vec::new();
+    let mut out = text.to_owned();
+    if SVC_KEY.is_match(&out) {
+        out = SVC_KEY.replace_all(&out, "[redacted api key]").into_owned();
+        kinds.push("api_key");
+    }
+    if EMAIL.is_match(&out) {
+        out = EMAIL.replace_all(&out, "[redacted email]").into_owned();
+        kinds.push("email");
+    }
+    let mut card = false;
+    out = CARD
+        .replace_all(&out, |c: &regex::Captures| {
+            let digits: Vec<u8> = c[0]
+                .bytes()
+                .filter(u8::is_ascii_digit)
+                .map(|b| b - b'0')
+                .collect();
+            if (13..=19).contains(&digits.len()) && luhn(&digits) {
+                card = true;
+                "[redacted card number]".to_owned()
+            } else {
+                c[0].to_owned()
+            }
+        })
+        .into_owned();
+    if card {
+        kinds.push("card_number");
+    }
+    (out, kinds)
+}
+
+/// Walks the event: drops prompt and credential fields, redacts text; `path` is a JSON pointer.
+fn redact(value: &mut Value, path: &str, found: &mut BTreeSet<String>) {
+    match value {
+        Value::Object(map) => {
+            let keys: Vec<String> = map.keys().cloned().collect();
+            for k in keys {
+                let lower = k.to_ascii_lowercase();
+                let here = format!("{path}/{k}");
+                if PROMPT_FIELDS.contains(&lower.as_str()) {
+                    map.remove(&k);
+                    found.insert(format!("raw_prompt:{here}"));
+                } else if CREDENTIAL_FIELDS.contains(&lower.as_str()) {
+                    map.remove(&k);
+                    found.insert(format!("credential:{here}"));
+                } else if k != "privacy_redactions"
+                    && let Some(v) = map.get_mut(&k)
+                {
+                    redact(v, &here, found);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter_mut().enumerate() {
+                redact(v, &format!("{path}/{i}"), found);
+            }
+        }
+        Value::String(s) => {
+            let (clean, kinds) = redact_text(s);
+            if !kinds.is_empty() {
+                *s = clean;
+                for k in kinds {
+                    found.insert(format!("{k}:{path}"));
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The agent traffic event schema (draft 2020-12) as the spec lists it; served at
+/// `/.well-known/agent-traffic-event.schema.json` and used to validate every event.
+pub fn event_schema(site_url: &str) -> Value {
+    let string = |d: &str| json!({"type": "string", "description": d});
+    let strings = |d: &str| json!({"type": "array", "items": {"type": "string"}, "description": d});
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": format!("{site_url}/.well-known/agent-traffic-event.schema.json"),
+        "title": "Agent traffic event",
+        "description": "A public agent attribution event, recorded through POST /telemetry/agent-event. Raw prompts, payment credentials and private customer payloads are removed before storage and each removal is named in privacy_redactions.",
+        "type": "object",
+        "required": ["event_id", "timestamp", "session_id", "agent_protocol", "discovery_surface",
+            "task_type", "conversion_state", "privacy_redactions"],
+        "properties": {
+            "event_id": string("Unique id of the event."),
+            "timestamp": {"type": "string", "format": "date-time"},
+            "session_id": string("The agent session the event belongs to."),
+            "setup_session_id": string("The setup session, when one was created."),
+            "agent_id": string("A hash or pseudonymous id; raw identity is not required."),
+            "agent_name": string("The agent's name."),
+            "agent_provider": string("Who operates the agent."),
+            "agent_protocol": {"type": "string", "enum": ["a2a", "mcp", "openapi", "direct_api", "human_web", "unknown"]},
+            "client_user_agent": string("The client's User-Agent."),
+            "source_ip_region": string("Coarse location only."),
+            "referrer": string("Where the agent came from."),
+            "host": string("The host that received the agent-facing event."),
+            "discovery_surface": {"type": "string", "enum": ["a2a_agent_card", "mcp_registry", "openapi_spec", "llms_txt",
+                "agents_json", "web_search", "direct_api", "human_web", "partner_referral", "unknown"]},
+            "entry_url": string("The first URL the agent used."),
+            "landing_capability": string("The capability the agent first used."),
+            "task_type": string("What the agent was doing."),
+            "business_domain": string("The business domain concerned."),
+            "package_quoted": string("The package or plan quoted."),
+            "scope_requested": strings("Scopes the agent asked for."),
+            "scope_approved": strings("Scopes the human approved."),
+            "payment_state": string("Free text."),
+            "payment_provider": string("The payment provider involved."),
+            "conversion_state": {"type": "string", "enum": ["discovered", "capability_read", "scan_requested", "scan_completed",
+                "quote_requested", "quote_returned", "payment_started", "payment_completed", "setup_session_created",
+                "scope_approved", "install_started", "install_completed", "verification_completed", "map_published",
+                "retained_or_returned", "failed"]},
+            "artifact_ids": strings("Verification artifacts involved."),
+            "failure_class": string("One value of the failure catalog, when it failed."),
+            "privacy_redactions": strings("Each removal made before storage (kind:JSON pointer).")
+        }
+    })
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TelemetryRefusal {
+    /// The event breaks the schema; `field` is a JSON pointer.
+    #[error("`{field}`: {detail}")]
+    Invalid { field: String, detail: String },
+    /// The write queue is full.
+    #[error("too many events are waiting to be written; retry shortly")]
+    Busy,
+}
+
+/// What the caller gets back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Accepted {
+    pub event_id: String,
+    pub record_id: String,
+    pub privacy_redactions: Vec<String>,
+}
+
+pub struct TelemetryService {
+    store: Arc<dyn TelemetryStore>,
+    clock: Arc<dyn Clock>,
+    entropy: Arc<dyn Entropy>,
+    validator: jsonschema::Validator,
+    queue: mpsc::Sender<StoredEvent>,
+    pending: Mutex<Option<mpsc::Receiver<StoredEvent>>>,
+}
+
+impl TelemetryService {
+    pub fn new(
+        store: Arc<dyn TelemetryStore>,
+        clock: Arc<dyn Clock>,
+        entropy: Arc<dyn Entropy>,
+        site_url: &str,
+    ) -> Self {
+        let (queue, pending) = mpsc::channel(QUEUE);
+        let validator = jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .should_validate_formats(true)
+            .build(&event_schema(site_url))
+            .expect("the event schema compiles");
+        Self {
+            store,
+            clock,
+            entropy,
+            validator,
+            queue,
+            pending: Mutex::new(Some(pending)),
+        }
+    }
+
+    /// Validates, redacts and queues one event for the batch writer.
+    pub fn accept(&self, event: Value) -> Result<Accepted, TelemetryRefusal> {
+        if !event.is_object() {
+            return Err(TelemetryRefusal::Invalid {
+                field: "/".into(),
+                detail: "an event is a JSON object".into(),
+            });
+        }
+        if event.to_string().len() > MAX_EVENT_BYTES {
+            return Err(TelemetryRefusal::Invalid {
+                field: "/".into(),
+                detail: format!("an event is at most {MAX_EVENT_BYTES} bytes"),
+            });
+        }
+        if let Some(e) = self.validator.iter_errors(&event).next() {
+            let field = e.instance_path().to_string();
+            let field = if field.is_empty() { "/".into() } else { field };
+            return Err(TelemetryRefusal::Invalid {
+                field,
+                detail: e.to_string(),
+            });
+        }
+        let mut event = event;
+        let mut found = BTreeSet::new();
+        redact(&mut event, "", &mut found);
+        let text = |k: &str| event[k].as_str().unwrap_or_default().to_owned();
+        let (event_id, session_id, agent_protocol, discovery_surface, conversion_state, task_type) = (
+            text("event_id"),
+            text("session_id"),
+            text("agent_protocol"),
+            text("discovery_surface"),
+            text("conversion_state"),
+            text("task_type"),
+        );
+        let mut redactions: Vec<String> = event["privacy_redactions"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        for f in found {
+            if !redactions.contains(&f) {
+                redactions.push(f);
+            }
+        }
+        if let Some(map) = event.as_object_mut() {
+            map.insert("privacy_redactions".into(), json!(redactions));
+        }
+        let stored = StoredEvent {
+            id: format!("evt_{}", self.entropy.ulid()),
+            received_at: self.clock.now(),
+            event_id,
+            session_id,
+            agent_protocol,
+            discovery_surface,
+            conversion_state,
+            task_type,
+            event,
+        };
+        let accepted = Accepted {
+            event_id: stored.event_id.clone(),
+            record_id: stored.id.clone(),
+            privacy_redactions: redactions,
+        };
+        self.queue
+            .try_send(stored)
+            .map_err(|_| TelemetryRefusal::Busy)?;
+        Ok(accepted)
+    }
+
+    /// Writes queued events in batches (up to 1,000 or 25 ms) until the queue closes. Run once,
+    /// by `startup`; a second call returns at once.
+    pub async fn run_writer(&self) {
+        let Some(mut pending) = self
+            .pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        else {
+            return;
+        };
+        let mut batch = Vec::with_capacity(BATCH);
+        while let Some(first) = pending.recv().await {
+            batch.push(first);
+            let deadline = tokio::time::Instant::now() + BATCH_WINDOW;
+            while batch.len() < BATCH {
+                match tokio::time::timeout_at(deadline, pending.recv()).await {
+                    Ok(Some(e)) => batch.push(e),
+                    _ => break,
+                }
+            }
+            if let Err(e) = self.store.insert_events(&batch).await {
+                tracing::error!(error = %e, lost = batch.len(), "agent events could not be written");
+            }
+            batch.clear();
+        }
+    }
+
+    /// Waits until everything queued so far has been handed to the writer (for tests and
+    /// benchmarks that read back what they sent).
+    pub async fn flushed(&self) {
+        while self.queue.capacity() < self.queue.max_capacity() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        tokio::time::sleep(BATCH_WINDOW * 2).await;
+    }
+
+    pub async fn funnel(&self, since_hours: i64) -> anyhow::Result<Vec<FunnelCount>> {
+        let since = self.clock.now() - chrono::Duration::hours(since_hours);
+        Ok(self.store.funnel(since).await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cards_emails_and_keys_are_redacted_but_other_numbers_stay() {
+        let (out, kinds) = redact_text(
+            "pay 4242 4242 4242 4242 or mail bob@example.com, order 1234567890123 key svc_live_0123456789abcdefghijABCDEFGHIJKL",
+        );
+        assert!(
+            !out.contains("4242") && !out.contains("bob@") && !out.contains("svc_live_0123"),
+            "{out}"
+        );
+        assert!(
+            out.contains("1234567890123"),
+            "a number that fails Luhn stays: {out}"
+        );
+        assert_eq!(kinds, vec!["api_key", "email", "card_number"]);
+        let (same, none) = redact_text("nothing private here 2026-11-21");
+        assert_eq!(
+            (same.as_str(), none.len()),
+            ("nothing private here 2026-11-21", 0)
+        );
+    }
+
+    #[test]
+    fn prompt_and_credential_fields_are_removed_wherever_they_are() {
+        let mut v = json!({"task_type": "x", "prompt": "secret plans", "extra": {"card_number": "4111111111111111",
+            "notes": ["write to a@b.co"], "ok": 1}, "privacy_redactions": ["client:thing"]});
+        let mut found = BTreeSet::new();
+        redact(&mut v, "", &mut found);
+        assert!(v.get("prompt").is_none());
+        assert!(v["extra"].get("card_number").is_none());
+        assert_eq!(v["extra"]["notes"][0], "write to [redacted email]");
+        assert_eq!(
+            v["privacy_redactions"],
+            json!(["client:thing"]),
+            "the client's list is not scanned"
+        );
+        let found: Vec<String> = found.into_iter().collect();
+        assert_eq!(
+            found,
+            vec![
+                "credential:/extra/card_number",
+                "email:/extra/notes/0",
+                "raw_prompt:/prompt"
+            ]
+        );
+    }
+
+    #[test]
+    fn luhn_checks_card_numbers() {
+        assert!(luhn(&[4, 2, 4, 2, 4, 2, 4, 2, 4, 2, 4, 2, 4, 2, 4, 2]));
+        assert!(!luhn(&[4, 2, 4, 2, 4, 2, 4, 2, 4, 2, 4, 2, 4, 2, 4, 3]));
+    }
+}
