@@ -108,6 +108,31 @@ pub struct LedgerEntry {
 }
 
 /// A request to add credits to an account.
+impl LedgerEntry {
+    /// The entry of a task's hold, capture or refund. Its reference, `task:{id}:{kind}`, is
+    /// unique per account in every store, so each happens at most once per task.
+    pub fn for_task(
+        id: LedgerEntryId,
+        account_id: AccountId,
+        task: &crate::ids::TaskId,
+        kind: EntryKind,
+        delta: i64,
+        balance_after: i64,
+        at: DateTime<Utc>,
+    ) -> Self {
+        Self {
+            id,
+            account_id,
+            kind,
+            delta,
+            balance_after,
+            reference: Some(format!("task:{task}:{}", kind.as_str())),
+            memo: format!("{} for {task}", kind.as_str()),
+            created_at: at,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Grant {
     pub id: LedgerEntryId,

@@ -31,16 +31,15 @@ fn ledger_entry(
     at: DateTime<Utc>,
 ) {
     let balance_after = s.balances.get(account).map(|b| b.spendable).unwrap_or(0);
-    s.entries.push(LedgerEntry {
+    s.entries.push(LedgerEntry::for_task(
         id,
-        account_id: account.clone(),
+        account.clone(),
+        task,
         kind,
         delta,
         balance_after,
-        reference: Some(format!("task:{task}:{}", kind.as_str())),
-        memo: format!("{} for {task}", kind.as_str()),
-        created_at: at,
-    });
+        at,
+    ));
 }
 
 #[async_trait]

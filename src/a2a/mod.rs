@@ -20,6 +20,7 @@ use poem::{
     http::{StatusCode, header},
     web::Data,
 };
+use poem_openapi::types::ToJSON;
 use serde_json::{Value, json};
 use svc_ports::ChallengePurpose;
 
@@ -174,7 +175,7 @@ struct Outcome {
 }
 
 fn problem_outcome(problem: &ApiProblem, rejected: bool) -> Outcome {
-    let body = serde_json::to_value(ProblemJson::from(problem)).unwrap_or(Value::Null);
+    let body = problem.body().to_json().unwrap_or(Value::Null);
     Outcome {
         state: if rejected {
             TaskState::Rejected
@@ -184,36 +185,6 @@ fn problem_outcome(problem: &ApiProblem, rejected: bool) -> Outcome {
         summary: problem.detail.clone(),
         data: body.clone(),
         stored_data: body,
-    }
-}
-
-#[derive(serde::Serialize)]
-struct ProblemJson {
-    #[serde(rename = "type")]
-    problem_type: String,
-    title: String,
-    status: u16,
-    detail: String,
-    failure_class: String,
-    retryable: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    retry_after_ms: Option<u64>,
-    hint: String,
-}
-
-impl From<&ApiProblem> for ProblemJson {
-    fn from(p: &ApiProblem) -> Self {
-        let b = p.body();
-        Self {
-            problem_type: b.problem_type,
-            title: b.title,
-            status: b.status,
-            detail: b.detail,
-            failure_class: b.failure_class,
-            retryable: b.retryable,
-            retry_after_ms: b.retry_after_ms,
-            hint: b.hint,
-        }
     }
 }
 

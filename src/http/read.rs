@@ -446,14 +446,7 @@ pub fn read_problem(e: ReadError) -> ApiProblem {
 
 /// The key must carry the `read` scope.
 pub fn require_read_scope(principal: &Principal) -> Result<(), ApiProblem> {
-    if principal.key.scopes.contains("read") {
-        Ok(())
-    } else {
-        Err(ApiProblem::new(
-            FailureClass::InsufficientScope,
-            "Reading needs a key with the `read` scope.",
-        ))
-    }
+    super::actions::require_scope(principal, "read")
 }
 
 #[allow(clippy::large_enum_variant)]

@@ -524,13 +524,12 @@ impl ActionService {
                 };
             }
         };
-        self.verify(action, &map.document, request, response, elapsed_ms, map)
+        self.verify(action, request, response, elapsed_ms, map)
     }
 
     fn verify(
         &self,
         action: &ActionSpec,
-        _document: &MapDocument,
         request: ActionRequest,
         response: ActionResponse,
         elapsed_ms: u64,

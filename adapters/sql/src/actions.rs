@@ -146,23 +146,7 @@ macro_rules! impl_sql_actions {
                         None => Err(sqlx::Error::RowNotFound),
                     };
                 };
-                if task.cost > 0 {
-                    sqlx::query(
-                        "INSERT INTO ledger_entries (id, account_id, kind, delta, balance_after, reference, memo, created_at) \
-                         VALUES ($1, $2, 'hold', $3, $4, $5, $6, $7)",
-                    )
-                    .bind(task.hold_entry.as_str())
-                    .bind(task.account_id.as_str())
-                    .bind(-task.cost)
-                    .bind(balance_after)
-                    .bind(format!("task:{}:hold", task.id))
-                    .bind(format!("hold for {}", task.id))
-                    .bind(millis(task.created_at))
-                    .execute(&mut *tx)
-                    .await?;
-                }
-                tx.commit().await?;
-                Ok(Some(BeginOutcome::Started(TaskRecord {
+                let record = TaskRecord {
                     id: task.id.clone(),
                     account_id: task.account_id.clone(),
                     key_id: task.key_id.clone(),
@@ -178,7 +162,13 @@ macro_rules! impl_sql_actions {
                     artifact: None,
                     created_at: task.created_at,
                     settled_at: None,
-                })))
+                };
+                if task.cost > 0 {
+                    let hold = LedgerEntry::for_task(task.hold_entry.clone(), task.account_id.clone(), &task.id, EntryKind::Hold, -task.cost, balance_after, task.created_at);
+                    insert_entry_on(&mut tx, &hold).await?;
+                }
+                tx.commit().await?;
+                Ok(Some(BeginOutcome::Started(record)))
             }
 
             /// `Ok(None)`: the task was not in flight (unknown or settled before).
@@ -202,10 +192,10 @@ macro_rules! impl_sql_actions {
                 let Some(row) = row else { return Ok(None) };
                 let task = task_from_row(&row).map_err(|e| sqlx::Error::Decode(e.0.into()))?;
                 if task.cost > 0 {
-                    let (kind, delta, refund) = if s.completed {
-                        ("capture", 0, 0)
+                    let (kind, refund) = if s.completed {
+                        (EntryKind::Capture, 0)
                     } else {
-                        ("refund", task.cost, task.cost)
+                        (EntryKind::Refund, task.cost)
                     };
                     let balance_after: i64 = sqlx::query_scalar(
                         "UPDATE accounts SET held = held - $1, spendable = spendable + $2 WHERE id = $3 RETURNING spendable",
@@ -215,20 +205,8 @@ macro_rules! impl_sql_actions {
                     .bind(task.account_id.as_str())
                     .fetch_one(&mut *tx)
                     .await?;
-                    sqlx::query(
-                        "INSERT INTO ledger_entries (id, account_id, kind, delta, balance_after, reference, memo, created_at) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                    )
-                    .bind(s.entry.as_str())
-                    .bind(task.account_id.as_str())
-                    .bind(kind)
-                    .bind(delta)
-                    .bind(balance_after)
-                    .bind(format!("task:{}:{kind}", task.id))
-                    .bind(format!("{kind} for {}", task.id))
-                    .bind(millis(s.at))
-                    .execute(&mut *tx)
-                    .await?;
+                    let entry = LedgerEntry::for_task(s.entry.clone(), task.account_id.clone(), &task.id, kind, refund, balance_after, s.at);
+                    insert_entry_on(&mut tx, &entry).await?;
                 }
                 tx.commit().await?;
                 Ok(Some(task))

@@ -124,6 +124,28 @@ macro_rules! impl_sql_stores {
             .map(|_| ())
         }
 
+        /// Writes a ledger entry inside the transaction that moved its credits.
+        async fn insert_entry_on(
+            conn: &mut <$db as sqlx::Database>::Connection,
+            entry: &LedgerEntry,
+        ) -> Result<(), sqlx::Error> {
+            sqlx::query(
+                "INSERT INTO ledger_entries (id, account_id, kind, delta, balance_after, reference, memo, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            )
+            .bind(entry.id.as_str())
+            .bind(entry.account_id.as_str())
+            .bind(entry.kind.as_str())
+            .bind(entry.delta)
+            .bind(entry.balance_after)
+            .bind(entry.reference.as_deref())
+            .bind(&entry.memo)
+            .bind(millis(entry.created_at))
+            .execute(&mut *conn)
+            .await
+            .map(|_| ())
+        }
+
         fn key_error(e: sqlx::Error) -> KeyError {
             if is_unique_violation(&e) {
                 KeyError::Duplicate
@@ -275,20 +297,7 @@ macro_rules! impl_sql_stores {
                     return Err(sqlx::Error::RowNotFound);
                 };
                 let entry = grant.entry(balance_after);
-                sqlx::query(
-                    "INSERT INTO ledger_entries (id, account_id, kind, delta, balance_after, reference, memo, created_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                )
-                .bind(entry.id.as_str())
-                .bind(entry.account_id.as_str())
-                .bind(entry.kind.as_str())
-                .bind(entry.delta)
-                .bind(entry.balance_after)
-                .bind(entry.reference.as_deref())
-                .bind(&entry.memo)
-                .bind(millis(entry.created_at))
-                .execute(&mut *tx)
-                .await?;
+                insert_entry_on(&mut tx, &entry).await?;
                 tx.commit().await?;
                 Ok(GrantOutcome::Applied(entry))
             }
