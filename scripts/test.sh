@@ -8,7 +8,8 @@ trap 'scripts/postgres.sh stop' EXIT
 
 # The real third-party clients (and aiosmtpd, the SMTP server the mail adapter is tested
 # against) live in one virtualenv.
-venv=${SVC_CLIENTS_VENV:-.venv-clients}
+# Absolute, because each test binary runs in its own crate's directory.
+venv=$(realpath -m "${SVC_CLIENTS_VENV:-.venv-clients}")
 shared=${SVC_SHARED_DIR:-../shared}
 bash "$shared/clients/setup.sh" "$venv" >/dev/null
 "$venv/bin/pip" install -q --disable-pip-version-check -r clients/requirements.txt
