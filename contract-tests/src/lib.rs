@@ -6,13 +6,15 @@
 //! rather than skip, so a green run always means all three stores were checked.
 
 pub mod actions;
+pub mod billing;
 pub mod identity;
 pub mod scenarios;
 
 use std::sync::Arc;
 
 use svc_ports::{
-    AccountStore, IdentityStore, LedgerStore, MapStore, PageCache, TaskStore, TelemetryStore,
+    AccountStore, BillingStore, IdentityStore, LedgerStore, MapStore, PageCache, TaskStore,
+    TelemetryStore,
 };
 
 pub struct Backend {
@@ -24,6 +26,7 @@ pub struct Backend {
     pub maps: Arc<dyn MapStore>,
     pub tasks: Arc<dyn TaskStore>,
     pub telemetry: Arc<dyn TelemetryStore>,
+    pub billing: Arc<dyn BillingStore>,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -37,7 +40,8 @@ pub async fn memory() -> Backend {
         identity: store.clone(),
         maps: store.clone(),
         tasks: store.clone(),
-        telemetry: store,
+        telemetry: store.clone(),
+        billing: store,
         _dir: None,
     }
 }
@@ -54,7 +58,8 @@ pub async fn sqlite() -> Backend {
         identity: store.clone(),
         maps: store.clone(),
         tasks: store.clone(),
-        telemetry: store,
+        telemetry: store.clone(),
+        billing: store,
         _dir: Some(dir),
     }
 }
@@ -75,7 +80,8 @@ pub async fn postgres() -> Backend {
         identity: store.clone(),
         maps: store.clone(),
         tasks: store.clone(),
-        telemetry: store,
+        telemetry: store.clone(),
+        billing: store,
         _dir: None,
     }
 }
@@ -156,6 +162,15 @@ macro_rules! contract_suite {
             unsettled_tasks_are_listed_for_recovery,
             telemetry_batches_are_stored_whole_and_counted
         );
+        $crate::contract_suite!(@billing $backend;
+            checkouts_are_unique_per_idempotency_key,
+            payments_credit_once_and_replays_change_nothing,
+            events_out_of_order_end_in_the_right_balance,
+            concurrent_deliveries_apply_once,
+            unknown_and_mismatched_events_move_nothing,
+            handoffs_are_taken_once_and_not_after_expiry,
+            meter_events_are_recorded_once
+        );
 
         #[test]
         fn money_invariants_hold_over_random_executions() {
@@ -173,6 +188,15 @@ macro_rules! contract_suite {
             async fn $name() {
                 let backend = $backend().await;
                 $crate::actions::$name(&backend).await;
+            }
+        )+
+    };
+    (@billing $backend:path; $($name:ident),+) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let backend = $backend().await;
+                $crate::billing::$name(&backend).await;
             }
         )+
     };

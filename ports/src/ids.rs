@@ -103,6 +103,22 @@ prefixed_id!(
     "dev_"
 );
 
+prefixed_id!(
+    /// One hosted checkout the service asked the payment provider for: `chk_` + ULID.
+    CheckoutId,
+    "chk_"
+);
+prefixed_id!(
+    /// One receipt of a purchase, clawback or dispute movement: `rcp_` + ULID.
+    ReceiptId,
+    "rcp_"
+);
+prefixed_id!(
+    /// One internal usage-meter event: `mtr_` + ULID.
+    MeterEventId,
+    "mtr_"
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

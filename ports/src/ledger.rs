@@ -60,6 +60,16 @@ pub enum EntryKind {
     Capture,
     /// A held amount given back when its task failed (held down, spendable up).
     Refund,
+    /// Credits bought, applied from a verified payment event.
+    Purchase,
+    /// Credits taken back because their payment was refunded.
+    Clawback,
+    /// Credits set aside while their payment is disputed (spendable down, frozen up).
+    Freeze,
+    /// Frozen credits given back when the dispute was won (frozen down, spendable up).
+    Release,
+    /// Frozen credits given up when the dispute was lost (frozen down; spendable unchanged).
+    Forfeit,
 }
 
 impl EntryKind {
@@ -69,6 +79,11 @@ impl EntryKind {
             EntryKind::Hold => "hold",
             EntryKind::Capture => "capture",
             EntryKind::Refund => "refund",
+            EntryKind::Purchase => "purchase",
+            EntryKind::Clawback => "clawback",
+            EntryKind::Freeze => "freeze",
+            EntryKind::Release => "release",
+            EntryKind::Forfeit => "forfeit",
         }
     }
 }
@@ -87,6 +102,11 @@ impl FromStr for EntryKind {
             "hold" => Ok(EntryKind::Hold),
             "capture" => Ok(EntryKind::Capture),
             "refund" => Ok(EntryKind::Refund),
+            "purchase" => Ok(EntryKind::Purchase),
+            "clawback" => Ok(EntryKind::Clawback),
+            "freeze" => Ok(EntryKind::Freeze),
+            "release" => Ok(EntryKind::Release),
+            "forfeit" => Ok(EntryKind::Forfeit),
             other => Err(format!("unknown ledger entry kind `{other}`")),
         }
     }
@@ -181,6 +201,8 @@ impl GrantOutcome {
 pub struct Balance {
     pub spendable: i64,
     pub held: i64,
+    /// Credits of disputed payments, set aside until the dispute closes.
+    pub frozen: i64,
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 pub mod account;
 pub mod actions;
 pub mod artifact;
+pub mod billing;
 pub mod failure;
 pub mod fetch;
 pub mod identity;
@@ -16,15 +17,21 @@ pub mod keys;
 pub mod ledger;
 pub mod mail;
 pub mod page;
+pub mod payments;
 pub mod system;
 pub mod tasks;
 pub mod telemetry;
 pub mod usage;
+pub mod webhooks;
 
 pub use account::{Account, Email, Environment, Plan};
 pub use actions::{ActionFamily, ActionSpec, AgentMap, Domain, MapDocument, MapError, MapStatus};
 pub use artifact::{
     ArtifactSignature, ArtifactSource, ArtifactStatus, Signer, VerificationArtifact,
+};
+pub use billing::{
+    CheckoutHandoff, CheckoutOutcome, CheckoutRecord, Currency, EventOutcome, MeterEvent,
+    MeterOutcome, PaymentEvent, PaymentFact, Receipt, ReceiptKind,
 };
 pub use failure::FailureClass;
 pub use fetch::{
@@ -36,7 +43,8 @@ pub use identity::{
     WebSession,
 };
 pub use ids::{
-    AccountId, ApiKeyId, ArtifactId, ChallengeId, DeviceGrantId, IdError, LedgerEntryId, TaskId,
+    AccountId, ApiKeyId, ArtifactId, ChallengeId, CheckoutId, DeviceGrantId, IdError,
+    LedgerEntryId, MeterEventId, ReceiptId, TaskId,
 };
 pub use keys::{ApiKeyRecord, ApiKeySecret, KeyHash, KeyPrefix, Scope, Scopes};
 pub use ledger::{Balance, CreditAmount, EntryKind, Grant, GrantOutcome, LedgerEntry};
@@ -45,6 +53,7 @@ pub use page::{
     ExtractError, ExtractOptions, Extraction, FieldOption, Form, FormField, Link, MainContent,
     PageExtractor, PageMetadata, PageSignals,
 };
+pub use payments::{CheckoutRequest, HostedCheckout, PaymentProvider, ProviderError};
 pub use system::{Clock, Entropy};
 pub use tasks::{BeginOutcome, NewTask, SettleOutcome, Settlement, TaskRecord, TaskStatus};
 pub use telemetry::{FunnelCount, StoredEvent};
@@ -52,6 +61,7 @@ pub use usage::{MeteringPolicy, UsageRecord};
 
 pub mod store;
 pub use store::{
-    AccountError, AccountStore, IdentityError, IdentityStore, KeyError, LedgerError, LedgerStore,
-    MapStore, MapStoreError, PageCache, StoreError, TaskError, TaskStore, TelemetryStore,
+    AccountError, AccountStore, BillingError, BillingStore, IdentityError, IdentityStore, KeyError,
+    LedgerError, LedgerStore, MapStore, MapStoreError, PageCache, StoreError, TaskError, TaskStore,
+    TelemetryStore,
 };

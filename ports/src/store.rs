@@ -7,9 +7,13 @@ use chrono::{DateTime, Utc};
 use crate::{
     account::{Account, Email, Environment},
     actions::{AgentMap, Domain, MapDocument},
+    billing::{
+        CheckoutHandoff, CheckoutOutcome, CheckoutRecord, EventOutcome, MeterEvent, MeterOutcome,
+        PaymentEvent, Receipt,
+    },
     fetch::FetchedPage,
     identity::{DeviceDecision, DeviceGrant, EmailChallenge, UserCode, WebSession},
-    ids::{AccountId, ChallengeId, DeviceGrantId, TaskId},
+    ids::{AccountId, ChallengeId, CheckoutId, DeviceGrantId, MeterEventId, TaskId},
     keys::{ApiKeyRecord, KeyHash, KeyPrefix},
     ledger::{Balance, Grant, GrantOutcome, LedgerEntry},
     tasks::{BeginOutcome, NewTask, SettleOutcome, Settlement, TaskRecord},
@@ -382,4 +386,68 @@ pub trait TelemetryStore: Send + Sync {
 
     /// The newest events, newest first, at most `limit`.
     async fn recent_events(&self, limit: u32) -> Result<Vec<StoredEvent>, StoreError>;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BillingError {
+    #[error("account not found")]
+    UnknownAccount,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Checkouts, verified payment events and the credits they move, receipts, checkout handoffs
+/// and meter events.
+#[cfg_attr(feature = "mock", mockall::automock)]
+#[async_trait]
+pub trait BillingStore: Send + Sync {
+    /// Stores a checkout. When the account already has one under the same idempotency key,
+    /// MUST store nothing and return [`CheckoutOutcome::Existing`] with it, also when two
+    /// such inserts race. MUST return [`BillingError::UnknownAccount`] for an unknown account.
+    async fn insert_checkout(
+        &self,
+        checkout: &CheckoutRecord,
+    ) -> Result<CheckoutOutcome, BillingError>;
+
+    /// The account's checkout under an idempotency key.
+    async fn checkout_by_key(
+        &self,
+        account: &AccountId,
+        idempotency_key: &str,
+    ) -> Result<Option<CheckoutRecord>, StoreError>;
+
+    async fn checkout(&self, id: &CheckoutId) -> Result<Option<CheckoutRecord>, StoreError>;
+
+    /// Stores a verified event and applies what it calls for, in one transaction: when
+    /// `(provider, webhook_id)` is already stored, MUST change nothing and return
+    /// [`EventOutcome::Duplicate`] (also when two deliveries race). Otherwise the event is
+    /// stored with its outcome, and when it concerns a payment, the movements that
+    /// [`crate::billing::plan_payment`] computes from all of that payment's events are applied
+    /// (balance, ledger entry and receipt each), and the account's plan is raised to the
+    /// checkout's when it was `free`.
+    async fn apply_payment_event(&self, event: &PaymentEvent) -> Result<EventOutcome, StoreError>;
+
+    /// The account's receipts (payment movements, and the charges and refunds of its settled
+    /// tasks), newest first, at most `limit`.
+    async fn receipts(&self, account: &AccountId, limit: u32) -> Result<Vec<Receipt>, StoreError>;
+
+    async fn insert_handoff(&self, handoff: &CheckoutHandoff) -> Result<(), BillingError>;
+
+    /// Takes a handoff: only once, only before it expires. A second take, an expired one and
+    /// an unknown hash all get `None`.
+    async fn take_handoff(
+        &self,
+        token_hash: &KeyHash,
+        now: DateTime<Utc>,
+    ) -> Result<Option<CheckoutHandoff>, StoreError>;
+
+    /// Records a meter event; an identifier seen before MUST return
+    /// [`MeterOutcome::Existing`] with the first record and store nothing.
+    async fn record_meter_event(&self, event: &MeterEvent) -> Result<MeterOutcome, StoreError>;
+
+    async fn mark_meter_forwarded(
+        &self,
+        id: &MeterEventId,
+        at: DateTime<Utc>,
+    ) -> Result<(), StoreError>;
 }

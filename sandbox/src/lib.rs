@@ -5,6 +5,7 @@
 mod demo_site;
 mod memory;
 mod memory_actions;
+mod memory_billing;
 mod memory_identity;
 mod memory_telemetry;
 mod outbox;

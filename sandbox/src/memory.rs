@@ -30,6 +30,7 @@ pub(crate) struct State {
     pub(crate) identity: crate::memory_identity::IdentityState,
     pub(crate) actions: crate::memory_actions::ActionState,
     pub(crate) telemetry: crate::memory_telemetry::TelemetryState,
+    pub(crate) billing: crate::memory_billing::BillingState,
 }
 
 impl State {

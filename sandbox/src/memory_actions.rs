@@ -17,7 +17,7 @@ use crate::{MemoryStore, memory::State};
 #[derive(Default)]
 pub(crate) struct ActionState {
     maps: Vec<AgentMap>,
-    tasks: HashMap<TaskId, TaskRecord>,
+    pub(crate) tasks: HashMap<TaskId, TaskRecord>,
     by_key: HashMap<(AccountId, String), TaskId>,
 }
 

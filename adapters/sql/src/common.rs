@@ -473,7 +473,7 @@ macro_rules! impl_sql_stores {
             }
 
             async fn balance(&self, account: &AccountId) -> Result<Balance, LedgerError> {
-                let row = sqlx::query("SELECT spendable, held FROM accounts WHERE id = $1")
+                let row = sqlx::query("SELECT spendable, held, frozen FROM accounts WHERE id = $1")
                     .bind(account.as_str())
                     .fetch_optional(&self.pool)
                     .await
@@ -482,6 +482,7 @@ macro_rules! impl_sql_stores {
                 Ok(Balance {
                     spendable: row.try_get("spendable").map_err(|e| backend(e, "reading balance"))?,
                     held: row.try_get("held").map_err(|e| backend(e, "reading balance"))?,
+                    frozen: row.try_get("frozen").map_err(|e| backend(e, "reading balance"))?,
                 })
             }
 

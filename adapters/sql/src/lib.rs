@@ -4,6 +4,7 @@
 //! several instances on one Postgres cannot apply the same grant twice.
 
 mod actions;
+mod billing;
 mod common;
 mod identity;
 mod postgres;

@@ -46,6 +46,19 @@ impl PostgresStore {
         self.pool.begin().await
     }
 
+    /// Events of one payment are applied one at a time across every instance: a transaction
+    /// advisory lock on the payment, released at commit or rollback.
+    async fn lock_payment(
+        tx: &mut Transaction<'static, Postgres>,
+        key: &str,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+            .bind(key)
+            .execute(&mut **tx)
+            .await
+            .map(|_| ())
+    }
+
     /// Where single-statement writes go: the one pool (Postgres locks rows, not the database).
     fn writer(&self) -> &PgPool {
         &self.pool
@@ -56,3 +69,4 @@ crate::common::impl_sql_stores!(PostgresStore, sqlx::Postgres);
 crate::identity::impl_sql_identity!(PostgresStore, sqlx::Postgres);
 crate::actions::impl_sql_actions!(PostgresStore, sqlx::Postgres);
 crate::telemetry::impl_sql_telemetry!(PostgresStore, sqlx::Postgres);
+crate::billing::impl_sql_billing!(PostgresStore, sqlx::Postgres, " FOR UPDATE");

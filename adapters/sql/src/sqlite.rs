@@ -80,6 +80,14 @@ impl SqliteStore {
         self.write_pool.begin_with("BEGIN IMMEDIATE").await
     }
 
+    /// Events of one payment are applied one at a time: SQLite's one writer already does that.
+    async fn lock_payment(
+        _tx: &mut Transaction<'static, Sqlite>,
+        _key: &str,
+    ) -> Result<(), sqlx::Error> {
+        Ok(())
+    }
+
     /// Where single-statement writes go.
     fn writer(&self) -> &SqlitePool {
         &self.write_pool
@@ -90,3 +98,4 @@ crate::common::impl_sql_stores!(SqliteStore, sqlx::Sqlite);
 crate::identity::impl_sql_identity!(SqliteStore, sqlx::Sqlite);
 crate::actions::impl_sql_actions!(SqliteStore, sqlx::Sqlite);
 crate::telemetry::impl_sql_telemetry!(SqliteStore, sqlx::Sqlite);
+crate::billing::impl_sql_billing!(SqliteStore, sqlx::Sqlite, "");

@@ -1,0 +1,271 @@
+//! In-memory checkouts, payment events, receipts, handoffs and meter events, under the store's
+//! one lock so that an event and the credits it moves change together.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use svc_ports::{
+    AccountId, CheckoutId, KeyHash, LedgerEntry, MeterEventId, Plan,
+    billing::{
+        AppliedMovement, CheckoutHandoff, CheckoutOutcome, CheckoutRecord, EventOutcome,
+        MeterEvent, MeterOutcome, PaymentEvent, PaymentFact, PaymentPlan, Receipt, ReceiptKind,
+        plan_payment, task_receipt,
+    },
+    store::{BillingError, BillingStore, StoreError},
+};
+
+use crate::{MemoryStore, memory::State};
+
+struct StoredPaymentEvent {
+    provider: String,
+    webhook_id: String,
+    payment_id: Option<String>,
+    fact: PaymentFact,
+    status: String,
+}
+
+#[derive(Default)]
+pub(crate) struct BillingState {
+    checkouts: Vec<CheckoutRecord>,
+    events: Vec<StoredPaymentEvent>,
+    receipts: Vec<Receipt>,
+    handoffs: Vec<(CheckoutHandoff, bool)>,
+    meters: Vec<MeterEvent>,
+}
+
+fn apply_facts(
+    s: &mut State,
+    event: &PaymentEvent,
+    payment_id: &str,
+    facts: &[PaymentFact],
+) -> EventOutcome {
+    let checkout = facts
+        .iter()
+        .find_map(|f| match f {
+            PaymentFact::Paid { checkout_id, .. } => Some(checkout_id),
+            _ => None,
+        })
+        .and_then(|id| s.billing.checkouts.iter().find(|c| &c.id == id).cloned());
+    let (applied, spendable) = match &checkout {
+        Some(c) => (
+            s.billing
+                .receipts
+                .iter()
+                .filter(|r| {
+                    r.account_id == c.account_id && r.payment_id.as_deref() == Some(payment_id)
+                })
+                .map(|r| AppliedMovement {
+                    reference: r.reference.clone(),
+                    credits: r.credits,
+                    shortfall: r.shortfall,
+                })
+                .collect(),
+            s.balances
+                .get(&c.account_id)
+                .map(|b| b.spendable)
+                .unwrap_or(0),
+        ),
+        None => (Vec::new(), 0),
+    };
+    let moves = match plan_payment(facts, checkout.as_ref(), &applied, spendable) {
+        PaymentPlan::Pending => return EventOutcome::Pending,
+        PaymentPlan::Rejected(reason) => return EventOutcome::Rejected(reason),
+        PaymentPlan::Moves(moves) => moves,
+    };
+    let Some(checkout) = checkout else {
+        return EventOutcome::Acknowledged;
+    };
+    for e in s.billing.events.iter_mut().filter(|e| {
+        e.provider == event.provider
+            && e.payment_id.as_deref() == Some(payment_id)
+            && e.status == "pending"
+    }) {
+        e.status = "applied".into();
+    }
+    if moves.is_empty() {
+        return EventOutcome::Acknowledged;
+    }
+    let mut receipts = Vec::with_capacity(moves.len());
+    for m in &moves {
+        let balance = s.balances.entry(checkout.account_id.clone()).or_default();
+        balance.spendable += m.spendable_delta;
+        balance.frozen += m.frozen_delta;
+        let balance_after = balance.spendable;
+        if m.kind == ReceiptKind::Purchase
+            && let Some(account) = s.accounts.get_mut(&checkout.account_id)
+            && account.plan == Plan::Free
+        {
+            account.plan = checkout.plan;
+        }
+        let (entry, receipt): (LedgerEntry, Receipt) =
+            m.records(&checkout, payment_id, balance_after, event.received_at);
+        s.entries.push(entry);
+        s.billing.receipts.push(receipt.clone());
+        receipts.push(receipt);
+    }
+    EventOutcome::Applied(receipts)
+}
+
+#[async_trait]
+impl BillingStore for MemoryStore {
+    async fn insert_checkout(
+        &self,
+        checkout: &CheckoutRecord,
+    ) -> Result<CheckoutOutcome, BillingError> {
+        let mut s = self.lock();
+        if !s.accounts.contains_key(&checkout.account_id) {
+            return Err(BillingError::UnknownAccount);
+        }
+        if let Some(key) = &checkout.idempotency_key
+            && let Some(existing) = s.billing.checkouts.iter().find(|c| {
+                c.account_id == checkout.account_id && c.idempotency_key.as_ref() == Some(key)
+            })
+        {
+            return Ok(CheckoutOutcome::Existing(existing.clone()));
+        }
+        s.billing.checkouts.push(checkout.clone());
+        Ok(CheckoutOutcome::Created(checkout.clone()))
+    }
+
+    async fn checkout_by_key(
+        &self,
+        account: &AccountId,
+        idempotency_key: &str,
+    ) -> Result<Option<CheckoutRecord>, StoreError> {
+        Ok(self
+            .lock()
+            .billing
+            .checkouts
+            .iter()
+            .find(|c| {
+                &c.account_id == account && c.idempotency_key.as_deref() == Some(idempotency_key)
+            })
+            .cloned())
+    }
+
+    async fn checkout(&self, id: &CheckoutId) -> Result<Option<CheckoutRecord>, StoreError> {
+        Ok(self
+            .lock()
+            .billing
+            .checkouts
+            .iter()
+            .find(|c| &c.id == id)
+            .cloned())
+    }
+
+    async fn apply_payment_event(&self, event: &PaymentEvent) -> Result<EventOutcome, StoreError> {
+        let mut guard = self.lock();
+        let s = &mut *guard;
+        if let Some(seen) = s
+            .billing
+            .events
+            .iter()
+            .find(|e| e.provider == event.provider && e.webhook_id == event.webhook_id)
+        {
+            return Ok(EventOutcome::Duplicate {
+                status: seen.status.clone(),
+            });
+        }
+        let payment_id = event.fact.payment_id().map(str::to_owned);
+        let outcome = match (&event.fact, &payment_id) {
+            (PaymentFact::Malformed { reason }, _) => EventOutcome::Rejected(reason.clone()),
+            (_, None) => EventOutcome::Acknowledged,
+            (fact, Some(pid)) => {
+                let mut facts: Vec<PaymentFact> = s
+                    .billing
+                    .events
+                    .iter()
+                    .filter(|e| e.provider == event.provider && e.payment_id.as_ref() == Some(pid))
+                    .map(|e| e.fact.clone())
+                    .collect();
+                facts.push(fact.clone());
+                apply_facts(s, event, pid, &facts)
+            }
+        };
+        s.billing.events.push(StoredPaymentEvent {
+            provider: event.provider.clone(),
+            webhook_id: event.webhook_id.clone(),
+            payment_id,
+            fact: event.fact.clone(),
+            status: outcome.status().to_owned(),
+        });
+        Ok(outcome)
+    }
+
+    async fn receipts(&self, account: &AccountId, limit: u32) -> Result<Vec<Receipt>, StoreError> {
+        let s = self.lock();
+        let mut out: Vec<Receipt> = s
+            .billing
+            .receipts
+            .iter()
+            .filter(|r| &r.account_id == account)
+            .cloned()
+            .collect();
+        out.extend(
+            s.actions
+                .tasks
+                .values()
+                .filter(|t| &t.account_id == account)
+                .filter_map(task_receipt),
+        );
+        out.sort_by(|a, b| (b.created_at, &b.id).cmp(&(a.created_at, &a.id)));
+        out.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+        Ok(out)
+    }
+
+    async fn insert_handoff(&self, handoff: &CheckoutHandoff) -> Result<(), BillingError> {
+        let mut s = self.lock();
+        if !s.accounts.contains_key(&handoff.account_id) {
+            return Err(BillingError::UnknownAccount);
+        }
+        s.billing.handoffs.push((handoff.clone(), false));
+        Ok(())
+    }
+
+    async fn take_handoff(
+        &self,
+        token_hash: &KeyHash,
+        now: DateTime<Utc>,
+    ) -> Result<Option<CheckoutHandoff>, StoreError> {
+        let mut s = self.lock();
+        let found = s
+            .billing
+            .handoffs
+            .iter_mut()
+            .find(|(h, taken)| &h.token_hash == token_hash && !taken && h.expires_at > now);
+        Ok(found.map(|(h, taken)| {
+            *taken = true;
+            h.clone()
+        }))
+    }
+
+    async fn record_meter_event(&self, event: &MeterEvent) -> Result<MeterOutcome, StoreError> {
+        let mut s = self.lock();
+        if let Some(existing) = s
+            .billing
+            .meters
+            .iter()
+            .find(|m| m.identifier == event.identifier)
+        {
+            return Ok(MeterOutcome::Existing(existing.clone()));
+        }
+        s.billing.meters.push(event.clone());
+        Ok(MeterOutcome::Recorded(event.clone()))
+    }
+
+    async fn mark_meter_forwarded(
+        &self,
+        id: &MeterEventId,
+        at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let mut s = self.lock();
+        if let Some(m) = s
+            .billing
+            .meters
+            .iter_mut()
+            .find(|m| &m.id == id && m.forwarded_at.is_none())
+        {
+            m.forwarded_at = Some(at);
+        }
+        Ok(())
+    }
+}
