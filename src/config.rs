@@ -54,6 +54,25 @@ pub struct ServeSettings {
     )]
     pub signing_keys_retired: Vec<String>,
 
+    /// Origin of the hosted-checkout payment provider's API. Without it billing is off:
+    /// checkout answers 503 and webhooks are refused.
+    #[arg(long, env = "SVC_PAYMENT_PROVIDER_URL")]
+    pub payment_provider_url: Option<String>,
+
+    /// The payment provider's secret API key.
+    #[arg(long, env = "SVC_PAYMENT_PROVIDER_API_KEY", hide_env_values = true)]
+    pub payment_provider_api_key: Option<String>,
+
+    /// Standard Webhooks secrets (`whsec_...`) the provider signs with: one, or two while
+    /// rotating, comma separated.
+    #[arg(
+        long,
+        env = "SVC_PAYMENT_WEBHOOK_SECRETS",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    pub payment_webhook_secrets: Vec<String>,
+
     #[command(flatten)]
     pub runtime: RuntimeSettings,
 }
@@ -106,6 +125,47 @@ pub struct RuntimeSettings {
     /// dead process and settled as failed and refunded (checked at start and every 30 s).
     #[arg(long, env = "SVC_RECOVER_AFTER_SECONDS", default_value_t = 60)]
     pub recover_after_seconds: i64,
+
+    /// Price of the Starter plan, in minor units of `SVC_STARTER_CURRENCY`.
+    #[arg(long, env = "SVC_STARTER_PRICE", default_value_t = 900)]
+    pub starter_price: i64,
+
+    /// Currency of the Starter price (ISO 4217).
+    #[arg(long, env = "SVC_STARTER_CURRENCY", default_value = "usd")]
+    pub starter_currency: String,
+
+    /// Credits one Starter purchase grants.
+    #[arg(long, env = "SVC_STARTER_CREDITS", default_value_t = 1000)]
+    pub starter_credits: i64,
+
+    /// Where Enterprise customers reach sales (Enterprise is not sold by checkout).
+    #[arg(
+        long,
+        env = "SVC_ENTERPRISE_CONTACT_URL",
+        default_value = "mailto:sales@example.com"
+    )]
+    pub enterprise_contact_url: String,
+
+    /// Bearer token of the internal `/api/billing/report-meter-event`; unset closes it.
+    #[arg(long, env = "SVC_INTERNAL_TOKEN", hide_env_values = true)]
+    pub internal_token: Option<String>,
+}
+
+impl RuntimeSettings {
+    /// The catalog and internal token these settings describe.
+    pub fn billing_config(&self) -> anyhow::Result<crate::startup::BillingConfig> {
+        use anyhow::Context;
+        Ok(crate::startup::BillingConfig {
+            catalog: crate::services::billing::Catalog::new(
+                self.starter_price,
+                &self.starter_currency,
+                self.starter_credits,
+                &self.enterprise_contact_url,
+            )
+            .context("the Starter catalog settings")?,
+            internal_token: self.internal_token.clone().filter(|t| !t.is_empty()),
+        })
+    }
 }
 
 impl Default for RuntimeSettings {
@@ -122,6 +182,11 @@ impl Default for RuntimeSettings {
             mcp_allowed_origins: Vec::new(),
             mcp_disable_host_check: false,
             recover_after_seconds: 60,
+            starter_price: 900,
+            starter_currency: "usd".into(),
+            starter_credits: 1000,
+            enterprise_contact_url: "mailto:sales@example.com".into(),
+            internal_token: None,
         }
     }
 }

@@ -1,6 +1,6 @@
 //! `svc`: the service's command line.
 
-use std::{path::PathBuf, process::ExitCode};
+use std::{path::PathBuf, process::ExitCode, sync::Arc};
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -8,7 +8,10 @@ use svc::{
     config::{RuntimeSettings, ServeSettings},
     http::read::{ReadBody, ReadFormat, ReadResult},
     services::{CreateKey, ReadOutcome, read::ContentFormat},
-    startup::{self, ActionSites, Application, DemoSite, Mail, Signing, Stores, World},
+    startup::{
+        self, ActionSites, Application, DemoSite, Mail, Payments, SandboxPaymentProvider, Signing,
+        Stores, World,
+    },
     telemetry,
 };
 use svc_ports::{CreditAmount, Email, Environment, KeyPrefix, Plan, Scopes};
@@ -203,9 +206,27 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     retired: s.signing_keys_retired.clone(),
                 },
             };
+            let payments = match (&s.payment_provider_url, &s.payment_provider_api_key) {
+                (Some(base_url), Some(api_key)) => Payments::Http {
+                    base_url: base_url.clone(),
+                    api_key: api_key.clone(),
+                    webhook_secrets: s.payment_webhook_secrets.clone(),
+                },
+                (None, None) => {
+                    tracing::warn!(
+                        "no SVC_PAYMENT_PROVIDER_URL: billing is off (checkout answers 503)"
+                    );
+                    Payments::Disabled
+                }
+                _ => anyhow::bail!(
+                    "set both SVC_PAYMENT_PROVIDER_URL and SVC_PAYMENT_PROVIDER_API_KEY, or neither"
+                ),
+            };
             let world = World {
                 mail,
                 signing,
+                payments,
+                billing: s.runtime.billing_config()?,
                 ..World::default()
             };
             let app =
@@ -224,14 +245,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             };
             let demo = DemoSite::start().await;
             let sites = ActionSites::start().await;
-            let app = Application::build(
-                &runtime,
-                &bind,
-                stores,
-                Environment::Test,
-                World::sandbox(&demo, &sites),
-            )
-            .await?;
+            let payments = Arc::new(SandboxPaymentProvider::start().await);
+            let world = World {
+                payments: Payments::Sandbox(payments.clone()),
+                billing: runtime.billing_config()?,
+                ..World::sandbox(&demo, &sites)
+            };
+            let app = Application::build(&runtime, &bind, stores, Environment::Test, world).await?;
             let issued = startup::seed_sandbox_with(&app.context().services, seed_credits).await?;
             startup::publish_sandbox_maps(&app.context().services, &sites).await?;
             let origins = app.context().origins.clone();
@@ -240,6 +260,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("SVC_API_KEY={}", issued.secret.expose());
             println!("SVC_DEMO_SITE={}", demo.origin());
             println!("SVC_OUTBOX_URL={}/sandbox/outbox", origins.site_url);
+            println!("SVC_PAYMENT_PROVIDER_URL={}", payments.uri());
             eprintln!(
                 "MCP setup: claude mcp add --transport http svc {} --header \"Authorization: Bearer $SVC_API_KEY\"",
                 origins.mcp_url

@@ -11,12 +11,14 @@ use poem::{
 use svc_extract::HtmlExtractor;
 use svc_fetch::{FetcherConfig, GuardedFetcher};
 use svc_mail::{LogMailer, SmtpMailer};
+use svc_payments::HttpPaymentProvider;
 use svc_ports::{
-    AccountStore, Clock, CreditAmount, Email, Environment, IdentityStore, LedgerStore, Mailer,
-    MapStore, Outbox, PageCache, Plan, Scopes, Signer, TaskStore, TelemetryStore,
+    AccountStore, BillingStore, Clock, CreditAmount, Email, Environment, IdentityStore,
+    LedgerStore, Mailer, MapStore, Outbox, PageCache, PaymentProvider, Plan, Scopes, Signer,
+    TaskStore, TelemetryStore, webhooks::WebhookSecret,
 };
-pub use svc_sandbox::{ActionSites, DemoSite};
-use svc_sandbox::{DEMO_HOST, MemoryOutbox, MemoryStore};
+pub use svc_sandbox::{ActionSites, DemoSite, SandboxPaymentProvider};
+use svc_sandbox::{DEMO_HOST, MemoryOutbox, MemoryStore, SANDBOX_PROVIDER_KEY};
 use svc_signer::Ed25519Signer;
 pub use svc_signer::verify_artifact;
 use svc_sql::{PostgresStore, SqliteStore};
@@ -26,7 +28,9 @@ use crate::{
     config::{Origins, RuntimeSettings},
     context::{AppContext, Limits},
     http, mcp,
-    services::{CreateKey, IdentitySettings, IssuedKey, Ports, Services},
+    services::{
+        BillingSettings, CreateKey, IdentitySettings, IssuedKey, Ports, Services, billing::Catalog,
+    },
 };
 
 /// The stores behind the ports, chosen at run time.
@@ -39,6 +43,7 @@ pub struct Stores {
     pub maps: Arc<dyn MapStore>,
     pub tasks: Arc<dyn TaskStore>,
     pub telemetry: Arc<dyn TelemetryStore>,
+    pub billing: Arc<dyn BillingStore>,
     /// What the store is, for logs (never the URL, which may hold a password).
     pub kind: &'static str,
 }
@@ -54,7 +59,8 @@ impl Stores {
             identity: store.clone(),
             maps: store.clone(),
             tasks: store.clone(),
-            telemetry: store,
+            telemetry: store.clone(),
+            billing: store,
             kind: "memory",
         }
     }
@@ -70,7 +76,8 @@ impl Stores {
                 identity: store.clone(),
                 maps: store.clone(),
                 tasks: store.clone(),
-                telemetry: store,
+                telemetry: store.clone(),
+                billing: store,
                 kind: "postgres",
             })
         } else if database_url.starts_with("sqlite:") {
@@ -82,7 +89,8 @@ impl Stores {
                 identity: store.clone(),
                 maps: store.clone(),
                 tasks: store.clone(),
-                telemetry: store,
+                telemetry: store.clone(),
+                billing: store,
                 kind: "sqlite",
             })
         } else {
@@ -121,6 +129,39 @@ pub enum Signing {
     },
 }
 
+/// The payment provider the service opens checkouts with and takes webhooks from.
+#[derive(Clone, Default)]
+pub enum Payments {
+    /// None: checkout answers 503 and webhooks are refused.
+    #[default]
+    Disabled,
+    /// A hosted-checkout provider over HTTP, and the secrets its webhooks are signed with.
+    Http {
+        base_url: String,
+        api_key: String,
+        webhook_secrets: Vec<String>,
+    },
+    /// The sandbox's wiremock provider (its webhooks are delivered to this service).
+    Sandbox(Arc<SandboxPaymentProvider>),
+}
+
+/// The catalog and the internal token of billing.
+#[derive(Clone)]
+pub struct BillingConfig {
+    pub catalog: Catalog,
+    pub internal_token: Option<String>,
+}
+
+impl Default for BillingConfig {
+    fn default() -> Self {
+        Self {
+            catalog: Catalog::new(900, "usd", 1000, "mailto:sales@example.com")
+                .expect("the default catalog is valid"),
+            internal_token: None,
+        }
+    }
+}
+
 /// The outside world the service talks to: the sites callers name, the mail relay, the clock,
 /// and the key its artifacts are signed with.
 #[derive(Clone, Default)]
@@ -134,6 +175,8 @@ pub struct World {
     /// The time source; `None` is the system clock (tests pin their own).
     pub clock: Option<Arc<dyn Clock>>,
     pub signing: Signing,
+    pub payments: Payments,
+    pub billing: BillingConfig,
 }
 
 fn signer(signing: &Signing) -> anyhow::Result<Ed25519Signer> {
@@ -186,6 +229,19 @@ pub fn ports(stores: &Stores, world: &World) -> anyhow::Result<(Ports, Option<Ar
     };
     let fetcher = Arc::new(fetcher);
     let signer: Arc<dyn Signer> = Arc::new(signer(&world.signing)?);
+    let payments: Option<Arc<dyn PaymentProvider>> = match &world.payments {
+        Payments::Disabled => None,
+        Payments::Http {
+            base_url, api_key, ..
+        } => Some(Arc::new(
+            HttpPaymentProvider::new("provider", base_url, api_key)
+                .context("SVC_PAYMENT_PROVIDER_URL")?,
+        )),
+        Payments::Sandbox(sandbox) => Some(Arc::new(
+            HttpPaymentProvider::new("sandbox", &sandbox.uri(), SANDBOX_PROVIDER_KEY)
+                .context("the sandbox payment provider")?,
+        )),
+    };
     let ports = Ports {
         accounts: stores.accounts.clone(),
         ledger: stores.ledger.clone(),
@@ -194,6 +250,8 @@ pub fn ports(stores: &Stores, world: &World) -> anyhow::Result<(Ports, Option<Ar
         maps: stores.maps.clone(),
         tasks: stores.tasks.clone(),
         telemetry: stores.telemetry.clone(),
+        billing: stores.billing.clone(),
+        payments,
         mailer,
         transport: fetcher.clone(),
         signer,
@@ -221,10 +279,36 @@ pub fn services(
     if environment == Environment::Live && matches!(world.mail, Mail::SandboxOutbox) {
         anyhow::bail!("the mail outbox is readable by anyone: it is allowed only in the sandbox");
     }
+    if environment == Environment::Live && matches!(world.payments, Payments::Sandbox(_)) {
+        anyhow::bail!("the sandbox payment provider is allowed only in the sandbox");
+    }
     let (ports, outbox) = ports(stores, world)?;
     let identity = IdentitySettings::new(&origins.site_url, &origins.mcp_url);
+    let webhook_secrets = match &world.payments {
+        Payments::Disabled => Vec::new(),
+        Payments::Http {
+            webhook_secrets, ..
+        } => {
+            anyhow::ensure!(
+                !webhook_secrets.is_empty() && webhook_secrets.len() <= 2,
+                "SVC_PAYMENT_WEBHOOK_SECRETS must hold one or two secrets (two while rotating)"
+            );
+            webhook_secrets
+                .iter()
+                .map(|s| WebhookSecret::parse(s))
+                .collect::<Result<Vec<_>, _>>()
+                .context("SVC_PAYMENT_WEBHOOK_SECRETS")?
+        }
+        Payments::Sandbox(sandbox) => vec![sandbox.webhook_secret()],
+    };
+    let billing = BillingSettings {
+        catalog: world.billing.catalog.clone(),
+        webhook_secrets,
+        internal_token: world.billing.internal_token.clone(),
+        site_url: origins.site_url.clone(),
+    };
     Ok((
-        Arc::new(Services::new(ports, environment, identity)),
+        Arc::new(Services::new(ports, environment, identity, billing)),
         outbox,
     ))
 }
@@ -275,6 +359,10 @@ impl Application {
             );
         }
         let (services, outbox) = services(&stores, environment, &world, &origins)?;
+        if let Payments::Sandbox(provider) = &world.payments {
+            // Straight to the bound address: the public site URL may be a proxy's.
+            provider.deliver_to(&format!("http://{local_addr}/api/billing/webhook"));
+        }
         let ctx = AppContext {
             services,
             outbox,

@@ -9,9 +9,11 @@ mod memory_billing;
 mod memory_identity;
 mod memory_telemetry;
 mod outbox;
+mod payments;
 mod sites;
 
 pub use demo_site::{DEMO_HOST, DemoSite};
 pub use memory::MemoryStore;
 pub use outbox::MemoryOutbox;
+pub use payments::{Delivery, SANDBOX_PROVIDER_KEY, SandboxPaymentProvider};
 pub use sites::{ActionSite, ActionSites, BOOKING_HOST, FLAKY_HOST, SHOP_HOST};

@@ -296,6 +296,14 @@ pub fn app(
             json_file(&action_catalog),
         )
         .at(
+            "/.well-known/agent-commerce.json",
+            json_file(&wellknown::agent_commerce(&ctx)),
+        )
+        .at(
+            "/.well-known/payment-protocols.json",
+            json_file(&wellknown::payment_protocols(&ctx)),
+        )
+        .at(
             "/.well-known/payment-artifact.schema.json",
             json_file(&artifact_schema),
         )

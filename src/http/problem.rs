@@ -27,6 +27,8 @@ pub enum NextActionKind {
     Approve,
     SignUp,
     Retry,
+    /// Talk to sales (a plan that is not sold by checkout); `url` says where.
+    ContactSales,
 }
 
 /// What the caller should do next, when there is something to do.

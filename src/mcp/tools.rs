@@ -58,6 +58,7 @@ pub fn registry() -> &'static [ToolSpec] {
         let mut specs = vec![read_page_spec()];
         specs.extend(action_specs());
         specs.extend(signup_specs());
+        specs.push(checkout_spec());
         specs.push(ToolSpec {
             name: "svc_auth_status",
             title: "Check authentication",
@@ -89,6 +90,68 @@ pub fn registry() -> &'static [ToolSpec] {
         });
         specs
     })
+}
+
+fn checkout_spec() -> ToolSpec {
+    ToolSpec {
+        name: "svc_create_checkout_session",
+        title: "Start buying credits",
+        description: "Creates a one-time link (valid 10 minutes) that signs the account's human in on the site and opens             hosted checkout for the chosen plan. Show the human only `handoff_url` and let them pay; never ask for card             details. Credits arrive only after the payment provider confirms the payment to the service (not when the             human says they paid): check with svc_auth_status or GET /api/usage afterwards. `starter` is the only plan             sold by checkout; `enterprise` is sales-led and answers with a contact link. Needs an API key.",
+        needs_api_key: true,
+        read_only: false,
+        input_schema: json!({
+            "type": "object",
+            "additionalProperties": false,
+            "properties": {"plan": {"type": "string", "enum": ["starter", "enterprise"], "default": "starter",
+                "description": "The plan to buy; only starter is sold by checkout."}}
+        }),
+        output_schema: json!({
+            "type": "object",
+            "required": ["handoff_url", "expires_at", "plan", "amount", "currency", "credits", "status"],
+            "properties": {
+                "handoff_url": {"type": "string", "description": "The one link to show the human."},
+                "expires_at": {"type": "string", "format": "date-time"},
+                "plan": {"type": "string"},
+                "amount": {"type": "integer", "description": "Price in minor units."},
+                "currency": {"type": "string"},
+                "credits": {"type": "integer"},
+                "status": {"type": "string", "enum": ["awaiting_human"]},
+                "next_step": {"type": "string"}
+            }
+        }),
+    }
+}
+
+async fn checkout_tool(
+    ctx: &AppContext,
+    principal: &Principal,
+    args: &JsonObject,
+) -> CallToolResult {
+    let plan = args
+        .get("plan")
+        .and_then(Value::as_str)
+        .unwrap_or("starter");
+    let billing = &ctx.services.billing;
+    let offer = billing
+        .checkout_sku(plan)
+        .map(|(_, amount, currency, credits)| (amount, currency.clone(), credits));
+    let (amount, currency, credits) = match offer {
+        Ok(o) => o,
+        Err(e) => return tool_error(&ApiProblem::from(e)),
+    };
+    match billing.create_handoff(&principal.account.id, plan).await {
+        Ok((url, expires_at)) => CallToolResult::structured(json!({
+            "handoff_url": url,
+            "expires_at": expires_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            "plan": plan,
+            "amount": amount,
+            "currency": currency.as_str(),
+            "credits": credits,
+            "status": "awaiting_human",
+            "next_step": "Show the human handoff_url. Credits are added only once the payment provider confirms the payment; check the balance with svc_auth_status.",
+        })),
+        Err(e) => tool_error(&ApiProblem::from(e)),
+    }
 }
 
 fn action_specs() -> Vec<ToolSpec> {
@@ -330,6 +393,14 @@ pub async fn call(
                 }
                 Err(e) => tool_error(&read_problem(e)),
             })
+        }
+        "svc_create_checkout_session" => {
+            only_args(&args, &["plan"])?;
+            let principal = match authenticate(ctx, authorization, parts).await {
+                Ok(p) => p,
+                Err(problem) => return Ok(tool_error(&problem)),
+            };
+            Ok(checkout_tool(ctx, &principal, &args).await)
         }
         "discover" | "list_actions" | "execute" => {
             let principal = match authenticate(ctx, authorization, parts).await {

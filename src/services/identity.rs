@@ -685,6 +685,12 @@ impl IdentityService {
             .keys
             .ensure_account(&challenge.email, self.keys.signup_plan())
             .await?;
+        self.start_session(account).await
+    }
+
+    /// A new web session for `account`: after an emailed code, or a checkout handoff link.
+    pub async fn start_session(&self, account: Account) -> Result<SignedIn, IdentityFailure> {
+        let now = self.now();
         let session_token = self.ports.entropy.pick(BASE62, SESSION_TOKEN_LEN);
         let session = WebSession {
             token_hash: KeyHash::of(&session_token),

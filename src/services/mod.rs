@@ -2,6 +2,7 @@
 
 pub mod actions;
 pub mod auth;
+pub mod billing;
 pub mod identity;
 pub mod keys;
 pub mod learn;
@@ -12,12 +13,14 @@ pub mod usage;
 use std::sync::Arc;
 
 use svc_ports::{
-    AccountStore, ActionTransport, Clock, Entropy, Environment, IdentityStore, LedgerStore, Mailer,
-    MapStore, PageCache, PageExtractor, PageFetcher, Signer, TaskStore, TelemetryStore,
+    AccountStore, ActionTransport, BillingStore, Clock, Entropy, Environment, IdentityStore,
+    LedgerStore, Mailer, MapStore, PageCache, PageExtractor, PageFetcher, PaymentProvider, Signer,
+    TaskStore, TelemetryStore,
 };
 
 pub use actions::{ActionService, ExecuteRefusal, ExecuteRequest, Executed};
 pub use auth::{AuthError, Authenticator, Principal};
+pub use billing::{BillingFailure, BillingService, BillingSettings};
 pub use identity::{IdentityFailure, IdentityService, IdentitySettings, SignupKey};
 pub use keys::{CreateKey, IssuedKey, KeyService, KeyServiceError};
 pub use read::{ReadError, ReadOutcome, ReadRequest, ReadService};
@@ -33,6 +36,9 @@ pub struct Ports {
     pub maps: Arc<dyn MapStore>,
     pub tasks: Arc<dyn TaskStore>,
     pub telemetry: Arc<dyn TelemetryStore>,
+    pub billing: Arc<dyn BillingStore>,
+    /// The payment provider; `None` when billing is not configured.
+    pub payments: Option<Arc<dyn PaymentProvider>>,
     pub mailer: Arc<dyn Mailer>,
     pub transport: Arc<dyn ActionTransport>,
     pub signer: Arc<dyn Signer>,
@@ -48,12 +54,18 @@ pub struct Services {
     pub identity: IdentityService,
     pub actions: ActionService,
     pub telemetry: telemetry::TelemetryService,
+    pub billing: BillingService,
     pub usage: UsageService,
     pub read: ReadService,
 }
 
 impl Services {
-    pub fn new(ports: Ports, environment: Environment, identity: IdentitySettings) -> Self {
+    pub fn new(
+        ports: Ports,
+        environment: Environment,
+        identity: IdentitySettings,
+        billing: BillingSettings,
+    ) -> Self {
         let keys = Arc::new(KeyService::new(ports.clone(), environment));
         let site_url = identity.site_url.clone();
         Self {
@@ -65,6 +77,15 @@ impl Services {
                 ports.clock.clone(),
                 ports.entropy.clone(),
                 &site_url,
+            ),
+            billing: BillingService::new(
+                ports.billing.clone(),
+                ports.accounts.clone(),
+                ports.ledger.clone(),
+                ports.payments.clone(),
+                ports.clock.clone(),
+                ports.entropy.clone(),
+                billing,
             ),
             keys,
             usage: UsageService::new(ports.ledger.clone()),

@@ -108,8 +108,15 @@ struct AccountPage {
     plan: String,
     spendable: i64,
     held: i64,
+    frozen: i64,
     cost_per_action: i64,
     keys: Vec<KeyRow>,
+    /// "Starter: 1000 credits for 9.00 USD", when checkout sells it.
+    starter: Option<String>,
+    /// A fresh Idempotency-Key per rendering: submitting this form twice opens one checkout.
+    checkout_key: String,
+    contact_url: String,
+    receipts: Vec<billing::ReceiptRow>,
 }
 
 #[derive(Template)]
@@ -411,6 +418,9 @@ fn scope_description(scope: &str) -> &'static str {
         _ => "a permission of the service",
     }
 }
+
+// Declared after `visit!`, which it uses.
+mod billing;
 
 // ---- sign-in ----------------------------------------------------------------------------------
 
@@ -722,6 +732,10 @@ async fn render_account(
         Ok(k) => k,
         Err(e) => return visit.failure(e),
     };
+    let billing = match ctx.services.billing.billing_account(account, 50).await {
+        Ok(b) => b,
+        Err(e) => return visit.failure(IdentityFailure::Internal(anyhow::Error::new(e))),
+    };
     let page = AccountPage {
         signed_in_as: visit.signed_in_as(),
         csrf: visit.csrf(),
@@ -729,11 +743,20 @@ async fn render_account(
         error,
         email: account.email.to_string(),
         account_id: account.id.to_string(),
-        plan: account.plan.to_string(),
+        plan: billing.account.plan.to_string(),
         spendable: usage.balance.spendable,
         held: usage.balance.held,
+        frozen: billing.balance.frozen,
         cost_per_action: usage.metering.cost_per_completed_action,
         keys: keys.iter().map(key_row).collect(),
+        starter: billing::starter_offer(ctx),
+        checkout_key: ctx.services.identity.random_token(24),
+        contact_url: billing::contact_url(ctx),
+        receipts: billing
+            .receipts
+            .iter()
+            .map(billing::ReceiptRow::of)
+            .collect(),
     };
     visit.page(StatusCode::OK, &page)
 }
@@ -746,6 +769,9 @@ async fn account_page(req: &Request, ctx: Data<&AppContext>, q: Query<AccountQue
     };
     let notice = match q.notice.as_deref() {
         Some("revoked") => Some("The key was revoked; requests with it now get 401.".to_owned()),
+        Some("checkout-cancelled") => {
+            Some("Checkout was cancelled; nothing was charged.".to_owned())
+        }
         _ => None,
     };
     render_account(visit, &ctx, &account, notice, None).await
@@ -875,7 +901,7 @@ async fn privacy(req: &Request, ctx: Data<&AppContext>) -> Response {
 
 /// Adds the human-facing pages to `route`.
 pub fn mount(route: Route) -> Route {
-    route
+    billing::mount(route)
         .at("/signin", get(signin_page).post(signin_submit))
         .at("/signin/code", get(code_page).post(code_submit))
         .at("/signout", poem::post(signout))

@@ -307,6 +307,105 @@ pub fn mcp_apps(ctx: &AppContext) -> Value {
     })
 }
 
+/// `/.well-known/agent-commerce.json`: what is sold, for how much, and how an agent starts a
+/// purchase, from the same catalog the checkout endpoints validate against.
+pub fn agent_commerce(ctx: &AppContext) -> Value {
+    use crate::services::billing::Offer;
+    let (site, base) = (&ctx.origins.site_url, &ctx.origins.base_url);
+    let billing = &ctx.services.billing;
+    let policy = ctx.services.usage.policy();
+    let skus: Vec<Value> = billing
+        .catalog()
+        .skus
+        .iter()
+        .map(|sku| match &sku.offer {
+            Offer::Checkout {
+                amount,
+                currency,
+                credits,
+            } => json!({
+                "sku": sku.id, "name": sku.name, "plan": sku.plan.as_str(), "description": sku.description,
+                "purchase": "checkout", "available": billing.is_configured(),
+                "price": {"amount": amount, "currency": currency.as_str(), "unit": "minor"},
+                "credits": credits,
+            }),
+            Offer::Contact { url } => json!({
+                "sku": sku.id, "name": sku.name, "plan": sku.plan.as_str(), "description": sku.description,
+                "purchase": "contact_sales", "contact_url": url,
+            }),
+        })
+        .collect();
+    json!({
+        "version": "1.0",
+        "merchant": {"name": "svc", "site": site, "terms": format!("{site}/terms"), "privacy": format!("{site}/privacy")},
+        "catalog": skus,
+        "metering": {
+            "unit": "credit",
+            "cost_per_completed_action": policy.cost_per_completed_action,
+            "failed_actions": "refunded",
+            "idempotency_window_hours": policy.idempotency_window_hours,
+            "balance": format!("{base}/api/usage"),
+        },
+        "checkout": {
+            "agent_tool": "svc_create_checkout_session",
+            "agent_flow": "Call svc_create_checkout_session with an API key; show the human only handoff_url; credits arrive once the provider's signed webhook is verified.",
+            "web_session_endpoint": format!("{site}/api/billing/create-checkout-session"),
+            "web_session_requirements": ["signed-in web session cookie", "Origin of this site", "CSRF token as bearer", "Idempotency-Key"],
+            "api_keys_accepted": false,
+            "billing_account": format!("{site}/api/billing/account"),
+        },
+        "entitlement": {
+            "granted_by": "verified payment-provider webhook",
+            "redirect_is_proof": false,
+            "protocols": format!("{site}/.well-known/payment-protocols.json"),
+        },
+        "refunds": "A refunded payment's credits are taken back (credits already spent cannot be).",
+        "disputes": "A disputed payment's credits are frozen until the dispute closes: released when won, given up when lost.",
+    })
+}
+
+/// `/.well-known/payment-protocols.json`: how payments and their proof travel.
+pub fn payment_protocols(ctx: &AppContext) -> Value {
+    let site = &ctx.origins.site_url;
+    json!({
+        "version": "1.0",
+        "protocols": [
+            {
+                "id": "hosted-checkout",
+                "description": "The customer pays on the payment provider's hosted page; the service never sees card data.",
+                "start": {"mcp_tool": "svc_create_checkout_session", "web_session": format!("{site}/api/billing/create-checkout-session")},
+                "currencies": ctx.services.billing.catalog().skus.iter().filter_map(|s| match &s.offer {
+                    crate::services::billing::Offer::Checkout { currency, .. } => Some(currency.as_str().to_owned()),
+                    _ => None,
+                }).collect::<Vec<_>>(),
+            },
+            {
+                "id": "standard-webhooks",
+                "description": "Provider events are signed with Standard Webhooks and verified against the raw body before any credit is applied.",
+                "endpoint": format!("{site}/api/billing/webhook"),
+                "headers": ["webhook-id", "webhook-timestamp", "webhook-signature"],
+                "signature": "v1, HMAC-SHA256 over {webhook-id}.{webhook-timestamp}.{body}, base64; several signatures space separated",
+                "secret_format": "whsec_<base64>",
+                "tolerance_seconds": svc_ports::webhooks::TOLERANCE_SECONDS,
+                "deduplication": "webhook-id",
+                "event_types": ["checkout.completed", "payment.succeeded", "payment.refunded", "dispute.created", "dispute.closed"],
+                "agents_may_call": false,
+            },
+            {
+                "id": "delegated-payment-authority",
+                "description": "A human-approved, bounded authority an agent names to run a payment action.",
+                "schema": format!("{site}/.well-known/payment-authority.schema.json"),
+            },
+            {
+                "id": "verification-artifact",
+                "description": "Every settled task returns an Ed25519-signed artifact (RFC 8785 canonical JSON).",
+                "schema": format!("{site}/.well-known/payment-artifact.schema.json"),
+                "jwks": format!("{site}/.well-known/jwks.json"),
+            }
+        ]
+    })
+}
+
 /// `/llms.txt` (llmstxt.org): what the service is, then the files and endpoints an agent needs.
 pub fn llms_txt(ctx: &AppContext) -> String {
     let (site, base) = (&ctx.origins.site_url, &ctx.origins.base_url);
@@ -332,6 +431,11 @@ Every live tool and endpoint needs `Authorization: Bearer svc_<API_KEY>`. Withou
 - [JWKS]({site}/.well-known/jwks.json): keys that verify artifacts offline\n\
 - [Verification artifact schema]({site}/.well-known/payment-artifact.schema.json)\n\
 - [Payment authority schema]({site}/.well-known/payment-authority.schema.json)\n\n\
+## Credits and billing\n\n\
+- [Agent commerce]({site}/.well-known/agent-commerce.json): plans, prices, metering, and how to start a purchase\n\
+- [Payment protocols]({site}/.well-known/payment-protocols.json): hosted checkout, signed webhooks, authorities, artifacts\n\
+- Buy credits with the MCP tool `svc_create_checkout_session`: show the human only its `handoff_url`; credits arrive \
+once the payment provider's signed webhook is verified, never on a redirect\n\n\
 ## Optional\n\n\
 - [Full reference]({site}/llms-full.txt): every endpoint and tool with its description\n\
 - [Sandbox limits]({site}/.well-known/sandbox.json)\n\
@@ -364,6 +468,13 @@ pub fn llms_full_txt(ctx: &AppContext, openapi: &Value) -> String {
             }
         }
     }
+    out.push_str(
+        "- `POST /api/billing/create-checkout-session` (site, signed-in web session only): opens hosted checkout for a catalog SKU; \
+         needs this site's Origin, the page's CSRF token as bearer and an Idempotency-Key; API keys are refused (403)\n\
+         - `GET /api/billing/account` (site, signed-in web session): plan, credits and receipts\n\
+         - `POST /api/billing/webhook` (payment provider only, Standard Webhooks signature): agents must not call it\n\
+         - `POST /api/billing/report-meter-event` (internal token)\n",
+    );
     out.push_str("\n## MCP tools\n\n");
     for t in tools::registry() {
         out.push_str(&format!(

@@ -2,6 +2,7 @@
 
 use std::{net::SocketAddr, sync::Arc, time::Duration};
 
+use reqwest::{StatusCode, redirect::Policy};
 use serde_json::{Value, json};
 use svc::{
     config::RuntimeSettings,
@@ -38,6 +39,8 @@ impl svc_ports::Clock for TestClock {
 pub struct TestApp {
     /// The sandbox's action sites, when asked for (kept alive with the app).
     pub _sites: Option<Arc<startup::ActionSites>>,
+    /// The sandbox's payment provider, when asked for.
+    pub payments: Option<Arc<startup::SandboxPaymentProvider>>,
     pub base_url: String,
     pub api_key: String,
     pub services: Arc<Services>,
@@ -46,6 +49,7 @@ pub struct TestApp {
 
 pub struct TestAppBuilder {
     sites: Option<Arc<startup::ActionSites>>,
+    payments: Option<Arc<startup::SandboxPaymentProvider>>,
     runtime: RuntimeSettings,
     stores: Option<Stores>,
     environment: Environment,
@@ -56,6 +60,7 @@ impl TestApp {
     pub fn builder() -> TestAppBuilder {
         TestAppBuilder {
             sites: None,
+            payments: None,
             runtime: RuntimeSettings::default(),
             stores: None,
             environment: Environment::Test,
@@ -157,6 +162,14 @@ impl TestAppBuilder {
         self
     }
 
+    /// The sandbox's payment provider, its webhooks delivered to this app.
+    pub async fn payments(mut self) -> Self {
+        let provider = Arc::new(startup::SandboxPaymentProvider::start().await);
+        self.payments = Some(provider.clone());
+        self.world.payments = startup::Payments::Sandbox(provider);
+        self
+    }
+
     /// Keeps mail in the sandbox outbox (readable at `/sandbox/outbox`).
     pub fn outbox(mut self) -> Self {
         self.world.mail = svc::startup::Mail::SandboxOutbox;
@@ -168,7 +181,8 @@ impl TestAppBuilder {
         self
     }
 
-    pub async fn spawn(self) -> TestApp {
+    pub async fn spawn(mut self) -> TestApp {
+        self.world.billing = self.runtime.billing_config().unwrap();
         let stores = self.stores.unwrap_or_else(Stores::memory);
         let app = Application::build(
             &self.runtime,
@@ -198,6 +212,7 @@ impl TestAppBuilder {
         tokio::spawn(app.run_until_stopped());
         TestApp {
             _sites: self.sites,
+            payments: self.payments,
             base_url,
             api_key,
             services,
@@ -225,4 +240,141 @@ pub async fn problem(resp: reqwest::Response, status: u16, failure_class: &str) 
     }
     assert!(body["retryable"].is_boolean());
     body
+}
+
+/// A browser without JavaScript: a cookie jar, redirects followed by hand.
+pub struct Browser {
+    pub http: reqwest::Client,
+    pub base: String,
+}
+
+pub fn csrf_of(html: &str) -> String {
+    let at = html
+        .find("name=\"csrf\" value=\"")
+        .expect("page has a CSRF field")
+        + 19;
+    html[at..at + 64].to_owned()
+}
+
+pub fn attr(html: &str, name: &str) -> String {
+    let needle = format!("name=\"{name}\" value=\"");
+    let at = html
+        .find(&needle)
+        .unwrap_or_else(|| panic!("no {name} in page"))
+        + needle.len();
+    html[at..].split('"').next().unwrap().to_owned()
+}
+
+impl Browser {
+    pub fn new(app: &TestApp) -> Self {
+        Self {
+            http: reqwest::Client::builder()
+                .cookie_store(true)
+                .redirect(Policy::none())
+                .build()
+                .unwrap(),
+            base: app.base_url.clone(),
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.http
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn post(&self, path: &str, form: &[(&str, &str)]) -> reqwest::Response {
+        self.http
+            .post(format!("{}{path}", self.base))
+            .header("Origin", &self.base)
+            .form(form)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// Follows one redirect chain and returns the last page's text.
+    pub async fn follow(&self, mut resp: reqwest::Response) -> (StatusCode, String) {
+        while resp.status() == StatusCode::SEE_OTHER {
+            let to = resp.headers()["location"].to_str().unwrap().to_owned();
+            resp = self.get(&to).await;
+        }
+        (resp.status(), resp.text().await.unwrap())
+    }
+
+    pub async fn sign_in(&self, app: &TestApp, email: &str, next: &str) -> String {
+        let page = self
+            .get(&format!("/signin?next={}", urlencode(next)))
+            .await
+            .text()
+            .await
+            .unwrap();
+        let sent = self
+            .post(
+                "/signin",
+                &[("csrf", &csrf_of(&page)), ("email", email), ("next", next)],
+            )
+            .await;
+        let (status, page) = self.follow(sent).await;
+        assert_eq!(status, 200, "{page}");
+        let challenge = attr(&page, "challenge");
+        let code = latest_code(app, email).await;
+        let done = self
+            .post(
+                "/signin/code",
+                &[
+                    ("csrf", &csrf_of(&page)),
+                    ("challenge", &challenge),
+                    ("code", &code),
+                    ("next", next),
+                ],
+            )
+            .await;
+        let (status, page) = self.follow(done).await;
+        assert_eq!(status, 200, "{page}");
+        page
+    }
+
+    pub async fn decide(&self, user_code: &str, decision: &str) -> String {
+        let page = self
+            .get(&format!("/device?user_code={user_code}"))
+            .await
+            .text()
+            .await
+            .unwrap();
+        assert!(page.contains("id=\"approve\""), "{page}");
+        let resp = self
+            .post(
+                "/device",
+                &[
+                    ("csrf", &csrf_of(&page)),
+                    ("user_code", user_code),
+                    ("decision", decision),
+                ],
+            )
+            .await;
+        let (status, page) = self.follow(resp).await;
+        assert_eq!(status, 200, "{page}");
+        page
+    }
+}
+
+pub fn urlencode(s: &str) -> String {
+    s.replace('?', "%3F")
+        .replace('=', "%3D")
+        .replace('&', "%26")
+}
+
+pub async fn latest_code(app: &TestApp, email: &str) -> String {
+    let outbox = app.get_json(&format!("/sandbox/outbox?to={email}")).await;
+    let text = outbox["messages"][0]["text"]
+        .as_str()
+        .expect("a message")
+        .to_owned();
+    text.split(|c: char| !c.is_ascii_digit())
+        .find(|w| w.len() == 6)
+        .expect("a 6-digit code")
+        .to_owned()
 }

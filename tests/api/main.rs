@@ -1,6 +1,7 @@
 //! API tests: the real app on a random port, driven over HTTP.
 
 mod actions;
+mod billing;
 mod discovery;
 mod execution_property;
 mod helpers;

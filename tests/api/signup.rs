@@ -4,11 +4,11 @@
 
 use std::{sync::Arc, time::Duration};
 
-use reqwest::{StatusCode, redirect::Policy};
+use reqwest::StatusCode;
 use serde_json::{Value, json};
 use svc_ports::{Email, Environment};
 
-use crate::helpers::{TestApp, TestClock, bearer, problem};
+use crate::helpers::{Browser, TestApp, TestClock, bearer, csrf_of, latest_code, problem};
 
 const GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
 
@@ -55,143 +55,6 @@ fn oauth_error(got: &(StatusCode, Value), error: &str) {
             .as_str()
             .is_some_and(|d| !d.is_empty())
     );
-}
-
-/// A browser without JavaScript: a cookie jar, redirects followed by hand.
-struct Browser {
-    http: reqwest::Client,
-    base: String,
-}
-
-fn csrf_of(html: &str) -> String {
-    let at = html
-        .find("name=\"csrf\" value=\"")
-        .expect("page has a CSRF field")
-        + 19;
-    html[at..at + 64].to_owned()
-}
-
-fn attr(html: &str, name: &str) -> String {
-    let needle = format!("name=\"{name}\" value=\"");
-    let at = html
-        .find(&needle)
-        .unwrap_or_else(|| panic!("no {name} in page"))
-        + needle.len();
-    html[at..].split('"').next().unwrap().to_owned()
-}
-
-impl Browser {
-    fn new(app: &TestApp) -> Self {
-        Self {
-            http: reqwest::Client::builder()
-                .cookie_store(true)
-                .redirect(Policy::none())
-                .build()
-                .unwrap(),
-            base: app.base_url.clone(),
-        }
-    }
-
-    async fn get(&self, path: &str) -> reqwest::Response {
-        self.http
-            .get(format!("{}{path}", self.base))
-            .send()
-            .await
-            .unwrap()
-    }
-
-    async fn post(&self, path: &str, form: &[(&str, &str)]) -> reqwest::Response {
-        self.http
-            .post(format!("{}{path}", self.base))
-            .header("Origin", &self.base)
-            .form(form)
-            .send()
-            .await
-            .unwrap()
-    }
-
-    /// Follows one redirect chain and returns the last page's text.
-    async fn follow(&self, mut resp: reqwest::Response) -> (StatusCode, String) {
-        while resp.status() == StatusCode::SEE_OTHER {
-            let to = resp.headers()["location"].to_str().unwrap().to_owned();
-            resp = self.get(&to).await;
-        }
-        (resp.status(), resp.text().await.unwrap())
-    }
-
-    async fn sign_in(&self, app: &TestApp, email: &str, next: &str) -> String {
-        let page = self
-            .get(&format!("/signin?next={}", urlencode(next)))
-            .await
-            .text()
-            .await
-            .unwrap();
-        let sent = self
-            .post(
-                "/signin",
-                &[("csrf", &csrf_of(&page)), ("email", email), ("next", next)],
-            )
-            .await;
-        let (status, page) = self.follow(sent).await;
-        assert_eq!(status, 200, "{page}");
-        let challenge = attr(&page, "challenge");
-        let code = latest_code(app, email).await;
-        let done = self
-            .post(
-                "/signin/code",
-                &[
-                    ("csrf", &csrf_of(&page)),
-                    ("challenge", &challenge),
-                    ("code", &code),
-                    ("next", next),
-                ],
-            )
-            .await;
-        let (status, page) = self.follow(done).await;
-        assert_eq!(status, 200, "{page}");
-        page
-    }
-
-    async fn decide(&self, user_code: &str, decision: &str) -> String {
-        let page = self
-            .get(&format!("/device?user_code={user_code}"))
-            .await
-            .text()
-            .await
-            .unwrap();
-        assert!(page.contains("id=\"approve\""), "{page}");
-        let resp = self
-            .post(
-                "/device",
-                &[
-                    ("csrf", &csrf_of(&page)),
-                    ("user_code", user_code),
-                    ("decision", decision),
-                ],
-            )
-            .await;
-        let (status, page) = self.follow(resp).await;
-        assert_eq!(status, 200, "{page}");
-        page
-    }
-}
-
-fn urlencode(s: &str) -> String {
-    s.replace('?', "%3F")
-        .replace('=', "%3D")
-        .replace('&', "%26")
-}
-
-async fn latest_code(app: &TestApp, email: &str) -> String {
-    let outbox = app.get_json(&format!("/sandbox/outbox?to={email}")).await;
-    let text = outbox["messages"][0]["text"]
-        .as_str()
-        .expect("a message")
-        .to_owned();
-    text.split(|c: char| !c.is_ascii_digit())
-        .find(|w| w.len() == 6)
-        .expect("a 6-digit code")
-        .to_owned()
 }
 
 // ---- device flow --------------------------------------------------------------------------------

@@ -1,0 +1,445 @@
+//! Billing over HTTP against the sandbox's payment provider: checkout only from a signed-in
+//! web session, credits only after a verified webhook (once, in any order), every bad
+//! delivery refused without a change, the agent's handoff link, and internal meter events.
+
+use reqwest::{StatusCode, redirect::Policy};
+use serde_json::{Value, json};
+
+use crate::helpers::{Browser, TestApp, bearer, csrf_of, problem};
+
+async fn app() -> TestApp {
+    TestApp::builder()
+        .outbox()
+        .payments()
+        .await
+        .runtime(|r| r.internal_token = Some("internal-token-for-tests".into()))
+        .spawn()
+        .await
+}
+
+/// Signs `email` in and returns the browser and the account page's CSRF token.
+async fn signed_in(app: &TestApp, email: &str) -> (Browser, String) {
+    let browser = Browser::new(app);
+    let page = browser.sign_in(app, email, "/account").await;
+    (browser, csrf_of(&page))
+}
+
+async fn create_checkout(
+    app: &TestApp,
+    browser: &Browser,
+    csrf: &str,
+    key: Option<&str>,
+    sku: &str,
+) -> reqwest::Response {
+    let mut req = browser
+        .http
+        .post(app.url("/api/billing/create-checkout-session"))
+        .header("Origin", &app.base_url)
+        .header("Authorization", format!("Bearer {csrf}"))
+        .json(&json!({ "sku": sku }));
+    if let Some(k) = key {
+        req = req.header("Idempotency-Key", k);
+    }
+    req.send().await.unwrap()
+}
+
+async fn billing_account(app: &TestApp, browser: &Browser) -> Value {
+    let resp = browser
+        .http
+        .get(app.url("/api/billing/account"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    resp.json().await.unwrap()
+}
+
+fn provider(app: &TestApp) -> String {
+    app.payments.as_ref().expect("payments").uri()
+}
+
+/// Asks the sandbox provider to send an event; returns the service's statuses.
+async fn qa_send(app: &TestApp, session: &str, event: &str, variant: &str) -> Vec<u64> {
+    let answer: Value = reqwest::Client::new()
+        .post(format!("{}/qa/send", provider(app)))
+        .json(&json!({"session_id": session, "event": event, "variant": variant}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    answer["deliveries"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .iter()
+        .map(|d| d["status"].as_u64().unwrap())
+        .collect()
+}
+
+fn session_of(checkout_url: &str) -> String {
+    checkout_url.rsplit('/').next().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn a_checkout_credits_once_and_only_after_the_verified_webhook() {
+    let app = app().await;
+    let (browser, csrf) = signed_in(&app, "buyer@example.com").await;
+    let created = create_checkout(&app, &browser, &csrf, Some("k1"), "starter").await;
+    assert_eq!(created.status(), 201);
+    let checkout: Value = created.json().await.unwrap();
+    assert_eq!(checkout["amount"], 900);
+    assert_eq!(checkout["currency"], "usd");
+    assert_eq!(checkout["credits"], 1000);
+    assert_eq!(checkout["status"], "pending");
+    let again = create_checkout(&app, &browser, &csrf, Some("k1"), "starter").await;
+    assert_eq!(again.status(), 200);
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
+    let again: Value = again.json().await.unwrap();
+    assert_eq!(again["checkout_id"], checkout["checkout_id"]);
+    assert_eq!(again["checkout_url"], checkout["checkout_url"]);
+
+    // Nothing yet: the return page says pending, the account has no credits.
+    let url = checkout["checkout_url"].as_str().unwrap();
+    let return_page = browser
+        .get(&format!(
+            "/billing/return?checkout={}",
+            checkout["checkout_id"].as_str().unwrap()
+        ))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(return_page.contains("Purchase pending"), "{return_page}");
+    assert_eq!(
+        billing_account(&app, &browser).await["credits"]["spendable"],
+        0
+    );
+
+    // "Pay" on the provider's page: it sends checkout.completed and payment.succeeded.
+    let paid = reqwest::Client::builder()
+        .redirect(Policy::none())
+        .build()
+        .unwrap()
+        .post(format!("{url}/pay"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(paid.status(), 303);
+    assert!(
+        paid.headers()["location"]
+            .to_str()
+            .unwrap()
+            .contains("/billing/return?checkout=chk_")
+    );
+    let deliveries = app.payments.as_ref().unwrap().deliveries();
+    assert_eq!(deliveries.len(), 2);
+    assert!(deliveries.iter().all(|d| d.status == 200), "{deliveries:?}");
+    assert!(
+        deliveries[1].answer.contains("acknowledged"),
+        "{}",
+        deliveries[1].answer
+    );
+
+    let account = billing_account(&app, &browser).await;
+    assert_eq!(account["credits"]["spendable"], 1000, "{account}");
+    // Sandbox accounts keep their plan; a live `free` account becomes `starter` (contract suite).
+    assert_eq!(account["plan"], "sandbox");
+    let receipts = account["receipts"].as_array().unwrap();
+    assert_eq!(receipts.len(), 1, "{account}");
+    assert_eq!(receipts[0]["kind"], "purchase");
+    assert_eq!(receipts[0]["checkout_id"], checkout["checkout_id"]);
+    assert_eq!(receipts[0]["amount"], 900);
+    let return_page = browser
+        .get(&format!(
+            "/billing/return?checkout={}",
+            checkout["checkout_id"].as_str().unwrap()
+        ))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(return_page.contains("Purchase confirmed"), "{return_page}");
+
+    // A replay, and every kind of bad delivery: refused or ignored, nothing moves.
+    let session = session_of(url);
+    assert_eq!(qa_send(&app, &session, "replay", "ok").await, vec![200]);
+    for variant in ["tampered", "stale", "future", "wrong_secret", "unsigned"] {
+        assert_eq!(
+            qa_send(&app, &session, "refund", variant).await,
+            vec![400],
+            "{variant}"
+        );
+    }
+    assert_eq!(
+        billing_account(&app, &browser).await["credits"]["spendable"],
+        1000
+    );
+
+    // A real refund takes the credits back, once.
+    assert_eq!(qa_send(&app, &session, "refund", "ok").await, vec![200]);
+    assert_eq!(qa_send(&app, &session, "replay", "ok").await, vec![200]);
+    let account = billing_account(&app, &browser).await;
+    assert_eq!(account["credits"]["spendable"], 0, "{account}");
+    assert_eq!(account["receipts"][0]["kind"], "refund_clawback");
+}
+
+#[tokio::test]
+async fn disputes_freeze_then_release_or_forfeit() {
+    let app = app().await;
+    let (browser, csrf) = signed_in(&app, "buyer@example.com").await;
+    for (key, won) in [("k-won", true), ("k-lost", false)] {
+        let checkout: Value = create_checkout(&app, &browser, &csrf, Some(key), "starter")
+            .await
+            .json()
+            .await
+            .unwrap();
+        let session = session_of(checkout["checkout_url"].as_str().unwrap());
+        // Out of order: the dispute opens before the payment arrives.
+        assert_eq!(qa_send(&app, &session, "dispute", "ok").await, vec![200]);
+        let before = billing_account(&app, &browser).await["credits"].clone();
+        assert_eq!(qa_send(&app, &session, "pay", "ok").await, vec![200, 200]);
+        let during = billing_account(&app, &browser).await["credits"].clone();
+        assert_eq!(
+            during["frozen"],
+            before["frozen"].as_i64().unwrap() + 1000,
+            "{during}"
+        );
+        assert_eq!(during["spendable"], before["spendable"], "{during}");
+        let close = if won { "dispute_won" } else { "dispute_lost" };
+        assert_eq!(qa_send(&app, &session, close, "ok").await, vec![200]);
+        let after = billing_account(&app, &browser).await["credits"].clone();
+        assert_eq!(after["frozen"], before["frozen"]);
+        let gained = if won { 1000 } else { 0 };
+        assert_eq!(
+            after["spendable"],
+            before["spendable"].as_i64().unwrap() + gained,
+            "{after}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn checkout_is_a_signed_in_web_sessions_act() {
+    let app = app().await;
+    let (browser, csrf) = signed_in(&app, "buyer@example.com").await;
+    let endpoint = app.url("/api/billing/create-checkout-session");
+    // An API key is refused, whatever else the request carries.
+    let with_key = browser
+        .http
+        .post(&endpoint)
+        .header("Origin", &app.base_url)
+        .header("Authorization", bearer(&app.api_key))
+        .header("Idempotency-Key", "k")
+        .json(&json!({"sku": "starter"}))
+        .send()
+        .await
+        .unwrap();
+    problem(with_key, 403, "api_key_not_allowed").await;
+    // No session.
+    let anonymous = reqwest::Client::new()
+        .post(&endpoint)
+        .header("Origin", &app.base_url)
+        .header("Authorization", format!("Bearer {csrf}"))
+        .header("Idempotency-Key", "k")
+        .json(&json!({"sku": "starter"}))
+        .send()
+        .await
+        .unwrap();
+    problem(anonymous, 401, "sign_in_required").await;
+    // Another origin, and a wrong CSRF bearer.
+    for (origin, token) in [
+        ("https://evil.example", csrf.as_str()),
+        (app.base_url.as_str(), "0000"),
+    ] {
+        let resp = browser
+            .http
+            .post(&endpoint)
+            .header("Origin", origin)
+            .header("Authorization", format!("Bearer {token}"))
+            .header("Idempotency-Key", "k")
+            .json(&json!({"sku": "starter"}))
+            .send()
+            .await
+            .unwrap();
+        problem(resp, 403, "csrf_rejected").await;
+    }
+    problem(
+        create_checkout(&app, &browser, &csrf, None, "starter").await,
+        400,
+        "idempotency_key_required",
+    )
+    .await;
+    let sales = problem(
+        create_checkout(&app, &browser, &csrf, Some("k2"), "enterprise").await,
+        422,
+        "contact_sales",
+    )
+    .await;
+    assert_eq!(sales["next_action"]["kind"], "contact_sales");
+    problem(
+        create_checkout(&app, &browser, &csrf, Some("k3"), "platinum").await,
+        422,
+        "invalid_request",
+    )
+    .await;
+    assert_eq!(
+        create_checkout(&app, &browser, &csrf, Some("k4"), "starter")
+            .await
+            .status(),
+        201
+    );
+    // The billing account is the session's too.
+    let with_key = reqwest::Client::new()
+        .get(app.url("/api/billing/account"))
+        .header("Authorization", bearer(&app.api_key))
+        .send()
+        .await
+        .unwrap();
+    problem(with_key, 403, "api_key_not_allowed").await;
+    let anonymous = reqwest::Client::new()
+        .get(app.url("/api/billing/account"))
+        .send()
+        .await
+        .unwrap();
+    problem(anonymous, 401, "sign_in_required").await;
+    // None of the refusals opened a checkout at the provider: only k4's.
+    let sessions: Value = reqwest::get(format!("{}/qa/sessions", provider(&app)))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        sessions["sessions"].as_array().unwrap().len(),
+        1,
+        "{sessions}"
+    );
+}
+
+async fn tool(app: &TestApp, name: &str, args: Value, key: Option<&str>) -> Value {
+    let auth = key.map(bearer);
+    let (status, body) = app
+        .mcp(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": args}}),
+            auth.as_deref(),
+            "2025-11-25",
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    body["result"].clone()
+}
+
+#[tokio::test]
+async fn an_agents_handoff_link_signs_in_and_opens_checkout_once() {
+    let app = app().await;
+    let no_key = tool(&app, "svc_create_checkout_session", json!({}), None).await;
+    assert_eq!(no_key["isError"], true, "{no_key}");
+    let sales = tool(
+        &app,
+        "svc_create_checkout_session",
+        json!({"plan": "enterprise"}),
+        Some(&app.api_key),
+    )
+    .await;
+    assert_eq!(sales["isError"], true);
+    assert!(
+        sales["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("contact_sales")
+    );
+    let started = tool(
+        &app,
+        "svc_create_checkout_session",
+        json!({"plan": "starter"}),
+        Some(&app.api_key),
+    )
+    .await;
+    let out = &started["structuredContent"];
+    assert_eq!(out["status"], "awaiting_human", "{started}");
+    assert_eq!(out["credits"], 1000);
+    let url = out["handoff_url"].as_str().unwrap();
+    let path = url.strip_prefix(&app.base_url).unwrap();
+    // A browser that was never signed in: the page shows the offer, the form takes the link.
+    let browser = Browser::new(&app);
+    let page = browser.get(path).await.text().await.unwrap();
+    assert!(page.contains("Continue to checkout"), "{page}");
+    let token = path.split("token=").nth(1).unwrap();
+    let form = [("csrf", csrf_of(&page)), ("token", token.to_owned())];
+    let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let resp = browser.post("/billing/handoff", &form).await;
+    assert_eq!(resp.status(), 200);
+    let page = resp.text().await.unwrap();
+    assert!(page.contains(&provider(&app)), "{page}");
+    assert!(page.contains("http-equiv=\"refresh\""));
+    // Now signed in as the seeded account: the account page is there, with no credits added.
+    let account = browser.get("/account").await.text().await.unwrap();
+    assert!(account.contains("agent@sandbox.example.com"), "{account}");
+    // The link works once (the session rotated the CSRF seed: a fresh page's token).
+    let page = browser.get(path).await.text().await.unwrap();
+    let form = [("csrf", csrf_of(&page)), ("token", token.to_owned())];
+    let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let again = browser.post("/billing/handoff", &form).await;
+    assert_eq!(again.status(), 422);
+    assert!(again.text().await.unwrap().contains("used or expired"));
+}
+
+#[tokio::test]
+async fn meter_events_need_the_internal_token_and_count_once() {
+    let app = app().await;
+    let endpoint = app.url("/api/billing/report-meter-event");
+    let body = json!({"identifier": "m-1", "event_name": "actions", "value": 3});
+    for auth in [
+        None,
+        Some("Bearer wrong".to_owned()),
+        Some(bearer(&app.api_key)),
+    ] {
+        let mut req = reqwest::Client::new().post(&endpoint).json(&body);
+        if let Some(a) = auth {
+            req = req.header("Authorization", a);
+        }
+        problem(req.send().await.unwrap(), 403, "internal_only").await;
+    }
+    let send = || {
+        reqwest::Client::new()
+            .post(&endpoint)
+            .header("Authorization", "Bearer internal-token-for-tests")
+            .json(&body)
+            .send()
+    };
+    let first: Value = send().await.unwrap().json().await.unwrap();
+    assert_eq!(first["forwarded"], true, "{first}");
+    assert_eq!(first["replayed"], false);
+    let second = send().await.unwrap();
+    assert_eq!(second.status(), StatusCode::ACCEPTED);
+    let second: Value = second.json().await.unwrap();
+    assert_eq!(second["replayed"], true);
+    assert_eq!(second["meter_event_id"], first["meter_event_id"]);
+    assert_eq!(app.payments.as_ref().unwrap().meter_events().len(), 1);
+}
+
+#[tokio::test]
+async fn without_a_provider_checkout_is_unavailable_and_webhooks_are_refused() {
+    let app = TestApp::builder().outbox().spawn().await;
+    let (browser, csrf) = signed_in(&app, "buyer@example.com").await;
+    problem(
+        create_checkout(&app, &browser, &csrf, Some("k"), "starter").await,
+        503,
+        "unavailable",
+    )
+    .await;
+    let resp = reqwest::Client::new()
+        .post(app.url("/api/billing/webhook"))
+        .header("webhook-id", "msg_1")
+        .header(
+            "webhook-timestamp",
+            chrono::Utc::now().timestamp().to_string(),
+        )
+        .header("webhook-signature", "v1,AAAA")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    problem(resp, 400, "webhook_rejected").await;
+}
