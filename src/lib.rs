@@ -6,6 +6,7 @@ pub mod config;
 pub mod context;
 pub mod http;
 pub mod mcp;
+pub mod qa;
 pub mod services;
 pub mod startup;
 pub mod telemetry;

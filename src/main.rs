@@ -41,6 +41,8 @@ enum Command {
         seed_credits: i64,
         #[command(flatten)]
         runtime: RuntimeSettings,
+        #[command(subcommand)]
+        command: Option<SandboxCommand>,
     },
     /// Apply pending database migrations and exit.
     Migrate(DatabaseArgs),
@@ -162,6 +164,22 @@ enum MapsCommand {
 }
 
 #[derive(Subcommand)]
+enum SandboxCommand {
+    /// Play QA payment scenario files against a running sandbox (the values it printed):
+    /// PASS or FAIL per step; exit 1 when any step failed.
+    Play {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        #[arg(long = "sandbox-url", env = "SVC_BASE_URL")]
+        sandbox_url: String,
+        #[arg(long, env = "SVC_PAYMENT_PROVIDER_URL")]
+        provider_url: String,
+        #[arg(long, env = "SVC_API_KEY", hide_env_values = true)]
+        api_key: String,
+    },
+}
+
+#[derive(Subcommand)]
 enum ArtifactsCommand {
     /// Check an artifact's Ed25519 signature with a JWKS (exit 0 when it verifies, 1 when
     /// not). FILE may hold the artifact, or an execute answer or task that carries one.
@@ -234,10 +252,41 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             app.run_until_stopped().await.context("serving")
         }
         Command::Sandbox {
+            command:
+                Some(SandboxCommand::Play {
+                    files,
+                    sandbox_url,
+                    provider_url,
+                    api_key,
+                }),
+            ..
+        } => {
+            let target = svc::qa::Target {
+                base_url: sandbox_url.trim_end_matches('/').to_owned(),
+                provider_url: provider_url.trim_end_matches('/').to_owned(),
+                api_key,
+            };
+            let mut failed = 0;
+            for file in &files {
+                let scenario = svc::qa::Scenario::load(file)?;
+                if !svc::qa::play(&scenario, &target).await? {
+                    failed += 1;
+                }
+            }
+            println!(
+                "{} of {} scenarios passed",
+                files.len() - failed,
+                files.len()
+            );
+            anyhow::ensure!(failed == 0, "{failed} scenario(s) failed");
+            Ok(())
+        }
+        Command::Sandbox {
             bind,
             database_url,
             seed_credits,
             runtime,
+            command: None,
         } => {
             let stores = match database_url {
                 Some(url) => Stores::open(&url, 16).await?,

@@ -405,6 +405,21 @@ impl Respond for Router {
                 json_response(200, json!({"sessions": sessions}))
             }
             (true, ["qa", "send"]) => self.qa_send(&body),
+            // What was sent, with the secret it was signed with: for checking the signatures
+            // with another implementation (the sandbox's own secret, on loopback).
+            (false, ["qa", "deliveries"]) => {
+                let sent: Vec<Value> = lock(&state.deliveries)
+                    .iter()
+                    .map(|d| {
+                        json!({"webhook_id": d.webhook_id, "timestamp": d.timestamp,
+                        "signature": d.signature, "body": d.body, "status": d.status})
+                    })
+                    .collect();
+                json_response(
+                    200,
+                    json!({"secret": state.secret.expose(), "deliveries": sent}),
+                )
+            }
             (true, ["qa", "hold"]) => {
                 state.hold.store(true, Ordering::SeqCst);
                 json_response(200, json!({"holding": true}))

@@ -196,6 +196,44 @@ fn serve_static(req: &poem::Request, file: Data<&StaticFile>) -> Response {
         .body(file.body.clone())
 }
 
+/// `POST /sandbox/checkouts` (sandbox only, test key): opens a checkout for the key's account
+/// as the signed-in customer would, so QA scenarios can drive the provider's events.
+#[handler]
+async fn sandbox_checkout(req: &poem::Request, ctx: Data<&AppContext>) -> Response {
+    let principal = match ctx
+        .services
+        .auth
+        .authenticate_header(req.header(header::AUTHORIZATION))
+        .await
+    {
+        Ok(p) => p,
+        Err(e) => return problem::ApiProblem::from(e).render("Bearer"),
+    };
+    let key = req
+        .header("idempotency-key")
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("qa-{}", ulid::Ulid::new()));
+    match ctx
+        .services
+        .billing
+        .create_checkout(&principal.account, "starter", Some(&key))
+        .await
+    {
+        Ok(started) => Response::builder()
+            .status(StatusCode::CREATED)
+            .content_type("application/json")
+            .body(
+                serde_json::json!({
+                    "checkout_id": started.checkout.id.as_str(),
+                    "checkout_url": started.checkout.checkout_url,
+                    "provider_session_id": started.checkout.provider_session_id,
+                })
+                .to_string(),
+            ),
+        Err(e) => problem::ApiProblem::from(e).render("Bearer"),
+    }
+}
+
 fn json_file(value: &Value) -> impl Endpoint + use<> {
     let bytes = serde_json::to_vec_pretty(value).unwrap_or_default();
     get(serve_static).data(StaticFile::new(bytes, "application/json"))
@@ -249,6 +287,9 @@ pub fn app(
     let mut routes = crate::web::mount(Route::new());
     if let Some(outbox) = ctx.outbox.clone() {
         routes = routes.at("/sandbox/outbox", get(sandbox_outbox).data(outbox));
+    }
+    if ctx.environment == svc_ports::Environment::Test {
+        routes = routes.at("/sandbox/checkouts", poem::post(sandbox_checkout));
     }
     routes
         .at("/openapi.json", json_file(&document))

@@ -49,6 +49,8 @@ pub struct CreditBalance {
     pub spendable: i64,
     /// Credits reserved by actions in flight.
     pub held: i64,
+    /// Credits of disputed payments, set aside until the dispute closes.
+    pub frozen: i64,
 }
 
 /// How actions are charged.
@@ -93,6 +95,7 @@ impl Usage {
             balance: CreditBalance {
                 spendable: record.balance.spendable,
                 held: record.balance.held,
+                frozen: record.balance.frozen,
             },
             metering: MeteringPolicyBody {
                 cost_per_completed_action: record.metering.cost_per_completed_action,
