@@ -439,3 +439,70 @@ async fn an_expired_link_cannot_be_approved() -> anyhow::Result<()> {
     assert_poll_error(&app, &clock, &agent, "expired_token").await;
     browser.close().await
 }
+
+// ---- billing: the human's checkout, credits only after the webhook ---------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checkout_handoff_then_pay_credits_only_after_the_webhook() -> anyhow::Result<()> {
+    let app = TestApp::builder().outbox().payments().await.spawn().await;
+    let provider = app.payments.as_ref().expect("payments").uri();
+    let http = reqwest::Client::new();
+    let spendable = |app: &TestApp| {
+        let (http, url, key) = (app.http.clone(), app.url("/api/usage"), app.api_key.clone());
+        async move {
+            let usage: Value = http.get(url).header("Authorization", bearer(&key)).send().await.unwrap().json().await.unwrap();
+            usage["balance"]["spendable"].as_i64().unwrap()
+        }
+    };
+    // The agent asks for a handoff link.
+    let (status, answer) = app
+        .mcp(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                   "params": {"name": "svc_create_checkout_session", "arguments": {"plan": "starter"}}}),
+            Some(&bearer(&app.api_key)),
+            "2025-11-25",
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    let handoff_url = answer["result"]["structuredContent"]["handoff_url"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .to_owned();
+
+    // The human signs in with the emailed code.
+    let browser = Browser::start().await;
+    let email = "agent@sandbox.example.com";
+    browser.client.goto(&app.url("/signin?next=/account")).await?;
+    browser.type_into("email", email).await?;
+    browser.click("send-code").await?;
+    browser.element("code").await?;
+    let code = emailed_code(&app, email).await;
+    browser.type_into("code", &code).await?;
+    browser.click("verify-code").await?;
+    assert!(browser.text_of("credits").await?.starts_with("1000 spendable"));
+
+    // The provider holds its webhooks, so the browser gets back before the payment is confirmed.
+    http.post(format!("{provider}/qa/hold")).send().await?.error_for_status()?;
+    browser.client.goto(&handoff_url).await?;
+    browser.click("continue").await?;
+    // The meta refresh takes the browser to the provider's hosted page.
+    browser.click("pay").await?;
+    assert_eq!(browser.text_of("heading").await?, "Purchase pending");
+    let url = browser.client.current_url().await?;
+    assert_eq!(url.path(), "/billing/return", "{url}");
+    assert_eq!(spendable(&app).await, 1000, "credits before the webhook");
+    browser.client.goto(&app.url("/account")).await?;
+    assert!(browser.text_of("credits").await?.starts_with("1000 spendable"));
+
+    // The webhooks arrive: now, and only now, the credits.
+    let released: Value = http.post(format!("{provider}/qa/release")).send().await?.json().await?;
+    assert_eq!(released["delivered"].as_array().map(Vec::len), Some(2), "{released}");
+    assert_eq!(spendable(&app).await, 2000);
+    browser.client.goto(url.as_str()).await?;
+    assert_eq!(browser.text_of("heading").await?, "Purchase confirmed");
+    browser.client.goto(&app.url("/account")).await?;
+    assert!(browser.text_of("credits").await?.starts_with("2000 spendable"));
+    let receipts = browser.text_of("receipts").await?;
+    assert!(receipts.contains("1000 credits bought"), "{receipts}");
+    browser.close().await
+}
