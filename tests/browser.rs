@@ -450,7 +450,15 @@ async fn checkout_handoff_then_pay_credits_only_after_the_webhook() -> anyhow::R
     let spendable = |app: &TestApp| {
         let (http, url, key) = (app.http.clone(), app.url("/api/usage"), app.api_key.clone());
         async move {
-            let usage: Value = http.get(url).header("Authorization", bearer(&key)).send().await.unwrap().json().await.unwrap();
+            let usage: Value = http
+                .get(url)
+                .header("Authorization", bearer(&key))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
             usage["balance"]["spendable"].as_i64().unwrap()
         }
     };
@@ -472,17 +480,28 @@ async fn checkout_handoff_then_pay_credits_only_after_the_webhook() -> anyhow::R
     // The human signs in with the emailed code.
     let browser = Browser::start().await;
     let email = "agent@sandbox.example.com";
-    browser.client.goto(&app.url("/signin?next=/account")).await?;
+    browser
+        .client
+        .goto(&app.url("/signin?next=/account"))
+        .await?;
     browser.type_into("email", email).await?;
     browser.click("send-code").await?;
     browser.element("code").await?;
     let code = emailed_code(&app, email).await;
     browser.type_into("code", &code).await?;
     browser.click("verify-code").await?;
-    assert!(browser.text_of("credits").await?.starts_with("1000 spendable"));
+    assert!(
+        browser
+            .text_of("credits")
+            .await?
+            .starts_with("1000 spendable")
+    );
 
     // The provider holds its webhooks, so the browser gets back before the payment is confirmed.
-    http.post(format!("{provider}/qa/hold")).send().await?.error_for_status()?;
+    http.post(format!("{provider}/qa/hold"))
+        .send()
+        .await?
+        .error_for_status()?;
     browser.client.goto(&handoff_url).await?;
     browser.click("continue").await?;
     // The meta refresh takes the browser to the provider's hosted page.
@@ -492,16 +511,35 @@ async fn checkout_handoff_then_pay_credits_only_after_the_webhook() -> anyhow::R
     assert_eq!(url.path(), "/billing/return", "{url}");
     assert_eq!(spendable(&app).await, 1000, "credits before the webhook");
     browser.client.goto(&app.url("/account")).await?;
-    assert!(browser.text_of("credits").await?.starts_with("1000 spendable"));
+    assert!(
+        browser
+            .text_of("credits")
+            .await?
+            .starts_with("1000 spendable")
+    );
 
     // The webhooks arrive: now, and only now, the credits.
-    let released: Value = http.post(format!("{provider}/qa/release")).send().await?.json().await?;
-    assert_eq!(released["delivered"].as_array().map(Vec::len), Some(2), "{released}");
+    let released: Value = http
+        .post(format!("{provider}/qa/release"))
+        .send()
+        .await?
+        .json()
+        .await?;
+    assert_eq!(
+        released["delivered"].as_array().map(Vec::len),
+        Some(2),
+        "{released}"
+    );
     assert_eq!(spendable(&app).await, 2000);
     browser.client.goto(url.as_str()).await?;
     assert_eq!(browser.text_of("heading").await?, "Purchase confirmed");
     browser.client.goto(&app.url("/account")).await?;
-    assert!(browser.text_of("credits").await?.starts_with("2000 spendable"));
+    assert!(
+        browser
+            .text_of("credits")
+            .await?
+            .starts_with("2000 spendable")
+    );
     let receipts = browser.text_of("receipts").await?;
     assert!(receipts.contains("1000 credits bought"), "{receipts}");
     browser.close().await

@@ -2,6 +2,7 @@
 
 mod actions;
 mod billing;
+mod billing_property;
 mod discovery;
 mod execution_property;
 mod helpers;
