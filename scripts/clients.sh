@@ -89,15 +89,16 @@ check artifact-verified-by-cryptography "$venv/bin/python" clients/verify_artifa
 check qa-payment-scenarios "$bin" sandbox play qa/scenarios/*.toml
 check provider-signatures-verify-with-standardwebhooks "$venv/bin/python" clients/verify_webhooks.py "$SVC_PAYMENT_PROVIDER_URL"
 secret=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
-SVC_PAYMENT_PROVIDER_URL="$SVC_PAYMENT_PROVIDER_URL" SVC_PAYMENT_PROVIDER_API_KEY=sk_sandbox_payments \
+# (Without the sandbox's origins, which are in this shell's environment.)
+env -u SVC_BASE_URL -u SVC_SITE_URL -u SVC_MCP_URL \
+  SVC_PAYMENT_PROVIDER_URL="$SVC_PAYMENT_PROVIDER_URL" SVC_PAYMENT_PROVIDER_API_KEY=sk_sandbox_payments \
   SVC_PAYMENT_WEBHOOK_SECRETS="whsec_$(printf 'old-secret-being-rotated-out!!!!' | base64),$secret" \
   "$bin" serve --bind 127.0.0.1:0 --database-url "sqlite://$out/webhooks.db" --signing-key-file "$out/webhooks.key" \
   >/dev/null 2>"$out/serve-webhooks.log" &
 serve_pid=$!
 trap 'kill $sandbox_pid $serve_pid 2>/dev/null; wait $sandbox_pid $serve_pid 2>/dev/null' EXIT
 for _ in $(seq 1 300); do grep -q 'service bound' "$out/serve-webhooks.log" && break; sleep 0.1; done
-serve_url=$(grep -o '"base_url":"[^"]*"' "$out/serve-webhooks.log" | head -1 | cut -d'"' -f4)
-[ -n "$serve_url" ] || serve_url=$(grep -o 'base_url=[^ ]*' "$out/serve-webhooks.log" | head -1 | cut -d= -f2)
+serve_url=http://$(grep -o '"address":"[^"]*"' "$out/serve-webhooks.log" | head -1 | cut -d'"' -f4)
 event='{"type":"payment.refunded","data":{"payment_id":"pay_ref_1","refund_id":"re_ref_1","amount":100}}'
 check standardwebhooks-signed-accepted "$venv/bin/python" "$shared/clients/sign_webhook.py" "$secret" \
   "$serve_url/api/billing/webhook" --id msg_reference_1 --body "$event"
