@@ -31,6 +31,19 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
+        // Switching a new file to WAL needs it alone: pools opening several connections at once
+        // on a fresh file could see "database is locked" from that switch (its busy handler is
+        // not consulted). One connection first makes the (persistent) switch; the rest find it.
+        if !in_memory {
+            use sqlx::{ConnectOptions, Connection};
+            options
+                .connect()
+                .await
+                .with_context(|| "opening the SQLite database")?
+                .close()
+                .await
+                .with_context(|| "opening the SQLite database")?;
+        }
         // A private in-memory database lives in one connection; more would each see their own.
         let max = if in_memory { 1 } else { 8 };
         let pool = SqlitePoolOptions::new()
