@@ -49,9 +49,19 @@ pub struct Stores {
 }
 
 impl Stores {
-    /// In-memory stores: the sandbox's.
-    pub fn memory() -> Self {
-        let store = Arc::new(MemoryStore::new());
+    /// Every port served by one store.
+    fn all_in<S>(store: Arc<S>, kind: &'static str) -> Self
+    where
+        S: AccountStore
+            + LedgerStore
+            + PageCache
+            + IdentityStore
+            + MapStore
+            + TaskStore
+            + TelemetryStore
+            + BillingStore
+            + 'static,
+    {
         Self {
             accounts: store.clone(),
             ledger: store.clone(),
@@ -61,38 +71,27 @@ impl Stores {
             tasks: store.clone(),
             telemetry: store.clone(),
             billing: store,
-            kind: "memory",
+            kind,
         }
+    }
+
+    /// In-memory stores: the sandbox's.
+    pub fn memory() -> Self {
+        Self::all_in(Arc::new(MemoryStore::new()), "memory")
     }
 
     /// SQLite (`sqlite:...`) or Postgres (`postgres://...`), migrated.
     pub async fn open(database_url: &str, max_connections: u32) -> anyhow::Result<Self> {
         if database_url.starts_with("postgres://") || database_url.starts_with("postgresql://") {
-            let store = Arc::new(PostgresStore::open(database_url, max_connections).await?);
-            Ok(Self {
-                accounts: store.clone(),
-                ledger: store.clone(),
-                pages: store.clone(),
-                identity: store.clone(),
-                maps: store.clone(),
-                tasks: store.clone(),
-                telemetry: store.clone(),
-                billing: store,
-                kind: "postgres",
-            })
+            Ok(Self::all_in(
+                Arc::new(PostgresStore::open(database_url, max_connections).await?),
+                "postgres",
+            ))
         } else if database_url.starts_with("sqlite:") {
-            let store = Arc::new(SqliteStore::open(database_url).await?);
-            Ok(Self {
-                accounts: store.clone(),
-                ledger: store.clone(),
-                pages: store.clone(),
-                identity: store.clone(),
-                maps: store.clone(),
-                tasks: store.clone(),
-                telemetry: store.clone(),
-                billing: store,
-                kind: "sqlite",
-            })
+            Ok(Self::all_in(
+                Arc::new(SqliteStore::open(database_url).await?),
+                "sqlite",
+            ))
         } else {
             anyhow::bail!("SVC_DATABASE_URL must start with sqlite: or postgres://")
         }

@@ -30,38 +30,45 @@ pub struct Backend {
     _dir: Option<tempfile::TempDir>,
 }
 
+impl Backend {
+    /// Every port served by one store.
+    fn all_in<S>(store: Arc<S>, name: &'static str, dir: Option<tempfile::TempDir>) -> Self
+    where
+        S: AccountStore
+            + LedgerStore
+            + PageCache
+            + IdentityStore
+            + MapStore
+            + TaskStore
+            + TelemetryStore
+            + BillingStore
+            + 'static,
+    {
+        Self {
+            name,
+            accounts: store.clone(),
+            ledger: store.clone(),
+            pages: store.clone(),
+            identity: store.clone(),
+            maps: store.clone(),
+            tasks: store.clone(),
+            telemetry: store.clone(),
+            billing: store,
+            _dir: dir,
+        }
+    }
+}
+
 pub async fn memory() -> Backend {
     let store = Arc::new(svc_sandbox::MemoryStore::new());
-    Backend {
-        name: "memory",
-        accounts: store.clone(),
-        ledger: store.clone(),
-        pages: store.clone(),
-        identity: store.clone(),
-        maps: store.clone(),
-        tasks: store.clone(),
-        telemetry: store.clone(),
-        billing: store,
-        _dir: None,
-    }
+    Backend::all_in(store, "memory", None)
 }
 
 pub async fn sqlite() -> Backend {
     let dir = tempfile::tempdir().expect("temp dir");
     let url = format!("sqlite://{}", dir.path().join("contract.db").display());
     let store = Arc::new(svc_sql::SqliteStore::open(&url).await.expect("open SQLite"));
-    Backend {
-        name: "sqlite",
-        accounts: store.clone(),
-        ledger: store.clone(),
-        pages: store.clone(),
-        identity: store.clone(),
-        maps: store.clone(),
-        tasks: store.clone(),
-        telemetry: store.clone(),
-        billing: store,
-        _dir: Some(dir),
-    }
+    Backend::all_in(store, "sqlite", Some(dir))
 }
 
 /// A new, migrated database on the test Postgres server for each scenario.
@@ -72,18 +79,7 @@ pub async fn postgres() -> Backend {
             .await
             .expect("open Postgres"),
     );
-    Backend {
-        name: "postgres",
-        accounts: store.clone(),
-        ledger: store.clone(),
-        pages: store.clone(),
-        identity: store.clone(),
-        maps: store.clone(),
-        tasks: store.clone(),
-        telemetry: store.clone(),
-        billing: store,
-        _dir: None,
-    }
+    Backend::all_in(store, "postgres", None)
 }
 
 /// Creates an empty database on the test server and returns its URL.

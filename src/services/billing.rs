@@ -138,6 +138,17 @@ impl From<svc_ports::StoreError> for BillingFailure {
     }
 }
 
+impl From<svc_ports::BillingError> for BillingFailure {
+    fn from(e: svc_ports::BillingError) -> Self {
+        match e {
+            svc_ports::BillingError::UnknownAccount => {
+                BillingFailure::InvalidRequest("the account does not exist".into())
+            }
+            svc_ports::BillingError::Store(e) => e.into(),
+        }
+    }
+}
+
 /// A checkout for the caller, and whether it was made by an earlier request with the same key.
 #[derive(Debug, Clone)]
 pub struct CheckoutStarted {
@@ -307,16 +318,7 @@ impl BillingService {
             created_at: now,
             expires_at: hosted.expires_at,
         };
-        let outcome = self
-            .store
-            .insert_checkout(&record)
-            .await
-            .map_err(|e| match e {
-                svc_ports::BillingError::UnknownAccount => {
-                    BillingFailure::InvalidRequest("the account does not exist".into())
-                }
-                svc_ports::BillingError::Store(e) => e.into(),
-            })?;
+        let outcome = self.store.insert_checkout(&record).await?;
         tracing::info!(account_id = %account.id, checkout_id = %record.id, sku = %record.sku, "checkout opened");
         Ok(match outcome {
             CheckoutOutcome::Created(checkout) => CheckoutStarted {
@@ -358,15 +360,7 @@ impl BillingService {
             created_at: now,
             expires_at: now + Duration::minutes(HANDOFF_TTL_MINUTES),
         };
-        self.store
-            .insert_handoff(&handoff)
-            .await
-            .map_err(|e| match e {
-                svc_ports::BillingError::UnknownAccount => {
-                    BillingFailure::InvalidRequest("the account does not exist".into())
-                }
-                svc_ports::BillingError::Store(e) => e.into(),
-            })?;
+        self.store.insert_handoff(&handoff).await?;
         Ok((
             format!("{}/billing/handoff?token={token}", self.settings.site_url),
             handoff.expires_at,

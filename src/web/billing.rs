@@ -193,6 +193,22 @@ fn checkout_json(c: &CheckoutRecord) -> Value {
     })
 }
 
+/// The account of the request's session cookie, if it is a live session.
+async fn session_account(
+    req: &Request,
+    ctx: &AppContext,
+) -> Result<Option<svc_ports::Account>, Box<Response>> {
+    match cookie_value(req, SESSION_COOKIE) {
+        Some(t) => ctx
+            .services
+            .identity
+            .session_account(&t)
+            .await
+            .map_err(|e| Box::new(ApiProblem::from(e).render("Bearer"))),
+        None => Ok(None),
+    }
+}
+
 // ---- templates ------------------------------------------------------------------------------
 
 #[derive(Template)]
@@ -314,13 +330,9 @@ async fn create_checkout_session(req: &Request, ctx: Data<&AppContext>, body: Bo
              svc_create_checkout_session and hand the human its link.",
         );
     }
-    let session = cookie_value(req, SESSION_COOKIE);
-    let account = match &session {
-        Some(t) => match ctx.services.identity.session_account(t).await {
-            Ok(a) => a,
-            Err(e) => return ApiProblem::from(e).render("Bearer"),
-        },
-        None => None,
+    let account = match session_account(req, &ctx).await {
+        Ok(a) => a,
+        Err(resp) => return *resp,
     };
     let Some(account) = account else {
         return problem(
@@ -398,13 +410,9 @@ async fn billing_account(req: &Request, ctx: Data<&AppContext>) -> Response {
             "The billing account is read in the customer's signed-in web session; agents read credits with GET /api/usage.",
         );
     }
-    let session = cookie_value(req, SESSION_COOKIE);
-    let account = match &session {
-        Some(t) => match ctx.services.identity.session_account(t).await {
-            Ok(a) => a,
-            Err(e) => return ApiProblem::from(e).render("Bearer"),
-        },
-        None => None,
+    let account = match session_account(req, &ctx).await {
+        Ok(a) => a,
+        Err(resp) => return *resp,
     };
     let Some(account) = account else {
         return problem(
@@ -511,10 +519,7 @@ async fn handoff_submit(
     }
     // One checkout per link, also when this form is sent twice.
     let key = format!("handoff-{}", svc_ports::KeyHash::of(&form.token).to_hex());
-    match billing
-        .create_checkout(&account, &sku, Some(&key[..40]))
-        .await
-    {
+    match billing.create_checkout(&account, &sku, Some(&key)).await {
         Ok(started) => to_payment_page(visit, &started.checkout),
         Err(e) => billing_failure_page(visit, e),
     }

@@ -724,10 +724,6 @@ async fn render_account(
     notice: Option<String>,
     error: Option<String>,
 ) -> Response {
-    let usage = match ctx.services.usage.usage_of(account).await {
-        Ok(u) => u,
-        Err(e) => return visit.failure(IdentityFailure::Internal(anyhow::Error::new(e))),
-    };
     let keys = match ctx.services.identity.account_keys(account).await {
         Ok(k) => k,
         Err(e) => return visit.failure(e),
@@ -744,10 +740,10 @@ async fn render_account(
         email: account.email.to_string(),
         account_id: account.id.to_string(),
         plan: billing.account.plan.to_string(),
-        spendable: usage.balance.spendable,
-        held: usage.balance.held,
+        spendable: billing.balance.spendable,
+        held: billing.balance.held,
         frozen: billing.balance.frozen,
-        cost_per_action: usage.metering.cost_per_completed_action,
+        cost_per_action: ctx.services.usage.policy().cost_per_completed_action,
         keys: keys.iter().map(key_row).collect(),
         starter: billing::starter_offer(ctx),
         checkout_key: ctx.services.identity.random_token(24),

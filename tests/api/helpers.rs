@@ -378,3 +378,32 @@ pub async fn latest_code(app: &TestApp, email: &str) -> String {
         .expect("a 6-digit code")
         .to_owned()
 }
+
+static LOG: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
+
+struct LogSink;
+
+impl std::io::Write for LogSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        LOG.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Sends this test process's logs (JSON, info and up) to a buffer that [`captured_logs`]
+/// reads. nextest runs each test in its own process, so one test installs it once.
+pub fn capture_logs() {
+    let installed = tracing_subscriber::fmt()
+        .json()
+        .with_max_level(tracing::Level::INFO)
+        .with_writer(|| LogSink)
+        .try_init();
+    assert!(installed.is_ok(), "another subscriber was installed first");
+}
+
+pub fn captured_logs() -> String {
+    String::from_utf8(LOG.lock().unwrap().clone()).unwrap()
+}

@@ -8,7 +8,9 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use svc_ports::{Email, Environment};
 
-use crate::helpers::{Browser, TestApp, TestClock, bearer, csrf_of, latest_code, problem};
+use crate::helpers::{
+    Browser, TestApp, TestClock, bearer, capture_logs, captured_logs, csrf_of, latest_code, problem,
+};
 
 const GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
 
@@ -814,28 +816,9 @@ async fn a2a_tasks_create_runs_the_email_code_signup() {
 // ---- logs ----------------------------------------------------------------------------------------
 
 /// Everything the service logs in this test process (nextest runs each test in its own).
-static LOG: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
-
-struct LogSink;
-
-impl std::io::Write for LogSink {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        LOG.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn signup_and_key_management_log_prefixes_never_secrets() {
-    let installed = tracing_subscriber::fmt()
-        .json()
-        .with_max_level(tracing::Level::INFO)
-        .with_writer(|| LogSink)
-        .try_init();
-    assert!(installed.is_ok(), "another subscriber was installed first");
+    capture_logs();
     let (app, clock) = app_with_clock().await;
 
     let started = start_device(&app).await;
@@ -882,7 +865,7 @@ async fn signup_and_key_management_log_prefixes_never_secrets() {
         .unwrap();
     let email_key = verified["api_key"].as_str().unwrap().to_owned();
 
-    let log = String::from_utf8(LOG.lock().unwrap().clone()).unwrap();
+    let log = captured_logs();
     for event in [
         "device grant started",
         "api key issued by device grant",
