@@ -104,6 +104,11 @@ pub struct RuntimeSettings {
     #[arg(long, env = "SVC_RATE_LIMIT_PER_IP", default_value_t = 3000)]
     pub rate_limit_per_ip: u32,
 
+    /// Readiness scans per minute allowed from one client IP address (each scan makes about
+    /// twenty requests to the scanned site).
+    #[arg(long, env = "SVC_SCAN_RATE_LIMIT_PER_IP", default_value_t = 10)]
+    pub scan_rate_limit_per_ip: u32,
+
     /// Take the client IP from the first `X-Forwarded-For` entry (only behind a trusted proxy).
     #[arg(long, env = "SVC_TRUST_FORWARDED_FOR", default_value_t = false)]
     pub trust_forwarded_for: bool,
@@ -177,6 +182,7 @@ impl Default for RuntimeSettings {
             max_body_bytes: 1024 * 1024,
             rate_limit_per_key: 1200,
             rate_limit_per_ip: 3000,
+            scan_rate_limit_per_ip: 10,
             trust_forwarded_for: false,
             mcp_allowed_hosts: Vec::new(),
             mcp_allowed_origins: Vec::new(),

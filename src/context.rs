@@ -22,6 +22,7 @@ pub struct Limits {
     pub max_body_bytes: usize,
     pub rate_limit_per_key: u32,
     pub rate_limit_per_ip: u32,
+    pub scan_rate_limit_per_ip: u32,
     pub trust_forwarded_for: bool,
     pub recover_after_seconds: i64,
 }

@@ -9,8 +9,8 @@ use svc::{
     http::read::{ReadBody, ReadFormat, ReadResult},
     services::{CreateKey, ReadOutcome, read::ContentFormat},
     startup::{
-        self, ActionSites, Application, DemoSite, Mail, Payments, SandboxPaymentProvider, Signing,
-        Stores, World,
+        self, ActionSites, Application, DemoSite, Mail, Payments, ReadinessSites,
+        SandboxPaymentProvider, Signing, Stores, World,
     },
     telemetry,
 };
@@ -295,11 +295,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let demo = DemoSite::start().await;
             let sites = ActionSites::start().await;
             let payments = Arc::new(SandboxPaymentProvider::start().await);
+            let readiness_sites = ReadinessSites::start().await;
             let world = World {
                 payments: Payments::Sandbox(payments.clone()),
                 billing: runtime.billing_config()?,
                 ..World::sandbox(&demo, &sites)
-            };
+            }
+            .with_readiness_sites(&readiness_sites);
             let app = Application::build(&runtime, &bind, stores, Environment::Test, world).await?;
             let issued = startup::seed_sandbox_with(&app.context().services, seed_credits).await?;
             startup::publish_sandbox_maps(&app.context().services, &sites).await?;
@@ -310,6 +312,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("SVC_DEMO_SITE={}", demo.origin());
             println!("SVC_OUTBOX_URL={}/sandbox/outbox", origins.site_url);
             println!("SVC_PAYMENT_PROVIDER_URL={}", payments.uri());
+            println!(
+                "SVC_READY_SITE={}",
+                readiness_sites.origin(startup::READY_HOST)
+            );
             eprintln!(
                 "MCP setup: claude mcp add --transport http svc {} --header \"Authorization: Bearer $SVC_API_KEY\"",
                 origins.mcp_url

@@ -14,10 +14,13 @@ use svc_mail::{LogMailer, SmtpMailer};
 use svc_payments::HttpPaymentProvider;
 use svc_ports::{
     AccountStore, BillingStore, Clock, CreditAmount, Email, Environment, IdentityStore,
-    LedgerStore, Mailer, MapStore, Outbox, PageCache, PaymentProvider, Plan, Scopes, Signer,
-    TaskStore, TelemetryStore, webhooks::WebhookSecret,
+    LedgerStore, Mailer, MapStore, Outbox, PageCache, PaymentProvider, Plan, ScanStore, Scopes,
+    Signer, TaskStore, TelemetryStore, webhooks::WebhookSecret,
 };
-pub use svc_sandbox::{ActionSites, DemoSite, SandboxPaymentProvider};
+pub use svc_sandbox::{
+    ActionSites, DemoSite, LACKING, READY_HOST, ReadinessSites, SandboxPaymentProvider,
+    lacking_host,
+};
 use svc_sandbox::{DEMO_HOST, MemoryOutbox, MemoryStore, SANDBOX_PROVIDER_KEY};
 use svc_signer::Ed25519Signer;
 pub use svc_signer::verify_artifact;
@@ -44,6 +47,7 @@ pub struct Stores {
     pub tasks: Arc<dyn TaskStore>,
     pub telemetry: Arc<dyn TelemetryStore>,
     pub billing: Arc<dyn BillingStore>,
+    pub scans: Arc<dyn ScanStore>,
     /// What the store is, for logs (never the URL, which may hold a password).
     pub kind: &'static str,
 }
@@ -60,6 +64,7 @@ impl Stores {
             + TaskStore
             + TelemetryStore
             + BillingStore
+            + ScanStore
             + 'static,
     {
         Self {
@@ -70,7 +75,8 @@ impl Stores {
             maps: store.clone(),
             tasks: store.clone(),
             telemetry: store.clone(),
-            billing: store,
+            billing: store.clone(),
+            scans: store,
             kind,
         }
     }
@@ -207,6 +213,16 @@ impl World {
     }
 }
 
+impl World {
+    /// Adds the readiness-scan sites (`ready.sandbox.test` and the `lacks-*` ones).
+    pub fn with_readiness_sites(mut self, sites: &ReadinessSites) -> Self {
+        for host in sites.hosts() {
+            self.sandbox_hosts.insert(host, sites.address());
+        }
+        self
+    }
+}
+
 /// The driven ports, and the outbox when mail stays in the sandbox.
 pub fn ports(stores: &Stores, world: &World) -> anyhow::Result<(Ports, Option<Arc<dyn Outbox>>)> {
     let mut config = FetcherConfig {
@@ -250,6 +266,7 @@ pub fn ports(stores: &Stores, world: &World) -> anyhow::Result<(Ports, Option<Ar
         tasks: stores.tasks.clone(),
         telemetry: stores.telemetry.clone(),
         billing: stores.billing.clone(),
+        scans: stores.scans.clone(),
         payments,
         mailer,
         transport: fetcher.clone(),
@@ -352,6 +369,20 @@ impl Application {
             .context("listener has no address")?;
         let origins = Origins::resolve(runtime, local_addr);
         let mcp = mcp::McpConfig::from_settings(runtime, &origins);
+        let mut world = world;
+        if environment == Environment::Test && !world.sandbox_hosts.is_empty() {
+            // In the sandbox the service may read (and scan) itself when its origins are named
+            // under `.sandbox.test`: those names are pinned to the bound address.
+            for origin in [&origins.site_url, &origins.base_url, &origins.mcp_url] {
+                if let Some(host) = url::Url::parse(origin)
+                    .ok()
+                    .and_then(|u| u.host_str().map(str::to_owned))
+                    .filter(|h| h.ends_with(".sandbox.test"))
+                {
+                    world.sandbox_hosts.entry(host).or_insert(local_addr);
+                }
+            }
+        }
         if let Mail::Log = world.mail {
             tracing::warn!(
                 "no SVC_SMTP_URL: mail is only logged (bodies withheld), so sign-in and signup codes cannot arrive"
@@ -371,6 +402,7 @@ impl Application {
                 max_body_bytes: runtime.max_body_bytes,
                 rate_limit_per_key: runtime.rate_limit_per_key,
                 rate_limit_per_ip: runtime.rate_limit_per_ip,
+                scan_rate_limit_per_ip: runtime.scan_rate_limit_per_ip,
                 trust_forwarded_for: runtime.trust_forwarded_for,
                 recover_after_seconds: runtime.recover_after_seconds.max(1),
             },

@@ -13,8 +13,8 @@ pub mod scenarios;
 use std::sync::Arc;
 
 use svc_ports::{
-    AccountStore, BillingStore, IdentityStore, LedgerStore, MapStore, PageCache, TaskStore,
-    TelemetryStore,
+    AccountStore, BillingStore, IdentityStore, LedgerStore, MapStore, PageCache, ScanStore,
+    TaskStore, TelemetryStore,
 };
 
 pub struct Backend {
@@ -27,6 +27,7 @@ pub struct Backend {
     pub tasks: Arc<dyn TaskStore>,
     pub telemetry: Arc<dyn TelemetryStore>,
     pub billing: Arc<dyn BillingStore>,
+    pub scans: Arc<dyn ScanStore>,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -42,6 +43,7 @@ impl Backend {
             + TaskStore
             + TelemetryStore
             + BillingStore
+            + ScanStore
             + 'static,
     {
         Self {
@@ -53,7 +55,8 @@ impl Backend {
             maps: store.clone(),
             tasks: store.clone(),
             telemetry: store.clone(),
-            billing: store,
+            billing: store.clone(),
+            scans: store,
             _dir: dir,
         }
     }
@@ -156,7 +159,8 @@ macro_rules! contract_suite {
             idempotency_keys_replay_refuse_and_conflict,
             concurrent_requests_with_one_key_hold_once,
             unsettled_tasks_are_listed_for_recovery,
-            telemetry_batches_are_stored_whole_and_counted
+            telemetry_batches_are_stored_whole_and_counted,
+            scan_reports_round_trip_whole
         );
         $crate::contract_suite!(@billing $backend;
             checkouts_are_unique_per_idempotency_key,

@@ -85,6 +85,19 @@ pub struct FetchRequest {
     pub url: String,
     /// Honour robots.txt (the default).
     pub respect_robots: bool,
+    /// The `Accept` header; `None` asks for HTML first, as a browser would.
+    pub accept: Option<String>,
+}
+
+impl FetchRequest {
+    /// A GET that honours robots.txt and asks for HTML.
+    pub fn page(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            respect_robots: true,
+            accept: None,
+        }
+    }
 }
 
 /// A fetched page, decoded to text.
@@ -147,6 +160,8 @@ pub struct ActionResponse {
     pub url: String,
     pub status: u16,
     pub content_type: Option<String>,
+    /// Every response header, names lower-cased, in the order received.
+    pub headers: Vec<(String, String)>,
     /// Decoded text, cut at the transport's cap.
     pub body: String,
     pub truncated: bool,

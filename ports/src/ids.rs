@@ -118,6 +118,11 @@ prefixed_id!(
     MeterEventId,
     "mtr_"
 );
+prefixed_id!(
+    /// One readiness scan: `scn_` + ULID.
+    ScanId,
+    "scn_"
+);
 
 #[cfg(test)]
 mod tests {

@@ -18,6 +18,7 @@ pub mod ledger;
 pub mod mail;
 pub mod page;
 pub mod payments;
+pub mod readiness;
 pub mod system;
 pub mod tasks;
 pub mod telemetry;
@@ -44,7 +45,7 @@ pub use identity::{
 };
 pub use ids::{
     AccountId, ApiKeyId, ArtifactId, ChallengeId, CheckoutId, DeviceGrantId, IdError,
-    LedgerEntryId, MeterEventId, ReceiptId, TaskId,
+    LedgerEntryId, MeterEventId, ReceiptId, ScanId, TaskId,
 };
 pub use keys::{ApiKeyRecord, ApiKeySecret, KeyHash, KeyPrefix, Scope, Scopes};
 pub use ledger::{Balance, CreditAmount, EntryKind, Grant, GrantOutcome, LedgerEntry};
@@ -54,6 +55,7 @@ pub use page::{
     PageExtractor, PageMetadata, PageSignals,
 };
 pub use payments::{CheckoutRequest, HostedCheckout, PaymentProvider, ProviderError};
+pub use readiness::{CheckId, CheckResult, CheckStatus, Evidence, ReadinessLevel, ScanReport};
 pub use system::{Clock, Entropy};
 pub use tasks::{BeginOutcome, NewTask, SettleOutcome, Settlement, TaskRecord, TaskStatus};
 pub use telemetry::{FunnelCount, StoredEvent};
@@ -62,6 +64,6 @@ pub use usage::{MeteringPolicy, UsageRecord};
 pub mod store;
 pub use store::{
     AccountError, AccountStore, BillingError, BillingStore, IdentityError, IdentityStore, KeyError,
-    LedgerError, LedgerStore, MapStore, MapStoreError, PageCache, StoreError, TaskError, TaskStore,
-    TelemetryStore,
+    LedgerError, LedgerStore, MapStore, MapStoreError, PageCache, ScanStore, StoreError, TaskError,
+    TaskStore, TelemetryStore,
 };

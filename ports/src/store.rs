@@ -13,9 +13,10 @@ use crate::{
     },
     fetch::FetchedPage,
     identity::{DeviceDecision, DeviceGrant, EmailChallenge, UserCode, WebSession},
-    ids::{AccountId, ChallengeId, CheckoutId, DeviceGrantId, MeterEventId, TaskId},
+    ids::{AccountId, ChallengeId, CheckoutId, DeviceGrantId, MeterEventId, ScanId, TaskId},
     keys::{ApiKeyRecord, KeyHash, KeyPrefix},
     ledger::{Balance, Grant, GrantOutcome, LedgerEntry},
+    readiness::ScanReport,
     tasks::{BeginOutcome, NewTask, SettleOutcome, Settlement, TaskRecord},
     telemetry::{FunnelCount, StoredEvent},
 };
@@ -386,6 +387,18 @@ pub trait TelemetryStore: Send + Sync {
 
     /// The newest events, newest first, at most `limit`.
     async fn recent_events(&self, limit: u32) -> Result<Vec<StoredEvent>, StoreError>;
+}
+
+/// Readiness scan reports.
+#[cfg_attr(feature = "mock", mockall::automock)]
+#[async_trait]
+pub trait ScanStore: Send + Sync {
+    /// Stores a finished report. Its `scan_id` is fresh: storing one again MUST fail and
+    /// replace nothing.
+    async fn insert_scan(&self, report: &ScanReport) -> Result<(), StoreError>;
+
+    /// A report by id, exactly as stored.
+    async fn scan(&self, id: &ScanId) -> Result<Option<ScanReport>, StoreError>;
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -7,13 +7,16 @@ mod memory;
 mod memory_actions;
 mod memory_billing;
 mod memory_identity;
+mod memory_readiness;
 mod memory_telemetry;
 mod outbox;
 mod payments;
+mod readiness_sites;
 mod sites;
 
 pub use demo_site::{DEMO_HOST, DemoSite};
 pub use memory::MemoryStore;
 pub use outbox::MemoryOutbox;
 pub use payments::{Delivery, SANDBOX_PROVIDER_KEY, SandboxPaymentProvider};
+pub use readiness_sites::{LACKING, READY_HOST, ReadinessSites, lacking_host};
 pub use sites::{ActionSite, ActionSites, BOOKING_HOST, FLAKY_HOST, SHOP_HOST};

@@ -31,6 +31,7 @@ pub(crate) struct State {
     pub(crate) actions: crate::memory_actions::ActionState,
     pub(crate) telemetry: crate::memory_telemetry::TelemetryState,
     pub(crate) billing: crate::memory_billing::BillingState,
+    pub(crate) readiness: crate::memory_readiness::ReadinessState,
 }
 
 impl State {

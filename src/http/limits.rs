@@ -14,6 +14,8 @@ use super::problem::ApiProblem;
 pub struct RateLimits {
     per_ip: Arc<DefaultKeyedRateLimiter<IpAddr>>,
     per_key: Arc<DefaultKeyedRateLimiter<ApiKeyId>>,
+    /// Readiness scans: each makes many requests to a third party, so far fewer are allowed.
+    scans_per_ip: Arc<DefaultKeyedRateLimiter<IpAddr>>,
 }
 
 fn quota(per_minute: u32) -> Quota {
@@ -23,10 +25,28 @@ fn quota(per_minute: u32) -> Quota {
 
 impl RateLimits {
     pub fn new(per_ip_per_minute: u32, per_key_per_minute: u32) -> Self {
+        Self::with_scans(per_ip_per_minute, per_key_per_minute, 10)
+    }
+
+    pub fn with_scans(
+        per_ip_per_minute: u32,
+        per_key_per_minute: u32,
+        scans_per_ip_per_minute: u32,
+    ) -> Self {
         Self {
             per_ip: Arc::new(RateLimiter::keyed(quota(per_ip_per_minute))),
             per_key: Arc::new(RateLimiter::keyed(quota(per_key_per_minute))),
+            scans_per_ip: Arc::new(RateLimiter::keyed(quota(scans_per_ip_per_minute))),
         }
+    }
+
+    /// One readiness scan from `ip` (requests without a known address share one budget).
+    pub fn check_scan(&self, ip: Option<IpAddr>) -> Result<(), ApiProblem> {
+        let ip = ip.unwrap_or(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED));
+        self.scans_per_ip.check_key(&ip).map_err(|not_until| {
+            let wait = not_until.wait_time_from(DefaultClock::default().now());
+            limited("Too many readiness scans from this address.", wait)
+        })
     }
 
     pub fn check_ip(&self, ip: IpAddr) -> Result<(), ApiProblem> {
@@ -49,6 +69,8 @@ impl RateLimits {
         self.per_ip.shrink_to_fit();
         self.per_key.retain_recent();
         self.per_key.shrink_to_fit();
+        self.scans_per_ip.retain_recent();
+        self.scans_per_ip.shrink_to_fit();
     }
 }
 

@@ -9,6 +9,7 @@ pub mod middleware;
 pub mod openapi31;
 pub mod problem;
 pub mod read;
+pub mod readiness;
 pub mod signup;
 pub mod telemetry;
 pub mod types;
@@ -41,6 +42,8 @@ pub enum Tags {
     Usage,
     /// Agent traffic events and the conversion funnel.
     Telemetry,
+    /// Public audits of a site's readiness for agents.
+    Readiness,
     /// Health and service metadata.
     Meta,
 }
@@ -80,6 +83,7 @@ type Apis = (
     signup::SignupApi,
     actions::ActionsApi,
     telemetry::TelemetryApi,
+    readiness::ReadinessApi,
 );
 
 fn openapi_service(ctx: &AppContext) -> OpenApiService<Apis, ()> {
@@ -91,6 +95,7 @@ fn openapi_service(ctx: &AppContext) -> OpenApiService<Apis, ()> {
             signup::SignupApi { ctx: ctx.clone() },
             actions::ActionsApi { ctx: ctx.clone() },
             telemetry::TelemetryApi { ctx: ctx.clone() },
+            readiness::ReadinessApi { ctx: ctx.clone() },
         ),
         "Agent action and commerce service",
         env!("CARGO_PKG_VERSION"),
@@ -108,6 +113,7 @@ const CLOSED_REQUEST_BODIES: &[&str] = &[
     "DeviceAuthorizationJson",
     "DiscoverBody",
     "ExecuteBody",
+    "ScanBody",
 ];
 
 /// The served OpenAPI 3.1 document.
@@ -253,7 +259,11 @@ pub fn app(
 ) -> impl Endpoint<Output = Response> + use<> {
     let document = openapi_document(&ctx);
     let allowed = Arc::new(AllowedMethods::from_openapi(&document));
-    let limits = RateLimits::new(ctx.limits.rate_limit_per_ip, ctx.limits.rate_limit_per_key);
+    let limits = RateLimits::with_scans(
+        ctx.limits.rate_limit_per_ip,
+        ctx.limits.rate_limit_per_key,
+        ctx.limits.scan_rate_limit_per_ip,
+    );
     spawn_housekeeping(limits.clone());
     let edge = Edge {
         limits: limits.clone(),
@@ -309,6 +319,14 @@ pub fn app(
         .at("/.well-known/agent.json", json_file(&agent_card))
         .at("/.well-known/jwks.json", json_file(&jwks))
         .at("/llms.txt", text_file(llms))
+        .at("/robots.txt", text_file(wellknown::robots_txt(&ctx)))
+        .at(
+            "/sitemap.xml",
+            get(serve_static).data(StaticFile::new(
+                wellknown::sitemap_xml(&ctx).into_bytes(),
+                "application/xml",
+            )),
+        )
         .at("/llms-full.txt", text_file(llms_full))
         .at("/.well-known/mcp/server-card.json", json_file(&server_card))
         .at(&mcp_server_card_path, json_file(&server_card))
@@ -348,7 +366,20 @@ pub fn app(
             "/.well-known/payment-artifact.schema.json",
             json_file(&artifact_schema),
         )
-        .nest("/", openapi_service(&ctx))
+        // A nest at `/` answers `/` itself (poem's catch-all wins over an exact `/` route), so
+        // the landing page is picked out in front of the API.
+        .nest(
+            "/",
+            openapi_service(&ctx)
+                .into_endpoint()
+                .around(|api, req| async move {
+                    if req.uri().path() == "/" {
+                        crate::web::home().call(req).await
+                    } else {
+                        api.call(req).await.map(poem::IntoResponse::into_response)
+                    }
+                }),
+        )
         .around(middleware::edge)
         .data(ctx)
         .data(limits)

@@ -847,6 +847,7 @@ impl ActionService {
                     .fetch(&svc_ports::FetchRequest {
                         url,
                         respect_robots: true,
+                        accept: None,
                     })
                     .await
             }

@@ -7,6 +7,7 @@ pub mod identity;
 pub mod keys;
 pub mod learn;
 pub mod read;
+pub mod readiness;
 pub mod telemetry;
 pub mod usage;
 
@@ -14,8 +15,8 @@ use std::sync::Arc;
 
 use svc_ports::{
     AccountStore, ActionTransport, BillingStore, Clock, Entropy, Environment, IdentityStore,
-    LedgerStore, Mailer, MapStore, PageCache, PageExtractor, PageFetcher, PaymentProvider, Signer,
-    TaskStore, TelemetryStore,
+    LedgerStore, Mailer, MapStore, PageCache, PageExtractor, PageFetcher, PaymentProvider,
+    ScanStore, Signer, TaskStore, TelemetryStore,
 };
 
 pub use actions::{ActionService, ExecuteRefusal, ExecuteRequest, Executed};
@@ -37,6 +38,7 @@ pub struct Ports {
     pub tasks: Arc<dyn TaskStore>,
     pub telemetry: Arc<dyn TelemetryStore>,
     pub billing: Arc<dyn BillingStore>,
+    pub scans: Arc<dyn ScanStore>,
     /// The payment provider; `None` when billing is not configured.
     pub payments: Option<Arc<dyn PaymentProvider>>,
     pub mailer: Arc<dyn Mailer>,
@@ -57,6 +59,7 @@ pub struct Services {
     pub billing: BillingService,
     pub usage: UsageService,
     pub read: ReadService,
+    pub readiness: readiness::ReadinessService,
 }
 
 impl Services {
@@ -89,6 +92,14 @@ impl Services {
             ),
             keys,
             usage: UsageService::new(ports.ledger.clone()),
+            readiness: readiness::ReadinessService::new(
+                ports.fetcher.clone(),
+                ports.transport.clone(),
+                ports.extractor.clone(),
+                ports.scans.clone(),
+                ports.clock.clone(),
+                ports.entropy.clone(),
+            ),
             read: ReadService::new(
                 ports.fetcher.clone(),
                 ports.pages.clone(),

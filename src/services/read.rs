@@ -258,6 +258,7 @@ impl ReadService {
                     .fetch(&FetchRequest {
                         url: request.url.trim().to_owned(),
                         respect_robots: true,
+                        accept: None,
                     })
                     .await;
                 let page = match fetched {

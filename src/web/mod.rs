@@ -421,6 +421,7 @@ fn scope_description(scope: &str) -> &'static str {
 
 // Declared after `visit!`, which it uses.
 mod billing;
+mod readiness;
 
 // ---- sign-in ----------------------------------------------------------------------------------
 
@@ -895,9 +896,14 @@ async fn privacy(req: &Request, ctx: Data<&AppContext>) -> Response {
     visit.page(StatusCode::OK, &page)
 }
 
+/// The landing page (`/`), mounted by the app after the API.
+pub fn home() -> impl poem::Endpoint<Output = Response> {
+    poem::EndpointExt::map_to_response(get(readiness::home))
+}
+
 /// Adds the human-facing pages to `route`.
 pub fn mount(route: Route) -> Route {
-    billing::mount(route)
+    readiness::mount(billing::mount(route))
         .at("/signin", get(signin_page).post(signin_submit))
         .at("/signin/code", get(code_page).post(code_submit))
         .at("/signout", poem::post(signout))

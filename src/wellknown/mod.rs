@@ -425,7 +425,8 @@ Every live tool and endpoint needs `Authorization: Bearer svc_<API_KEY>`. Withou
 - [OAuth authorization server metadata]({base}/.well-known/oauth-authorization-server): the device flow's endpoints\n\
 - [OAuth protected resource metadata]({base}/.well-known/oauth-protected-resource): how keys are sent\n\
 - [MCP apps]({site}/.well-known/mcp/apps.json): setup, auth, payment authority and verification resources\n\
-- [Terms]({site}/terms) and [privacy]({site}/privacy): show them to the human before signup\n\n\
+- [Terms]({site}/terms): show them to the human before signup\n\
+- [Privacy]({site}/privacy): what is recorded and what never is\n\n\
 ## Actions and proof\n\n\
 - [Action catalog]({site}/.well-known/action-catalog.json): allowed and disallowed action families, failure classes\n\
 - [JWKS]({site}/.well-known/jwks.json): keys that verify artifacts offline\n\
@@ -434,8 +435,8 @@ Every live tool and endpoint needs `Authorization: Bearer svc_<API_KEY>`. Withou
 ## Credits and billing\n\n\
 - [Agent commerce]({site}/.well-known/agent-commerce.json): plans, prices, metering, and how to start a purchase\n\
 - [Payment protocols]({site}/.well-known/payment-protocols.json): hosted checkout, signed webhooks, authorities, artifacts\n\
-- Buy credits with the MCP tool `svc_create_checkout_session`: show the human only its `handoff_url`; credits arrive \
-once the payment provider's signed webhook is verified, never on a redirect\n\n\
+- [Buying credits]({site}/.well-known/mcp/apps.json): the MCP tool `svc_create_checkout_session` returns a `handoff_url`; \
+show the human only that; credits arrive once the payment provider's signed webhook is verified, never on a redirect\n\n\
 ## Optional\n\n\
 - [Full reference]({site}/llms-full.txt): every endpoint and tool with its description\n\
 - [Sandbox limits]({site}/.well-known/sandbox.json)\n\
@@ -501,5 +502,69 @@ pub fn llms_full_txt(ctx: &AppContext, openapi: &Value) -> String {
             c.hint()
         ));
     }
+    out
+}
+
+/// AI agents named in robots.txt: the service is built for them.
+const AGENTS_WELCOME: &[&str] = &[
+    "GPTBot",
+    "ChatGPT-User",
+    "OAI-SearchBot",
+    "ClaudeBot",
+    "Claude-User",
+    "Claude-SearchBot",
+    "PerplexityBot",
+    "Google-Extended",
+    "Applebot-Extended",
+    "CCBot",
+    "Meta-ExternalAgent",
+];
+
+/// Pages kept out of crawls: personal or one-time pages, never content.
+const PRIVATE_PATHS: &[&str] = &[
+    "/account",
+    "/signin/code",
+    "/signout",
+    "/device",
+    "/billing/",
+    "/sandbox/",
+];
+
+/// `/robots.txt`: AI agents named and welcome, private pages excluded, the sitemap named.
+pub fn robots_txt(ctx: &AppContext) -> String {
+    let mut out =
+        String::from("# Agents are welcome: see /llms.txt for what this service offers.\n");
+    for agent in AGENTS_WELCOME {
+        out.push_str(&format!("User-agent: {agent}\n"));
+    }
+    out.push_str("User-agent: *\nAllow: /\n");
+    for path in PRIVATE_PATHS {
+        out.push_str(&format!("Disallow: {path}\n"));
+    }
+    out.push_str(&format!(
+        "\nSitemap: {}/sitemap.xml\n",
+        ctx.origins.site_url
+    ));
+    out
+}
+
+/// `/sitemap.xml`: the public pages and the agent-facing documents.
+pub fn sitemap_xml(ctx: &AppContext) -> String {
+    let site = &ctx.origins.site_url;
+    let mut out = String::from(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n",
+    );
+    for path in [
+        "/",
+        "/llms.txt",
+        "/llms-full.txt",
+        "/openapi.json",
+        "/signin",
+        "/terms",
+        "/privacy",
+    ] {
+        out.push_str(&format!("  <url><loc>{site}{path}</loc></url>\n"));
+    }
+    out.push_str("</urlset>\n");
     out
 }

@@ -37,6 +37,8 @@ impl svc_ports::Clock for TestClock {
 }
 
 pub struct TestApp {
+    /// The readiness-scan sites, when asked for.
+    pub _readiness: Option<Arc<startup::ReadinessSites>>,
     /// The sandbox's action sites, when asked for (kept alive with the app).
     pub _sites: Option<Arc<startup::ActionSites>>,
     /// The sandbox's payment provider, when asked for.
@@ -48,6 +50,8 @@ pub struct TestApp {
 }
 
 pub struct TestAppBuilder {
+    bind: String,
+    readiness: Option<Arc<startup::ReadinessSites>>,
     sites: Option<Arc<startup::ActionSites>>,
     payments: Option<Arc<startup::SandboxPaymentProvider>>,
     runtime: RuntimeSettings,
@@ -59,6 +63,8 @@ pub struct TestAppBuilder {
 impl TestApp {
     pub fn builder() -> TestAppBuilder {
         TestAppBuilder {
+            bind: "127.0.0.1:0".into(),
+            readiness: None,
             sites: None,
             payments: None,
             runtime: RuntimeSettings::default(),
@@ -156,6 +162,28 @@ impl TestAppBuilder {
         self
     }
 
+    /// Starts the readiness-scan sites (`ready.sandbox.test`, `lacks-*.sandbox.test`).
+    pub async fn readiness_sites(mut self) -> Self {
+        let sites = startup::ReadinessSites::start().await;
+        self.world = std::mem::take(&mut self.world).with_readiness_sites(&sites);
+        self.readiness = Some(Arc::new(sites));
+        self
+    }
+
+    /// Names the service `svc.sandbox.test` on a port chosen now, so that it can scan (read)
+    /// itself through the guarded client, as in the sandbox. Returns the builder and its origin.
+    pub fn named_in_sandbox(mut self) -> (Self, String) {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let origin = format!("http://svc.sandbox.test:{port}");
+        self.runtime.base_url = Some(origin.clone());
+        self.bind = format!("127.0.0.1:{port}");
+        (self, origin)
+    }
+
     /// Pins the service's clock.
     pub fn clock(mut self, clock: Arc<TestClock>) -> Self {
         self.world.clock = Some(clock);
@@ -186,7 +214,7 @@ impl TestAppBuilder {
         let stores = self.stores.unwrap_or_else(Stores::memory);
         let app = Application::build(
             &self.runtime,
-            "127.0.0.1:0",
+            &self.bind,
             stores,
             self.environment,
             self.world,
@@ -211,6 +239,7 @@ impl TestAppBuilder {
         }
         tokio::spawn(app.run_until_stopped());
         TestApp {
+            _readiness: self.readiness,
             _sites: self.sites,
             payments: self.payments,
             base_url,

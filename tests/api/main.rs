@@ -9,6 +9,7 @@ mod helpers;
 mod mcp;
 mod openapi;
 mod read;
+mod readiness;
 mod signup;
 mod telemetry;
 mod usage;

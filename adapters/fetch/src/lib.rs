@@ -220,6 +220,7 @@ impl GuardedFetcher {
         &self,
         url: &Url,
         cap: usize,
+        accept: Option<&str>,
     ) -> Result<(reqwest::StatusCode, header::HeaderMap, Vec<u8>, bool), FetchError> {
         self.check(url)?;
         let mut resp = self
@@ -227,7 +228,9 @@ impl GuardedFetcher {
             .get(url.clone())
             .header(
                 header::ACCEPT,
-                "text/html,application/xhtml+xml,application/xml;q=0.9,text/plain;q=0.8,*/*;q=0.5",
+                accept.unwrap_or(
+                    "text/html,application/xhtml+xml,application/xml;q=0.9,text/plain;q=0.8,*/*;q=0.5",
+                ),
             )
             .send()
             .await
@@ -253,6 +256,7 @@ impl GuardedFetcher {
         &self,
         url: Url,
         cap: usize,
+        accept: Option<&str>,
     ) -> Result<
         (
             Url,
@@ -267,7 +271,7 @@ impl GuardedFetcher {
         let mut current = url;
         let mut visited = Vec::new();
         loop {
-            let (status, headers, body, truncated) = self.get(&current, cap).await?;
+            let (status, headers, body, truncated) = self.get(&current, cap, accept).await?;
             let location = headers.get(header::LOCATION).and_then(|v| v.to_str().ok());
             match (status.is_redirection(), location) {
                 (true, Some(location)) => {
@@ -298,7 +302,7 @@ impl GuardedFetcher {
             Some(f) => f,
             None => {
                 let file = match Url::parse(&robots_url) {
-                    Ok(u) => match self.get_following(u, 512 * 1024).await {
+                    Ok(u) => match self.get_following(u, 512 * 1024, None).await {
                         Ok((_, _, status, _, body, _)) if status.is_success() => {
                             robots::parse(&self.config.robots_agent, &body)
                         }
@@ -338,8 +342,9 @@ impl GuardedFetcher {
                 basis: "not_checked".into(),
             }
         };
-        let (final_url, redirects, status, headers, body, truncated) =
-            self.get_following(url, self.config.max_body_bytes).await?;
+        let (final_url, redirects, status, headers, body, truncated) = self
+            .get_following(url, self.config.max_body_bytes, request.accept.as_deref())
+            .await?;
         let content_type = headers
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
@@ -395,10 +400,17 @@ impl GuardedFetcher {
                     detail: e.to_string(),
                 }
             })?;
-        let mut builder = self.client.request(method, url.clone()).header(
-            header::ACCEPT,
-            "application/json, text/html;q=0.9, */*;q=0.5",
-        );
+        let mut builder = self.client.request(method, url.clone());
+        if !request
+            .headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("accept"))
+        {
+            builder = builder.header(
+                header::ACCEPT,
+                "application/json, text/html;q=0.9, */*;q=0.5",
+            );
+        }
         for (name, value) in &request.headers {
             builder = builder.header(name.as_str(), value.as_str());
         }
@@ -414,6 +426,13 @@ impl GuardedFetcher {
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
+        let headers = resp
+            .headers()
+            .iter()
+            .filter_map(|(name, value)| {
+                Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
+            })
+            .collect();
         let mut body = Vec::new();
         let mut truncated = false;
         while let Some(chunk) = resp.chunk().await.map_err(|e| self.map_error(e))? {
@@ -430,6 +449,7 @@ impl GuardedFetcher {
             url: url.to_string(),
             status,
             content_type,
+            headers,
             body: text,
             truncated,
         })

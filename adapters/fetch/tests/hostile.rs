@@ -92,6 +92,7 @@ fn req(url: impl Into<String>) -> FetchRequest {
     FetchRequest {
         url: url.into(),
         respect_robots: true,
+        accept: None,
     }
 }
 
@@ -294,6 +295,7 @@ async fn bodies_are_capped_and_truncation_is_reported() {
         .fetch(&FetchRequest {
             url,
             respect_robots: false,
+            accept: None,
         })
         .await
         .unwrap();
@@ -315,6 +317,7 @@ async fn redirect_loops_stop_at_the_cap() {
         .fetch(&FetchRequest {
             url,
             respect_robots: false,
+            accept: None,
         })
         .await
         .unwrap_err();
@@ -353,6 +356,7 @@ async fn slow_servers_time_out() {
         .fetch(&FetchRequest {
             url,
             respect_robots: false,
+            accept: None,
         })
         .await
         .unwrap_err();
@@ -402,6 +406,7 @@ async fn robots_txt_is_honoured_and_reported() {
         .fetch(&FetchRequest {
             url: format!("{base}/private/y"),
             respect_robots: false,
+            accept: None,
         })
         .await
         .unwrap();

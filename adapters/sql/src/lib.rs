@@ -8,6 +8,7 @@ mod billing;
 mod common;
 mod identity;
 mod postgres;
+mod readiness;
 mod sqlite;
 mod telemetry;
 

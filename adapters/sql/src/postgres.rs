@@ -69,4 +69,5 @@ crate::common::impl_sql_stores!(PostgresStore, sqlx::Postgres);
 crate::identity::impl_sql_identity!(PostgresStore, sqlx::Postgres);
 crate::actions::impl_sql_actions!(PostgresStore, sqlx::Postgres);
 crate::telemetry::impl_sql_telemetry!(PostgresStore, sqlx::Postgres);
+crate::readiness::impl_sql_readiness!(PostgresStore);
 crate::billing::impl_sql_billing!(PostgresStore, sqlx::Postgres, " FOR UPDATE");

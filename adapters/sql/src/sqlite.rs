@@ -111,4 +111,5 @@ crate::common::impl_sql_stores!(SqliteStore, sqlx::Sqlite);
 crate::identity::impl_sql_identity!(SqliteStore, sqlx::Sqlite);
 crate::actions::impl_sql_actions!(SqliteStore, sqlx::Sqlite);
 crate::telemetry::impl_sql_telemetry!(SqliteStore, sqlx::Sqlite);
+crate::readiness::impl_sql_readiness!(SqliteStore);
 crate::billing::impl_sql_billing!(SqliteStore, sqlx::Sqlite, "");
