@@ -400,6 +400,45 @@ fn read_reports_blocked_pages_and_refused_urls_by_exit_status() {
     assert_eq!(out.status.code(), Some(1));
 }
 
+#[test]
+fn scan_prints_the_report_and_fails_under_a_threshold() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = svc(dir.path())
+        .args(["scan", "--sandbox", "http://ready.sandbox.test/"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("100 / 100, agent_ready"), "{text}");
+    assert_eq!(text.matches("\n  pass ").count(), 13, "{text}");
+
+    let out = svc(dir.path())
+        .args(["scan", "--sandbox", "--json", "--fail-under", "95"])
+        .arg("http://lacks-llms-txt.sandbox.test/")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("below 95"));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["score"], 90);
+    let failed: Vec<&str> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["status"] != "pass")
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(failed, vec!["llms_txt"]);
+
+    let out = svc(dir.path())
+        .args(["scan", "http://127.0.0.1:9/"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("loopback"));
+    assert!(out.stdout.is_empty());
+}
+
 #[tokio::test]
 async fn serve_without_smtp_says_mail_is_only_logged_and_never_logs_codes() {
     let dir = tempfile::tempdir().unwrap();
