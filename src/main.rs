@@ -363,7 +363,9 @@ async fn scan(args: ScanArgs) -> anyhow::Result<()> {
     let (services, _sites) = if args.sandbox {
         let sites = ReadinessSites::start().await;
         if let Ok(mut parsed) = url::Url::parse(&url)
-            && parsed.host_str().is_some_and(|h| h.ends_with(".sandbox.test"))
+            && parsed
+                .host_str()
+                .is_some_and(|h| h.ends_with(".sandbox.test"))
             && parsed.port().is_none()
         {
             let _ = parsed.set_port(Some(sites.address().port()));
@@ -398,7 +400,10 @@ async fn scan(args: ScanArgs) -> anyhow::Result<()> {
     let score = report.score;
     if args.json {
         let body = svc::http::readiness::report_body(report, "");
-        println!("{}", serde_json::to_string_pretty(&poem_openapi::types::ToJSON::to_json(&body))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&poem_openapi::types::ToJSON::to_json(&body))?
+        );
     } else {
         println!(
             "{}: {} / 100, {} ({})",
@@ -408,7 +413,12 @@ async fn scan(args: ScanArgs) -> anyhow::Result<()> {
             report.scan_id
         );
         for c in &report.checks {
-            println!("  {:<4}  {:<26} {}", c.status.as_str(), c.id.as_str(), c.summary);
+            println!(
+                "  {:<4}  {:<26} {}",
+                c.status.as_str(),
+                c.id.as_str(),
+                c.summary
+            );
             if let Some(r) = &c.recommendation {
                 println!("        {:<26} do: {r}", "");
             }

@@ -407,7 +407,12 @@ fn scan_prints_the_report_and_fails_under_a_threshold() {
         .args(["scan", "--sandbox", "http://ready.sandbox.test/"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("100 / 100, agent_ready"), "{text}");
     assert_eq!(text.matches("\n  pass ").count(), 13, "{text}");

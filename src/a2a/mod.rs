@@ -214,6 +214,15 @@ async fn run_signup_step(ctx: &AppContext, input: &Value) -> Outcome {
                 .await
             {
                 Ok(id) => {
+                    ctx.services.telemetry.record(
+                        crate::services::telemetry::FunnelStep::new(
+                            crate::services::telemetry::Face::A2a,
+                            "setup_session_created",
+                            "signup",
+                            id.as_str(),
+                        )
+                        .capability("start_api_key_signup"),
+                    );
                     let data = json!({
                         "task_type": "start_api_key_signup",
                         "deviceId": id.as_str(),

@@ -381,6 +381,15 @@ impl ActionsApi {
     ) -> Result<DiscoverResponse, ApiProblem> {
         require_scope(principal, "discover")?;
         let map = self.ctx.services.actions.published(domain).await?;
+        self.ctx.services.telemetry.record(
+            crate::services::telemetry::FunnelStep::new(
+                crate::services::telemetry::Face::Rest,
+                "capability_read",
+                "discover",
+                principal.account.id.as_str(),
+            )
+            .capability("discover"),
+        );
         Ok(DiscoverResponse::Ok(Json(DiscoverResult::from(
             map.as_ref(),
         ))))
@@ -438,6 +447,14 @@ impl ActionsApi {
             idempotency_key: idempotency_key.0,
         };
         let executed = self.ctx.services.actions.execute(&auth.0, request).await?;
+        if !executed.replayed {
+            self.ctx.services.telemetry.record_execution(
+                crate::services::telemetry::Face::Rest,
+                auth.0.account.id.as_str(),
+                executed.completed,
+                &executed.body,
+            );
+        }
         execute_response(executed)
     }
 

@@ -162,6 +162,8 @@ pub fn json_schema_of<T: poem_openapi::types::Type>() -> Value {
 struct StaticFile {
     body: bytes::Bytes,
     content_type: &'static str,
+    /// The discovery surface a read of this file stands for, in the funnel.
+    surface: Option<&'static str>,
     /// Strong validator: SHA-256 of the body.
     etag: HeaderValue,
 }
@@ -174,6 +176,7 @@ impl StaticFile {
         Self {
             body: bytes::Bytes::from(body),
             content_type,
+            surface: None,
             etag: HeaderValue::from_str(&format!("\"{hex}\""))
                 .unwrap_or(HeaderValue::from_static("\"0\"")),
         }
@@ -183,7 +186,21 @@ impl StaticFile {
 /// Discovery files: cacheable (`ETag`, `Cache-Control`, 304 on a matching `If-None-Match`) and
 /// readable from any origin (CORS).
 #[handler]
-fn serve_static(req: &poem::Request, file: Data<&StaticFile>) -> Response {
+fn serve_static(req: &poem::Request, file: Data<&StaticFile>, ctx: Data<&AppContext>) -> Response {
+    if let Some(surface) = file.surface {
+        let who = middleware::client_ip_of(req, ctx.limits.trust_forwarded_for)
+            .map(|ip| ip.to_string())
+            .unwrap_or_default();
+        ctx.services.telemetry.record(
+            crate::services::telemetry::FunnelStep::new(
+                crate::services::telemetry::Face::File(surface),
+                "discovered",
+                "discovery",
+                &who,
+            )
+            .capability(req.uri().path()),
+        );
+    }
     let matches = req.header(header::IF_NONE_MATCH).is_some_and(|v| {
         v.split(',')
             .any(|t| t.trim() == file.etag || t.trim() == "*")
@@ -245,6 +262,14 @@ fn json_file(value: &Value) -> impl Endpoint + use<> {
     get(serve_static).data(StaticFile::new(bytes, "application/json"))
 }
 
+/// A discovery file whose reads count in the funnel under `surface`.
+fn discovery_file(value: &Value, surface: &'static str) -> impl Endpoint + use<> {
+    let bytes = serde_json::to_vec_pretty(value).unwrap_or_default();
+    let mut file = StaticFile::new(bytes, "application/json");
+    file.surface = Some(surface);
+    get(serve_static).data(file)
+}
+
 fn text_file(text: String) -> impl Endpoint + use<> {
     get(serve_static).data(StaticFile::new(
         text.into_bytes(),
@@ -302,9 +327,15 @@ pub fn app(
         routes = routes.at("/sandbox/checkouts", poem::post(sandbox_checkout));
     }
     routes
-        .at("/openapi.json", json_file(&document))
-        .at("/.well-known/openapi.json", json_file(&document))
-        .at("/.well-known/mcp/tools.json", json_file(&tools_manifest))
+        .at("/openapi.json", discovery_file(&document, "openapi_spec"))
+        .at(
+            "/.well-known/openapi.json",
+            discovery_file(&document, "openapi_spec"),
+        )
+        .at(
+            "/.well-known/mcp/tools.json",
+            discovery_file(&tools_manifest, "mcp_registry"),
+        )
         .at(
             "/.well-known/oauth-authorization-server",
             json_file(&authorization_server),
@@ -315,10 +346,20 @@ pub fn app(
         )
         .at("/mcp", mcp::endpoint(ctx.clone(), mcp_config))
         .at("/a2a", crate::a2a::endpoint())
-        .at("/.well-known/agent-card.json", json_file(&agent_card))
-        .at("/.well-known/agent.json", json_file(&agent_card))
+        .at(
+            "/.well-known/agent-card.json",
+            discovery_file(&agent_card, "a2a_agent_card"),
+        )
+        .at(
+            "/.well-known/agent.json",
+            discovery_file(&agent_card, "a2a_agent_card"),
+        )
         .at("/.well-known/jwks.json", json_file(&jwks))
-        .at("/llms.txt", text_file(llms))
+        .at("/llms.txt", {
+            let mut file = StaticFile::new(llms.into_bytes(), "text/plain; charset=utf-8");
+            file.surface = Some("llms_txt");
+            get(serve_static).data(file)
+        })
         .at("/robots.txt", text_file(wellknown::robots_txt(&ctx)))
         .at(
             "/sitemap.xml",
@@ -328,11 +369,17 @@ pub fn app(
             )),
         )
         .at("/llms-full.txt", text_file(llms_full))
-        .at("/.well-known/mcp/server-card.json", json_file(&server_card))
-        .at(&mcp_server_card_path, json_file(&server_card))
+        .at(
+            "/.well-known/mcp/server-card.json",
+            discovery_file(&server_card, "mcp_registry"),
+        )
+        .at(
+            &mcp_server_card_path,
+            discovery_file(&server_card, "mcp_registry"),
+        )
         .at(
             "/.well-known/mcp/catalog.json",
-            json_file(&wellknown::mcp_catalog(&ctx)),
+            discovery_file(&wellknown::mcp_catalog(&ctx), "mcp_registry"),
         )
         .at(
             "/.well-known/mcp/apps.json",
@@ -356,7 +403,7 @@ pub fn app(
         )
         .at(
             "/.well-known/agent-commerce.json",
-            json_file(&wellknown::agent_commerce(&ctx)),
+            discovery_file(&wellknown::agent_commerce(&ctx), "agents_json"),
         )
         .at(
             "/.well-known/payment-protocols.json",

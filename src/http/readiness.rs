@@ -8,7 +8,10 @@ use svc_ports::{FailureClass, ScanId};
 use super::{
     Tags, limits::RateLimits, middleware::client_ip_of, problem::ApiProblem, types::StrictString,
 };
-use crate::{context::AppContext, services::readiness::ScanFailure};
+use crate::{
+    context::AppContext,
+    services::{readiness::ScanFailure, telemetry::Face},
+};
 
 /// The site to audit.
 #[derive(Debug, Object)]
@@ -180,13 +183,16 @@ impl ReadinessApi {
         limits: poem::web::Data<&RateLimits>,
         body: Json<ScanBody>,
     ) -> Result<ScanResponse, ApiProblem> {
-        limits.check_scan(client_ip_of(req, self.ctx.limits.trust_forwarded_for))?;
-        let report = self
-            .ctx
-            .services
-            .readiness
-            .scan(body.0.url.as_ref(), &|_| {})
-            .await?;
+        let ip = client_ip_of(req, self.ctx.limits.trust_forwarded_for);
+        limits.check_scan(ip)?;
+        let who = ip.map(|ip| ip.to_string()).unwrap_or_default();
+        let report = crate::services::readiness::scan_recorded(
+            &self.ctx.services,
+            Face::Rest,
+            &who,
+            body.0.url.as_ref(),
+        )
+        .await?;
         Ok(ScanResponse::Ok(Json(report_body(
             report,
             &self.ctx.origins.site_url,

@@ -387,7 +387,18 @@ impl SignupApi {
             )
             .await;
         match started {
-            Ok(d) => DeviceAuthorizationApiResponse::Ok(Json(d.into()), NO_STORE.into()),
+            Ok(d) => {
+                self.ctx.services.telemetry.record(
+                    crate::services::telemetry::FunnelStep::new(
+                        crate::services::telemetry::Face::Rest,
+                        "setup_session_created",
+                        "signup",
+                        client_id.as_deref().unwrap_or("anonymous"),
+                    )
+                    .capability("device_authorization"),
+                );
+                DeviceAuthorizationApiResponse::Ok(Json(d.into()), NO_STORE.into())
+            }
             Err(e) => {
                 let problem = ApiProblem::from(e);
                 DeviceAuthorizationApiResponse::BadRequest(
@@ -464,6 +475,15 @@ impl SignupApi {
                 body.scope.as_ref().map(StrictString::as_str),
             )
             .await?;
+        self.ctx.services.telemetry.record(
+            crate::services::telemetry::FunnelStep::new(
+                crate::services::telemetry::Face::Rest,
+                "setup_session_created",
+                "signup",
+                id.as_str(),
+            )
+            .capability("register"),
+        );
         Ok(RegisterApiResponse::Sent(Json(RegisterResponse {
             device_id: id.to_string(),
             expires_in: identity.settings().email_code_ttl.as_secs(),

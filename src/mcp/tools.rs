@@ -18,7 +18,10 @@ use crate::{
         problem::ApiProblem,
         read::{ReadBody, ReadResult, read_problem, require_read_scope},
     },
-    services::{AuthError, IdentityFailure, Principal, SignupKey},
+    services::{
+        AuthError, IdentityFailure, Principal, SignupKey,
+        telemetry::{Face, FunnelStep},
+    },
 };
 
 pub const INSTRUCTIONS: &str = "Read public pages, discover a site's mapped actions and execute one with a signed \
@@ -140,16 +143,27 @@ async fn checkout_tool(
         Err(e) => return tool_error(&ApiProblem::from(e)),
     };
     match billing.create_handoff(&principal.account.id, plan).await {
-        Ok((url, expires_at)) => CallToolResult::structured(json!({
-            "handoff_url": url,
-            "expires_at": expires_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-            "plan": plan,
-            "amount": amount,
-            "currency": currency.as_str(),
-            "credits": credits,
-            "status": "awaiting_human",
-            "next_step": "Show the human handoff_url. Credits are added only once the payment provider confirms the payment; check the balance with svc_auth_status.",
-        })),
+        Ok((url, expires_at)) => {
+            ctx.services.telemetry.record(
+                FunnelStep::new(
+                    Face::Mcp,
+                    "payment_started",
+                    "checkout",
+                    principal.account.id.as_str(),
+                )
+                .capability("svc_create_checkout_session"),
+            );
+            CallToolResult::structured(json!({
+                "handoff_url": url,
+                "expires_at": expires_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                "plan": plan,
+                "amount": amount,
+                "currency": currency.as_str(),
+                "credits": credits,
+                "status": "awaiting_human",
+                "next_step": "Show the human handoff_url. Credits are added only once the payment provider confirms the payment; check the balance with svc_auth_status.",
+            }))
+        }
         Err(e) => tool_error(&ApiProblem::from(e)),
     }
 }
@@ -468,13 +482,24 @@ async fn signup_tool(
                     .start_device(&client_id, agent_name.as_deref(), scope.as_deref())
                     .await
                 {
-                    Ok(d) => CallToolResult::structured(json!({
-                        "verification_uri_complete": d.verification_uri_complete,
-                        "deviceCode": d.device_code,
-                        "user_code": d.user_code.display(),
-                        "expires_in": d.expires_in,
-                        "interval": d.interval,
-                    })),
+                    Ok(d) => {
+                        ctx.services.telemetry.record(
+                            FunnelStep::new(
+                                Face::Mcp,
+                                "setup_session_created",
+                                "signup",
+                                &client_id,
+                            )
+                            .capability(name),
+                        );
+                        CallToolResult::structured(json!({
+                            "verification_uri_complete": d.verification_uri_complete,
+                            "deviceCode": d.device_code,
+                            "user_code": d.user_code.display(),
+                            "expires_in": d.expires_in,
+                            "interval": d.interval,
+                        }))
+                    }
                     Err(e) => tool_error(&ApiProblem::from(e)),
                 },
             )
@@ -523,12 +548,23 @@ async fn signup_tool(
                     )
                     .await
                 {
-                    Ok(id) => CallToolResult::structured(json!({
-                        "deviceId": id.as_str(),
-                        "expires_in": identity.settings().email_code_ttl.as_secs(),
-                        "max_attempts": svc_ports::identity::MAX_CODE_ATTEMPTS,
-                        "message": "A 6-digit code was sent to the address. Ask the human for it, then call svc_complete_api_key_signup with deviceId and code.",
-                    })),
+                    Ok(id) => {
+                        ctx.services.telemetry.record(
+                            FunnelStep::new(
+                                Face::Mcp,
+                                "setup_session_created",
+                                "signup",
+                                id.as_str(),
+                            )
+                            .capability(name),
+                        );
+                        CallToolResult::structured(json!({
+                            "deviceId": id.as_str(),
+                            "expires_in": identity.settings().email_code_ttl.as_secs(),
+                            "max_attempts": svc_ports::identity::MAX_CODE_ATTEMPTS,
+                            "message": "A 6-digit code was sent to the address. Ask the human for it, then call svc_complete_api_key_signup with deviceId and code.",
+                        }))
+                    }
                     Err(e) => tool_error(&ApiProblem::from(e)),
                 },
             )
@@ -567,7 +603,18 @@ async fn action_tool(
                 ));
             };
             match ctx.services.actions.published(&domain).await {
-                Ok(map) => CallToolResult::structured(discover_json(&map)),
+                Ok(map) => {
+                    ctx.services.telemetry.record(
+                        FunnelStep::new(
+                            Face::Mcp,
+                            "capability_read",
+                            "discover",
+                            principal.account.id.as_str(),
+                        )
+                        .capability(name),
+                    );
+                    CallToolResult::structured(discover_json(&map))
+                }
                 Err(e) => tool_error(&ApiProblem::from(e)),
             }
         }
@@ -584,7 +631,18 @@ async fn action_tool(
                 params: args.get("params").cloned().unwrap_or(Value::Null),
                 idempotency_key: text("idempotency_key"),
             };
-            match ctx.services.actions.execute(principal, request).await {
+            let executed = ctx.services.actions.execute(principal, request).await;
+            if let Ok(e) = &executed
+                && !e.replayed
+            {
+                ctx.services.telemetry.record_execution(
+                    Face::Mcp,
+                    principal.account.id.as_str(),
+                    e.completed,
+                    &e.body,
+                );
+            }
+            match executed {
                 Ok(executed) if executed.completed => CallToolResult::structured(executed.body),
                 // A settled failure: the problem with its task and artifact, as text.
                 Ok(executed) => {

@@ -360,6 +360,32 @@ impl ReadinessService {
     }
 }
 
+/// A scan with its funnel steps: `scan_requested`, then `scan_completed` or `failed`.
+pub async fn scan_recorded(
+    services: &super::Services,
+    face: super::telemetry::Face,
+    who: &str,
+    url: &str,
+) -> Result<ScanReport, ScanFailure> {
+    use super::telemetry::FunnelStep;
+    let telemetry = &services.telemetry;
+    telemetry.record(
+        FunnelStep::new(face, "scan_requested", "readiness_scan", who).capability("readiness_scan"),
+    );
+    let scanned = services.readiness.scan(url, &|_| {}).await;
+    let step = match &scanned {
+        Ok(_) => FunnelStep::new(face, "scan_completed", "readiness_scan", who),
+        Err(e) => FunnelStep::new(face, "failed", "readiness_scan", who).failure(match e {
+            ScanFailure::InvalidUrl(_) => "invalid_request",
+            ScanFailure::Refused(_) => "url_refused",
+            ScanFailure::Unreachable(_) => "upstream_unreachable",
+            ScanFailure::Store(_) => "internal",
+        }),
+    };
+    telemetry.record(step.capability("readiness_scan"));
+    scanned
+}
+
 /// Adds `https://` to a bare domain, keeps http(s) only, drops the fragment.
 pub fn normalise(raw: &str) -> Result<Url, ScanFailure> {
     let raw = raw.trim();

@@ -219,7 +219,82 @@ pub struct Accepted {
     pub privacy_redactions: Vec<String>,
 }
 
+/// The face a funnel step came through, which fixes its protocol and discovery surface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Face {
+    /// The REST API.
+    Rest,
+    Mcp,
+    A2a,
+    /// The site's pages, for people.
+    Web,
+    /// The payment provider's webhook (the agent is not there; the account is).
+    Provider,
+    /// A discovery file, with the surface it stands for (`llms_txt`, `openapi_spec`, ...).
+    File(&'static str),
+}
+
+impl Face {
+    /// `(agent_protocol, discovery_surface)`.
+    fn attribution(self) -> (&'static str, &'static str) {
+        match self {
+            Face::Rest => ("openapi", "direct_api"),
+            Face::Mcp => ("mcp", "mcp_registry"),
+            Face::A2a => ("a2a", "a2a_agent_card"),
+            Face::Web => ("human_web", "human_web"),
+            Face::Provider => ("direct_api", "direct_api"),
+            Face::File(surface) => ("direct_api", surface),
+        }
+    }
+}
+
+/// One step of an agent through the service, recorded as an agent traffic event.
+#[derive(Debug, Clone)]
+pub struct FunnelStep<'a> {
+    pub face: Face,
+    /// A conversion state of the spec (`discovered`, `capability_read`, ...).
+    pub state: &'static str,
+    pub task_type: &'static str,
+    /// The account id, or the client address for anonymous steps: only its salted hash is
+    /// stored, as the session id.
+    pub who: &'a str,
+    pub capability: Option<&'a str>,
+    pub failure_class: Option<&'a str>,
+    pub artifact_ids: Vec<String>,
+}
+
+impl<'a> FunnelStep<'a> {
+    pub fn new(face: Face, state: &'static str, task_type: &'static str, who: &'a str) -> Self {
+        Self {
+            face,
+            state,
+            task_type,
+            who,
+            capability: None,
+            failure_class: None,
+            artifact_ids: Vec::new(),
+        }
+    }
+
+    pub fn capability(mut self, capability: &'a str) -> Self {
+        self.capability = Some(capability);
+        self
+    }
+
+    pub fn failure(mut self, failure_class: &'a str) -> Self {
+        self.failure_class = Some(failure_class);
+        self
+    }
+
+    pub fn artifact(mut self, artifact_id: Option<&str>) -> Self {
+        self.artifact_ids.extend(artifact_id.map(str::to_owned));
+        self
+    }
+}
+
 pub struct TelemetryService {
+    /// Salts session hashes: a client's address or account id is never stored.
+    session_salt: String,
     store: Arc<dyn TelemetryStore>,
     clock: Arc<dyn Clock>,
     entropy: Arc<dyn Entropy>,
@@ -242,6 +317,7 @@ impl TelemetryService {
             .build(&event_schema(site_url))
             .expect("the event schema compiles");
         Self {
+            session_salt: entropy.base62(32),
             store,
             clock,
             entropy,
@@ -324,6 +400,54 @@ impl TelemetryService {
         Ok(accepted)
     }
 
+    /// Records the service's own view of an agent's step, as a validated agent traffic event
+    /// (so it is counted in the funnel beside the events agents send). Never fails the caller:
+    /// a refused or dropped event is only logged.
+    pub fn record(&self, step: FunnelStep<'_>) {
+        use sha2::Digest;
+        let (protocol, surface) = step.face.attribution();
+        let digest = sha2::Sha256::digest(format!("{}:{}", self.session_salt, step.who));
+        let session: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
+        let mut event = json!({
+            "event_id": format!("svc_{}", self.entropy.ulid()),
+            "timestamp": self.clock.now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            "session_id": format!("ses_{session}"),
+            "agent_protocol": protocol,
+            "discovery_surface": surface,
+            "task_type": step.task_type,
+            "conversion_state": step.state,
+            "privacy_redactions": [],
+            "source": "service",
+        });
+        if let Some(c) = step.capability {
+            event["landing_capability"] = json!(c);
+        }
+        if let Some(f) = step.failure_class {
+            event["failure_class"] = json!(f);
+        }
+        if !step.artifact_ids.is_empty() {
+            event["artifact_ids"] = json!(step.artifact_ids);
+        }
+        if let Err(e) = self.accept(event) {
+            tracing::debug!(error = %e, state = step.state, "funnel event not recorded");
+        }
+    }
+
+    /// The outcome of an execution: `verification_completed` with its artifact, or `failed`
+    /// with its failure class. Replays are not counted again.
+    pub fn record_execution(&self, face: Face, account: &str, completed: bool, body: &Value) {
+        let artifact = body
+            .pointer("/artifact/artifact_id")
+            .and_then(Value::as_str);
+        let step = if completed {
+            FunnelStep::new(face, "verification_completed", "execute", account)
+        } else {
+            FunnelStep::new(face, "failed", "execute", account)
+                .failure(body["failure_class"].as_str().unwrap_or("action_failed"))
+        };
+        self.record(step.capability("execute").artifact(artifact));
+    }
+
     /// Writes queued events in batches (up to 1,000 or 25 ms) until the queue closes. Run once,
     /// by `startup`; a second call returns at once.
     pub async fn run_writer(&self) {
@@ -359,6 +483,11 @@ impl TelemetryService {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         tokio::time::sleep(BATCH_WINDOW * 2).await;
+    }
+
+    /// The newest stored events, newest first.
+    pub async fn recent(&self, limit: u32) -> anyhow::Result<Vec<StoredEvent>> {
+        Ok(self.store.recent_events(limit).await?)
     }
 
     pub async fn funnel(&self, since_hours: i64) -> anyhow::Result<Vec<FunnelCount>> {

@@ -288,8 +288,31 @@ async fn checkout_form(
         .create_checkout(&account, &form.sku, Some(&form.idempotency_key))
         .await
     {
-        Ok(started) => to_payment_page(visit, &started.checkout),
+        Ok(started) => {
+            note_payment_started(&ctx, &started, "account_page");
+            to_payment_page(visit, &started.checkout)
+        }
         Err(e) => billing_failure_page(visit, e),
+    }
+}
+
+/// The funnel's `payment_started`, once per checkout (a replayed request is not counted).
+fn note_payment_started(
+    ctx: &AppContext,
+    started: &crate::services::billing::CheckoutStarted,
+    via: &str,
+) {
+    use crate::services::telemetry::{Face, FunnelStep};
+    if !started.replayed {
+        ctx.services.telemetry.record(
+            FunnelStep::new(
+                Face::Web,
+                "payment_started",
+                "checkout",
+                started.checkout.account_id.as_str(),
+            )
+            .capability(via),
+        );
     }
 }
 
@@ -383,6 +406,7 @@ async fn create_checkout_session(req: &Request, ctx: Data<&AppContext>, body: Bo
         .await
     {
         Ok(started) => {
+            note_payment_started(&ctx, &started, "create_checkout_session");
             let status = if started.replayed {
                 StatusCode::OK
             } else {
@@ -520,7 +544,10 @@ async fn handoff_submit(
     // One checkout per link, also when this form is sent twice.
     let key = format!("handoff-{}", svc_ports::KeyHash::of(&form.token).to_hex());
     match billing.create_checkout(&account, &sku, Some(&key)).await {
-        Ok(started) => to_payment_page(visit, &started.checkout),
+        Ok(started) => {
+            note_payment_started(&ctx, &started, "checkout_handoff");
+            to_payment_page(visit, &started.checkout)
+        }
         Err(e) => billing_failure_page(visit, e),
     }
 }
@@ -579,6 +606,21 @@ async fn webhook(req: &Request, ctx: Data<&AppContext>, body: Body) -> Response 
     };
     match ctx.services.billing.receive_webhook(&headers, &bytes).await {
         Ok(received) => {
+            if let EventOutcome::Applied(receipts) = &received.outcome
+                && let Some(purchase) = receipts
+                    .iter()
+                    .find(|r| r.kind == svc_ports::ReceiptKind::Purchase)
+            {
+                ctx.services.telemetry.record(
+                    crate::services::telemetry::FunnelStep::new(
+                        crate::services::telemetry::Face::Provider,
+                        "payment_completed",
+                        "checkout",
+                        purchase.account_id.as_str(),
+                    )
+                    .capability("payment_webhook"),
+                );
+            }
             let (status, detail) = match &received.outcome {
                 EventOutcome::Applied(r) => ("applied", format!("{} movement(s) applied", r.len())),
                 EventOutcome::Pending => ("pending", "stored; waits for its payment".into()),

@@ -178,7 +178,17 @@ async fn scan_submit(
             form.0.url,
         );
     }
-    match ctx.services.readiness.scan(&form.0.url, &|_| {}).await {
+    let who = client_ip_of(req, ctx.limits.trust_forwarded_for)
+        .map(|ip| ip.to_string())
+        .unwrap_or_default();
+    let scanned = crate::services::readiness::scan_recorded(
+        &ctx.services,
+        crate::services::telemetry::Face::Web,
+        &who,
+        &form.0.url,
+    )
+    .await;
+    match scanned {
         Ok(report) => visit.redirect(&format!("/readiness/{}", report.scan_id)),
         Err(ScanFailure::Store(e)) => ApiProblem::internal(format!("{e:#}")).render("Bearer"),
         Err(e) => home_page(

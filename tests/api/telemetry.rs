@@ -176,3 +176,141 @@ async fn the_funnel_counts_by_discovery_surface_and_needs_a_key() {
         ])
     );
 }
+
+/// The service's own steps land in the funnel: discovery files read, capabilities read,
+/// executions completed and failed, scans, signups, checkouts; sessions are salted hashes.
+#[tokio::test]
+async fn the_service_records_its_own_funnel_steps() {
+    let app = TestApp::builder()
+        .action_sites()
+        .await
+        .readiness_sites()
+        .await
+        .spawn()
+        .await;
+    let key = bearer(&app.api_key);
+    for path in [
+        "/llms.txt",
+        "/openapi.json",
+        "/.well-known/agent-card.json",
+        "/.well-known/mcp/server-card.json",
+    ] {
+        assert_eq!(
+            app.http.get(app.url(path)).send().await.unwrap().status(),
+            200
+        );
+    }
+    let discover = app
+        .http
+        .post(app.url("/api/discover"))
+        .header("Authorization", &key)
+        .json(&json!({"domain": "shop.sandbox.test"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(discover.status(), 200);
+    for (domain, action, params) in [
+        (
+            "shop.sandbox.test",
+            "search_products",
+            json!({"query": "tea"}),
+        ),
+        ("flaky.sandbox.test", "server_error", json!({})),
+    ] {
+        app.http
+            .post(app.url("/api/execute"))
+            .header("Authorization", &key)
+            .json(&json!({"domain": domain, "action": action, "params": params}))
+            .send()
+            .await
+            .unwrap();
+    }
+    let ready = app
+        ._readiness
+        .clone()
+        .unwrap()
+        .origin(svc::startup::READY_HOST);
+    for url in [ready.as_str(), "http://10.1.2.3/"] {
+        app.http
+            .post(app.url("/api/readiness/scan"))
+            .json(&json!({ "url": url }))
+            .send()
+            .await
+            .unwrap();
+    }
+    let started = app
+        .http
+        .post(app.url("/agent/identity"))
+        .json(&json!({"client_id": "funnel-test"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(started.status(), 200);
+    app.services.telemetry.flushed().await;
+
+    let funnel: Value = app
+        .http
+        .get(app.url("/api/telemetry/funnel?hours=1"))
+        .header("Authorization", &key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let count = |surface: &str, state: &str| {
+        funnel["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["discovery_surface"] == surface && c["conversion_state"] == state)
+            .map_or(0, |c| c["events"].as_u64().unwrap())
+    };
+    assert_eq!(count("llms_txt", "discovered"), 1, "{funnel}");
+    assert_eq!(count("openapi_spec", "discovered"), 1, "{funnel}");
+    assert_eq!(count("a2a_agent_card", "discovered"), 1, "{funnel}");
+    assert_eq!(count("mcp_registry", "discovered"), 1, "{funnel}");
+    assert_eq!(count("direct_api", "capability_read"), 1, "{funnel}");
+    assert_eq!(count("direct_api", "verification_completed"), 1, "{funnel}");
+    assert_eq!(count("direct_api", "scan_requested"), 2, "{funnel}");
+    assert_eq!(count("direct_api", "scan_completed"), 1, "{funnel}");
+    assert_eq!(
+        count("direct_api", "failed"),
+        2,
+        "an action and a scan failed: {funnel}"
+    );
+    assert_eq!(count("direct_api", "setup_session_created"), 1, "{funnel}");
+
+    let events = app.services.telemetry.recent(100).await.unwrap();
+    let failed: Vec<&Value> = events
+        .iter()
+        .map(|e| &e.event)
+        .filter(|e| e["conversion_state"] == "failed")
+        .collect();
+    let classes: Vec<&str> = failed
+        .iter()
+        .filter_map(|e| e["failure_class"].as_str())
+        .collect();
+    assert!(
+        classes.contains(&"action_failed") && classes.contains(&"url_refused"),
+        "{classes:?}"
+    );
+    let completed = events
+        .iter()
+        .find(|e| e.conversion_state == "verification_completed")
+        .unwrap();
+    assert!(
+        completed.event["artifact_ids"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("art_")
+    );
+    for e in &events {
+        let text = e.event.to_string();
+        assert!(
+            !text.contains("127.0.0.1") && !text.contains("acct_"),
+            "{text}"
+        );
+        assert!(e.session_id.starts_with("ses_"));
+    }
+}
