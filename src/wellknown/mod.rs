@@ -204,6 +204,7 @@ pub fn sandbox_limits(ctx: &AppContext) -> Value {
             "request_body_bytes": ctx.limits.max_body_bytes,
             "requests_per_minute_per_ip": ctx.limits.rate_limit_per_ip,
             "requests_per_minute_per_key": ctx.limits.rate_limit_per_key,
+            "readiness_scans_per_minute_per_ip": ctx.limits.scan_rate_limit_per_ip,
             "fetched_page_bytes": 10 * 1024 * 1024,
             "fetch_timeout_seconds": 15,
             "redirects": 5,
