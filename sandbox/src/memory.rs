@@ -31,6 +31,8 @@ pub(crate) struct State {
     pub(crate) actions: crate::memory_actions::ActionState,
     pub(crate) telemetry: crate::memory_telemetry::TelemetryState,
     pub(crate) billing: crate::memory_billing::BillingState,
+    pub(crate) connections: crate::memory_connections::ConnectionsState,
+    pub(crate) authority: crate::memory_authority::AuthorityState,
 }
 
 impl State {

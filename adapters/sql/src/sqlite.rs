@@ -112,3 +112,5 @@ crate::identity::impl_sql_identity!(SqliteStore, sqlx::Sqlite);
 crate::actions::impl_sql_actions!(SqliteStore, sqlx::Sqlite);
 crate::telemetry::impl_sql_telemetry!(SqliteStore, sqlx::Sqlite);
 crate::billing::impl_sql_billing!(SqliteStore, sqlx::Sqlite, "");
+crate::connections::impl_sql_connections!(SqliteStore, sqlx::Sqlite);
+crate::authority::impl_sql_authority!(SqliteStore, sqlx::Sqlite, "");
