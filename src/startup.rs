@@ -13,9 +13,9 @@ use svc_fetch::{FetcherConfig, GuardedFetcher};
 use svc_mail::{LogMailer, SmtpMailer};
 use svc_payments::HttpPaymentProvider;
 use svc_ports::{
-    AccountStore, BillingStore, Clock, CreditAmount, Email, Environment, IdentityStore,
-    LedgerStore, Mailer, MapStore, Outbox, PageCache, PaymentProvider, Plan, ScanStore, Scopes,
-    Signer, TaskStore, TelemetryStore, webhooks::WebhookSecret,
+    AccountStore, AuthorityStore, BillingStore, Clock, ConnectionStore, CreditAmount, Email,
+    Environment, IdentityStore, LedgerStore, Mailer, MapStore, Outbox, PageCache, PaymentProvider,
+    Plan, ScanStore, Scopes, Signer, TaskStore, TelemetryStore, webhooks::WebhookSecret,
 };
 pub use svc_sandbox::{
     ActionSites, DemoSite, LACKING, READY_HOST, ReadinessSites, SandboxPaymentProvider,
@@ -48,6 +48,8 @@ pub struct Stores {
     pub telemetry: Arc<dyn TelemetryStore>,
     pub billing: Arc<dyn BillingStore>,
     pub scans: Arc<dyn ScanStore>,
+    pub connections: Arc<dyn ConnectionStore>,
+    pub authorities: Arc<dyn AuthorityStore>,
     /// What the store is, for logs (never the URL, which may hold a password).
     pub kind: &'static str,
 }
@@ -65,6 +67,8 @@ impl Stores {
             + TelemetryStore
             + BillingStore
             + ScanStore
+            + ConnectionStore
+            + AuthorityStore
             + 'static,
     {
         Self {
@@ -76,7 +80,9 @@ impl Stores {
             tasks: store.clone(),
             telemetry: store.clone(),
             billing: store.clone(),
-            scans: store,
+            scans: store.clone(),
+            connections: store.clone(),
+            authorities: store,
             kind,
         }
     }

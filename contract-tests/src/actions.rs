@@ -106,7 +106,7 @@ pub async fn maps_are_versioned_and_one_is_published(b: &Backend) {
     );
 }
 
-async fn funded(b: &Backend, email: &str, credits: i64) -> AccountId {
+pub(crate) async fn funded(b: &Backend, email: &str, credits: i64) -> AccountId {
     let a = new_account(b, email).await;
     if credits > 0 {
         b.ledger
@@ -124,7 +124,12 @@ async fn funded(b: &Backend, email: &str, credits: i64) -> AccountId {
     a.id
 }
 
-fn new_task(account: &AccountId, cost: i64, key: Option<&str>, fingerprint: &str) -> NewTask {
+pub(crate) fn new_task(
+    account: &AccountId,
+    cost: i64,
+    key: Option<&str>,
+    fingerprint: &str,
+) -> NewTask {
     NewTask {
         id: TaskId::from_ulid(Ulid::new()),
         account_id: account.clone(),
@@ -135,11 +140,12 @@ fn new_task(account: &AccountId, cost: i64, key: Option<&str>, fingerprint: &str
         idempotency_key: key.map(str::to_owned),
         fingerprint: fingerprint.into(),
         hold_entry: LedgerEntryId::from_ulid(Ulid::new()),
+        authority_spend: None,
         created_at: t0(),
     }
 }
 
-fn settlement(task: &TaskId, completed: bool, at: DateTime<Utc>) -> Settlement {
+pub(crate) fn settlement(task: &TaskId, completed: bool, at: DateTime<Utc>) -> Settlement {
     Settlement {
         task_id: task.clone(),
         completed,
@@ -154,7 +160,11 @@ fn settlement(task: &TaskId, completed: bool, at: DateTime<Utc>) -> Settlement {
 
 /// spendable equals the sum of entries, held equals the cost of tasks in flight, and it
 /// returns (spendable, held).
-async fn check_money(b: &Backend, account: &AccountId, in_flight_cost: i64) -> (i64, i64) {
+pub(crate) async fn check_money(
+    b: &Backend,
+    account: &AccountId,
+    in_flight_cost: i64,
+) -> (i64, i64) {
     let balance = b.ledger.balance(account).await.unwrap();
     let entries = b.ledger.entries(account, 100_000).await.unwrap();
     let sum: i64 = entries.iter().map(|e| e.delta).sum();
@@ -499,6 +509,9 @@ pub fn execution_property(make: impl Fn() -> BackendFuture) {
                                 }
                                 BeginOutcome::Conflict(r) => {
                                     prop_assert_ne!(&r.fingerprint, &format!("p{params}"))
+                                }
+                                BeginOutcome::AuthorityRefused(r) => {
+                                    prop_assert!(false, "no authority was asked for: {:?}", r)
                                 }
                             }
                         }

@@ -6,15 +6,17 @@
 //! rather than skip, so a green run always means all three stores were checked.
 
 pub mod actions;
+pub mod authority;
 pub mod billing;
+pub mod connections;
 pub mod identity;
 pub mod scenarios;
 
 use std::sync::Arc;
 
 use svc_ports::{
-    AccountStore, BillingStore, IdentityStore, LedgerStore, MapStore, PageCache, ScanStore,
-    TaskStore, TelemetryStore,
+    AccountStore, AuthorityStore, BillingStore, ConnectionStore, IdentityStore, LedgerStore,
+    MapStore, PageCache, ScanStore, TaskStore, TelemetryStore,
 };
 
 pub struct Backend {
@@ -28,6 +30,8 @@ pub struct Backend {
     pub telemetry: Arc<dyn TelemetryStore>,
     pub billing: Arc<dyn BillingStore>,
     pub scans: Arc<dyn ScanStore>,
+    pub connections: Arc<dyn ConnectionStore>,
+    pub authorities: Arc<dyn AuthorityStore>,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -44,6 +48,8 @@ impl Backend {
             + TelemetryStore
             + BillingStore
             + ScanStore
+            + ConnectionStore
+            + AuthorityStore
             + 'static,
     {
         Self {
@@ -56,7 +62,9 @@ impl Backend {
             tasks: store.clone(),
             telemetry: store.clone(),
             billing: store.clone(),
-            scans: store,
+            scans: store.clone(),
+            connections: store.clone(),
+            authorities: store,
             _dir: dir,
         }
     }
@@ -172,6 +180,28 @@ macro_rules! contract_suite {
             meter_events_are_recorded_once
         );
 
+        $crate::contract_suite!(@connections $backend;
+            connections_are_stored_and_found,
+            connections_finish_once,
+            racing_finishes_have_one_winner,
+            credentials_refresh_only_when_connected,
+            connections_expire_once
+        );
+        $crate::contract_suite!(@authority $backend;
+            authorities_are_stored_listed_and_revoked,
+            refused_spends_store_nothing,
+            replays_spend_once,
+            failed_settlement_gives_the_spend_back,
+            single_use_is_spent_at_most_once,
+            windows_reset_on_schedule,
+            concurrent_spends_stay_within_the_limit
+        );
+
+        #[test]
+        fn authority_limits_hold_over_random_spends() {
+            $crate::authority::authority_property(|| Box::pin($backend()));
+        }
+
         #[test]
         fn money_invariants_hold_over_random_executions() {
             $crate::actions::execution_property(|| Box::pin($backend()));
@@ -188,6 +218,24 @@ macro_rules! contract_suite {
             async fn $name() {
                 let backend = $backend().await;
                 $crate::actions::$name(&backend).await;
+            }
+        )+
+    };
+    (@connections $backend:path; $($name:ident),+) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let backend = $backend().await;
+                $crate::connections::$name(&backend).await;
+            }
+        )+
+    };
+    (@authority $backend:path; $($name:ident),+) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let backend = $backend().await;
+                $crate::authority::$name(&backend).await;
             }
         )+
     };

@@ -123,6 +123,16 @@ prefixed_id!(
     ScanId,
     "scn_"
 );
+prefixed_id!(
+    /// One target-site connection (an OAuth link to an upstream account): `con_` + ULID.
+    ConnectionId,
+    "con_"
+);
+prefixed_id!(
+    /// One delegated payment authority: `pa_` + ULID.
+    AuthorityId,
+    "pa_"
+);
 
 #[cfg(test)]
 mod tests {

@@ -8,7 +8,9 @@
 pub mod account;
 pub mod actions;
 pub mod artifact;
+pub mod authority;
 pub mod billing;
+pub mod connections;
 pub mod failure;
 pub mod fetch;
 pub mod identity;
@@ -30,9 +32,16 @@ pub use actions::{ActionFamily, ActionSpec, AgentMap, Domain, MapDocument, MapEr
 pub use artifact::{
     ArtifactSignature, ArtifactSource, ArtifactStatus, Signer, VerificationArtifact,
 };
+pub use authority::{
+    AmountLimit, AuthorityInterval, AuthorityRefusal, AuthoritySpend, AuthoritySpendRecord,
+    AuthorityStatus, AuthorityUsage, PaymentAuthority, Principal,
+};
 pub use billing::{
     CheckoutHandoff, CheckoutOutcome, CheckoutRecord, Currency, EventOutcome, MeterEvent,
     MeterOutcome, PaymentEvent, PaymentFact, Receipt, ReceiptKind,
+};
+pub use connections::{
+    ConnectionFinish, ConnectionRecord, ConnectionState, ProviderId, SealedSecret,
 };
 pub use failure::FailureClass;
 pub use fetch::{
@@ -44,8 +53,8 @@ pub use identity::{
     WebSession,
 };
 pub use ids::{
-    AccountId, ApiKeyId, ArtifactId, ChallengeId, CheckoutId, DeviceGrantId, IdError,
-    LedgerEntryId, MeterEventId, ReceiptId, ScanId, TaskId,
+    AccountId, ApiKeyId, ArtifactId, AuthorityId, ChallengeId, CheckoutId, ConnectionId,
+    DeviceGrantId, IdError, LedgerEntryId, MeterEventId, ReceiptId, ScanId, TaskId,
 };
 pub use keys::{ApiKeyRecord, ApiKeySecret, KeyHash, KeyPrefix, Scope, Scopes};
 pub use ledger::{Balance, CreditAmount, EntryKind, Grant, GrantOutcome, LedgerEntry};
@@ -63,7 +72,8 @@ pub use usage::{MeteringPolicy, UsageRecord};
 
 pub mod store;
 pub use store::{
-    AccountError, AccountStore, BillingError, BillingStore, IdentityError, IdentityStore, KeyError,
-    LedgerError, LedgerStore, MapStore, MapStoreError, PageCache, ScanStore, StoreError, TaskError,
-    TaskStore, TelemetryStore,
+    AccountError, AccountStore, AuthorityError, AuthorityStore, BillingError, BillingStore,
+    ConnectionError, ConnectionStore, IdentityError, IdentityStore, KeyError, LedgerError,
+    LedgerStore, MapStore, MapStoreError, PageCache, ScanStore, StoreError, TaskError, TaskStore,
+    TelemetryStore,
 };

@@ -7,13 +7,18 @@ use chrono::{DateTime, Utc};
 use crate::{
     account::{Account, Email, Environment},
     actions::{AgentMap, Domain, MapDocument},
+    authority::{AuthoritySpendRecord, AuthorityUsage, PaymentAuthority},
     billing::{
         CheckoutHandoff, CheckoutOutcome, CheckoutRecord, EventOutcome, MeterEvent, MeterOutcome,
         PaymentEvent, Receipt,
     },
+    connections::{ConnectionFinish, ConnectionRecord, ProviderId, SealedSecret},
     fetch::FetchedPage,
     identity::{DeviceDecision, DeviceGrant, EmailChallenge, UserCode, WebSession},
-    ids::{AccountId, ChallengeId, CheckoutId, DeviceGrantId, MeterEventId, ScanId, TaskId},
+    ids::{
+        AccountId, AuthorityId, ChallengeId, CheckoutId, ConnectionId, DeviceGrantId, MeterEventId,
+        ScanId, TaskId,
+    },
     keys::{ApiKeyRecord, KeyHash, KeyPrefix},
     ledger::{Balance, Grant, GrantOutcome, LedgerEntry},
     readiness::ScanReport,
@@ -353,14 +358,23 @@ pub trait TaskStore: Send + Sync {
     /// `cost` (a `hold` ledger entry) and stores the task, all at once. With an existing key:
     /// [`BeginOutcome::Replay`] when its task settled and the fingerprint matches,
     /// [`BeginOutcome::InFlight`] when it has not settled, [`BeginOutcome::Conflict`] when the
-    /// fingerprint differs; then nothing changes. MUST return
+    /// fingerprint differs; then nothing changes (and nothing is spent). MUST return
     /// [`BeginOutcome::InsufficientCredits`] (storing nothing) when spendable is below `cost`,
     /// and [`TaskError::UnknownAccount`] when the account does not exist.
+    ///
+    /// With `authority_spend`, a new task also locks the authority and checks the spend with
+    /// [`crate::authority::check_spend`] against what its current window (the one containing
+    /// `created_at`) has spent and not given back; when allowed, the spend is stored with the
+    /// task in the same transaction, so concurrent tasks never spend more than the limit (and a
+    /// `single_use` authority at most once). When refused, MUST store nothing (no task, no
+    /// hold) and return [`BeginOutcome::AuthorityRefused`]. Checks run in this order: unknown
+    /// account, authority, balance.
     async fn begin_task(&self, task: &NewTask) -> Result<BeginOutcome, TaskError>;
 
     /// Stores the outcome, the response and the artifact, and captures (completed) or refunds
-    /// (failed) the hold, in one transaction. Only the first settlement of a task lands; a
-    /// later one gets [`SettleOutcome::AlreadySettled`] and changes nothing. MUST return
+    /// (failed) the hold, in one transaction; a failed task's authority spend is given back in
+    /// the same transaction (a completed one keeps it). Only the first settlement of a task
+    /// lands; a later one gets [`SettleOutcome::AlreadySettled`] and changes nothing. MUST return
     /// [`TaskError::NotFound`] for an unknown task.
     async fn settle_task(&self, settlement: &Settlement) -> Result<SettleOutcome, TaskError>;
 
@@ -463,4 +477,135 @@ pub trait BillingStore: Send + Sync {
         id: &MeterEventId,
         at: DateTime<Utc>,
     ) -> Result<(), StoreError>;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectionError {
+    #[error("account not found")]
+    UnknownAccount,
+    /// The id or the OAuth state hash is already stored.
+    #[error("a connection with this id or state already exists")]
+    Duplicate,
+    #[error("connection not found")]
+    NotFound,
+    /// The connection was finished before: the current record.
+    #[error("the connection is no longer pending")]
+    NotPending(Box<ConnectionRecord>),
+    /// The connection is not connected (pending or final): the current record.
+    #[error("the connection is not connected")]
+    NotConnected(Box<ConnectionRecord>),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Target-site connections. Each state change is one compare-and-set on the stored state, so
+/// racing callbacks and polls finish a connection exactly once.
+#[cfg_attr(feature = "mock", mockall::automock)]
+#[async_trait]
+pub trait ConnectionStore: Send + Sync {
+    /// Stores a new connection. MUST return [`ConnectionError::UnknownAccount`] when its
+    /// account does not exist and [`ConnectionError::Duplicate`] when the id or the OAuth
+    /// state hash is taken; then nothing is stored.
+    async fn insert_connection(&self, connection: &ConnectionRecord)
+    -> Result<(), ConnectionError>;
+
+    async fn connection(&self, id: &ConnectionId) -> Result<Option<ConnectionRecord>, StoreError>;
+
+    /// The connection whose OAuth state hashes to `state_hash` (hex SHA-256).
+    async fn connection_by_state_hash(
+        &self,
+        state_hash: &str,
+    ) -> Result<Option<ConnectionRecord>, StoreError>;
+
+    /// The account's newest connection (by `created_at`, then id) to `provider`, in any state.
+    async fn latest_connection(
+        &self,
+        account: &AccountId,
+        provider: &ProviderId,
+    ) -> Result<Option<ConnectionRecord>, StoreError>;
+
+    /// Finishes a pending connection as `finish` says (see [`ConnectionFinish::apply`]) and
+    /// returns it updated. Only from `pending`: MUST return [`ConnectionError::NotPending`]
+    /// with the current record and change nothing otherwise, also when finishes race (exactly
+    /// one wins), and [`ConnectionError::NotFound`] for an unknown id.
+    async fn finish_connection(
+        &self,
+        id: &ConnectionId,
+        finish: ConnectionFinish,
+        at: DateTime<Utc>,
+    ) -> Result<ConnectionRecord, ConnectionError>;
+
+    /// Replaces the credentials of a connected connection. MUST return
+    /// [`ConnectionError::NotConnected`] with the current record (changing nothing) in any
+    /// other state and [`ConnectionError::NotFound`] for an unknown id.
+    async fn refresh_credentials(
+        &self,
+        id: &ConnectionId,
+        credentials: SealedSecret,
+        credentials_expire_at: Option<DateTime<Utc>>,
+        at: DateTime<Utc>,
+    ) -> Result<ConnectionRecord, ConnectionError>;
+
+    /// Moves a pending or connected connection to `expired` (its credentials are dropped) and
+    /// returns it. A final one is returned unchanged (idempotent). MUST return
+    /// [`ConnectionError::NotFound`] for an unknown id.
+    async fn expire_connection(
+        &self,
+        id: &ConnectionId,
+        at: DateTime<Utc>,
+    ) -> Result<ConnectionRecord, ConnectionError>;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AuthorityError {
+    #[error("account not found")]
+    UnknownAccount,
+    #[error("an authority with this id already exists")]
+    Duplicate,
+    /// No such authority, or it belongs to another account.
+    #[error("payment authority not found")]
+    NotFound,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Delegated payment authorities and what they spent. Spending happens only in
+/// [`TaskStore::begin_task`] (with the task) and is given back by [`TaskStore::settle_task`]
+/// for a failed task.
+#[cfg_attr(feature = "mock", mockall::automock)]
+#[async_trait]
+pub trait AuthorityStore: Send + Sync {
+    /// MUST return [`AuthorityError::UnknownAccount`] for an unknown owner and
+    /// [`AuthorityError::Duplicate`] for a taken id; then nothing is stored.
+    async fn insert_authority(&self, authority: &PaymentAuthority) -> Result<(), AuthorityError>;
+
+    /// The authority and its usage as of `now` (its spending in the window containing `now`).
+    async fn authority(
+        &self,
+        id: &AuthorityId,
+        now: DateTime<Utc>,
+    ) -> Result<Option<(PaymentAuthority, AuthorityUsage)>, StoreError>;
+
+    /// The account's authorities with their usage as of `now`, newest first.
+    async fn authorities(
+        &self,
+        account: &AccountId,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<(PaymentAuthority, AuthorityUsage)>, StoreError>;
+
+    /// Every spend of the authority, given back or not, oldest first.
+    async fn authority_spends(
+        &self,
+        id: &AuthorityId,
+    ) -> Result<Vec<AuthoritySpendRecord>, StoreError>;
+
+    /// Revokes the account's authority at `at` and returns it. Idempotent: revoking again
+    /// returns it with the first `revoked_at`. MUST return [`AuthorityError::NotFound`] for an
+    /// unknown id and for another account's authority (changing nothing).
+    async fn revoke_authority(
+        &self,
+        account: &AccountId,
+        id: &AuthorityId,
+        at: DateTime<Utc>,
+    ) -> Result<PaymentAuthority, AuthorityError>;
 }

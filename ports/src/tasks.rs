@@ -3,7 +3,10 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::ids::{AccountId, ApiKeyId, ArtifactId, LedgerEntryId, TaskId};
+use crate::{
+    authority::{AuthorityRefusal, AuthoritySpend},
+    ids::{AccountId, ApiKeyId, ArtifactId, LedgerEntryId, TaskId},
+};
 
 /// `Idempotency-Key` values are at most this long.
 pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 255;
@@ -47,6 +50,9 @@ pub struct NewTask {
     pub fingerprint: String,
     /// The ledger entry that records the hold.
     pub hold_entry: LedgerEntryId,
+    /// Money the task spends under a delegated payment authority, checked and recorded with
+    /// the task (given back if it fails).
+    pub authority_spend: Option<AuthoritySpend>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -83,6 +89,8 @@ pub enum BeginOutcome {
     Conflict(TaskRecord),
     /// Not enough spendable credits; nothing was stored.
     InsufficientCredits { spendable: i64 },
+    /// The payment authority does not allow the spend; nothing was stored.
+    AuthorityRefused(AuthorityRefusal),
 }
 
 /// What `settle_task` stores with the money movement.

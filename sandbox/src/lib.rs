@@ -5,7 +5,9 @@
 mod demo_site;
 mod memory;
 mod memory_actions;
+mod memory_authority;
 mod memory_billing;
+mod memory_connections;
 mod memory_identity;
 mod memory_readiness;
 mod memory_telemetry;

@@ -32,6 +32,8 @@ pub(crate) struct State {
     pub(crate) telemetry: crate::memory_telemetry::TelemetryState,
     pub(crate) billing: crate::memory_billing::BillingState,
     pub(crate) readiness: crate::memory_readiness::ReadinessState,
+    pub(crate) connections: crate::memory_connections::ConnectionsState,
+    pub(crate) authority: crate::memory_authority::AuthorityState,
 }
 
 impl State {

@@ -173,6 +173,14 @@ impl TaskStore for MemoryStore {
                 BeginOutcome::Replay(existing.clone())
             });
         }
+        if !s.balances.contains_key(&task.account_id) {
+            return Err(TaskError::UnknownAccount);
+        }
+        // Checked before anything changes: a refusal stores nothing.
+        let spend = match s.authority.check(task) {
+            Ok(spend) => spend,
+            Err(refusal) => return Ok(BeginOutcome::AuthorityRefused(refusal)),
+        };
         let balance = s
             .balances
             .get_mut(&task.account_id)
@@ -218,6 +226,9 @@ impl TaskStore for MemoryStore {
                 .insert((task.account_id.clone(), key.clone()), task.id.clone());
         }
         s.actions.tasks.insert(task.id.clone(), record.clone());
+        if let Some(spend) = spend {
+            s.authority.record(spend);
+        }
         Ok(BeginOutcome::Started(record))
     }
 
@@ -243,6 +254,9 @@ impl TaskStore for MemoryStore {
             balance.spendable += task.cost;
             (EntryKind::Refund, task.cost)
         };
+        if !settlement.completed {
+            s.authority.release(&task.id, settlement.at);
+        }
         if task.cost > 0 {
             ledger_entry(
                 &mut s,

@@ -467,6 +467,8 @@ impl ActionService {
             idempotency_key: request.idempotency_key.clone(),
             fingerprint,
             hold_entry: LedgerEntryId::from_ulid(self.ports.entropy.ulid()),
+            // Issue 7: execute does not spend under a payment authority yet.
+            authority_spend: None,
             created_at: self.now(),
         };
         let task = match self.ports.tasks.begin_task(&new_task).await {
@@ -487,6 +489,10 @@ impl ActionService {
                     cost: action.cost,
                     spendable,
                 });
+            }
+            // Unreachable until execute asks for an authority spend (issue 7).
+            Ok(BeginOutcome::AuthorityRefused(refusal)) => {
+                return Err(anyhow::anyhow!("payment authority refused: {refusal}").into());
             }
             Err(e) => return Err(anyhow::Error::new(e).context("beginning task").into()),
         };

@@ -610,6 +610,7 @@ async fn orphaned_tasks_are_refunded_by_recovery() {
         idempotency_key: Some("crashed".into()),
         fingerprint: "f".into(),
         hold_entry: svc_ports::LedgerEntryId::from_ulid(ulid::Ulid::new()),
+        authority_spend: None,
         created_at: chrono::Utc::now() - chrono::Duration::minutes(5),
     };
     assert!(matches!(

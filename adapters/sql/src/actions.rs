@@ -127,6 +127,11 @@ macro_rules! impl_sql_actions {
                     Err(e) if is_foreign_key_violation(&e) => return Err(sqlx::Error::RowNotFound),
                     Err(e) => return Err(e),
                 }
+                // The authority before the balance (a refusal says more); either refusal drops the
+                // transaction, taking the task row and the spend back.
+                if let Err(refusal) = spend_authority_on(&mut tx, task).await? {
+                    return Ok(Some(BeginOutcome::AuthorityRefused(refusal)));
+                }
                 let spendable: Option<i64> = sqlx::query_scalar(
                     "UPDATE accounts SET spendable = spendable - $1, held = held + $1 \
                      WHERE id = $2 AND spendable >= $1 RETURNING spendable",
@@ -191,6 +196,10 @@ macro_rules! impl_sql_actions {
                     .await?;
                 let Some(row) = row else { return Ok(None) };
                 let task = task_from_row(&row).map_err(|e| sqlx::Error::Decode(e.0.into()))?;
+                if !s.completed {
+                    // A failed task gives its authority spend back.
+                    release_spend_on(&mut tx, &task.id, s.at).await?;
+                }
                 if task.cost > 0 {
                     let (kind, refund) = if s.completed {
                         (EntryKind::Capture, 0)

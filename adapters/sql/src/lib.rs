@@ -4,8 +4,10 @@
 //! several instances on one Postgres cannot apply the same grant twice.
 
 mod actions;
+mod authority;
 mod billing;
 mod common;
+mod connections;
 mod identity;
 mod postgres;
 mod readiness;

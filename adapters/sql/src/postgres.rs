@@ -71,3 +71,5 @@ crate::actions::impl_sql_actions!(PostgresStore, sqlx::Postgres);
 crate::telemetry::impl_sql_telemetry!(PostgresStore, sqlx::Postgres);
 crate::readiness::impl_sql_readiness!(PostgresStore);
 crate::billing::impl_sql_billing!(PostgresStore, sqlx::Postgres, " FOR UPDATE");
+crate::connections::impl_sql_connections!(PostgresStore, sqlx::Postgres);
+crate::authority::impl_sql_authority!(PostgresStore, sqlx::Postgres, " FOR UPDATE");

@@ -113,3 +113,5 @@ crate::actions::impl_sql_actions!(SqliteStore, sqlx::Sqlite);
 crate::telemetry::impl_sql_telemetry!(SqliteStore, sqlx::Sqlite);
 crate::readiness::impl_sql_readiness!(SqliteStore);
 crate::billing::impl_sql_billing!(SqliteStore, sqlx::Sqlite, "");
+crate::connections::impl_sql_connections!(SqliteStore, sqlx::Sqlite);
+crate::authority::impl_sql_authority!(SqliteStore, sqlx::Sqlite, "");
