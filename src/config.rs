@@ -54,6 +54,34 @@ pub struct ServeSettings {
     )]
     pub signing_keys_retired: Vec<String>,
 
+    /// AES-256-GCM key (base64url, 32 bytes) that seals target-site credentials at rest; the
+    /// same on every instance. Without it the key lives in `SVC_CONNECTION_KEY_FILE`.
+    #[arg(long, env = "SVC_CONNECTION_KEY", hide_env_values = true)]
+    pub connection_key: Option<String>,
+
+    /// Key file used when `SVC_CONNECTION_KEY` is unset; created (mode 0600) on first start.
+    #[arg(
+        long,
+        env = "SVC_CONNECTION_KEY_FILE",
+        default_value = "./svc-connection.key"
+    )]
+    pub connection_key_file: std::path::PathBuf,
+
+    /// Earlier connection keys, still able to open what they sealed (rotation).
+    #[arg(
+        long,
+        env = "SVC_CONNECTION_KEYS_RETIRED",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    pub connection_keys_retired: Vec<String>,
+
+    /// The target sites' OAuth providers: a JSON array of `{id, client_id, client_secret,
+    /// authorize_url, token_url, userinfo_url, scopes, credential}` (`id` is the
+    /// `auth_provider` the sites' actions declare), or `@path` to a file holding it.
+    #[arg(long, env = "SVC_CONNECTION_PROVIDERS", hide_env_values = true)]
+    pub connection_providers: Option<String>,
+
     /// Origin of the hosted-checkout payment provider's API. Without it billing is off:
     /// checkout answers 503 and webhooks are refused.
     #[arg(long, env = "SVC_PAYMENT_PROVIDER_URL")]

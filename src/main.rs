@@ -10,7 +10,7 @@ use svc::{
     services::{CreateKey, ReadOutcome, read::ContentFormat},
     startup::{
         self, ActionSites, Application, DemoSite, Mail, Payments, ReadinessSites,
-        SandboxPaymentProvider, Signing, Stores, World,
+        SandboxAuthServer, SandboxPaymentProvider, Sealing, Signing, Stores, World,
     },
     telemetry,
 };
@@ -259,9 +259,33 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     "set both SVC_PAYMENT_PROVIDER_URL and SVC_PAYMENT_PROVIDER_API_KEY, or neither"
                 ),
             };
+            let sealing = match s.connection_key.clone() {
+                Some(active) => Sealing::Key {
+                    active,
+                    retired: s.connection_keys_retired.clone(),
+                },
+                None => Sealing::KeyFile {
+                    path: s.connection_key_file.clone(),
+                    retired: s.connection_keys_retired.clone(),
+                },
+            };
+            let connection_providers = match s.connection_providers.as_deref() {
+                None => Vec::new(),
+                Some(raw) => {
+                    let json = match raw.strip_prefix('@') {
+                        Some(path) => std::fs::read_to_string(path)
+                            .with_context(|| format!("SVC_CONNECTION_PROVIDERS file {path}"))?,
+                        None => raw.to_owned(),
+                    };
+                    svc_oauth::OAuthProviders::from_json(&json)
+                        .context("SVC_CONNECTION_PROVIDERS")?
+                }
+            };
             let world = World {
                 mail,
                 signing,
+                sealing,
+                connection_providers,
                 payments,
                 billing: s.runtime.billing_config()?,
                 ..World::default()
@@ -315,12 +339,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let sites = ActionSites::start().await;
             let payments = Arc::new(SandboxPaymentProvider::start().await);
             let readiness_sites = ReadinessSites::start().await;
+            let auth_server = SandboxAuthServer::start().await;
             let world = World {
                 payments: Payments::Sandbox(payments.clone()),
                 billing: runtime.billing_config()?,
                 ..World::sandbox(&demo, &sites)
             }
-            .with_readiness_sites(&readiness_sites);
+            .with_readiness_sites(&readiness_sites)
+            .with_auth_server(&auth_server);
             let app = Application::build(&runtime, &bind, stores, Environment::Test, world).await?;
             let issued = startup::seed_sandbox_with(&app.context().services, seed_credits).await?;
             startup::publish_sandbox_maps(&app.context().services, &sites).await?;
@@ -331,6 +357,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("SVC_DEMO_SITE={}", demo.origin());
             println!("SVC_OUTBOX_URL={}/sandbox/outbox", origins.site_url);
             println!("SVC_PAYMENT_PROVIDER_URL={}", payments.uri());
+            println!("SVC_AUTH_SERVER_URL={}", auth_server.uri());
             println!(
                 "SVC_READY_SITE={}",
                 readiness_sites.origin(startup::READY_HOST)

@@ -11,6 +11,7 @@ use poem::{
 use svc_extract::HtmlExtractor;
 use svc_fetch::{FetcherConfig, GuardedFetcher};
 use svc_mail::{LogMailer, SmtpMailer};
+use svc_oauth::{AesGcmSealer, OAuthProviders, ProviderConfig};
 use svc_payments::HttpPaymentProvider;
 use svc_ports::{
     AccountStore, AuthorityStore, BillingStore, Clock, ConnectionStore, CreditAmount, Email,
@@ -18,8 +19,8 @@ use svc_ports::{
     Plan, ScanStore, Scopes, Signer, TaskStore, TelemetryStore, webhooks::WebhookSecret,
 };
 pub use svc_sandbox::{
-    ActionSites, DemoSite, LACKING, READY_HOST, ReadinessSites, SandboxPaymentProvider,
-    lacking_host,
+    ACCESS_TOKEN_SECONDS, ActionSites, BOOKING_ACCOUNT, DemoSite, LACKING, OTHER_BOOKING_ACCOUNT,
+    READY_HOST, ReadinessSites, SandboxAuthServer, SandboxPaymentProvider, lacking_host,
 };
 use svc_sandbox::{DEMO_HOST, MemoryOutbox, MemoryStore, SANDBOX_PROVIDER_KEY};
 use svc_signer::Ed25519Signer;
@@ -140,6 +141,37 @@ pub enum Signing {
     },
 }
 
+/// Where the key that seals connection credentials comes from.
+#[derive(Debug, Clone, Default)]
+pub enum Sealing {
+    /// A fresh key for this process (the sandbox, tests): sealed data dies with it.
+    #[default]
+    Ephemeral,
+    Key {
+        active: String,
+        retired: Vec<String>,
+    },
+    /// A key file, created (mode 0600) on first start: `svc serve`'s default.
+    KeyFile {
+        path: std::path::PathBuf,
+        retired: Vec<String>,
+    },
+}
+
+fn sealer(sealing: &Sealing) -> anyhow::Result<AesGcmSealer> {
+    match sealing {
+        Sealing::Ephemeral => Ok(AesGcmSealer::generate()),
+        Sealing::Key { active, retired } => AesGcmSealer::from_settings(active, retired)
+            .map_err(|e| anyhow::anyhow!("SVC_CONNECTION_KEY: {e}")),
+        Sealing::KeyFile { path, retired } => {
+            let key = svc_oauth::load_or_create_key_file(path)
+                .with_context(|| format!("connection key file {}", path.display()))?;
+            AesGcmSealer::from_settings(&key, retired)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+        }
+    }
+}
+
 /// The payment provider the service opens checkouts with and takes webhooks from.
 #[derive(Clone, Default)]
 pub enum Payments {
@@ -188,6 +220,9 @@ pub struct World {
     pub signing: Signing,
     pub payments: Payments,
     pub billing: BillingConfig,
+    /// The target sites' OAuth providers (`auth_provider` ids with their endpoints).
+    pub connection_providers: Vec<ProviderConfig>,
+    pub sealing: Sealing,
 }
 
 fn signer(signing: &Signing) -> anyhow::Result<Ed25519Signer> {
@@ -220,6 +255,23 @@ impl World {
 }
 
 impl World {
+    /// Adds the sandbox's authorization server as the `booking-sandbox` provider.
+    pub fn with_auth_server(mut self, server: &SandboxAuthServer) -> Self {
+        let uri = server.uri();
+        self.connection_providers.push(ProviderConfig {
+            id: svc_ports::ProviderId::parse(svc_sandbox::BOOKING_PROVIDER)
+                .expect("the sandbox provider id is valid"),
+            client_id: svc_sandbox::SANDBOX_CLIENT_ID.into(),
+            client_secret: None,
+            authorize_url: format!("{uri}/authorize"),
+            token_url: format!("{uri}/token"),
+            userinfo_url: format!("{uri}/userinfo"),
+            scopes: vec!["bookings".into()],
+            credential: svc_ports::CredentialKind::Bearer,
+        });
+        self
+    }
+
     /// Adds the readiness-scan sites (`ready.sandbox.test` and the `lacks-*` ones).
     pub fn with_readiness_sites(mut self, sites: &ReadinessSites) -> Self {
         for host in sites.hosts() {
@@ -273,6 +325,12 @@ pub fn ports(stores: &Stores, world: &World) -> anyhow::Result<(Ports, Option<Ar
         telemetry: stores.telemetry.clone(),
         billing: stores.billing.clone(),
         scans: stores.scans.clone(),
+        connections: stores.connections.clone(),
+        connection_provider: Arc::new(
+            OAuthProviders::new(world.connection_providers.clone())
+                .context("building the OAuth client")?,
+        ),
+        sealer: Arc::new(sealer(&world.sealing)?),
         payments,
         mailer,
         transport: fetcher.clone(),

@@ -308,3 +308,103 @@ mod tests {
         }
     }
 }
+
+// ---- the outside world of connections ----------------------------------------------------------
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a sealed secret could not be opened: {0}")]
+pub struct SealError(pub String);
+
+/// Seals secrets (tokens, cookies, PKCE verifiers) for storage. Implementations MUST use
+/// authenticated encryption with a fresh nonce per seal, and `open` MUST fail with
+/// [`SealError`] for anything not sealed by one of their keys (or altered since).
+#[cfg_attr(feature = "mock", mockall::automock)]
+pub trait SecretSealer: Send + Sync {
+    fn seal(&self, plaintext: &[u8]) -> SealedSecret;
+    fn open(&self, sealed: &SealedSecret) -> Result<Vec<u8>, SealError>;
+}
+
+/// How a credential is presented to the target site.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CredentialKind {
+    /// `Authorization: Bearer <token>` (OAuth 2.0 access token).
+    Bearer,
+    /// `Cookie: <value>` (managed partners whose sessions are cookies).
+    Cookie,
+}
+
+/// What the provider granted. Never logged: `Debug` shows no token.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderGrant {
+    pub kind: CredentialKind,
+    pub access_token: String,
+    pub refresh_token: Option<String>,
+    pub expires_at: Option<DateTime<Utc>>,
+    /// The upstream account the provider says the token belongs to.
+    pub upstream_account: String,
+}
+
+impl fmt::Debug for ProviderGrant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProviderGrant")
+            .field("kind", &self.kind)
+            .field("access_token", &"<redacted>")
+            .field(
+                "refresh_token",
+                &self.refresh_token.as_ref().map(|_| "<redacted>"),
+            )
+            .field("expires_at", &self.expires_at)
+            .field("upstream_account", &self.upstream_account)
+            .finish()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConnectionProviderError {
+    /// No provider with this id is configured.
+    #[error("no connection provider `{0}` is configured")]
+    UnknownProvider(String),
+    /// The provider refused the code or the refresh token (`invalid_grant` and the like).
+    #[error("the provider refused: {0}")]
+    Refused(String),
+    /// The provider could not be reached or answered nonsense.
+    #[error("the provider is unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// The authorization servers of target sites (OAuth 2.0 authorization code with PKCE S256).
+/// Implementations MUST send `code_verifier` with every code exchange, MUST NOT follow
+/// redirects from the token endpoint, and MUST return [`ConnectionProviderError::Refused`]
+/// (not `Unavailable`) when the provider answers `invalid_grant`.
+#[cfg_attr(feature = "mock", mockall::automock)]
+#[async_trait::async_trait]
+pub trait ConnectionProvider: Send + Sync {
+    /// Whether `provider` is configured here.
+    fn serves(&self, provider: &ProviderId) -> bool;
+
+    /// Where the human's browser goes to authorize; `pkce_verifier` never leaves this process
+    /// (only its S256 challenge does).
+    fn authorization_url(
+        &self,
+        provider: &ProviderId,
+        state: &str,
+        pkce_verifier: &str,
+        redirect_uri: &str,
+        login_hint: Option<String>,
+    ) -> Result<String, ConnectionProviderError>;
+
+    async fn exchange_code(
+        &self,
+        provider: &ProviderId,
+        code: &str,
+        pkce_verifier: &str,
+        redirect_uri: &str,
+    ) -> Result<ProviderGrant, ConnectionProviderError>;
+
+    async fn refresh(
+        &self,
+        provider: &ProviderId,
+        refresh_token: &str,
+    ) -> Result<ProviderGrant, ConnectionProviderError>;
+}

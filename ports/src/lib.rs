@@ -41,7 +41,9 @@ pub use billing::{
     MeterOutcome, PaymentEvent, PaymentFact, Receipt, ReceiptKind,
 };
 pub use connections::{
-    ConnectionFinish, ConnectionRecord, ConnectionState, ProviderId, SealedSecret,
+    ConnectionFinish, ConnectionProvider, ConnectionProviderError, ConnectionRecord,
+    ConnectionState, CredentialKind, ProviderGrant, ProviderId, SealError, SealedSecret,
+    SecretSealer,
 };
 pub use failure::FailureClass;
 pub use fetch::{

@@ -2,6 +2,7 @@
 //! store ports (not test fakes), used by `svc sandbox` and by the contract suite; and the demo target site the sandbox's reader
 //! may fetch.
 
+mod auth_server;
 mod demo_site;
 mod memory;
 mod memory_actions;
@@ -16,6 +17,10 @@ mod payments;
 mod readiness_sites;
 mod sites;
 
+pub use auth_server::{
+    ACCESS_TOKEN_SECONDS, BOOKING_ACCOUNT, BOOKING_PROVIDER, OTHER_BOOKING_ACCOUNT,
+    SANDBOX_CLIENT_ID, SandboxAuthServer, account_of_bearer,
+};
 pub use demo_site::{DEMO_HOST, DemoSite};
 pub use memory::MemoryStore;
 pub use outbox::MemoryOutbox;

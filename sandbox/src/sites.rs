@@ -44,6 +44,30 @@ fn product(sku: &str) -> Option<Value> {
         .map(|(sku, name, price, stock)| json!({"sku": sku, "name": name, "price_cents": price, "in_stock": stock}))
 }
 
+struct Bookings {
+    created: bool,
+}
+
+impl Respond for Bookings {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let account = request
+            .headers
+            .get("authorization")
+            .and_then(|h| h.to_str().ok())
+            .and_then(crate::auth_server::account_of_bearer);
+        match (account, self.created) {
+            (None, _) => json_response(401, json!({"error": "sign in to book"})),
+            (Some(account), false) => json_response(
+                200,
+                json!({"account": account, "bookings": [{"booking_id": "bk-0", "slot_id": "2026-12-01T10:00"}]}),
+            ),
+            (Some(account), true) => {
+                json_response(201, json!({"account": account, "booking_id": "bk-1"}))
+            }
+        }
+    }
+}
+
 struct Search;
 
 impl Respond for Search {
@@ -196,15 +220,17 @@ impl ActionSites {
             .mount(&shop)
             .await;
 
+        // The booking site acts for the account whose access token (from the sandbox's
+        // authorization server) comes with the request; without one it answers 401.
         let booking = server().await;
         Mock::given(method("GET"))
             .and(path("/api/bookings"))
-            .respond_with(json_response(200, json!({"bookings": []})))
+            .respond_with(Bookings { created: false })
             .mount(&booking)
             .await;
         Mock::given(method("POST"))
             .and(path("/api/bookings"))
-            .respond_with(json_response(201, json!({"booking_id": "bk-1"})))
+            .respond_with(Bookings { created: true })
             .mount(&booking)
             .await;
 

@@ -336,6 +336,14 @@ impl From<ExecuteRefusal> for ApiProblem {
                 ApiProblem::new(FailureClass::ConnectionRequired, detail)
                     .next_action(NextActionKind::Connect, None)
             }
+            ExecuteRefusal::ConnectionExpired { .. } => {
+                ApiProblem::new(FailureClass::ConnectionExpired, detail)
+                    .next_action(NextActionKind::Connect, None)
+            }
+            ExecuteRefusal::ConnectionProviderUnavailable { .. } => {
+                ApiProblem::new(FailureClass::ConnectionProviderUnavailable, detail)
+                    .retry_after(std::time::Duration::from_secs(30))
+            }
             ExecuteRefusal::InsufficientCredits { .. } => {
                 ApiProblem::new(FailureClass::InsufficientCredits, detail)
                     .next_action(NextActionKind::TopUp, None)

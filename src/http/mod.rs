@@ -3,6 +3,7 @@
 
 pub mod actions;
 pub mod auth;
+pub mod connections;
 pub mod limits;
 pub mod meta;
 pub mod middleware;
@@ -44,6 +45,8 @@ pub enum Tags {
     Telemetry,
     /// Public audits of a site's readiness for agents.
     Readiness,
+    /// The human's accounts on target sites, connected for actions that need them.
+    Connections,
     /// Health and service metadata.
     Meta,
 }
@@ -84,6 +87,7 @@ type Apis = (
     actions::ActionsApi,
     telemetry::TelemetryApi,
     readiness::ReadinessApi,
+    connections::ConnectionsApi,
 );
 
 fn openapi_service(ctx: &AppContext) -> OpenApiService<Apis, ()> {
@@ -96,6 +100,7 @@ fn openapi_service(ctx: &AppContext) -> OpenApiService<Apis, ()> {
             actions::ActionsApi { ctx: ctx.clone() },
             telemetry::TelemetryApi { ctx: ctx.clone() },
             readiness::ReadinessApi { ctx: ctx.clone() },
+            connections::ConnectionsApi { ctx: ctx.clone() },
         ),
         "Agent action and commerce service",
         env!("CARGO_PKG_VERSION"),
@@ -114,6 +119,7 @@ const CLOSED_REQUEST_BODIES: &[&str] = &[
     "DiscoverBody",
     "ExecuteBody",
     "ScanBody",
+    "StartConnectionBody",
 ];
 
 /// The served OpenAPI 3.1 document.

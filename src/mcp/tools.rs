@@ -62,6 +62,7 @@ pub fn registry() -> &'static [ToolSpec] {
         specs.extend(action_specs());
         specs.extend(signup_specs());
         specs.push(checkout_spec());
+        specs.extend(connection_specs());
         specs.push(ToolSpec {
             name: "svc_auth_status",
             title: "Check authentication",
@@ -166,6 +167,106 @@ async fn checkout_tool(
         }
         Err(e) => tool_error(&ApiProblem::from(e)),
     }
+}
+
+fn connection_specs() -> Vec<ToolSpec> {
+    let provider = json!({"type": "string", "minLength": 3, "maxLength": 63,
+        "description": "Exactly the auth_provider an action declares in discover or list_actions; never guessed."});
+    let status = crate::http::json_schema_of::<crate::http::connections::ConnectionStatus>();
+    vec![
+        ToolSpec {
+            name: "svc_connection_status",
+            title: "Connection status",
+            description: "Reports whether the account is connected to a target site's provider (the auth_provider an \
+                action declares). Never returns a token. Needs an API key.",
+            needs_api_key: true,
+            read_only: true,
+            input_schema: json!({"type": "object", "required": ["provider"], "additionalProperties": false,
+                "properties": {"provider": provider}}),
+            output_schema: status.clone(),
+        },
+        ToolSpec {
+            name: "svc_start_connection",
+            title: "Start a connection",
+            description: "Starts connecting the human's account on a target site, for actions that declare this \
+                auth_provider. Returns connect_url: show only that to the human (it lives 10 minutes); they sign in \
+                and approve at the site. Then call svc_poll_connection until connected=true or a final state \
+                (expired, refused, wrong_account: stop). Pass expected_account when you know which upstream account \
+                the human means. Needs an API key.",
+            needs_api_key: true,
+            read_only: false,
+            input_schema: json!({"type": "object", "required": ["provider"], "additionalProperties": false,
+                "properties": {"provider": provider,
+                    "expected_account": {"type": "string", "maxLength": 254,
+                        "description": "The upstream account the human should connect; another ends as wrong_account."}}}),
+            output_schema: crate::http::json_schema_of::<crate::http::connections::ConnectionStarted>(
+            ),
+        },
+        ToolSpec {
+            name: "svc_poll_connection",
+            title: "Poll a connection",
+            description: "Returns the connection's state, waiting up to wait_ms (default 5000, at most 10000) while it is \
+                pending. connected=true: run the actions. final=true (expired, refused, wrong_account): stop and \
+                tell the human. Needs an API key.",
+            needs_api_key: true,
+            read_only: true,
+            input_schema: json!({"type": "object", "required": ["provider"], "additionalProperties": false,
+                "properties": {"provider": provider,
+                    "wait_ms": {"type": "integer", "minimum": 0, "maximum": 10000}}}),
+            output_schema: status,
+        },
+    ]
+}
+
+async fn connection_tool(
+    ctx: &AppContext,
+    principal: &Principal,
+    name: &str,
+    args: &JsonObject,
+) -> Result<CallToolResult, McpError> {
+    let provider = required(string_arg(args, "provider")?, "provider")?;
+    let connections = &ctx.services.connections;
+    let account = &principal.account.id;
+    let as_json = |v: crate::services::connections::ConnectionView| {
+        crate::http::connections::ConnectionStatus::from(v)
+            .to_json()
+            .unwrap_or_default()
+    };
+    Ok(match name {
+        "svc_start_connection" => {
+            let expected = string_arg(args, "expected_account")?;
+            match connections
+                .start(account, &provider, expected.as_deref())
+                .await
+            {
+                Ok(started) => CallToolResult::structured(
+                    crate::http::connections::started_body(started)
+                        .to_json()
+                        .unwrap_or_default(),
+                ),
+                Err(e) => tool_error(&ApiProblem::from(e)),
+            }
+        }
+        "svc_poll_connection" => {
+            let wait = match args.get("wait_ms") {
+                None | Some(Value::Null) => 5000,
+                Some(v) => v.as_u64().filter(|w| *w <= 10_000).ok_or_else(|| {
+                    McpError::invalid_params("`wait_ms` is an integer from 0 to 10000", None)
+                })?,
+            };
+            match connections
+                .poll(account, &provider, std::time::Duration::from_millis(wait))
+                .await
+            {
+                Ok(view) => CallToolResult::structured(as_json(view)),
+                Err(e) => tool_error(&ApiProblem::from(e)),
+            }
+        }
+        _ => match connections.status(account, &provider).await {
+            Ok(view) => CallToolResult::structured(as_json(view)),
+            Err(e) => tool_error(&ApiProblem::from(e)),
+        },
+    })
 }
 
 fn action_specs() -> Vec<ToolSpec> {
@@ -415,6 +516,14 @@ pub async fn call(
                 Err(problem) => return Ok(tool_error(&problem)),
             };
             Ok(checkout_tool(ctx, &principal, &args).await)
+        }
+        "svc_connection_status" | "svc_start_connection" | "svc_poll_connection" => {
+            only_args(&args, &["provider", "expected_account", "wait_ms"])?;
+            let principal = match authenticate(ctx, authorization, parts).await {
+                Ok(p) => p,
+                Err(problem) => return Ok(tool_error(&problem)),
+            };
+            connection_tool(ctx, &principal, spec.name, &args).await
         }
         "discover" | "list_actions" | "execute" => {
             let principal = match authenticate(ctx, authorization, parts).await {

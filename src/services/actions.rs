@@ -44,6 +44,10 @@ pub enum ExecuteRefusal {
         "this action needs a connected `{provider}` account; start a connection and show the human its link"
     )]
     ConnectionRequired { provider: String },
+    #[error("the connection to `{provider}` expired and could not be refreshed")]
+    ConnectionExpired { provider: String },
+    #[error("the authorization server of `{provider}` is unavailable")]
+    ConnectionProviderUnavailable { provider: String },
     #[error("this action costs {cost} credits and {spendable} are spendable")]
     InsufficientCredits { cost: i64, spendable: i64 },
     #[error("a request with this Idempotency-Key is still running")]
@@ -102,6 +106,7 @@ type MapCache = Mutex<HashMap<String, (std::time::Instant, Option<Arc<AgentMap>>
 
 pub struct ActionService {
     ports: Ports,
+    connections: super::connections::ConnectionService,
     schemas: SchemaCache,
     published: MapCache,
 }
@@ -246,9 +251,10 @@ pub fn build_request(
 }
 
 impl ActionService {
-    pub fn new(ports: Ports) -> Self {
+    pub fn new(ports: Ports, connections: super::connections::ConnectionService) -> Self {
         Self {
             ports,
+            connections,
             schemas: Mutex::new(HashMap::new()),
             published: Mutex::new(HashMap::new()),
         }
@@ -445,13 +451,29 @@ impl ActionService {
                 missing,
             });
         }
-        // No connection can exist yet for any provider: connections are a capability of their
-        // own. An action that declares one fails here, before any charge.
-        if let Some(provider) = &action.auth_provider {
-            return Err(ExecuteRefusal::ConnectionRequired {
-                provider: provider.clone(),
-            });
-        }
+        // An action that acts on the human's account needs their connection; without a usable
+        // one it stops here, before any charge.
+        let credential = match &action.auth_provider {
+            Some(provider) => Some(
+                self.connections
+                    .credential_for(&principal.account.id, provider)
+                    .await
+                    .map_err(|e| {
+                        use super::connections::CredentialFailure as F;
+                        match e {
+                            F::Required(provider) => {
+                                ExecuteRefusal::ConnectionRequired { provider }
+                            }
+                            F::Expired(provider) => ExecuteRefusal::ConnectionExpired { provider },
+                            F::ProviderUnavailable(provider) => {
+                                ExecuteRefusal::ConnectionProviderUnavailable { provider }
+                            }
+                            F::Internal(e) => ExecuteRefusal::Internal(e),
+                        }
+                    })?,
+            ),
+            None => None,
+        };
 
         let fingerprint = sha256_hex(
             sorted_json(&json!({"domain": map.document.domain.as_str(), "action": action.name, "params": request.params}))
@@ -498,7 +520,7 @@ impl ActionService {
         };
         tracing::info!(task_id = %task.id, domain = %task.domain, action = %task.action, cost = task.cost, "task begun");
 
-        let observed = self.run(&map, &action, params).await;
+        let observed = self.run(&map, &action, params, credential.as_ref()).await;
         self.settle(&task, observed).await
     }
 
@@ -508,8 +530,17 @@ impl ActionService {
         map: &AgentMap,
         action: &ActionSpec,
         params: &Map<String, Value>,
+        credential: Option<&super::connections::Credential>,
     ) -> Observed {
-        let request = build_request(&map.document.base_url, action, params);
+        let mut request = build_request(&map.document.base_url, action, params);
+        if let Some(c) = credential {
+            // The map's own header of that name gives way: the connection speaks for the human.
+            let (name, value) = c.header();
+            request
+                .headers
+                .retain(|(n, _)| !n.eq_ignore_ascii_case(&name));
+            request.headers.push((name, value));
+        }
         let started = std::time::Instant::now();
         let sent = self.ports.transport.send(&request).await;
         let elapsed_ms = started.elapsed().as_millis() as u64;

@@ -3,6 +3,7 @@
 pub mod actions;
 pub mod auth;
 pub mod billing;
+pub mod connections;
 pub mod identity;
 pub mod keys;
 pub mod learn;
@@ -39,6 +40,10 @@ pub struct Ports {
     pub telemetry: Arc<dyn TelemetryStore>,
     pub billing: Arc<dyn BillingStore>,
     pub scans: Arc<dyn ScanStore>,
+    pub connections: Arc<dyn svc_ports::store::ConnectionStore>,
+    /// The target sites' authorization servers, and the sealer of what they grant.
+    pub connection_provider: Arc<dyn svc_ports::ConnectionProvider>,
+    pub sealer: Arc<dyn svc_ports::SecretSealer>,
     /// The payment provider; `None` when billing is not configured.
     pub payments: Option<Arc<dyn PaymentProvider>>,
     pub mailer: Arc<dyn Mailer>,
@@ -60,6 +65,7 @@ pub struct Services {
     pub usage: UsageService,
     pub read: ReadService,
     pub readiness: readiness::ReadinessService,
+    pub connections: connections::ConnectionService,
 }
 
 impl Services {
@@ -71,10 +77,20 @@ impl Services {
     ) -> Self {
         let keys = Arc::new(KeyService::new(ports.clone(), environment));
         let site_url = identity.site_url.clone();
+        let connections = connections::ConnectionService::new(
+            ports.connections.clone(),
+            ports.maps.clone(),
+            ports.connection_provider.clone(),
+            ports.sealer.clone(),
+            ports.clock.clone(),
+            ports.entropy.clone(),
+            &site_url,
+        );
         Self {
             auth: Authenticator::new(ports.accounts.clone(), environment),
             identity: IdentityService::new(ports.clone(), keys.clone(), identity),
-            actions: ActionService::new(ports.clone()),
+            actions: ActionService::new(ports.clone(), connections.clone()),
+            connections,
             telemetry: telemetry::TelemetryService::new(
                 ports.telemetry.clone(),
                 ports.clock.clone(),

@@ -421,6 +421,7 @@ fn scope_description(scope: &str) -> &'static str {
 
 // Declared after `visit!`, which it uses.
 mod billing;
+mod connect;
 mod readiness;
 
 // ---- sign-in ----------------------------------------------------------------------------------
@@ -903,7 +904,7 @@ pub fn home() -> impl poem::Endpoint<Output = Response> {
 
 /// Adds the human-facing pages to `route`.
 pub fn mount(route: Route) -> Route {
-    readiness::mount(billing::mount(route))
+    connect::mount(readiness::mount(billing::mount(route)))
         .at("/signin", get(signin_page).post(signin_submit))
         .at("/signin/code", get(code_page).post(code_submit))
         .at("/signout", poem::post(signout))

@@ -37,6 +37,8 @@ impl svc_ports::Clock for TestClock {
 }
 
 pub struct TestApp {
+    /// The sandbox's authorization server (`booking-sandbox`), when asked for.
+    pub auth: Option<Arc<startup::SandboxAuthServer>>,
     /// The readiness-scan sites, when asked for.
     pub _readiness: Option<Arc<startup::ReadinessSites>>,
     /// The sandbox's action sites, when asked for (kept alive with the app).
@@ -50,6 +52,7 @@ pub struct TestApp {
 }
 
 pub struct TestAppBuilder {
+    auth: Option<Arc<startup::SandboxAuthServer>>,
     bind: String,
     readiness: Option<Arc<startup::ReadinessSites>>,
     sites: Option<Arc<startup::ActionSites>>,
@@ -63,6 +66,7 @@ pub struct TestAppBuilder {
 impl TestApp {
     pub fn builder() -> TestAppBuilder {
         TestAppBuilder {
+            auth: None,
             bind: "127.0.0.1:0".into(),
             readiness: None,
             sites: None,
@@ -162,6 +166,14 @@ impl TestAppBuilder {
         self
     }
 
+    /// Starts the sandbox's authorization server, the `booking-sandbox` connection provider.
+    pub async fn auth_server(mut self) -> Self {
+        let server = startup::SandboxAuthServer::start().await;
+        self.world = std::mem::take(&mut self.world).with_auth_server(&server);
+        self.auth = Some(Arc::new(server));
+        self
+    }
+
     /// Starts the readiness-scan sites (`ready.sandbox.test`, `lacks-*.sandbox.test`).
     pub async fn readiness_sites(mut self) -> Self {
         let sites = startup::ReadinessSites::start().await;
@@ -239,6 +251,7 @@ impl TestAppBuilder {
         }
         tokio::spawn(app.run_until_stopped());
         TestApp {
+            auth: self.auth,
             _readiness: self.readiness,
             _sites: self.sites,
             payments: self.payments,

@@ -3,6 +3,7 @@
 mod actions;
 mod billing;
 mod billing_property;
+mod connections;
 mod discovery;
 mod execution_property;
 mod helpers;

@@ -1,0 +1,369 @@
+//! Target-site connections, the outside half: the OAuth 2.0 authorization-code flow with PKCE
+//! against each configured provider (through the `oauth2` crate), and AES-256-GCM sealing of
+//! the credentials and verifiers the store keeps.
+
+use std::{collections::HashMap, time::Duration};
+
+use aes_gcm::{
+    Aes256Gcm, Key, Nonce,
+    aead::{Aead, KeyInit},
+};
+use async_trait::async_trait;
+use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+use chrono::Utc;
+use oauth2::{
+    AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, PkceCodeChallenge,
+    PkceCodeVerifier, RedirectUrl, RefreshToken, RequestTokenError, Scope, TokenResponse, TokenUrl,
+    basic::BasicClient,
+};
+use serde::Deserialize;
+use svc_ports::{
+    ConnectionProvider, ConnectionProviderError, CredentialKind, ProviderGrant, ProviderId,
+    SealError, SealedSecret, SecretSealer,
+};
+
+/// One provider's endpoints and this service's client registration there.
+#[derive(Clone, Deserialize)]
+pub struct ProviderConfig {
+    pub id: ProviderId,
+    pub client_id: String,
+    #[serde(default)]
+    pub client_secret: Option<String>,
+    pub authorize_url: String,
+    pub token_url: String,
+    /// Answers `{"account": ...}` (or `email`, `preferred_username`, `sub`) for the token.
+    pub userinfo_url: String,
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    #[serde(default = "bearer")]
+    pub credential: CredentialKind,
+}
+
+fn bearer() -> CredentialKind {
+    CredentialKind::Bearer
+}
+
+impl std::fmt::Debug for ProviderConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderConfig")
+            .field("id", &self.id)
+            .field("client_id", &self.client_id)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field("authorize_url", &self.authorize_url)
+            .finish()
+    }
+}
+
+/// The configured providers, over HTTP.
+pub struct OAuthProviders {
+    providers: HashMap<ProviderId, ProviderConfig>,
+    http: reqwest::Client,
+}
+
+impl OAuthProviders {
+    pub fn new(providers: Vec<ProviderConfig>) -> Result<Self, reqwest::Error> {
+        let http = reqwest::Client::builder()
+            // The token endpoint must answer itself: a redirect there is never followed.
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(Duration::from_secs(15))
+            .build()?;
+        Ok(Self {
+            providers: providers.into_iter().map(|p| (p.id.clone(), p)).collect(),
+            http,
+        })
+    }
+
+    /// Providers from a JSON array of [`ProviderConfig`] (`SVC_CONNECTION_PROVIDERS`).
+    pub fn from_json(json: &str) -> Result<Vec<ProviderConfig>, serde_json::Error> {
+        serde_json::from_str(json)
+    }
+
+    fn config(&self, provider: &ProviderId) -> Result<&ProviderConfig, ConnectionProviderError> {
+        self.providers
+            .get(provider)
+            .ok_or_else(|| ConnectionProviderError::UnknownProvider(provider.to_string()))
+    }
+
+    async fn grant<R: TokenResponse>(
+        &self,
+        config: &ProviderConfig,
+        token: R,
+        previous_refresh: Option<&str>,
+    ) -> Result<ProviderGrant, ConnectionProviderError> {
+        let access_token = token.access_token().secret().to_owned();
+        let upstream_account = self.upstream_account(config, &access_token).await?;
+        Ok(ProviderGrant {
+            kind: config.credential,
+            refresh_token: token
+                .refresh_token()
+                .map(|r| r.secret().to_owned())
+                .or_else(|| previous_refresh.map(str::to_owned)),
+            expires_at: token
+                .expires_in()
+                .and_then(|d| chrono::Duration::from_std(d).ok())
+                .map(|d| Utc::now() + d),
+            access_token,
+            upstream_account,
+        })
+    }
+
+    /// Who the token belongs to, as the provider says.
+    async fn upstream_account(
+        &self,
+        config: &ProviderConfig,
+        access_token: &str,
+    ) -> Result<String, ConnectionProviderError> {
+        let resp = self
+            .http
+            .get(&config.userinfo_url)
+            .bearer_auth(access_token)
+            .send()
+            .await
+            .map_err(|e| ConnectionProviderError::Unavailable(format!("userinfo: {e}")))?;
+        if !resp.status().is_success() {
+            return Err(ConnectionProviderError::Unavailable(format!(
+                "userinfo answered {}",
+                resp.status()
+            )));
+        }
+        let info: serde_json::Value = resp
+            .json()
+            .await
+            .map_err(|e| ConnectionProviderError::Unavailable(format!("userinfo: {e}")))?;
+        ["account", "email", "preferred_username", "sub"]
+            .iter()
+            .find_map(|k| info[*k].as_str().map(str::to_owned))
+            .ok_or_else(|| ConnectionProviderError::Unavailable("userinfo names no account".into()))
+    }
+}
+
+fn client(
+    config: &ProviderConfig,
+) -> Result<
+    BasicClient<
+        oauth2::EndpointSet,
+        oauth2::EndpointNotSet,
+        oauth2::EndpointNotSet,
+        oauth2::EndpointNotSet,
+        oauth2::EndpointSet,
+    >,
+    ConnectionProviderError,
+> {
+    let bad = |e: oauth2::url::ParseError| {
+        ConnectionProviderError::Unavailable(format!(
+            "provider {} is misconfigured: {e}",
+            config.id
+        ))
+    };
+    let mut client = BasicClient::new(ClientId::new(config.client_id.clone()))
+        .set_auth_uri(AuthUrl::new(config.authorize_url.clone()).map_err(bad)?)
+        .set_token_uri(TokenUrl::new(config.token_url.clone()).map_err(bad)?);
+    if let Some(secret) = &config.client_secret {
+        client = client.set_client_secret(ClientSecret::new(secret.clone()));
+    }
+    Ok(client)
+}
+
+fn token_error<RE, T>(e: RequestTokenError<RE, T>) -> ConnectionProviderError
+where
+    RE: std::error::Error + 'static,
+    T: oauth2::ErrorResponse + 'static,
+{
+    match e {
+        RequestTokenError::ServerResponse(r) => ConnectionProviderError::Refused(r.to_string()),
+        other => ConnectionProviderError::Unavailable(other.to_string()),
+    }
+}
+
+#[async_trait]
+impl ConnectionProvider for OAuthProviders {
+    fn serves(&self, provider: &ProviderId) -> bool {
+        self.providers.contains_key(provider)
+    }
+
+    fn authorization_url(
+        &self,
+        provider: &ProviderId,
+        state: &str,
+        pkce_verifier: &str,
+        redirect_uri: &str,
+        login_hint: Option<String>,
+    ) -> Result<String, ConnectionProviderError> {
+        let config = self.config(provider)?;
+        let redirect = RedirectUrl::new(redirect_uri.to_owned())
+            .map_err(|e| ConnectionProviderError::Unavailable(e.to_string()))?;
+        let challenge = PkceCodeChallenge::from_code_verifier_sha256(&PkceCodeVerifier::new(
+            pkce_verifier.to_owned(),
+        ));
+        let client = client(config)?.set_redirect_uri(redirect);
+        let state = state.to_owned();
+        let mut request = client
+            .authorize_url(move || CsrfToken::new(state))
+            .set_pkce_challenge(challenge)
+            .add_scopes(config.scopes.iter().cloned().map(Scope::new));
+        if let Some(hint) = login_hint {
+            request = request.add_extra_param("login_hint", hint);
+        }
+        Ok(request.url().0.to_string())
+    }
+
+    async fn exchange_code(
+        &self,
+        provider: &ProviderId,
+        code: &str,
+        pkce_verifier: &str,
+        redirect_uri: &str,
+    ) -> Result<ProviderGrant, ConnectionProviderError> {
+        let config = self.config(provider)?;
+        let redirect = RedirectUrl::new(redirect_uri.to_owned())
+            .map_err(|e| ConnectionProviderError::Unavailable(e.to_string()))?;
+        let token = client(config)?
+            .set_redirect_uri(redirect)
+            .exchange_code(AuthorizationCode::new(code.to_owned()))
+            .set_pkce_verifier(PkceCodeVerifier::new(pkce_verifier.to_owned()))
+            .request_async(&self.http)
+            .await
+            .map_err(token_error)?;
+        self.grant(config, token, None).await
+    }
+
+    async fn refresh(
+        &self,
+        provider: &ProviderId,
+        refresh_token: &str,
+    ) -> Result<ProviderGrant, ConnectionProviderError> {
+        let config = self.config(provider)?;
+        let token = client(config)?
+            .exchange_refresh_token(&RefreshToken::new(refresh_token.to_owned()))
+            .request_async(&self.http)
+            .await
+            .map_err(token_error)?;
+        self.grant(config, token, Some(refresh_token)).await
+    }
+}
+
+/// AES-256-GCM with a random 96-bit nonce per seal: `version (1) || nonce (12) || ciphertext`.
+/// Opens with the active key or any retired one, so keys can be rotated.
+pub struct AesGcmSealer {
+    active: Aes256Gcm,
+    retired: Vec<Aes256Gcm>,
+}
+
+const SEAL_VERSION: u8 = 1;
+
+impl AesGcmSealer {
+    /// Keys are 32 bytes, base64url without padding (`SVC_CONNECTION_KEY`).
+    pub fn from_settings(active: &str, retired: &[String]) -> Result<Self, String> {
+        let key = |s: &str| -> Result<Aes256Gcm, String> {
+            let bytes = URL_SAFE_NO_PAD
+                .decode(s.trim())
+                .map_err(|_| "a connection key is 32 bytes in base64url".to_owned())?;
+            let bytes: [u8; 32] = bytes
+                .try_into()
+                .map_err(|_| "a connection key is 32 bytes in base64url".to_owned())?;
+            Ok(Aes256Gcm::new(&Key::<Aes256Gcm>::from(bytes)))
+        };
+        Ok(Self {
+            active: key(active)?,
+            retired: retired.iter().map(|r| key(r)).collect::<Result<_, _>>()?,
+        })
+    }
+
+    /// A fresh random key (the sandbox's; sealed data dies with the process).
+    pub fn generate() -> Self {
+        Self {
+            active: Aes256Gcm::new(&Aes256Gcm::generate_key(aes_gcm::aead::OsRng)),
+            retired: Vec::new(),
+        }
+    }
+
+    /// A new random key in the settings format.
+    pub fn new_key() -> String {
+        let key = Aes256Gcm::generate_key(aes_gcm::aead::OsRng);
+        URL_SAFE_NO_PAD.encode(key)
+    }
+}
+
+impl SecretSealer for AesGcmSealer {
+    fn seal(&self, plaintext: &[u8]) -> SealedSecret {
+        let nonce_bytes: [u8; 12] = rand::random();
+        let nonce = Nonce::from(nonce_bytes);
+        // Encryption with a valid key and a 12-byte nonce cannot fail for in-memory sizes.
+        let ciphertext = self.active.encrypt(&nonce, plaintext).unwrap_or_default();
+        let mut out = Vec::with_capacity(1 + 12 + ciphertext.len());
+        out.push(SEAL_VERSION);
+        out.extend_from_slice(&nonce_bytes);
+        out.extend_from_slice(&ciphertext);
+        SealedSecret::new(out)
+    }
+
+    fn open(&self, sealed: &SealedSecret) -> Result<Vec<u8>, SealError> {
+        let bytes = sealed.as_bytes();
+        if bytes.len() < 1 + 12 + 16 || bytes[0] != SEAL_VERSION {
+            return Err(SealError("not a sealed secret of this service".into()));
+        }
+        let mut nonce_bytes = [0u8; 12];
+        nonce_bytes.copy_from_slice(&bytes[1..13]);
+        let nonce = Nonce::from(nonce_bytes);
+        std::iter::once(&self.active)
+            .chain(&self.retired)
+            .find_map(|key| key.decrypt(&nonce, &bytes[13..]).ok())
+            .ok_or_else(|| SealError("no key opens it, or it was altered".into()))
+    }
+}
+
+/// The connection key in `path`, created (random, mode 0600) when the file does not exist.
+pub fn load_or_create_key_file(path: &std::path::Path) -> std::io::Result<String> {
+    match std::fs::read_to_string(path) {
+        Ok(key) => Ok(key.trim().to_owned()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let key = AesGcmSealer::new_key();
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create_new(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+            use std::io::Write;
+            options.open(path)?.write_all(key.as_bytes())?;
+            Ok(key)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sealed_secrets_open_only_with_their_key_and_unaltered() {
+        let sealer = AesGcmSealer::generate();
+        let sealed = sealer.seal(b"refresh-token-123");
+        assert!(!sealed.as_bytes().windows(7).any(|w| w == b"refresh"));
+        assert_eq!(sealer.open(&sealed).unwrap(), b"refresh-token-123");
+        assert_ne!(
+            sealer.seal(b"x").as_bytes(),
+            sealer.seal(b"x").as_bytes(),
+            "fresh nonces"
+        );
+        let mut bytes = sealed.as_bytes().to_vec();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        assert!(sealer.open(&SealedSecret::new(bytes)).is_err());
+        assert!(AesGcmSealer::generate().open(&sealed).is_err());
+        assert!(sealer.open(&SealedSecret::new(vec![1, 2, 3])).is_err());
+    }
+
+    #[test]
+    fn rotated_keys_still_open_old_secrets() {
+        let old = AesGcmSealer::new_key();
+        let new = AesGcmSealer::new_key();
+        let before = AesGcmSealer::from_settings(&old, &[]).unwrap();
+        let sealed = before.seal(b"token");
+        let after = AesGcmSealer::from_settings(&new, &[old]).unwrap();
+        assert_eq!(after.open(&sealed).unwrap(), b"token");
+        assert!(AesGcmSealer::from_settings("short", &[]).is_err());
+    }
+}

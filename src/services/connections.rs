@@ -1,0 +1,474 @@
+//! Target-site connections: an agent starts one for a provider that a published action
+//! declares, shows the human the connect link, and polls until it ends. The human signs in here
+//! as the same account, goes through the provider's authorization (OAuth 2.0 code + PKCE), and
+//! the callback checks who the provider says they are. Credentials are sealed at rest, never
+//! returned to an agent and never logged; the executor asks for them with [`credential_for`].
+//!
+//! [`credential_for`]: ConnectionService::credential_for
+
+use std::{collections::HashSet, sync::Arc, time::Duration};
+
+use chrono::{DateTime, Utc};
+use svc_ports::{
+    AccountId, Clock, ConnectionFinish, ConnectionProvider, ConnectionProviderError,
+    ConnectionRecord, ConnectionState, CredentialKind, Entropy, MapStatus, MapStore, ProviderGrant,
+    ProviderId, SecretSealer,
+    connections::{CONNECT_LINK_TTL_MINUTES, oauth_state_hash},
+    ids::ConnectionId,
+    store::{ConnectionError, ConnectionStore},
+};
+
+/// What a poll suggests as the wait before the next one.
+pub const POLL_AFTER_MS: u64 = 2000;
+/// Longest a poll may hold the request waiting for a change.
+pub const MAX_POLL_WAIT: Duration = Duration::from_secs(10);
+/// Credentials this close to expiry are refreshed before use.
+const REFRESH_MARGIN_SECONDS: i64 = 30;
+const MAX_EXPECTED_ACCOUNT_LEN: usize = 254;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectionFailure {
+    #[error(
+        "`{0}` is not an auth_provider of any published action; use the auth_provider exactly as discover or list_actions gave it"
+    )]
+    UnknownProvider(String),
+    #[error("connections to `{0}` are not available on this service right now")]
+    ProviderUnavailable(String),
+    #[error("{0}")]
+    InvalidInput(String),
+    /// The connect link names no connection (or a garbled one).
+    #[error("this connect link is not valid")]
+    UnknownLink,
+    /// The signed-in human is not the account the agent started the connection for.
+    #[error("this connect link belongs to another account; sign in as the account your agent uses")]
+    OtherAccount,
+    #[error("the connect link expired; ask your agent for a new one")]
+    LinkExpired,
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+/// Why the executor gets no credential.
+#[derive(Debug, thiserror::Error)]
+pub enum CredentialFailure {
+    #[error("this action needs a connection to `{0}`")]
+    Required(String),
+    #[error("the connection to `{0}` expired and could not be refreshed")]
+    Expired(String),
+    #[error("the authorization server of `{0}` is unavailable")]
+    ProviderUnavailable(String),
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+/// A connection as an agent may see it: never a token.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConnectionView {
+    pub provider: String,
+    /// `None`: never started for this account.
+    pub state: Option<ConnectionState>,
+    pub connection_id: Option<ConnectionId>,
+    pub expected_account: Option<String>,
+    pub upstream_account: Option<String>,
+    pub link_expires_at: Option<DateTime<Utc>>,
+    pub credentials_expire_at: Option<DateTime<Utc>>,
+}
+
+impl ConnectionView {
+    pub fn connected(&self) -> bool {
+        self.state == Some(ConnectionState::Connected)
+    }
+
+    /// Expired, refused or wrong account: the agent must stop polling.
+    pub fn is_final(&self) -> bool {
+        self.state.is_some_and(ConnectionState::is_final)
+    }
+
+    fn of(provider: &ProviderId, record: Option<&ConnectionRecord>) -> Self {
+        Self {
+            provider: provider.to_string(),
+            state: record.map(|r| r.state),
+            connection_id: record.map(|r| r.id.clone()),
+            expected_account: record.and_then(|r| r.expected_account.clone()),
+            upstream_account: record.and_then(|r| r.upstream_account.clone()),
+            link_expires_at: record
+                .filter(|r| r.state == ConnectionState::Pending)
+                .map(|r| r.link_expires_at),
+            credentials_expire_at: record.and_then(|r| r.credentials_expire_at),
+        }
+    }
+}
+
+/// A started connection: the link to show the human.
+#[derive(Debug, Clone)]
+pub struct StartedConnection {
+    pub view: ConnectionView,
+    pub connect_url: String,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// How the executor presents a connection to the target site.
+pub struct Credential {
+    pub kind: CredentialKind,
+    secret: String,
+}
+
+impl Credential {
+    /// The header that carries it.
+    pub fn header(&self) -> (String, String) {
+        match self.kind {
+            CredentialKind::Bearer => ("authorization".into(), format!("Bearer {}", self.secret)),
+            CredentialKind::Cookie => ("cookie".into(), self.secret.clone()),
+        }
+    }
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Credential({:?}, <redacted>)", self.kind)
+    }
+}
+
+#[derive(Clone)]
+pub struct ConnectionService {
+    store: Arc<dyn ConnectionStore>,
+    maps: Arc<dyn MapStore>,
+    provider: Arc<dyn ConnectionProvider>,
+    sealer: Arc<dyn SecretSealer>,
+    clock: Arc<dyn Clock>,
+    entropy: Arc<dyn Entropy>,
+    site_url: String,
+}
+
+impl ConnectionService {
+    pub fn new(
+        store: Arc<dyn ConnectionStore>,
+        maps: Arc<dyn MapStore>,
+        provider: Arc<dyn ConnectionProvider>,
+        sealer: Arc<dyn SecretSealer>,
+        clock: Arc<dyn Clock>,
+        entropy: Arc<dyn Entropy>,
+        site_url: &str,
+    ) -> Self {
+        Self {
+            store,
+            maps,
+            provider,
+            sealer,
+            clock,
+            entropy,
+            site_url: site_url.trim_end_matches('/').to_owned(),
+        }
+    }
+
+    pub fn callback_url(&self) -> String {
+        format!("{}/connect/callback", self.site_url)
+    }
+
+    /// The provider ids that published actions declare.
+    pub async fn declared_providers(&self) -> anyhow::Result<HashSet<String>> {
+        let maps = self.maps.maps(None).await?;
+        Ok(maps
+            .iter()
+            .filter(|m| m.status == MapStatus::Published)
+            .flat_map(|m| m.document.actions.iter())
+            .filter_map(|a| a.auth_provider.clone())
+            .collect())
+    }
+
+    /// `provider` exactly as a published action declares it, and configured here.
+    async fn checked(&self, provider: &str) -> Result<ProviderId, ConnectionFailure> {
+        let unknown = || ConnectionFailure::UnknownProvider(provider.chars().take(64).collect());
+        let id = ProviderId::parse(provider).map_err(|_| unknown())?;
+        if !self.declared_providers().await?.contains(id.as_str()) {
+            return Err(unknown());
+        }
+        if !self.provider.serves(&id) {
+            return Err(ConnectionFailure::ProviderUnavailable(id.to_string()));
+        }
+        Ok(id)
+    }
+
+    /// The newest connection, a pending one past its link's expiry ended as `expired` first.
+    async fn latest(
+        &self,
+        account: &AccountId,
+        provider: &ProviderId,
+    ) -> anyhow::Result<Option<ConnectionRecord>> {
+        let latest = self.store.latest_connection(account, provider).await?;
+        match latest {
+            Some(r)
+                if r.state == ConnectionState::Pending && r.link_expires_at <= self.clock.now() =>
+            {
+                Ok(Some(self.finish(&r.id, ConnectionFinish::Expired).await?))
+            }
+            other => Ok(other),
+        }
+    }
+
+    /// Finishes a pending connection; when another finish won the race, its record.
+    async fn finish(
+        &self,
+        id: &ConnectionId,
+        finish: ConnectionFinish,
+    ) -> anyhow::Result<ConnectionRecord> {
+        match self
+            .store
+            .finish_connection(id, finish, self.clock.now())
+            .await
+        {
+            Ok(r) => Ok(r),
+            Err(ConnectionError::NotPending(r)) => Ok(*r),
+            Err(e) => Err(anyhow::anyhow!("finishing connection {id}: {e}")),
+        }
+    }
+
+    pub async fn status(
+        &self,
+        account: &AccountId,
+        provider: &str,
+    ) -> Result<ConnectionView, ConnectionFailure> {
+        let id = self.checked(provider).await?;
+        let latest = self.latest(account, &id).await?;
+        Ok(ConnectionView::of(&id, latest.as_ref()))
+    }
+
+    /// Starts a connection; the agent shows `connect_url` to the human. `expected_account` is
+    /// the upstream account the agent expects the human to connect (checked at the callback).
+    pub async fn start(
+        &self,
+        account: &AccountId,
+        provider: &str,
+        expected_account: Option<&str>,
+    ) -> Result<StartedConnection, ConnectionFailure> {
+        let id = self.checked(provider).await?;
+        let expected = expected_account.map(str::trim).filter(|s| !s.is_empty());
+        if let Some(e) = expected
+            && (e.len() > MAX_EXPECTED_ACCOUNT_LEN || e.chars().any(char::is_control))
+        {
+            return Err(ConnectionFailure::InvalidInput(format!(
+                "`expected_account` is at most {MAX_EXPECTED_ACCOUNT_LEN} printable characters"
+            )));
+        }
+        let now = self.clock.now();
+        let state = self.entropy.base62(43);
+        let verifier = self.entropy.base62(64);
+        let record = ConnectionRecord {
+            id: ConnectionId::from_ulid(self.entropy.ulid()),
+            account_id: account.clone(),
+            provider: id.clone(),
+            expected_account: expected.map(str::to_owned),
+            upstream_account: None,
+            state: ConnectionState::Pending,
+            oauth_state_hash: oauth_state_hash(&state),
+            pkce_verifier: self.sealer.seal(verifier.as_bytes()),
+            credentials: None,
+            credentials_expire_at: None,
+            link_expires_at: now + chrono::Duration::minutes(CONNECT_LINK_TTL_MINUTES),
+            created_at: now,
+            updated_at: now,
+        };
+        self.store
+            .insert_connection(&record)
+            .await
+            .map_err(|e| anyhow::anyhow!("storing a connection: {e}"))?;
+        Ok(StartedConnection {
+            view: ConnectionView::of(&id, Some(&record)),
+            connect_url: format!("{}/connect?c={state}", self.site_url),
+            expires_at: record.link_expires_at,
+        })
+    }
+
+    /// The current state; when it is pending, waits up to `wait` for it to change.
+    pub async fn poll(
+        &self,
+        account: &AccountId,
+        provider: &str,
+        wait: Duration,
+    ) -> Result<ConnectionView, ConnectionFailure> {
+        let id = self.checked(provider).await?;
+        let deadline = tokio::time::Instant::now() + wait.min(MAX_POLL_WAIT);
+        loop {
+            let view = ConnectionView::of(&id, self.latest(account, &id).await?.as_ref());
+            if view.state != Some(ConnectionState::Pending)
+                || tokio::time::Instant::now() >= deadline
+            {
+                return Ok(view);
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
+    /// The connection a connect link names, for the signed-in `account`.
+    pub async fn link(
+        &self,
+        state: &str,
+        account: &AccountId,
+    ) -> Result<ConnectionRecord, ConnectionFailure> {
+        if state.is_empty() || state.len() > 128 {
+            return Err(ConnectionFailure::UnknownLink);
+        }
+        let record = self
+            .store
+            .connection_by_state_hash(&oauth_state_hash(state))
+            .await
+            .map_err(anyhow::Error::from)?
+            .ok_or(ConnectionFailure::UnknownLink)?;
+        if &record.account_id != account {
+            return Err(ConnectionFailure::OtherAccount);
+        }
+        if record.state == ConnectionState::Pending && record.link_expires_at <= self.clock.now() {
+            return Ok(self.finish(&record.id, ConnectionFinish::Expired).await?);
+        }
+        Ok(record)
+    }
+
+    /// Where the human's browser goes next: the provider's authorization page.
+    pub async fn authorization_url(
+        &self,
+        state: &str,
+        account: &AccountId,
+    ) -> Result<String, ConnectionFailure> {
+        let record = self.link(state, account).await?;
+        if record.state != ConnectionState::Pending {
+            return Err(ConnectionFailure::LinkExpired);
+        }
+        let verifier = self.open_text(&record.pkce_verifier)?;
+        self.provider
+            .authorization_url(
+                &record.provider,
+                state,
+                &verifier,
+                &self.callback_url(),
+                record.expected_account.clone(),
+            )
+            .map_err(|e| ConnectionFailure::ProviderUnavailable(e.to_string()))
+    }
+
+    /// The provider's answer (`code` or `error`) for the link's connection. Ends it:
+    /// connected, refused, wrong account or expired. A second answer changes nothing.
+    pub async fn complete(
+        &self,
+        state: &str,
+        account: &AccountId,
+        code: Option<&str>,
+        error: Option<&str>,
+    ) -> Result<ConnectionRecord, ConnectionFailure> {
+        let record = self.link(state, account).await?;
+        if record.state != ConnectionState::Pending {
+            return Ok(record);
+        }
+        let Some(code) = code.filter(|_| error.is_none()) else {
+            return Ok(self.finish(&record.id, ConnectionFinish::Refused).await?);
+        };
+        let verifier = self.open_text(&record.pkce_verifier)?;
+        let grant = match self
+            .provider
+            .exchange_code(&record.provider, code, &verifier, &self.callback_url())
+            .await
+        {
+            Ok(g) => g,
+            Err(ConnectionProviderError::Refused(why)) => {
+                tracing::info!(connection = %record.id, reason = %why, "provider refused the code");
+                return Ok(self.finish(&record.id, ConnectionFinish::Refused).await?);
+            }
+            Err(e) => return Err(ConnectionFailure::ProviderUnavailable(e.to_string())),
+        };
+        let finish = match &record.expected_account {
+            Some(expected) if !expected.eq_ignore_ascii_case(&grant.upstream_account) => {
+                // The tokens of the wrong account are dropped, never stored.
+                ConnectionFinish::WrongAccount {
+                    upstream_account: grant.upstream_account.clone(),
+                }
+            }
+            _ => ConnectionFinish::Connected {
+                upstream_account: grant.upstream_account.clone(),
+                credentials: self.seal_grant(&grant)?,
+                credentials_expire_at: grant.expires_at,
+            },
+        };
+        Ok(self.finish(&record.id, finish).await?)
+    }
+
+    /// The credential to act with for `account` at `provider`, refreshed when it is about to
+    /// expire. A connection that can no longer be refreshed is ended as `expired`.
+    pub async fn credential_for(
+        &self,
+        account: &AccountId,
+        provider: &str,
+    ) -> Result<Credential, CredentialFailure> {
+        let required = || CredentialFailure::Required(provider.to_owned());
+        let id = ProviderId::parse(provider).map_err(|_| required())?;
+        let record = self
+            .latest(account, &id)
+            .await?
+            .filter(|r| r.state != ConnectionState::Pending);
+        let record = match record {
+            Some(r) if r.state == ConnectionState::Connected => r,
+            // The last connection expired (and no newer one connected): say so, not "required".
+            Some(r) if r.state == ConnectionState::Expired && r.upstream_account.is_some() => {
+                return Err(CredentialFailure::Expired(provider.to_owned()));
+            }
+            _ => return Err(required()),
+        };
+        let sealed = record.credentials.as_ref().ok_or_else(required)?;
+        let grant: ProviderGrant = serde_json::from_slice(
+            &self
+                .sealer
+                .open(sealed)
+                .map_err(|e| anyhow::anyhow!("connection {}: {e}", record.id))?,
+        )
+        .map_err(|e| anyhow::anyhow!("connection {} credentials: {e}", record.id))?;
+        let now = self.clock.now();
+        let fresh = grant
+            .expires_at
+            .is_none_or(|at| at > now + chrono::Duration::seconds(REFRESH_MARGIN_SECONDS));
+        if fresh {
+            return Ok(Credential {
+                kind: grant.kind,
+                secret: grant.access_token,
+            });
+        }
+        let expire = || async {
+            self.store
+                .expire_connection(&record.id, self.clock.now())
+                .await
+                .map_err(|e| anyhow::anyhow!("expiring connection {}: {e}", record.id))?;
+            Ok::<_, CredentialFailure>(CredentialFailure::Expired(provider.to_owned()))
+        };
+        let Some(refresh_token) = grant.refresh_token.as_deref() else {
+            return Err(expire().await?);
+        };
+        match self.provider.refresh(&id, refresh_token).await {
+            Ok(new)
+                if new
+                    .upstream_account
+                    .eq_ignore_ascii_case(&grant.upstream_account) =>
+            {
+                self.store
+                    .refresh_credentials(&record.id, self.seal_grant(&new)?, new.expires_at, now)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("refreshing connection {}: {e}", record.id))?;
+                Ok(Credential {
+                    kind: new.kind,
+                    secret: new.access_token,
+                })
+            }
+            // A refresh that names another account, or that the provider refuses, ends it.
+            Ok(_) | Err(ConnectionProviderError::Refused(_)) => Err(expire().await?),
+            Err(e) => {
+                tracing::warn!(connection = %record.id, error = %e, "credential refresh failed");
+                Err(CredentialFailure::ProviderUnavailable(provider.to_owned()))
+            }
+        }
+    }
+
+    fn seal_grant(&self, grant: &ProviderGrant) -> anyhow::Result<svc_ports::SealedSecret> {
+        Ok(self.sealer.seal(&serde_json::to_vec(grant)?))
+    }
+
+    fn open_text(&self, sealed: &svc_ports::SealedSecret) -> anyhow::Result<String> {
+        let bytes = self.sealer.open(sealed)?;
+        Ok(String::from_utf8(bytes)?)
+    }
+}

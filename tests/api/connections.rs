@@ -1,0 +1,355 @@
+//! Target-site connections through the API and a browser without JavaScript: start, the human
+//! signs in and decides at the sandbox's authorization server, poll; the connection is then
+//! injected into the booking site's actions. Secrets never show in answers or logs.
+
+use std::{sync::Arc, time::Duration};
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use svc::startup::SANDBOX_EMAIL;
+
+use crate::helpers::{Browser, TestApp, TestClock, bearer, problem};
+
+const PROVIDER: &str = "booking-sandbox";
+const BOOKING: &str = "booking.sandbox.test";
+
+async fn app_with(clock: Option<Arc<TestClock>>) -> TestApp {
+    let mut builder = TestApp::builder()
+        .outbox()
+        .action_sites()
+        .await
+        .auth_server()
+        .await;
+    if let Some(c) = clock {
+        builder = builder.clock(c);
+    }
+    builder.spawn().await
+}
+
+async fn start(app: &TestApp, expected: Option<&str>) -> Value {
+    let resp = app
+        .http
+        .post(app.url(&format!("/api/connections/{PROVIDER}/start")))
+        .header("Authorization", bearer(&app.api_key))
+        .json(&json!({ "expected_account": expected }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 201);
+    resp.json().await.unwrap()
+}
+
+async fn poll(app: &TestApp) -> Value {
+    app.http
+        .get(app.url(&format!("/api/connections/{PROVIDER}/poll")))
+        .header("Authorization", bearer(&app.api_key))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+async fn list_bookings(app: &TestApp) -> reqwest::Response {
+    app.http
+        .post(app.url("/api/execute"))
+        .header("Authorization", bearer(&app.api_key))
+        .json(&json!({"domain": BOOKING, "action": "list_my_bookings", "params": {}}))
+        .send()
+        .await
+        .unwrap()
+}
+
+async fn spendable(app: &TestApp) -> i64 {
+    app.get_usage(Some(&bearer(&app.api_key)))
+        .await
+        .json::<Value>()
+        .await
+        .unwrap()["balance"]["spendable"]
+        .as_i64()
+        .unwrap()
+}
+
+/// Follows redirects across origins (the service and the authorization server).
+async fn follow(
+    browser: &Browser,
+    mut resp: reqwest::Response,
+) -> (StatusCode, String, Vec<String>) {
+    let mut visited = Vec::new();
+    while resp.status().is_redirection() {
+        let to = resp.headers()["location"].to_str().unwrap().to_owned();
+        let absolute = if to.starts_with("http") {
+            to
+        } else {
+            format!("{}{to}", browser.base)
+        };
+        visited.push(absolute.clone());
+        resp = browser.http.get(&absolute).send().await.unwrap();
+    }
+    (resp.status(), resp.text().await.unwrap(), visited)
+}
+
+/// The hidden fields of the consent page's form whose button has `id`, as a /decide URL.
+fn decide_url(auth_base: &str, consent: &str, id: &str) -> String {
+    let at = consent.find(&format!("id=\"{id}\"")).expect("the button");
+    let form_start = consent[..at].rfind("<form").unwrap();
+    let form = &consent[form_start..at];
+    let mut pairs = Vec::new();
+    for input in form.split("<input").skip(1) {
+        let get = |attr: &str| {
+            let key = format!("{attr}=\"");
+            let i = input.find(&key).unwrap() + key.len();
+            input[i..i + input[i..].find('"').unwrap()].replace("&amp;", "&")
+        };
+        pairs.push((get("name"), get("value")));
+    }
+    let query: String = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(pairs)
+        .finish();
+    format!("{auth_base}/decide?{query}")
+}
+
+/// The human: signs in, opens the link, continues to the provider and presses `button`.
+async fn human_decides(app: &TestApp, connect_url: &str, button: &str) -> (StatusCode, String) {
+    let browser = Browser::new(app);
+    let path = connect_url.strip_prefix(&app.base_url).unwrap();
+    let page = browser.sign_in(app, SANDBOX_EMAIL, path).await;
+    assert!(page.contains("id=\"continue\""), "{page}");
+    let csrf = crate::helpers::csrf_of(&page);
+    let link = crate::helpers::attr(&page, "c");
+    let to_provider = browser
+        .post("/connect", &[("csrf", &csrf), ("c", &link)])
+        .await;
+    let (status, consent, visited) = follow(&browser, to_provider).await;
+    assert_eq!(status, 200, "{consent}");
+    let auth_base = app.auth.as_ref().unwrap().uri();
+    assert!(
+        visited[0].starts_with(&format!("{auth_base}/authorize?")),
+        "{visited:?}"
+    );
+    assert!(
+        visited[0].contains("code_challenge_method=S256"),
+        "{visited:?}"
+    );
+    let decided = browser
+        .http
+        .get(decide_url(&auth_base, &consent, button))
+        .send()
+        .await
+        .unwrap();
+    let (status, page, _) = follow(&browser, decided).await;
+    (status, page)
+}
+
+#[tokio::test]
+async fn approve_connects_and_the_action_then_runs_with_the_humans_account() {
+    crate::helpers::capture_logs();
+    let app = app_with(None).await;
+    let before = list_bookings(&app).await;
+    problem(before, 403, "connection_required").await;
+    let balance = spendable(&app).await;
+
+    let started = start(&app, Some(svc::startup::BOOKING_ACCOUNT)).await;
+    assert_eq!(started["state"], "pending");
+    let connect_url = started["connect_url"].as_str().unwrap().to_owned();
+    assert!(connect_url.starts_with(&format!("{}/connect?c=", app.base_url)));
+    let pending = poll(&app).await;
+    assert_eq!(
+        (pending["state"].as_str(), pending["final"].as_bool()),
+        (Some("pending"), Some(false))
+    );
+    assert_eq!(pending["poll_after_ms"], 2000);
+
+    let (status, page) = human_decides(&app, &connect_url, "approve").await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("Connected"), "{page}");
+    let connected = poll(&app).await;
+    assert_eq!(connected["connected"], true, "{connected}");
+    assert_eq!(connected["upstream_account"], svc::startup::BOOKING_ACCOUNT);
+
+    let ran = list_bookings(&app).await;
+    assert_eq!(ran.status(), 200);
+    let body: Value = ran.json().await.unwrap();
+    assert_eq!(
+        body["result"]["bookings"][0]["booking_id"], "bk-0",
+        "{body}"
+    );
+    assert_eq!(spendable(&app).await, balance - 1);
+
+    // Nothing secret in any answer or log line: tokens, codes, the PKCE verifier, the state.
+    let answers = format!("{started}{pending}{connected}{body}");
+    let logs = crate::helpers::captured_logs();
+    let state = connect_url.split("c=").nth(1).unwrap();
+    for needle in [
+        "sbxat.",
+        "sbxrt.",
+        "sbxc.",
+        "access_token",
+        "refresh_token",
+        "code_verifier",
+    ] {
+        assert!(!answers.contains(needle), "{needle} in {answers}");
+        assert!(!logs.contains(needle), "{needle} in the logs");
+    }
+    assert!(
+        !logs.contains(state),
+        "the connect link's state is in the logs"
+    );
+    assert!(logs.contains("task begun"), "the logs were captured");
+}
+
+#[tokio::test]
+async fn refusing_ends_the_connection_and_the_agent_stops() {
+    let app = app_with(None).await;
+    let started = start(&app, None).await;
+    let (status, page) =
+        human_decides(&app, started["connect_url"].as_str().unwrap(), "refuse").await;
+    assert_eq!(status, 200);
+    assert!(page.contains("refused"), "{page}");
+    let refused = poll(&app).await;
+    assert_eq!(refused["state"], "refused");
+    assert_eq!(refused["final"], true);
+    assert_eq!(refused["connected"], false);
+    assert!(refused["next_step"].as_str().unwrap().starts_with("Stop"));
+    problem(list_bookings(&app).await, 403, "connection_required").await;
+}
+
+#[tokio::test]
+async fn another_upstream_account_ends_as_wrong_account_and_stores_no_token() {
+    let app = app_with(None).await;
+    let started = start(&app, Some(svc::startup::BOOKING_ACCOUNT)).await;
+    let (status, page) = human_decides(
+        &app,
+        started["connect_url"].as_str().unwrap(),
+        "other-account",
+    )
+    .await;
+    assert_eq!(status, 409, "{page}");
+    let wrong = poll(&app).await;
+    assert_eq!(wrong["state"], "wrong_account");
+    assert_eq!(wrong["final"], true);
+    assert_eq!(
+        wrong["upstream_account"],
+        svc::startup::OTHER_BOOKING_ACCOUNT
+    );
+    problem(list_bookings(&app).await, 403, "connection_required").await;
+}
+
+#[tokio::test]
+async fn an_expired_link_ends_as_expired_and_cannot_be_used() {
+    let clock = TestClock::new();
+    let app = app_with(Some(clock.clone())).await;
+    let started = start(&app, None).await;
+    clock.advance(Duration::from_secs(11 * 60));
+    let expired = poll(&app).await;
+    assert_eq!(
+        (expired["state"].as_str(), expired["final"].as_bool()),
+        (Some("expired"), Some(true))
+    );
+    let browser = Browser::new(&app);
+    let path = started["connect_url"]
+        .as_str()
+        .unwrap()
+        .strip_prefix(&app.base_url)
+        .unwrap()
+        .to_owned();
+    browser.sign_in(&app, SANDBOX_EMAIL, "/account").await;
+    let resp = browser.get(&path).await;
+    assert_eq!(resp.status(), 410);
+    let page = resp.text().await.unwrap();
+    assert!(
+        page.contains("Link expired") && !page.contains("id=\"continue\""),
+        "{page}"
+    );
+}
+
+#[tokio::test]
+async fn unknown_providers_are_refused_and_nothing_is_created() {
+    let app = app_with(None).await;
+    for provider in [
+        "shop-sandbox",
+        "booking-sandbox2",
+        "Booking-Sandbox",
+        "x",
+        "../etc",
+    ] {
+        let resp = app
+            .http
+            .post(app.url(&format!("/api/connections/{provider}/start")))
+            .header("Authorization", bearer(&app.api_key))
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap();
+        if resp.status() == 404 {
+            continue; // a path that is not a provider segment at all
+        }
+        problem(resp, 422, "unknown_provider").await;
+    }
+    let status = app
+        .http
+        .get(app.url(&format!("/api/connections/{PROVIDER}")))
+        .header("Authorization", bearer(&app.api_key))
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
+    assert_eq!(status["state"], "none");
+    let no_key = app
+        .http
+        .get(app.url(&format!("/api/connections/{PROVIDER}")))
+        .send()
+        .await
+        .unwrap();
+    problem(no_key, 401, "missing_api_key").await;
+}
+
+#[tokio::test]
+async fn a_link_opened_by_another_account_connects_nothing() {
+    let app = app_with(None).await;
+    let started = start(&app, None).await;
+    let browser = Browser::new(&app);
+    let path = started["connect_url"]
+        .as_str()
+        .unwrap()
+        .strip_prefix(&app.base_url)
+        .unwrap()
+        .to_owned();
+    browser
+        .sign_in(&app, "intruder@example.com", "/account")
+        .await;
+    let resp = browser.get(&path).await;
+    assert_eq!(resp.status(), 403);
+    let page = resp.text().await.unwrap();
+    assert!(page.contains("belongs to another account"), "{page}");
+    assert_eq!(poll(&app).await["state"], "pending");
+}
+
+#[tokio::test]
+async fn credentials_that_cannot_be_refreshed_expire_and_the_action_is_not_charged() {
+    let clock = TestClock::new();
+    let app = app_with(Some(clock.clone())).await;
+    let started = start(&app, None).await;
+    human_decides(&app, started["connect_url"].as_str().unwrap(), "approve").await;
+    assert_eq!(poll(&app).await["connected"], true);
+
+    // Past the access token's life: refreshed transparently, the action runs.
+    clock.advance(Duration::from_secs(svc::startup::ACCESS_TOKEN_SECONDS + 60));
+    assert_eq!(list_bookings(&app).await.status(), 200);
+
+    // The provider stops honouring the refresh token: the connection expires, nothing is charged.
+    clock.advance(Duration::from_secs(svc::startup::ACCESS_TOKEN_SECONDS + 60));
+    app.auth.as_ref().unwrap().allow_refresh(false);
+    let balance = spendable(&app).await;
+    let refused = problem(list_bookings(&app).await, 403, "connection_expired").await;
+    assert_eq!(refused["next_action"]["kind"], "connect");
+    assert_eq!(spendable(&app).await, balance);
+    let expired = poll(&app).await;
+    assert_eq!(
+        (expired["state"].as_str(), expired["connected"].as_bool()),
+        (Some("expired"), Some(false))
+    );
+}
