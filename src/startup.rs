@@ -273,6 +273,7 @@ pub fn ports(stores: &Stores, world: &World) -> anyhow::Result<(Ports, Option<Ar
         telemetry: stores.telemetry.clone(),
         billing: stores.billing.clone(),
         scans: stores.scans.clone(),
+        authorities: stores.authorities.clone(),
         payments,
         mailer,
         transport: fetcher.clone(),

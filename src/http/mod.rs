@@ -3,6 +3,7 @@
 
 pub mod actions;
 pub mod auth;
+pub mod authority;
 pub mod limits;
 pub mod meta;
 pub mod middleware;
@@ -40,6 +41,8 @@ pub enum Tags {
     Signup,
     /// Credits, plan and metering of the calling account.
     Usage,
+    /// Delegated payment authorities: read them, check one at its revocation URL, revoke it.
+    PaymentAuthorities,
     /// Agent traffic events and the conversion funnel.
     Telemetry,
     /// Public audits of a site's readiness for agents.
@@ -84,6 +87,7 @@ type Apis = (
     actions::ActionsApi,
     telemetry::TelemetryApi,
     readiness::ReadinessApi,
+    authority::AuthorityApi,
 );
 
 fn openapi_service(ctx: &AppContext) -> OpenApiService<Apis, ()> {
@@ -96,6 +100,7 @@ fn openapi_service(ctx: &AppContext) -> OpenApiService<Apis, ()> {
             actions::ActionsApi { ctx: ctx.clone() },
             telemetry::TelemetryApi { ctx: ctx.clone() },
             readiness::ReadinessApi { ctx: ctx.clone() },
+            authority::AuthorityApi { ctx: ctx.clone() },
         ),
         "Agent action and commerce service",
         env!("CARGO_PKG_VERSION"),

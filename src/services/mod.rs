@@ -2,6 +2,7 @@
 
 pub mod actions;
 pub mod auth;
+pub mod authority;
 pub mod billing;
 pub mod identity;
 pub mod keys;
@@ -14,13 +15,14 @@ pub mod usage;
 use std::sync::Arc;
 
 use svc_ports::{
-    AccountStore, ActionTransport, BillingStore, Clock, Entropy, Environment, IdentityStore,
-    LedgerStore, Mailer, MapStore, PageCache, PageExtractor, PageFetcher, PaymentProvider,
-    ScanStore, Signer, TaskStore, TelemetryStore,
+    AccountStore, ActionTransport, AuthorityStore, BillingStore, Clock, Entropy, Environment,
+    IdentityStore, LedgerStore, Mailer, MapStore, PageCache, PageExtractor, PageFetcher,
+    PaymentProvider, ScanStore, Signer, TaskStore, TelemetryStore,
 };
 
 pub use actions::{ActionService, ExecuteRefusal, ExecuteRequest, Executed};
 pub use auth::{AuthError, Authenticator, Principal};
+pub use authority::{AuthorityFailure, AuthorityReport, AuthorityService, NewAuthority};
 pub use billing::{BillingFailure, BillingService, BillingSettings};
 pub use identity::{IdentityFailure, IdentityService, IdentitySettings, SignupKey};
 pub use keys::{CreateKey, IssuedKey, KeyService, KeyServiceError};
@@ -39,6 +41,7 @@ pub struct Ports {
     pub telemetry: Arc<dyn TelemetryStore>,
     pub billing: Arc<dyn BillingStore>,
     pub scans: Arc<dyn ScanStore>,
+    pub authorities: Arc<dyn AuthorityStore>,
     /// The payment provider; `None` when billing is not configured.
     pub payments: Option<Arc<dyn PaymentProvider>>,
     pub mailer: Arc<dyn Mailer>,
@@ -60,6 +63,7 @@ pub struct Services {
     pub usage: UsageService,
     pub read: ReadService,
     pub readiness: readiness::ReadinessService,
+    pub authorities: AuthorityService,
 }
 
 impl Services {
@@ -74,7 +78,13 @@ impl Services {
         Self {
             auth: Authenticator::new(ports.accounts.clone(), environment),
             identity: IdentityService::new(ports.clone(), keys.clone(), identity),
-            actions: ActionService::new(ports.clone()),
+            actions: ActionService::new(ports.clone()).with_site_url(&site_url),
+            authorities: AuthorityService::new(
+                ports.authorities.clone(),
+                ports.clock.clone(),
+                ports.entropy.clone(),
+                &site_url,
+            ),
             telemetry: telemetry::TelemetryService::new(
                 ports.telemetry.clone(),
                 ports.clock.clone(),
