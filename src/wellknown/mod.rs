@@ -301,7 +301,7 @@ pub fn mcp_apps(ctx: &AppContext) -> Value {
                 "create": format!("{site}/account#payment-authorities"),
                 "list": format!("{base}/api/payment-authorities"),
                 "read": format!("{base}/api/payment-authorities/{{authority_id}}"),
-                "revocation": format!("{site}/api/payment-authorities/{{authority_id}}/revocation"),
+                "revocation": "each authority's revocation_url: GET reports status and remaining without credentials; POST revokes (the owning account)",
                 "created_by": "the signed-in human on the account page; never an API key"
             },
             "verification": {
@@ -403,7 +403,7 @@ pub fn payment_protocols(ctx: &AppContext) -> Value {
                 "schema": format!("{site}/.well-known/payment-authority.schema.json"),
                 "create": format!("{site}/account#payment-authorities"),
                 "list": format!("{}/api/payment-authorities", ctx.origins.base_url),
-                "revocation": format!("{site}/api/payment-authorities/{{authority_id}}/revocation"),
+                "revocation": "each authority's revocation_url (GET: status and remaining; POST: revoke)",
             },
             {
                 "id": "verification-artifact",
