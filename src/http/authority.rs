@@ -224,7 +224,10 @@ impl AuthorityApi {
     ///
     /// No credentials: the URL is the capability. Reports `active`, `revoked`, `expired` or
     /// `exhausted` and what remains in the current window.
-    #[oai(path = "/api/payment-authorities/:authority_id/revocation", method = "get")]
+    #[oai(
+        path = "/api/payment-authorities/:authority_id/revocation",
+        method = "get"
+    )]
     async fn revocation_status(
         &self,
         /// `pa_...`
@@ -243,7 +246,10 @@ impl AuthorityApi {
     /// it was). Needs the owning account: its API key (`Authorization: Bearer svc_...`) or its
     /// signed-in web session from this site's pages. Idempotent: revoking again answers the
     /// same. Another account's authority is 404.
-    #[oai(path = "/api/payment-authorities/:authority_id/revocation", method = "post")]
+    #[oai(
+        path = "/api/payment-authorities/:authority_id/revocation",
+        method = "post"
+    )]
     async fn revoke(
         &self,
         req: &Request,

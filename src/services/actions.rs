@@ -13,8 +13,9 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 use svc_ports::{
     ActionRequest, ActionResponse, ActionSpec, AgentMap, ArtifactId, ArtifactSource,
-    ArtifactStatus, AuthorityId, AuthorityRefusal, AuthoritySpend, BeginOutcome, Domain, FailureClass, FetchError, LedgerEntryId, MapDocument,
-    NewTask, SettleOutcome, Settlement, TaskId, TaskRecord, TaskStatus, VerificationArtifact,
+    ArtifactStatus, AuthorityId, AuthorityRefusal, AuthoritySpend, BeginOutcome, Domain,
+    FailureClass, FetchError, LedgerEntryId, MapDocument, NewTask, SettleOutcome, Settlement,
+    TaskId, TaskRecord, TaskStatus, VerificationArtifact,
     actions::{BodyTemplate, OutputSource},
     store::MapStoreError,
     tasks::MAX_IDEMPOTENCY_KEY_LEN,
@@ -1071,7 +1072,12 @@ fn failure_body(class: FailureClass, detail: &str, task: &TaskRecord, artifact: 
 /// What a payment artifact's evidence says about the money: always the spend (and whether it
 /// was given back); on completion, when the authority asks for one, a receipt with the site's
 /// payment id.
-fn payment_evidence(evidence: &mut Value, p: &PaymentContext, observed: &Observed, at: DateTime<Utc>) {
+fn payment_evidence(
+    evidence: &mut Value,
+    p: &PaymentContext,
+    observed: &Observed,
+    at: DateTime<Utc>,
+) {
     let Some(map) = evidence.as_object_mut() else {
         return;
     };

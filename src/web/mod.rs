@@ -742,7 +742,10 @@ async fn render_account(
         Err(e) => return visit.failure(IdentityFailure::Internal(anyhow::Error::new(e))),
     };
     let page = AccountPage {
-        authorities: authorities.iter().map(authority::AuthorityRow::of).collect(),
+        authorities: authorities
+            .iter()
+            .map(authority::AuthorityRow::of)
+            .collect(),
         signed_in_as: visit.signed_in_as(),
         csrf: visit.csrf(),
         notice,
@@ -775,11 +778,12 @@ async fn account_page(req: &Request, ctx: Data<&AppContext>, q: Query<AccountQue
     };
     let notice = match q.notice.as_deref() {
         Some("revoked") => Some("The key was revoked; requests with it now get 401.".to_owned()),
-        Some("authority-created") => Some(
-            "The payment authority was created; give its id to your agent.".to_owned(),
-        ),
+        Some("authority-created") => {
+            Some("The payment authority was created; give its id to your agent.".to_owned())
+        }
         Some("authority-revoked") => Some(
-            "The payment authority was revoked; no further payment is accepted under it.".to_owned(),
+            "The payment authority was revoked; no further payment is accepted under it."
+                .to_owned(),
         ),
         Some("checkout-cancelled") => {
             Some("Checkout was cancelled; nothing was charged.".to_owned())
