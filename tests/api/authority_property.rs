@@ -29,9 +29,9 @@ enum Op {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        4 => (1..700i64).prop_map(Op::Spend),
+        5 => (1..700i64).prop_map(Op::Spend),
         1 => (1..700i64).prop_map(Op::Declined),
-        3 => proptest::collection::vec(1..500i64, 2..6).prop_map(Op::Burst),
+        4 => proptest::collection::vec(1..500i64, 2..6).prop_map(Op::Burst),
         1 => Just(Op::Revoke),
         2 => (1..40i64).prop_map(Op::AdvanceHours),
     ]
@@ -52,7 +52,7 @@ fn run_property(make: impl Fn() -> futures_util::future::BoxFuture<'static, Stor
         .build()
         .unwrap();
     let config = ProptestConfig {
-        cases: 4,
+        cases: 6,
         failure_persistence: None,
         ..ProptestConfig::default()
     };
@@ -62,7 +62,7 @@ fn run_property(make: impl Fn() -> futures_util::future::BoxFuture<'static, Stor
             &(
                 interval(),
                 100..1500i64,
-                proptest::collection::vec(op(), 1..12),
+                proptest::collection::vec(op(), 1..16),
             ),
             |(interval, value, ops)| {
                 runtime.block_on(async {
