@@ -556,6 +556,62 @@ mod tests {
     }
 
     #[test]
+    fn payments_point_at_an_integer_param_of_an_order_or_booking() {
+        let pay = |family: &str, amount_type: &str, payment: Value| -> Result<(), MapError> {
+            let spec: ActionSpec = serde_json::from_value(json!({
+                "name": "pay",
+                "description": "Pay.",
+                "family": family,
+                "params_schema": {"type": "object", "properties": {
+                    "amount": {"type": amount_type}, "order": {"type": "object", "properties": {"cents": {"type": "integer"}}}}},
+                "consequential": true,
+                "request": {"method": "POST", "path": "/pay"},
+                "verify": {"status": [201]},
+                "outputs": [{"name": "payment_id", "from": "json", "pointer": "/id"}],
+                "output_schema": {"type": "object"},
+                "payment": payment
+            }))
+            .unwrap();
+            spec.check()
+        };
+        let ok = json!({"amount": "/amount", "currency": "usd", "reference": "payment_id"});
+        assert!(pay("order", "integer", ok.clone()).is_ok());
+        assert!(
+            pay(
+                "booking",
+                "integer",
+                json!({"amount": "/order/cents", "currency": "eur"})
+            )
+            .is_ok()
+        );
+        assert!(pay("form_submit", "integer", ok.clone()).is_err());
+        assert!(pay("order", "string", ok.clone()).is_err());
+        assert!(
+            pay(
+                "order",
+                "integer",
+                json!({"amount": "/missing", "currency": "usd"})
+            )
+            .is_err()
+        );
+        assert!(
+            pay(
+                "order",
+                "integer",
+                json!({"amount": "/amount", "currency": "usd", "reference": "nope"})
+            )
+            .is_err()
+        );
+        assert!(
+            serde_json::from_value::<PaymentSpec>(json!({"amount": "/a", "currency": "dollars"}))
+                .is_err()
+        );
+        let spec: PaymentSpec = serde_json::from_value(ok).unwrap();
+        assert_eq!(spec.amount_of(&json!({"amount": 250})), Some(250));
+        assert_eq!(spec.amount_of(&json!({"amount": "250"})), None);
+    }
+
+    #[test]
     fn domains_are_lowercase_hosts() {
         assert_eq!(
             Domain::parse("Shop.Example.COM.").unwrap().as_str(),
