@@ -331,6 +331,7 @@ pub fn ports(stores: &Stores, world: &World) -> anyhow::Result<(Ports, Option<Ar
                 .context("building the OAuth client")?,
         ),
         sealer: Arc::new(sealer(&world.sealing)?),
+        authorities: stores.authorities.clone(),
         payments,
         mailer,
         transport: fetcher.clone(),

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::keys::Scopes;
+use crate::{billing::Currency, keys::Scopes};
 
 /// The scope every execution needs.
 pub const EXECUTE_SCOPE: &str = "execute";
@@ -236,6 +236,41 @@ pub struct ActionSpec {
     pub outputs: Vec<OutputField>,
     /// JSON Schema of the typed result (the object of `outputs`).
     pub output_schema: Value,
+    /// Set on actions that pay money (families `order` and `booking` only): they run only
+    /// under a delegated payment authority that covers the amount.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payment: Option<PaymentSpec>,
+}
+
+/// What a payment action pays: the amount is read from the params, the currency is the map's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PaymentSpec {
+    /// JSON pointer into `params` to a declared integer param: the amount in minor units.
+    pub amount: String,
+    /// Lowercase ISO 4217 code of the amount.
+    pub currency: Currency,
+    /// The output field that carries the site's payment id (put in receipts), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+}
+
+impl PaymentSpec {
+    /// The amount the params name, when it is an integer there.
+    pub fn amount_of(&self, params: &Value) -> Option<i64> {
+        params.pointer(&self.amount).and_then(Value::as_i64)
+    }
+
+    /// The param schema the amount pointer names, walking `properties`.
+    fn param_schema<'a>(&self, params_schema: &'a Value) -> Option<&'a Value> {
+        let mut at = params_schema;
+        let path = self.amount.strip_prefix('/')?;
+        for segment in path.split('/') {
+            let key = segment.replace("~1", "/").replace("~0", "~");
+            at = at.get("properties")?.get(&key)?;
+        }
+        Some(at)
+    }
 }
 
 fn default_cost() -> i64 {
@@ -357,6 +392,24 @@ impl ActionSpec {
         names.sort();
         if names.windows(2).any(|w| w[0] == w[1]) {
             return bad("output names must be unique");
+        }
+        if let Some(payment) = &self.payment {
+            if !matches!(self.family, ActionFamily::Order | ActionFamily::Booking) {
+                return bad("only order and booking actions may declare a payment");
+            }
+            let integer = payment
+                .param_schema(&self.params_schema)
+                .and_then(|s| s.get("type"))
+                .and_then(Value::as_str)
+                == Some("integer");
+            if !integer {
+                return bad("payment.amount must point to a declared integer param");
+            }
+            if let Some(r) = &payment.reference
+                && !names.contains(&r.as_str())
+            {
+                return bad("payment.reference must name an output");
+            }
         }
         Ok(())
     }
@@ -500,6 +553,62 @@ mod tests {
             "output_schema": {"type": "object"}
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn payments_point_at_an_integer_param_of_an_order_or_booking() {
+        let pay = |family: &str, amount_type: &str, payment: Value| -> Result<(), MapError> {
+            let spec: ActionSpec = serde_json::from_value(json!({
+                "name": "pay",
+                "description": "Pay.",
+                "family": family,
+                "params_schema": {"type": "object", "properties": {
+                    "amount": {"type": amount_type}, "order": {"type": "object", "properties": {"cents": {"type": "integer"}}}}},
+                "consequential": true,
+                "request": {"method": "POST", "path": "/pay"},
+                "verify": {"status": [201]},
+                "outputs": [{"name": "payment_id", "from": "json", "pointer": "/id"}],
+                "output_schema": {"type": "object"},
+                "payment": payment
+            }))
+            .unwrap();
+            spec.check()
+        };
+        let ok = json!({"amount": "/amount", "currency": "usd", "reference": "payment_id"});
+        assert!(pay("order", "integer", ok.clone()).is_ok());
+        assert!(
+            pay(
+                "booking",
+                "integer",
+                json!({"amount": "/order/cents", "currency": "eur"})
+            )
+            .is_ok()
+        );
+        assert!(pay("form_submit", "integer", ok.clone()).is_err());
+        assert!(pay("order", "string", ok.clone()).is_err());
+        assert!(
+            pay(
+                "order",
+                "integer",
+                json!({"amount": "/missing", "currency": "usd"})
+            )
+            .is_err()
+        );
+        assert!(
+            pay(
+                "order",
+                "integer",
+                json!({"amount": "/amount", "currency": "usd", "reference": "nope"})
+            )
+            .is_err()
+        );
+        assert!(
+            serde_json::from_value::<PaymentSpec>(json!({"amount": "/a", "currency": "dollars"}))
+                .is_err()
+        );
+        let spec: PaymentSpec = serde_json::from_value(ok).unwrap();
+        assert_eq!(spec.amount_of(&json!({"amount": 250})), Some(250));
+        assert_eq!(spec.amount_of(&json!({"amount": "250"})), None);
     }
 
     #[test]

@@ -231,6 +231,22 @@ pub enum AuthorityRefusal {
     InvalidAmount,
 }
 
+impl AuthorityRefusal {
+    /// A short machine-readable reason, named in problems.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::UnknownAuthority => "unknown",
+            Self::Revoked => "revoked",
+            Self::Expired => "expired",
+            Self::ScopeNotAllowed => "scope",
+            Self::CurrencyMismatch => "currency",
+            Self::Exhausted => "exhausted",
+            Self::OverLimit { .. } => "over_limit",
+            Self::InvalidAmount => "invalid_amount",
+        }
+    }
+}
+
 /// Start of the window that contains `now` (the first window for a time before `created_at`).
 pub fn window_start(authority: &PaymentAuthority, now: DateTime<Utc>) -> DateTime<Utc> {
     let Some(len) = authority.amount_limit.interval().window_len() else {

@@ -1,5 +1,5 @@
 //! The sandbox's action sites, wiremock servers on loopback that its executor may reach under
-//! their `.sandbox.test` names: a shop (search, product, cart, order, an HTML confirmation
+//! their `.sandbox.test` names: a shop (search, product, cart, order, payment, an HTML confirmation
 //! page), a booking site whose actions need a connection, and a site that fails on purpose
 //! (a 500, a 30-second answer, garbage, an unconfirmed submit). Their Agent Maps are in
 //! `sandbox/maps/`, published by `svc sandbox`.
@@ -142,6 +142,28 @@ impl Respond for Order {
     }
 }
 
+/// Payments for orders: an `ord-...` order and a positive amount are paid; anything else is
+/// declined (402), so a payment can fail on purpose.
+struct Payment(AtomicU64);
+
+impl Respond for Payment {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        let amount = body["amount"].as_i64().unwrap_or(0);
+        match body["order_id"].as_str() {
+            Some(order) if order.starts_with("ord-") && amount > 0 => {
+                let n = self.0.fetch_add(1, Ordering::Relaxed);
+                json_response(
+                    201,
+                    json!({"payment_id": format!("pay-{n}"), "order_id": order, "amount": amount,
+                        "currency": "usd", "status": "paid"}),
+                )
+            }
+            _ => json_response(402, json!({"status": "declined", "error": "no such order"})),
+        }
+    }
+}
+
 struct OrderPage;
 
 impl Respond for OrderPage {
@@ -212,6 +234,11 @@ impl ActionSites {
         Mock::given(method("POST"))
             .and(path("/api/orders"))
             .respond_with(Order(AtomicU64::new(1)))
+            .mount(&shop)
+            .await;
+        Mock::given(method("POST"))
+            .and(path("/api/payments"))
+            .respond_with(Payment(AtomicU64::new(1)))
             .mount(&shop)
             .await;
         Mock::given(method("GET"))

@@ -56,6 +56,18 @@ pub struct ActionInfo {
     pub cost: i64,
     /// JSON Schema of `result` when it completes.
     pub output_schema: Value,
+    /// Present on actions that pay money: they need a payment authority (`authority_id`).
+    #[oai(skip_serializing_if_is_none)]
+    pub payment: Option<PaymentInfo>,
+}
+
+/// What a payment action pays, and where the amount comes from.
+#[derive(Debug, Clone, Object)]
+pub struct PaymentInfo {
+    /// JSON pointer into `params` to the amount (an integer in minor units).
+    pub amount: String,
+    /// Lowercase ISO 4217 code; the authority must be in this currency.
+    pub currency: String,
 }
 
 impl From<&ActionSpec> for ActionInfo {
@@ -100,6 +112,10 @@ impl From<&ActionSpec> for ActionInfo {
             scopes: a.required_scopes(),
             cost: a.cost,
             output_schema: a.output_schema.clone(),
+            payment: a.payment.as_ref().map(|p| PaymentInfo {
+                amount: p.amount.clone(),
+                currency: p.currency.to_string(),
+            }),
         }
     }
 }
@@ -144,6 +160,10 @@ pub struct ExecuteBody {
     pub action: StrictString,
     /// Parameters keyed exactly as discover lists them.
     pub params: Value,
+    /// For actions that pay (discover shows their `payment`): the `pa_...` id of a payment
+    /// authority the human created on the site. Other actions ignore it.
+    #[oai(validator(min_length = 1, max_length = 64))]
+    pub authority_id: Option<StrictString>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
@@ -344,6 +364,18 @@ impl From<ExecuteRefusal> for ApiProblem {
                 ApiProblem::new(FailureClass::ConnectionProviderUnavailable, detail)
                     .retry_after(std::time::Duration::from_secs(30))
             }
+            ExecuteRefusal::PaymentAuthorityRequired { account_url, .. } => {
+                ApiProblem::new(FailureClass::PaymentAuthorityRequired, detail)
+                    .next_action(NextActionKind::Approve, Some(account_url))
+            }
+            ExecuteRefusal::PaymentAuthorityRefused { reason, .. } => {
+                let class = if reason == svc_ports::AuthorityRefusal::InvalidAmount {
+                    FailureClass::InvalidRequest
+                } else {
+                    FailureClass::PaymentAuthorityRefused
+                };
+                ApiProblem::new(class, detail)
+            }
             ExecuteRefusal::InsufficientCredits { .. } => {
                 ApiProblem::new(FailureClass::InsufficientCredits, detail)
                     .next_action(NextActionKind::TopUp, None)
@@ -451,6 +483,7 @@ impl ActionsApi {
         let request = ExecuteRequest {
             domain: body.domain.as_str().to_owned(),
             action: body.action.as_str().to_owned(),
+            authority_id: body.authority_id.as_ref().map(|a| a.as_str().to_owned()),
             params: body.0.params,
             idempotency_key: idempotency_key.0,
         };

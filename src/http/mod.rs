@@ -3,6 +3,7 @@
 
 pub mod actions;
 pub mod auth;
+pub mod authority;
 pub mod connections;
 pub mod limits;
 pub mod meta;
@@ -41,6 +42,8 @@ pub enum Tags {
     Signup,
     /// Credits, plan and metering of the calling account.
     Usage,
+    /// Delegated payment authorities: read them, check one at its revocation URL, revoke it.
+    PaymentAuthorities,
     /// Agent traffic events and the conversion funnel.
     Telemetry,
     /// Public audits of a site's readiness for agents.
@@ -88,6 +91,7 @@ type Apis = (
     telemetry::TelemetryApi,
     readiness::ReadinessApi,
     connections::ConnectionsApi,
+    authority::AuthorityApi,
 );
 
 fn openapi_service(ctx: &AppContext) -> OpenApiService<Apis, ()> {
@@ -101,6 +105,7 @@ fn openapi_service(ctx: &AppContext) -> OpenApiService<Apis, ()> {
             telemetry::TelemetryApi { ctx: ctx.clone() },
             readiness::ReadinessApi { ctx: ctx.clone() },
             connections::ConnectionsApi { ctx: ctx.clone() },
+            authority::AuthorityApi { ctx: ctx.clone() },
         ),
         "Agent action and commerce service",
         env!("CARGO_PKG_VERSION"),

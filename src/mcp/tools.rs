@@ -300,7 +300,7 @@ fn action_specs() -> Vec<ToolSpec> {
         ToolSpec {
             name: "execute",
             title: "Execute one action",
-            description: "Runs one mapped action: {domain, action, params} with names and keys exactly as discover gave                 them. The outcome is verified by the site's map, never assumed from an accepted request. Completed:                 about one credit (the action's cost) is charged and you get the typed `result` with a signed `artifact`.                 Failed: nothing is charged, and the error carries failure_class, retryable, hint and the artifact of                 the failure. Pass idempotency_key to make a retry safe: the same key never charges twice. Consequential                 actions (orders, bookings) need the human's explicit approval and a key with execute:consequential.",
+            description: "Runs one mapped action: {domain, action, params} with names and keys exactly as discover gave                 them. The outcome is verified by the site's map, never assumed from an accepted request. Completed:                 about one credit (the action's cost) is charged and you get the typed `result` with a signed `artifact`.                 Failed: nothing is charged, and the error carries failure_class, retryable, hint and the artifact of                 the failure. Pass idempotency_key to make a retry safe: the same key never charges twice. Consequential                 actions (orders, bookings) need the human's explicit approval and a key with execute:consequential.                 Actions that pay money (discover shows their `payment`) also need authority_id, a payment authority the                 human created on the site; without one the answer is payment_authority_required.",
             needs_api_key: true,
             read_only: false,
             input_schema: json!({
@@ -312,7 +312,9 @@ fn action_specs() -> Vec<ToolSpec> {
                     "action": {"type": "string", "minLength": 1, "maxLength": 64},
                     "params": {"type": "object"},
                     "idempotency_key": {"type": "string", "minLength": 1, "maxLength": 255,
-                        "description": "Same key, same billing task: a retry returns the first answer."}
+                        "description": "Same key, same billing task: a retry returns the first answer."},
+                    "authority_id": {"type": "string", "minLength": 1, "maxLength": 64,
+                        "description": "For actions that pay (discover shows their payment): the pa_... id of a payment authority the human created on the site. Ignored by other actions."}
                 }
             }),
             output_schema: crate::http::json_schema_of::<crate::http::actions::ExecutionResult>(),
@@ -739,6 +741,7 @@ async fn action_tool(
                 action,
                 params: args.get("params").cloned().unwrap_or(Value::Null),
                 idempotency_key: text("idempotency_key"),
+                authority_id: text("authority_id"),
             };
             let executed = ctx.services.actions.execute(principal, request).await;
             if let Ok(e) = &executed

@@ -13,8 +13,9 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 use svc_ports::{
     ActionRequest, ActionResponse, ActionSpec, AgentMap, ArtifactId, ArtifactSource,
-    ArtifactStatus, BeginOutcome, Domain, FailureClass, FetchError, LedgerEntryId, MapDocument,
-    NewTask, SettleOutcome, Settlement, TaskId, TaskRecord, TaskStatus, VerificationArtifact,
+    ArtifactStatus, AuthorityId, AuthorityRefusal, AuthoritySpend, BeginOutcome, Domain,
+    FailureClass, FetchError, LedgerEntryId, MapDocument, NewTask, SettleOutcome, Settlement,
+    TaskId, TaskRecord, TaskStatus, VerificationArtifact,
     actions::{BodyTemplate, OutputSource},
     store::MapStoreError,
     tasks::MAX_IDEMPOTENCY_KEY_LEN,
@@ -48,6 +49,16 @@ pub enum ExecuteRefusal {
     ConnectionExpired { provider: String },
     #[error("the authorization server of `{provider}` is unavailable")]
     ConnectionProviderUnavailable { provider: String },
+    #[error(
+        "`{action}` pays money: it runs only under a payment authority the human created on the site; pass its authority_id"
+    )]
+    PaymentAuthorityRequired { action: String, account_url: String },
+    /// The authority does not allow the spend; `detail` names the reason and what remains.
+    #[error("{detail}")]
+    PaymentAuthorityRefused {
+        reason: AuthorityRefusal,
+        detail: String,
+    },
     #[error("this action costs {cost} credits and {spendable} are spendable")]
     InsufficientCredits { cost: i64, spendable: i64 },
     #[error("a request with this Idempotency-Key is still running")]
@@ -84,6 +95,17 @@ pub struct ExecuteRequest {
     pub action: String,
     pub params: Value,
     pub idempotency_key: Option<String>,
+    /// The payment authority a payment action spends under; other actions ignore it.
+    pub authority_id: Option<String>,
+}
+
+/// The payment a task makes, carried from begin to settle.
+struct PaymentContext {
+    spend: AuthoritySpend,
+    receipt_required: bool,
+    verification_required: bool,
+    /// The output field with the site's payment id.
+    reference: Option<String>,
 }
 
 /// How the action turned out, before it is settled.
@@ -107,6 +129,8 @@ type MapCache = Mutex<HashMap<String, (std::time::Instant, Option<Arc<AgentMap>>
 pub struct ActionService {
     ports: Ports,
     connections: super::connections::ConnectionService,
+    /// Where a human creates payment authorities (named in `payment_authority_required`).
+    account_url: String,
     schemas: SchemaCache,
     published: MapCache,
 }
@@ -255,9 +279,16 @@ impl ActionService {
         Self {
             ports,
             connections,
+            account_url: "/account".into(),
             schemas: Mutex::new(HashMap::new()),
             published: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Names the site's account page in payment problems.
+    pub fn with_site_url(mut self, site_url: &str) -> Self {
+        self.account_url = format!("{}/account", site_url.trim_end_matches('/'));
+        self
     }
 
     fn now(&self) -> DateTime<Utc> {
@@ -475,10 +506,13 @@ impl ActionService {
             None => None,
         };
 
-        let fingerprint = sha256_hex(
-            sorted_json(&json!({"domain": map.document.domain.as_str(), "action": action.name, "params": request.params}))
-                .as_bytes(),
-        );
+        let payment = self.payment_of(&action, &request).await?;
+        let mut canonical = json!({"domain": map.document.domain.as_str(), "action": action.name, "params": request.params});
+        if let Some(p) = &payment {
+            // Another authority is another request under the same Idempotency-Key.
+            canonical["authority_id"] = json!(p.spend.authority_id.as_str());
+        }
+        let fingerprint = sha256_hex(sorted_json(&canonical).as_bytes());
         let new_task = NewTask {
             id: TaskId::from_ulid(self.ports.entropy.ulid()),
             account_id: principal.account.id.clone(),
@@ -489,8 +523,7 @@ impl ActionService {
             idempotency_key: request.idempotency_key.clone(),
             fingerprint,
             hold_entry: LedgerEntryId::from_ulid(self.ports.entropy.ulid()),
-            // Issue 7: execute does not spend under a payment authority yet.
-            authority_spend: None,
+            authority_spend: payment.as_ref().map(|p| p.spend.clone()),
             created_at: self.now(),
         };
         let task = match self.ports.tasks.begin_task(&new_task).await {
@@ -512,16 +545,69 @@ impl ActionService {
                     spendable,
                 });
             }
-            // Unreachable until execute asks for an authority spend (issue 7).
-            Ok(BeginOutcome::AuthorityRefused(refusal)) => {
-                return Err(anyhow::anyhow!("payment authority refused: {refusal}").into());
+            Ok(BeginOutcome::AuthorityRefused(reason)) => {
+                let spend = payment.as_ref().map(|p| &p.spend);
+                return Err(refused(reason, spend));
             }
             Err(e) => return Err(anyhow::Error::new(e).context("beginning task").into()),
         };
         tracing::info!(task_id = %task.id, domain = %task.domain, action = %task.action, cost = task.cost, "task begun");
 
         let observed = self.run(&map, &action, params, credential.as_ref()).await;
-        self.settle(&task, observed).await
+        self.settle(&task, observed, payment.as_ref()).await
+    }
+
+    /// The spend a payment action asks for, or `None` for other actions (which ignore any
+    /// `authority_id`). Refused before anything is stored when no authority is named or the
+    /// amount is not an integer param.
+    async fn payment_of(
+        &self,
+        action: &ActionSpec,
+        request: &ExecuteRequest,
+    ) -> Result<Option<PaymentContext>, ExecuteRefusal> {
+        let Some(spec) = &action.payment else {
+            return Ok(None);
+        };
+        let Some(raw) = request
+            .authority_id
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        else {
+            return Err(ExecuteRefusal::PaymentAuthorityRequired {
+                action: action.name.clone(),
+                account_url: self.account_url.clone(),
+            });
+        };
+        let amount = spec.amount_of(&request.params).ok_or_else(|| {
+            ExecuteRefusal::InvalidParams(format!(
+                "params must carry the amount to pay at {} as an integer",
+                spec.amount
+            ))
+        })?;
+        let Ok(authority_id) = AuthorityId::parse(raw) else {
+            return Err(refused(AuthorityRefusal::UnknownAuthority, None));
+        };
+        // The flags never change after creation, so reading them before the task begins is
+        // safe; whether the spend is allowed is decided by begin_task, atomically.
+        let flags = self
+            .ports
+            .authorities
+            .authority(&authority_id, self.now())
+            .await?
+            .map(|(a, _)| (a.receipt_required, a.verification_required))
+            .unwrap_or((false, false));
+        Ok(Some(PaymentContext {
+            spend: AuthoritySpend {
+                authority_id,
+                amount,
+                currency: spec.currency.clone(),
+                scope: action.family.as_str().to_owned(),
+            },
+            receipt_required: flags.0,
+            verification_required: flags.1,
+            reference: spec.reference.clone(),
+        }))
     }
 
     /// Sends the request and checks the answer against the map's rules.
@@ -722,11 +808,23 @@ impl ActionService {
         &self,
         task: &TaskRecord,
         observed: Observed,
+        payment: Option<&PaymentContext>,
     ) -> Result<Executed, ExecuteRefusal> {
         let artifact_id = ArtifactId::from_ulid(self.ports.entropy.ulid());
         let at = self.now();
+        let mut evidence = observed.evidence.clone();
+        if let Some(p) = payment {
+            payment_evidence(&mut evidence, p, &observed, at);
+        }
         let (status, failure_class) = if observed.completed {
-            (ArtifactStatus::Completed, None)
+            // A payment whose outcome the map's rules confirmed is verified, unless the human
+            // asked for a separate verification of the business outcome.
+            let status = match payment {
+                None => ArtifactStatus::Completed,
+                Some(p) if p.verification_required => ArtifactStatus::PaymentCompleted,
+                Some(_) => ArtifactStatus::Verified,
+            };
+            (status, None)
         } else {
             (
                 ArtifactStatus::Failed,
@@ -742,7 +840,7 @@ impl ActionService {
             &observed.url,
             at,
             status,
-            observed.evidence.clone(),
+            evidence,
             failure_class,
         )?;
         let artifact_json = serde_json::to_value(&artifact).context("serialising artifact")?;
@@ -852,7 +950,8 @@ impl ActionService {
                 evidence: json!({"recovered": true, "began_at": task.created_at}),
                 result: Value::Null,
             };
-            match self.settle(&task, observed).await {
+            // A recovered payment task fails: the store gives its spend back.
+            match self.settle(&task, observed, None).await {
                 Ok(e) if !e.replayed => {
                     tracing::warn!(task_id = %task.id, "orphaned task settled as failed and refunded");
                     settled += 1;
@@ -999,6 +1098,60 @@ fn failure_body(class: FailureClass, detail: &str, task: &TaskRecord, artifact: 
         "credits_refunded": task.cost,
         "artifact": artifact,
     })
+}
+
+/// What a payment artifact's evidence says about the money: always the spend (and whether it
+/// was given back); on completion, when the authority asks for one, a receipt with the site's
+/// payment id.
+fn payment_evidence(
+    evidence: &mut Value,
+    p: &PaymentContext,
+    observed: &Observed,
+    at: DateTime<Utc>,
+) {
+    let Some(map) = evidence.as_object_mut() else {
+        return;
+    };
+    map.insert(
+        "payment".into(),
+        json!({
+            "authority_id": p.spend.authority_id.as_str(),
+            "amount": p.spend.amount,
+            "currency": p.spend.currency.as_str(),
+            "scope": p.spend.scope,
+            "spend": if observed.completed { "spent" } else { "released" },
+        }),
+    );
+    if observed.completed && p.receipt_required {
+        let payment_id = p
+            .reference
+            .as_deref()
+            .and_then(|r| observed.result.get(r))
+            .cloned()
+            .unwrap_or(Value::Null);
+        map.insert(
+            "receipt".into(),
+            json!({
+                "authority_id": p.spend.authority_id.as_str(),
+                "amount": p.spend.amount,
+                "currency": p.spend.currency.as_str(),
+                "payment_id": payment_id,
+                "paid_at": at,
+            }),
+        );
+    }
+}
+
+/// The refusal of a spend, with a detail naming the reason (and what remains when over it).
+fn refused(reason: AuthorityRefusal, spend: Option<&AuthoritySpend>) -> ExecuteRefusal {
+    let detail = match (&reason, spend) {
+        (AuthorityRefusal::OverLimit { remaining }, Some(s)) => format!(
+            "payment authority refused (over_limit): {} {} asked, {remaining} {} remaining in the current window",
+            s.amount, s.currency, s.currency
+        ),
+        _ => format!("payment authority refused ({}): {reason}", reason.code()),
+    };
+    ExecuteRefusal::PaymentAuthorityRefused { reason, detail }
 }
 
 fn replay(task: &TaskRecord) -> Result<Executed, ExecuteRefusal> {

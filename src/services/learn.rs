@@ -533,6 +533,7 @@ impl Learner<'_> {
                 },
                 outputs,
                 output_schema,
+                payment: None,
             },
         })
     }
@@ -820,6 +821,7 @@ impl Learner<'_> {
                     source: OutputSource::Status,
                 }],
                 output_schema: json!({"type": "object", "properties": {"http_status": {"type": "integer"}}}),
+                payment: None,
             },
         })
     }

@@ -2,6 +2,7 @@
 
 pub mod actions;
 pub mod auth;
+pub mod authority;
 pub mod billing;
 pub mod connections;
 pub mod identity;
@@ -15,13 +16,14 @@ pub mod usage;
 use std::sync::Arc;
 
 use svc_ports::{
-    AccountStore, ActionTransport, BillingStore, Clock, Entropy, Environment, IdentityStore,
-    LedgerStore, Mailer, MapStore, PageCache, PageExtractor, PageFetcher, PaymentProvider,
-    ScanStore, Signer, TaskStore, TelemetryStore,
+    AccountStore, ActionTransport, AuthorityStore, BillingStore, Clock, Entropy, Environment,
+    IdentityStore, LedgerStore, Mailer, MapStore, PageCache, PageExtractor, PageFetcher,
+    PaymentProvider, ScanStore, Signer, TaskStore, TelemetryStore,
 };
 
 pub use actions::{ActionService, ExecuteRefusal, ExecuteRequest, Executed};
 pub use auth::{AuthError, Authenticator, Principal};
+pub use authority::{AuthorityFailure, AuthorityReport, AuthorityService, NewAuthority};
 pub use billing::{BillingFailure, BillingService, BillingSettings};
 pub use identity::{IdentityFailure, IdentityService, IdentitySettings, SignupKey};
 pub use keys::{CreateKey, IssuedKey, KeyService, KeyServiceError};
@@ -44,6 +46,7 @@ pub struct Ports {
     /// The target sites' authorization servers, and the sealer of what they grant.
     pub connection_provider: Arc<dyn svc_ports::ConnectionProvider>,
     pub sealer: Arc<dyn svc_ports::SecretSealer>,
+    pub authorities: Arc<dyn AuthorityStore>,
     /// The payment provider; `None` when billing is not configured.
     pub payments: Option<Arc<dyn PaymentProvider>>,
     pub mailer: Arc<dyn Mailer>,
@@ -66,6 +69,7 @@ pub struct Services {
     pub read: ReadService,
     pub readiness: readiness::ReadinessService,
     pub connections: connections::ConnectionService,
+    pub authorities: AuthorityService,
 }
 
 impl Services {
@@ -89,7 +93,14 @@ impl Services {
         Self {
             auth: Authenticator::new(ports.accounts.clone(), environment),
             identity: IdentityService::new(ports.clone(), keys.clone(), identity),
-            actions: ActionService::new(ports.clone(), connections.clone()),
+            actions: ActionService::new(ports.clone(), connections.clone())
+                .with_site_url(&site_url),
+            authorities: AuthorityService::new(
+                ports.authorities.clone(),
+                ports.clock.clone(),
+                ports.entropy.clone(),
+                &site_url,
+            ),
             connections,
             telemetry: telemetry::TelemetryService::new(
                 ports.telemetry.clone(),

@@ -21,6 +21,8 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use svc_ports::{Account, ApiKeyRecord, ChallengePurpose, FailureClass};
 
+pub(crate) use authority::{from_this_site, session_account_of};
+
 use crate::{
     context::AppContext,
     http::{middleware::client_ip_of, problem::ApiProblem},
@@ -117,6 +119,7 @@ struct AccountPage {
     checkout_key: String,
     contact_url: String,
     receipts: Vec<billing::ReceiptRow>,
+    authorities: Vec<authority::AuthorityRow>,
 }
 
 #[derive(Template)]
@@ -420,6 +423,7 @@ fn scope_description(scope: &str) -> &'static str {
 }
 
 // Declared after `visit!`, which it uses.
+mod authority;
 mod billing;
 mod connect;
 mod readiness;
@@ -734,7 +738,15 @@ async fn render_account(
         Ok(b) => b,
         Err(e) => return visit.failure(IdentityFailure::Internal(anyhow::Error::new(e))),
     };
+    let authorities = match ctx.services.authorities.list(&account.id).await {
+        Ok(a) => a,
+        Err(e) => return visit.failure(IdentityFailure::Internal(anyhow::Error::new(e))),
+    };
     let page = AccountPage {
+        authorities: authorities
+            .iter()
+            .map(authority::AuthorityRow::of)
+            .collect(),
         signed_in_as: visit.signed_in_as(),
         csrf: visit.csrf(),
         notice,
@@ -767,6 +779,13 @@ async fn account_page(req: &Request, ctx: Data<&AppContext>, q: Query<AccountQue
     };
     let notice = match q.notice.as_deref() {
         Some("revoked") => Some("The key was revoked; requests with it now get 401.".to_owned()),
+        Some("authority-created") => {
+            Some("The payment authority was created; give its id to your agent.".to_owned())
+        }
+        Some("authority-revoked") => Some(
+            "The payment authority was revoked; no further payment is accepted under it."
+                .to_owned(),
+        ),
         Some("checkout-cancelled") => {
             Some("Checkout was cancelled; nothing was charged.".to_owned())
         }
@@ -904,7 +923,7 @@ pub fn home() -> impl poem::Endpoint<Output = Response> {
 
 /// Adds the human-facing pages to `route`.
 pub fn mount(route: Route) -> Route {
-    connect::mount(readiness::mount(billing::mount(route)))
+    connect::mount(readiness::mount(authority::mount(billing::mount(route))))
         .at("/signin", get(signin_page).post(signin_submit))
         .at("/signin/code", get(code_page).post(code_submit))
         .at("/signout", poem::post(signout))

@@ -171,9 +171,9 @@ pub fn payment_authority_schema(ctx: &AppContext) -> Value {
                 "type": "object",
                 "required": ["value", "interval"],
                 "properties": {
-                    "value": {"type": "integer", "minimum": 0, "description": "Minor units of `currency`."},
-                    "interval": {"type": "string", "description": "`single_use`, `day`, `week`, `month` or `total`.",
-                        "examples": ["single_use", "month"]}
+                    "value": {"type": "integer", "minimum": 1, "description": "Minor units of `currency`."},
+                    "interval": {"type": "string", "enum": ["single_use", "day", "week", "month"],
+                        "description": "`single_use`: one payment of at most `value`, ever. `day`, `week`, `month` (30 days): at most `value` per fixed window starting at `created_at`."}
                 }
             },
             "currency": {"type": "string", "pattern": "^[a-z]{3}$", "description": "Lowercase ISO 4217 code."},
@@ -297,7 +297,12 @@ pub fn mcp_apps(ctx: &AppContext) -> Value {
                 "status_tool": "svc_auth_status"
             },
             "payment_authority": {
-                "schema": format!("{site}/.well-known/payment-authority.schema.json")
+                "schema": format!("{site}/.well-known/payment-authority.schema.json"),
+                "create": format!("{site}/account#payment-authorities"),
+                "list": format!("{base}/api/payment-authorities"),
+                "read": format!("{base}/api/payment-authorities/{{authority_id}}"),
+                "revocation": "each authority's revocation_url: GET reports status and remaining without credentials; POST revokes (the owning account)",
+                "created_by": "the signed-in human on the account page; never an API key"
             },
             "verification": {
                 "jwks": format!("{site}/.well-known/jwks.json"),
@@ -394,8 +399,11 @@ pub fn payment_protocols(ctx: &AppContext) -> Value {
             },
             {
                 "id": "delegated-payment-authority",
-                "description": "A human-approved, bounded authority an agent names to run a payment action.",
+                "description": "A human-approved, bounded authority an agent names (execute's authority_id) to run a payment action; created by the signed-in human on the account page, never by an agent.",
                 "schema": format!("{site}/.well-known/payment-authority.schema.json"),
+                "create": format!("{site}/account#payment-authorities"),
+                "list": format!("{}/api/payment-authorities", ctx.origins.base_url),
+                "revocation": "each authority's revocation_url (GET: status and remaining; POST: revoke)",
             },
             {
                 "id": "verification-artifact",
@@ -432,7 +440,9 @@ Every live tool and endpoint needs `Authorization: Bearer svc_<API_KEY>`. Withou
 - [Action catalog]({site}/.well-known/action-catalog.json): allowed and disallowed action families, failure classes\n\
 - [JWKS]({site}/.well-known/jwks.json): keys that verify artifacts offline\n\
 - [Verification artifact schema]({site}/.well-known/payment-artifact.schema.json)\n\
-- [Payment authority schema]({site}/.well-known/payment-authority.schema.json)\n\n\
+- [Payment authority schema]({site}/.well-known/payment-authority.schema.json): actions that pay need `authority_id`, \
+an authority the human creates at {site}/account; read yours at `GET {base}/api/payment-authorities`, check or revoke one at its \
+`revocation_url`\n\n\
 ## Credits and billing\n\n\
 - [Agent commerce]({site}/.well-known/agent-commerce.json): plans, prices, metering, and how to start a purchase\n\
 - [Payment protocols]({site}/.well-known/payment-protocols.json): hosted checkout, signed webhooks, authorities, artifacts\n\

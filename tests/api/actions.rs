@@ -114,6 +114,7 @@ async fn discover_lists_exact_names_keys_providers_and_costs() {
             "get_product",
             "add_to_cart",
             "place_order",
+            "pay_order",
             "order_status"
         ]
     );

@@ -1,6 +1,8 @@
 //! API tests: the real app on a random port, driven over HTTP.
 
 mod actions;
+mod authority;
+mod authority_property;
 mod billing;
 mod billing_property;
 mod connections;
