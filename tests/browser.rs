@@ -544,3 +544,191 @@ async fn checkout_handoff_then_pay_credits_only_after_the_webhook() -> anyhow::R
     assert!(receipts.contains("1000 credits bought"), "{receipts}");
     browser.close().await
 }
+
+// ---- target-site connections: the human connects their booking account -----------------------
+
+const BOOKING_PROVIDER: &str = "booking-sandbox";
+
+async fn spawn_connections_app() -> (TestApp, std::sync::Arc<TestClock>) {
+    let clock = TestClock::new();
+    let app = TestApp::builder()
+        .outbox()
+        .clock(clock.clone())
+        .action_sites()
+        .await
+        .auth_server()
+        .await
+        .spawn()
+        .await;
+    (app, clock)
+}
+
+/// The agent starts a connection (expecting the sandbox's traveller account) and gets its link.
+async fn start_connection(app: &TestApp) -> String {
+    let started: Value = app
+        .http
+        .post(app.url(&format!("/api/connections/{BOOKING_PROVIDER}/start")))
+        .header("Authorization", bearer(&app.api_key))
+        .json(&json!({"expected_account": svc::startup::BOOKING_ACCOUNT}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    started["connect_url"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no connect_url: {started}"))
+        .to_owned()
+}
+
+async fn connection_state(app: &TestApp) -> Value {
+    app.http
+        .get(app.url(&format!("/api/connections/{BOOKING_PROVIDER}/poll")))
+        .header("Authorization", bearer(&app.api_key))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+async fn run_booking_action(app: &TestApp) -> (u16, Value) {
+    let resp = app
+        .http
+        .post(app.url("/api/execute"))
+        .header("Authorization", bearer(&app.api_key))
+        .json(
+            &json!({"domain": "booking.sandbox.test", "action": "list_my_bookings", "params": {}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    (resp.status().as_u16(), resp.json().await.unwrap())
+}
+
+/// The human opens the link signed out, signs in as the agent's account with the emailed code,
+/// and lands on the connect page.
+async fn open_connect_link(app: &TestApp, browser: &Browser, link: &str) -> anyhow::Result<()> {
+    browser.client.goto(link).await?;
+    browser.element("email").await?;
+    assert_eq!(browser.client.current_url().await?.path(), "/signin");
+    browser
+        .type_into("email", svc::startup::SANDBOX_EMAIL)
+        .await?;
+    browser.click("send-code").await?;
+    browser.element("code").await?;
+    let code = emailed_code(app, svc::startup::SANDBOX_EMAIL).await;
+    browser.type_into("code", &code).await?;
+    browser.click("verify-code").await?;
+    Ok(())
+}
+
+/// From the connect page to the provider's consent page, where `button` is pressed.
+async fn decide_at_provider(app: &TestApp, browser: &Browser, button: &str) -> anyhow::Result<()> {
+    assert_eq!(browser.text_of("provider").await?, BOOKING_PROVIDER);
+    browser.click("continue").await?;
+    browser.element(button).await?;
+    let at = browser.client.current_url().await?;
+    let auth = app.auth.as_ref().unwrap().uri();
+    assert!(
+        at.as_str().starts_with(&format!("{auth}/authorize?")),
+        "{at}"
+    );
+    assert!(
+        at.query_pairs()
+            .any(|(k, v)| k == "code_challenge_method" && v == "S256"),
+        "{at}"
+    );
+    browser.click(button).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_approve_in_the_browser_then_the_action_runs() -> anyhow::Result<()> {
+    let (app, _clock) = spawn_connections_app().await;
+    let (status, refused) = run_booking_action(&app).await;
+    assert_eq!(
+        (status, refused["failure_class"].as_str()),
+        (403, Some("connection_required"))
+    );
+    let link = start_connection(&app).await;
+
+    let browser = Browser::start().await;
+    open_connect_link(&app, &browser, &link).await?;
+    decide_at_provider(&app, &browser, "approve").await?;
+    assert_eq!(browser.text_of("heading").await?, "Connected");
+    let url = browser.client.current_url().await?;
+    assert_eq!(url.path(), "/connect/callback", "{url}");
+
+    let state = connection_state(&app).await;
+    assert_eq!(state["connected"], true, "{state}");
+    let (status, done) = run_booking_action(&app).await;
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(done["artifact"]["status"], "completed");
+    browser.close().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_refuse_in_the_browser_stops_the_agent() -> anyhow::Result<()> {
+    let (app, _clock) = spawn_connections_app().await;
+    let link = start_connection(&app).await;
+    let browser = Browser::start().await;
+    open_connect_link(&app, &browser, &link).await?;
+    decide_at_provider(&app, &browser, "refuse").await?;
+    assert_eq!(browser.text_of("heading").await?, "Not connected");
+
+    let state = connection_state(&app).await;
+    assert_eq!(
+        (state["state"].as_str(), state["final"].as_bool()),
+        (Some("refused"), Some(true))
+    );
+    let (status, _) = run_booking_action(&app).await;
+    assert_eq!(status, 403);
+    browser.close().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_as_another_account_in_the_browser_ends_as_wrong_account() -> anyhow::Result<()> {
+    let (app, _clock) = spawn_connections_app().await;
+    let link = start_connection(&app).await;
+    let browser = Browser::start().await;
+    open_connect_link(&app, &browser, &link).await?;
+    decide_at_provider(&app, &browser, "other-account").await?;
+    assert_eq!(browser.text_of("heading").await?, "Another account");
+    let message = browser.text_of("message").await?;
+    assert!(
+        message.contains(svc::startup::OTHER_BOOKING_ACCOUNT),
+        "{message}"
+    );
+
+    let state = connection_state(&app).await;
+    assert_eq!(
+        (state["state"].as_str(), state["final"].as_bool()),
+        (Some("wrong_account"), Some(true))
+    );
+    let (status, _) = run_booking_action(&app).await;
+    assert_eq!(status, 403);
+    browser.close().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_link_expired_in_the_browser_offers_nothing() -> anyhow::Result<()> {
+    let (app, clock) = spawn_connections_app().await;
+    let link = start_connection(&app).await;
+    clock.advance(Duration::from_secs(11 * 60));
+
+    let browser = Browser::start().await;
+    open_connect_link(&app, &browser, &link).await?;
+    assert_eq!(browser.text_of("heading").await?, "Link expired");
+    assert!(
+        browser.client.find(Locator::Id("continue")).await.is_err(),
+        "an expired link still offers Continue"
+    );
+    let state = connection_state(&app).await;
+    assert_eq!(
+        (state["state"].as_str(), state["final"].as_bool()),
+        (Some("expired"), Some(true))
+    );
+    browser.close().await
+}

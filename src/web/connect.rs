@@ -25,6 +25,17 @@ struct ConnectPage {
     expires_at: String,
 }
 
+/// Sends the browser on to the provider (a form may not be redirected to another origin under
+/// this site's `form-action 'self'`; a link and a meta refresh may).
+#[derive(Template)]
+#[template(path = "connect_redirect.html")]
+struct RedirectPage {
+    signed_in_as: Option<String>,
+    csrf: String,
+    provider: String,
+    authorization_url: String,
+}
+
 #[derive(Deserialize)]
 struct LinkQuery {
     #[serde(default)]
@@ -144,7 +155,21 @@ async fn connect_continue(
         .authorization_url(&form.c, &account.id)
         .await
     {
-        Ok(url) => visit.redirect(&url),
+        Ok(url) => {
+            let page = RedirectPage {
+                signed_in_as: visit.signed_in_as(),
+                csrf: visit.csrf(),
+                provider: ctx
+                    .services
+                    .connections
+                    .link(&form.c, &account.id)
+                    .await
+                    .map(|r| r.provider.to_string())
+                    .unwrap_or_default(),
+                authorization_url: url,
+            };
+            visit.page(StatusCode::OK, &page)
+        }
         Err(e) => failure_page(visit, e),
     }
 }

@@ -72,11 +72,7 @@ async fn spendable(app: &TestApp) -> i64 {
 }
 
 /// Follows redirects across origins (the service and the authorization server).
-async fn follow(
-    browser: &Browser,
-    mut resp: reqwest::Response,
-) -> (StatusCode, String, Vec<String>) {
-    let mut visited = Vec::new();
+async fn follow(browser: &Browser, mut resp: reqwest::Response) -> (StatusCode, String) {
     while resp.status().is_redirection() {
         let to = resp.headers()["location"].to_str().unwrap().to_owned();
         let absolute = if to.starts_with("http") {
@@ -84,10 +80,9 @@ async fn follow(
         } else {
             format!("{}{to}", browser.base)
         };
-        visited.push(absolute.clone());
         resp = browser.http.get(&absolute).send().await.unwrap();
     }
-    (resp.status(), resp.text().await.unwrap(), visited)
+    (resp.status(), resp.text().await.unwrap())
 }
 
 /// The hidden fields of the consent page's form whose button has `id`, as a /decide URL.
@@ -100,7 +95,9 @@ fn decide_url(auth_base: &str, consent: &str, id: &str) -> String {
         let get = |attr: &str| {
             let key = format!("{attr}=\"");
             let i = input.find(&key).unwrap() + key.len();
-            input[i..i + input[i..].find('"').unwrap()].replace("&amp;", "&")
+            input[i..i + input[i..].find('"').unwrap()]
+                .replace("&#38;", "&")
+                .replace("&amp;", "&")
         };
         pairs.push((get("name"), get("value")));
     }
@@ -118,27 +115,38 @@ async fn human_decides(app: &TestApp, connect_url: &str, button: &str) -> (Statu
     assert!(page.contains("id=\"continue\""), "{page}");
     let csrf = crate::helpers::csrf_of(&page);
     let link = crate::helpers::attr(&page, "c");
-    let to_provider = browser
+    // The form's answer is a page that sends the browser on (no cross-origin form redirect).
+    let onward = browser
         .post("/connect", &[("csrf", &csrf), ("c", &link)])
         .await;
-    let (status, consent, visited) = follow(&browser, to_provider).await;
-    assert_eq!(status, 200, "{consent}");
+    assert_eq!(onward.status(), 200);
+    let onward = onward.text().await.unwrap();
+    let at = onward
+        .find("id=\"continue-to-provider\"")
+        .expect("a link onward");
+    let href_at = onward[..at].rfind("href=\"").unwrap() + 6;
+    let authorize = onward[href_at..href_at + onward[href_at..].find('"').unwrap()]
+        .replace("&#38;", "&")
+        .replace("&amp;", "&");
     let auth_base = app.auth.as_ref().unwrap().uri();
     assert!(
-        visited[0].starts_with(&format!("{auth_base}/authorize?")),
-        "{visited:?}"
+        authorize.starts_with(&format!("{auth_base}/authorize?")),
+        "{authorize}"
     );
     assert!(
-        visited[0].contains("code_challenge_method=S256"),
-        "{visited:?}"
+        authorize.contains("code_challenge_method=S256"),
+        "{authorize}"
     );
+    let consent = browser.http.get(&authorize).send().await.unwrap();
+    assert_eq!(consent.status(), 200, "{authorize}");
+    let consent = consent.text().await.unwrap();
     let decided = browser
         .http
         .get(decide_url(&auth_base, &consent, button))
         .send()
         .await
         .unwrap();
-    let (status, page, _) = follow(&browser, decided).await;
+    let (status, page) = follow(&browser, decided).await;
     (status, page)
 }
 
