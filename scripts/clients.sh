@@ -107,5 +107,16 @@ check standardwebhooks-replay-changes-nothing sh -c "'$venv/bin/python' '$shared
 check standardwebhooks-wrong-secret-refused sh -c "! '$venv/bin/python' '$shared/clients/sign_webhook.py' \
   whsec_$(printf 'another-secret-entirely-unknown!' | base64) '$serve_url/api/billing/webhook' --body '$event'"
 
+# Connections: the agent starts one and polls (the human's part is in the Chromium tests).
+check connection-start-gives-a-link sh -c "curl -sf -X POST '$SVC_BASE_URL/api/connections/booking-sandbox/start' \
+  -H 'Authorization: Bearer $SVC_API_KEY' -H 'Content-Type: application/json' -d '{}' | grep -q '/connect?c='"
+check connection-poll-pending sh -c "curl -sf '$SVC_BASE_URL/api/connections/booking-sandbox/poll' \
+  -H 'Authorization: Bearer $SVC_API_KEY' | grep -q '\"state\":\"pending\"'"
+
+# No secret in any log line of the whole run: API keys, webhook secrets, provider keys, OAuth
+# tokens, codes and verifiers.
+check no-secrets-in-logs sh -c "! grep -E -e 'svc_(test|live)_[A-Za-z0-9]{32}' -e 'whsec_' -e 'sk_sandbox' \
+  -e 'sbx(at|rt|c)\.' -e 'code_verifier' -e '\"access_token\"' '$out/sandbox.log' '$out/serve-webhooks.log'"
+
 echo "clients: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -210,3 +210,92 @@ async fn health_answers_beside_mcp() {
     let body: Value = app.get_json("/health").await;
     assert_eq!(body["status"], "ok");
 }
+
+/// The three connection tools: status, start (a link, never a token) and poll, with the
+/// provider exactly as the booking site's actions declare it; anything else is refused.
+#[tokio::test]
+async fn connection_tools_start_and_poll_and_refuse_unknown_providers() {
+    let app = TestApp::builder()
+        .action_sites()
+        .await
+        .auth_server()
+        .await
+        .spawn()
+        .await;
+    let key = bearer(&app.api_key);
+    let (_, status) = app
+        .mcp(
+            call(
+                "svc_connection_status",
+                json!({"provider": "booking-sandbox"}),
+            ),
+            Some(&key),
+            V2,
+        )
+        .await;
+    let status = &status["result"]["structuredContent"];
+    assert_eq!(
+        (status["state"].as_str(), status["connected"].as_bool()),
+        (Some("none"), Some(false))
+    );
+
+    let (_, started) = app
+        .mcp(
+            call("svc_start_connection", json!({"provider": "booking-sandbox", "expected_account": "traveller@booking.example"})),
+            Some(&key),
+            V2,
+        )
+        .await;
+    let started = &started["result"]["structuredContent"];
+    assert!(
+        started["connect_url"]
+            .as_str()
+            .unwrap()
+            .contains("/connect?c="),
+        "{started}"
+    );
+    assert_eq!(started["state"], "pending");
+
+    let (_, polled) = app
+        .mcp(
+            call(
+                "svc_poll_connection",
+                json!({"provider": "booking-sandbox", "wait_ms": 300}),
+            ),
+            Some(&key),
+            V2,
+        )
+        .await;
+    let polled = &polled["result"]["structuredContent"];
+    assert_eq!(
+        (polled["state"].as_str(), polled["final"].as_bool()),
+        (Some("pending"), Some(false))
+    );
+    assert_eq!(polled["poll_after_ms"], 2000);
+    assert_eq!(polled["expected_account"], "traveller@booking.example");
+
+    let (_, unknown) = app
+        .mcp(
+            call("svc_start_connection", json!({"provider": "shop-sandbox"})),
+            Some(&key),
+            V2,
+        )
+        .await;
+    assert_eq!(unknown["result"]["isError"], true, "{unknown}");
+    assert!(
+        unknown.to_string().contains("unknown_provider"),
+        "{unknown}"
+    );
+
+    let (_, no_key) = app
+        .mcp(
+            call(
+                "svc_connection_status",
+                json!({"provider": "booking-sandbox"}),
+            ),
+            None,
+            V2,
+        )
+        .await;
+    assert!(no_key.to_string().contains("missing_api_key"), "{no_key}");
+}
