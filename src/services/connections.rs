@@ -472,3 +472,30 @@ impl ConnectionService {
         Ok(String::from_utf8(bytes)?)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_go_in_their_header_and_never_in_debug_output() {
+        let bearer = Credential {
+            kind: CredentialKind::Bearer,
+            secret: "tok-123".into(),
+        };
+        assert_eq!(
+            bearer.header(),
+            ("authorization".to_owned(), "Bearer tok-123".to_owned())
+        );
+        let cookie = Credential {
+            kind: CredentialKind::Cookie,
+            secret: "session=abc; csrftoken=def".into(),
+        };
+        assert_eq!(
+            cookie.header(),
+            ("cookie".to_owned(), "session=abc; csrftoken=def".to_owned())
+        );
+        assert!(!format!("{bearer:?}{cookie:?}").contains("tok-123"));
+        assert!(!format!("{cookie:?}").contains("session=abc"));
+    }
+}

@@ -205,6 +205,8 @@ pub fn sandbox_limits(ctx: &AppContext) -> Value {
             "requests_per_minute_per_ip": ctx.limits.rate_limit_per_ip,
             "requests_per_minute_per_key": ctx.limits.rate_limit_per_key,
             "readiness_scans_per_minute_per_ip": ctx.limits.scan_rate_limit_per_ip,
+            "connect_link_minutes": svc_ports::connections::CONNECT_LINK_TTL_MINUTES,
+            "connection_poll_wait_ms_max": crate::services::connections::MAX_POLL_WAIT.as_millis() as u64,
             "fetched_page_bytes": 10 * 1024 * 1024,
             "fetch_timeout_seconds": 15,
             "redirects": 5,
@@ -295,6 +297,13 @@ pub fn mcp_apps(ctx: &AppContext) -> Value {
                 "authorization_server": format!("{base}/.well-known/oauth-authorization-server"),
                 "protected_resource": format!("{base}/.well-known/oauth-protected-resource"),
                 "status_tool": "svc_auth_status"
+            },
+            "connections": {
+                "tools": ["svc_connection_status", "svc_start_connection", "svc_poll_connection"],
+                "provider": "exactly an action's auth_provider from discover or list_actions",
+                "show_the_human": "connect_url only (it lives 10 minutes)",
+                "final_states": ["expired", "refused", "wrong_account"],
+                "connect_page": format!("{site}/connect")
             },
             "payment_authority": {
                 "schema": format!("{site}/.well-known/payment-authority.schema.json"),
