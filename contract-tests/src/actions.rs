@@ -9,9 +9,8 @@ use proptest::prelude::*;
 use serde_json::json;
 use svc_ports::{
     AccountId, ApiKeyId, ArtifactId, BeginOutcome, CreditAmount, Domain, LedgerEntryId,
-    MapDocument, MapStatus, NewTask, SettleOutcome, Settlement, TaskId, TaskStatus,
+    MapDocument, MapStatus, NewTask, SettleOutcome, Settlement, TaskId, TaskStatus, VerifyOutcome,
     ledger::{EntryKind, Grant},
-    VerifyOutcome,
     store::{MapStoreError, TaskError},
 };
 use ulid::Ulid;
@@ -476,7 +475,11 @@ pub async fn payment_verifications_are_stored_once(b: &Backend) {
             b.name
         );
         let stored = b.tasks.task(&task.id, None).await.unwrap().unwrap();
-        assert_eq!(&stored, task, "{}: a refused verification changed the task", b.name);
+        assert_eq!(
+            &stored, task,
+            "{}: a refused verification changed the task",
+            b.name
+        );
     }
     let before = check_money(b, &a, 1).await;
 
@@ -494,7 +497,13 @@ pub async fn payment_verifications_are_stored_once(b: &Backend) {
             _ => None,
         })
         .collect();
-    assert_eq!(winners.len(), 1, "{}: {} verifications landed", b.name, winners.len());
+    assert_eq!(
+        winners.len(),
+        1,
+        "{}: {} verifications landed",
+        b.name,
+        winners.len()
+    );
     let winner = winners[0].verified_artifact.clone().unwrap();
     for o in &outcomes {
         match o {
@@ -508,7 +517,12 @@ pub async fn payment_verifications_are_stored_once(b: &Backend) {
             other => panic!("{}: {other:?}", b.name),
         }
     }
-    let stored = b.tasks.task(&paid.id, Some(a.clone())).await.unwrap().unwrap();
+    let stored = b
+        .tasks
+        .task(&paid.id, Some(a.clone()))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(stored.verified_artifact.as_deref(), Some(winner.as_str()));
     assert_eq!(stored.verified_at, Some(at));
     // The settlement stands as it was: status, response, artifact, money.

@@ -730,14 +730,44 @@ mod tests {
         assert!(map(ok.clone(), "search", false).is_ok());
         assert!(map(json!({"action": "status"}), "read", false).is_ok());
         let err = |r: Result<(), MapError>| r.unwrap_err().to_string();
-        assert!(err(map(json!({"action": "nope", "params": {}}), "read", false)).contains("not an action"));
-        assert!(err(map(json!({"action": "pay", "params": {}}), "read", false)).contains("non-consequential"));
+        assert!(
+            err(map(json!({"action": "nope", "params": {}}), "read", false))
+                .contains("not an action")
+        );
+        assert!(
+            err(map(json!({"action": "pay", "params": {}}), "read", false))
+                .contains("non-consequential")
+        );
         assert!(err(map(ok.clone(), "read", true)).contains("non-consequential"));
         assert!(err(map(ok.clone(), "cart", false)).contains("non-consequential"));
-        assert!(err(map(json!({"action": "status", "params": {"sku": "/order_id"}}), "read", false)).contains("does not declare `sku`"));
-        assert!(err(map(json!({"action": "status", "params": {"id": "/missing"}}), "read", false)).contains("not a declared param"));
-        assert!(err(map(json!({"action": "status", "params": {"id": "order_id"}}), "read", false)).contains("not a declared param"));
-        assert!(map(json!({"action": "status", "extra": 1}), "read", false).is_err(), "unknown fields");
+        assert!(
+            err(map(
+                json!({"action": "status", "params": {"sku": "/order_id"}}),
+                "read",
+                false
+            ))
+            .contains("does not declare `sku`")
+        );
+        assert!(
+            err(map(
+                json!({"action": "status", "params": {"id": "/missing"}}),
+                "read",
+                false
+            ))
+            .contains("not a declared param")
+        );
+        assert!(
+            err(map(
+                json!({"action": "status", "params": {"id": "order_id"}}),
+                "read",
+                false
+            ))
+            .contains("not a declared param")
+        );
+        assert!(
+            map(json!({"action": "status", "extra": 1}), "read", false).is_err(),
+            "unknown fields"
+        );
         let spec: ConfirmSpec = serde_json::from_value(ok).unwrap();
         assert_eq!(
             spec.params_from(&json!({"order_id": "ord-1", "amount": 5})),

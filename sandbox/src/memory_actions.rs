@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use svc_ports::{
-    AccountId, AgentMap, BeginOutcome, Domain, LedgerEntry, LedgerEntryId, MapDocument, MapStatus,
-    ArtifactId, NewTask, SettleOutcome, Settlement, TaskId, TaskRecord, TaskStatus, VerifyOutcome,
+    AccountId, AgentMap, ArtifactId, BeginOutcome, Domain, LedgerEntry, LedgerEntryId, MapDocument,
+    MapStatus, NewTask, SettleOutcome, Settlement, TaskId, TaskRecord, TaskStatus, VerifyOutcome,
     ledger::EntryKind,
     store::{MapStore, MapStoreError, StoreError, TaskError, TaskStore},
 };

@@ -679,9 +679,7 @@ impl ActionService {
             .into());
         }
         let credential = self.credential(principal, &action).await?;
-        let observed = self
-            .run(&map, &action, params, credential.as_ref())
-            .await;
+        let observed = self.run(&map, &action, params, credential.as_ref()).await;
         let confirm_evidence = json!({
             "action": action.name,
             "params": params,

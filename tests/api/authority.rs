@@ -687,7 +687,10 @@ async fn signed_by_jwks(app: &TestApp, artifact: &Value) {
     key.verify(&serde_jcs::to_vec(&unsigned).unwrap(), &sig)
         .expect("the verified artifact verifies against the JWKS");
     unsigned["status"] = json!("payment_completed");
-    assert!(key.verify(&serde_jcs::to_vec(&unsigned).unwrap(), &sig).is_err());
+    assert!(
+        key.verify(&serde_jcs::to_vec(&unsigned).unwrap(), &sig)
+            .is_err()
+    );
 }
 
 async fn verification_required_payments_are_verified_later(stores: Stores) {
@@ -794,8 +797,10 @@ async fn verification_required_payments_are_verified_later(stores: Stores) {
         .http
         .post(app.url("/api/execute"))
         .header("Authorization", bearer(&app.api_key))
-        .json(&json!({"domain": "shop.sandbox.test", "action": "get_product",
-            "params": {"sku": "TEA-GREEN"}}))
+        .json(
+            &json!({"domain": "shop.sandbox.test", "action": "get_product",
+            "params": {"sku": "TEA-GREEN"}}),
+        )
         .send()
         .await
         .unwrap()
@@ -810,7 +815,12 @@ async fn verification_required_payments_are_verified_later(stores: Stores) {
     assert_eq!(declined["artifact"]["status"], "failed");
     for other in [&settled_verified, &product, &declined] {
         let id = other["task_id"].as_str().unwrap();
-        problem(post_verify(app, &app.api_key, id).await, 409, "not_verifiable").await;
+        problem(
+            post_verify(app, &app.api_key, id).await,
+            409,
+            "not_verifiable",
+        )
+        .await;
         assert_eq!(get_task(app, id).await.get("verification"), None);
     }
 
@@ -828,8 +838,18 @@ async fn verification_required_payments_are_verified_later(stores: Stores) {
         .await
         .unwrap();
     let other_key = other.secret.expose().to_owned();
-    problem(post_verify(app, &other_key, pending_id).await, 404, "not_found").await;
-    problem(post_verify(app, &app.api_key, "task_nope").await, 404, "not_found").await;
+    problem(
+        post_verify(app, &other_key, pending_id).await,
+        404,
+        "not_found",
+    )
+    .await;
+    problem(
+        post_verify(app, &app.api_key, "task_nope").await,
+        404,
+        "not_found",
+    )
+    .await;
     let resp = app
         .http
         .post(app.url(&format!("/api/tasks/{task_id}/verify")))
