@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use serde_json::json;
 use svc_ports::{
     AccountId, ApiKeyId, ArtifactId, BeginOutcome, CreditAmount, Domain, LedgerEntryId,
-    MapDocument, MapStatus, NewTask, SettleOutcome, Settlement, TaskId, TaskStatus,
+    MapDocument, MapStatus, NewTask, SettleOutcome, Settlement, TaskId, TaskStatus, VerifyOutcome,
     ledger::{EntryKind, Grant},
     store::{MapStoreError, TaskError},
 };
@@ -410,6 +410,145 @@ pub async fn concurrent_requests_with_one_key_hold_once(b: &Backend) {
     );
     let (spendable, _) = check_money(b, &a, 0).await;
     assert!(spendable == 999 || spendable == 1000);
+}
+
+/// A settled task whose artifact has this status.
+async fn settled_with(
+    b: &Backend,
+    account: &AccountId,
+    completed: bool,
+    status: &str,
+) -> svc_ports::TaskRecord {
+    let BeginOutcome::Started(task) = b
+        .tasks
+        .begin_task(&new_task(account, 1, None, status))
+        .await
+        .unwrap()
+    else {
+        panic!("{}: not started", b.name)
+    };
+    let mut s = settlement(&task.id, completed, t0());
+    s.artifact = json!({"artifact_id": s.artifact_id.as_str(), "status": status}).to_string();
+    let SettleOutcome::Settled(settled) = b.tasks.settle_task(&s).await.unwrap() else {
+        panic!("{}: not settled", b.name)
+    };
+    settled
+}
+
+pub async fn payment_verifications_are_stored_once(b: &Backend) {
+    let a = funded(b, "verify@example.com", 100).await;
+    let at = t0() + Duration::seconds(5);
+    let artifact = |n: usize| json!({"status": "verified", "n": n}).to_string();
+    let verify = |task: TaskId, n: usize| {
+        let tasks = b.tasks.clone();
+        async move {
+            tasks
+                .record_verification(&task, &ArtifactId::from_ulid(Ulid::new()), &artifact(n), at)
+                .await
+        }
+    };
+    assert!(
+        matches!(
+            verify(TaskId::from_ulid(Ulid::new()), 0).await,
+            Err(TaskError::NotFound)
+        ),
+        "{}: unknown task",
+        b.name
+    );
+    // In flight, failed, or settled with another status: not verifiable, nothing changes.
+    let BeginOutcome::Started(in_flight) = b
+        .tasks
+        .begin_task(&new_task(&a, 1, None, "in-flight"))
+        .await
+        .unwrap()
+    else {
+        panic!("{}: not started", b.name)
+    };
+    let failed = settled_with(b, &a, false, "failed").await;
+    let completed = settled_with(b, &a, true, "completed").await;
+    let already = settled_with(b, &a, true, "verified").await;
+    for task in [&in_flight, &failed, &completed, &already] {
+        let outcome = verify(task.id.clone(), 0).await.unwrap();
+        assert!(
+            matches!(&outcome, VerifyOutcome::NotVerifiable(t) if t.verified_artifact.is_none()),
+            "{}: {outcome:?}",
+            b.name
+        );
+        let stored = b.tasks.task(&task.id, None).await.unwrap().unwrap();
+        assert_eq!(
+            &stored, task,
+            "{}: a refused verification changed the task",
+            b.name
+        );
+    }
+    let before = check_money(b, &a, 1).await;
+
+    // A payment_completed task: of racing verifications exactly one lands.
+    let paid = settled_with(b, &a, true, "payment_completed").await;
+    assert!(paid.verifiable() && paid.verified_artifact.is_none());
+    let before = (before.0 - 1, before.1);
+    assert_eq!(check_money(b, &a, 1).await, before);
+    let outcomes = join_all((0..20).map(|n| verify(paid.id.clone(), n))).await;
+    let outcomes: Vec<VerifyOutcome> = outcomes.into_iter().map(Result::unwrap).collect();
+    let winners: Vec<&svc_ports::TaskRecord> = outcomes
+        .iter()
+        .filter_map(|o| match o {
+            VerifyOutcome::Verified(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        winners.len(),
+        1,
+        "{}: {} verifications landed",
+        b.name,
+        winners.len()
+    );
+    let winner = winners[0].verified_artifact.clone().unwrap();
+    for o in &outcomes {
+        match o {
+            VerifyOutcome::Verified(_) => {}
+            VerifyOutcome::AlreadyVerified(t) => assert_eq!(
+                t.verified_artifact.as_deref(),
+                Some(winner.as_str()),
+                "{}: a loser sees the winner",
+                b.name
+            ),
+            other => panic!("{}: {other:?}", b.name),
+        }
+    }
+    let stored = b
+        .tasks
+        .task(&paid.id, Some(a.clone()))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.verified_artifact.as_deref(), Some(winner.as_str()));
+    assert_eq!(stored.verified_at, Some(at));
+    // The settlement stands as it was: status, response, artifact, money.
+    assert_eq!(
+        (
+            stored.status,
+            &stored.artifact,
+            &stored.response_body,
+            stored.settled_at
+        ),
+        (
+            paid.status,
+            &paid.artifact,
+            &paid.response_body,
+            paid.settled_at
+        )
+    );
+    assert_eq!(check_money(b, &a, 1).await, before, "{}", b.name);
+    // Later: AlreadyVerified with the stored one, nothing changes.
+    let again = verify(paid.id.clone(), 99).await.unwrap();
+    assert!(
+        matches!(&again, VerifyOutcome::AlreadyVerified(t) if t.verified_artifact.as_deref() == Some(winner.as_str())),
+        "{}: {again:?}",
+        b.name
+    );
+    assert_eq!(b.tasks.task(&paid.id, None).await.unwrap().unwrap(), stored);
 }
 
 pub async fn unsettled_tasks_are_listed_for_recovery(b: &Backend) {

@@ -167,6 +167,7 @@ macro_rules! contract_suite {
             idempotency_keys_replay_refuse_and_conflict,
             concurrent_requests_with_one_key_hold_once,
             unsettled_tasks_are_listed_for_recovery,
+            payment_verifications_are_stored_once,
             telemetry_batches_are_stored_whole_and_counted,
             scan_reports_round_trip_whole
         );

@@ -253,6 +253,51 @@ pub struct PaymentSpec {
     /// The output field that carries the site's payment id (put in receipts), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,
+    /// How the business outcome of the payment is confirmed later, when the authority asks
+    /// for verification (`verification_required`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm: Option<ConfirmSpec>,
+}
+
+/// A non-consequential read or search of the same map that confirms a payment's outcome: its
+/// params are taken from the payment's params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfirmSpec {
+    /// The name of another action of the same map, of family `read` or `search`, not
+    /// consequential.
+    pub action: String,
+    /// Each param of the confirm action, mapped to a JSON pointer into the payment action's
+    /// params (`{"order_id": "/order_id"}`).
+    #[serde(default)]
+    pub params: BTreeMap<String, String>,
+}
+
+impl ConfirmSpec {
+    /// The confirm action's params, taken from the payment's params; `None` when a pointer
+    /// does not resolve.
+    pub fn params_from(&self, payment_params: &Value) -> Option<serde_json::Map<String, Value>> {
+        self.params
+            .iter()
+            .map(|(name, pointer)| {
+                payment_params
+                    .pointer(pointer)
+                    .cloned()
+                    .map(|v| (name.clone(), v))
+            })
+            .collect()
+    }
+}
+
+/// The schema of the param a JSON pointer names in a params schema, walking `properties`.
+fn schema_at<'a>(params_schema: &'a Value, pointer: &str) -> Option<&'a Value> {
+    let mut at = params_schema;
+    let path = pointer.strip_prefix('/')?;
+    for segment in path.split('/') {
+        let key = segment.replace("~1", "/").replace("~0", "~");
+        at = at.get("properties")?.get(&key)?;
+    }
+    Some(at)
 }
 
 impl PaymentSpec {
@@ -263,13 +308,7 @@ impl PaymentSpec {
 
     /// The param schema the amount pointer names, walking `properties`.
     fn param_schema<'a>(&self, params_schema: &'a Value) -> Option<&'a Value> {
-        let mut at = params_schema;
-        let path = self.amount.strip_prefix('/')?;
-        for segment in path.split('/') {
-            let key = segment.replace("~1", "/").replace("~0", "~");
-            at = at.get("properties")?.get(&key)?;
-        }
-        Some(at)
+        schema_at(params_schema, &self.amount)
     }
 }
 
@@ -515,7 +554,51 @@ impl MapDocument {
         if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
             return Err(MapError::BadMap(format!("action `{}` appears twice", w[0])));
         }
-        self.actions.iter().try_for_each(ActionSpec::check)
+        self.actions.iter().try_for_each(ActionSpec::check)?;
+        self.actions.iter().try_for_each(|a| self.check_confirm(a))
+    }
+
+    /// A payment's `confirm` names a non-consequential read or search of this map, with every
+    /// pointer resolving to a declared param of the payment and every param one the confirm
+    /// action declares.
+    fn check_confirm(&self, action: &ActionSpec) -> Result<(), MapError> {
+        let Some(confirm) = action.payment.as_ref().and_then(|p| p.confirm.as_ref()) else {
+            return Ok(());
+        };
+        let bad = |why: String| Err(MapError::BadAction(action.name.clone(), why));
+        let Some(target) = self.action(&confirm.action) else {
+            return bad(format!(
+                "payment.confirm.action `{}` is not an action of this map",
+                confirm.action
+            ));
+        };
+        if target.name == action.name
+            || target.consequential
+            || !matches!(target.family, ActionFamily::Read | ActionFamily::Search)
+        {
+            return bad(format!(
+                "payment.confirm.action `{}` must be a non-consequential read or search",
+                confirm.action
+            ));
+        }
+        let declared = target
+            .params_schema
+            .get("properties")
+            .and_then(Value::as_object);
+        for (param, pointer) in &confirm.params {
+            if !declared.is_some_and(|d| d.contains_key(param)) {
+                return bad(format!(
+                    "payment.confirm.params: `{}` does not declare `{param}`",
+                    confirm.action
+                ));
+            }
+            if schema_at(&action.params_schema, pointer).is_none() {
+                return bad(format!(
+                    "payment.confirm.params.{param}: `{pointer}` is not a declared param of this action"
+                ));
+            }
+        }
+        Ok(())
     }
 
     pub fn action(&self, name: &str) -> Option<&ActionSpec> {
@@ -609,6 +692,88 @@ mod tests {
         let spec: PaymentSpec = serde_json::from_value(ok).unwrap();
         assert_eq!(spec.amount_of(&json!({"amount": 250})), Some(250));
         assert_eq!(spec.amount_of(&json!({"amount": "250"})), None);
+    }
+
+    #[test]
+    fn payment_confirmations_name_a_read_of_the_map_with_resolving_params() {
+        let map = |confirm: Value, read_family: &str, read_consequential: bool| {
+            serde_json::from_value::<MapDocument>(json!({
+                "domain": "shop.example.com",
+                "base_url": "https://shop.example.com",
+                "actions": [{
+                    "name": "pay",
+                    "description": "Pay.",
+                    "family": "order",
+                    "params_schema": {"type": "object", "properties": {
+                        "amount": {"type": "integer"}, "order_id": {"type": "string"}}},
+                    "consequential": true,
+                    "request": {"method": "POST", "path": "/pay"},
+                    "verify": {"status": [201]},
+                    "output_schema": {"type": "object"},
+                    "payment": {"amount": "/amount", "currency": "usd", "confirm": confirm}
+                }, {
+                    "name": "status",
+                    "description": "Status.",
+                    "family": read_family,
+                    "params_schema": {"type": "object", "properties": {"id": {"type": "string"}}},
+                    "consequential": read_consequential,
+                    "request": {"method": "GET", "path": "/orders/{id}"},
+                    "verify": {"status": [200]},
+                    "output_schema": {"type": "object"}
+                }]
+            }))
+            .map_err(|e| MapError::BadMap(e.to_string()))
+            .and_then(|m| m.check())
+        };
+        let ok = json!({"action": "status", "params": {"id": "/order_id"}});
+        assert!(map(ok.clone(), "read", false).is_ok());
+        assert!(map(ok.clone(), "search", false).is_ok());
+        assert!(map(json!({"action": "status"}), "read", false).is_ok());
+        let err = |r: Result<(), MapError>| r.unwrap_err().to_string();
+        assert!(
+            err(map(json!({"action": "nope", "params": {}}), "read", false))
+                .contains("not an action")
+        );
+        assert!(
+            err(map(json!({"action": "pay", "params": {}}), "read", false))
+                .contains("non-consequential")
+        );
+        assert!(err(map(ok.clone(), "read", true)).contains("non-consequential"));
+        assert!(err(map(ok.clone(), "cart", false)).contains("non-consequential"));
+        assert!(
+            err(map(
+                json!({"action": "status", "params": {"sku": "/order_id"}}),
+                "read",
+                false
+            ))
+            .contains("does not declare `sku`")
+        );
+        assert!(
+            err(map(
+                json!({"action": "status", "params": {"id": "/missing"}}),
+                "read",
+                false
+            ))
+            .contains("not a declared param")
+        );
+        assert!(
+            err(map(
+                json!({"action": "status", "params": {"id": "order_id"}}),
+                "read",
+                false
+            ))
+            .contains("not a declared param")
+        );
+        assert!(
+            map(json!({"action": "status", "extra": 1}), "read", false).is_err(),
+            "unknown fields"
+        );
+        let spec: ConfirmSpec = serde_json::from_value(ok).unwrap();
+        assert_eq!(
+            spec.params_from(&json!({"order_id": "ord-1", "amount": 5})),
+            Some(json!({"id": "ord-1"}).as_object().unwrap().clone())
+        );
+        assert_eq!(spec.params_from(&json!({"amount": 5})), None);
     }
 
     #[test]

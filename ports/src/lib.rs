@@ -68,7 +68,9 @@ pub use page::{
 pub use payments::{CheckoutRequest, HostedCheckout, PaymentProvider, ProviderError};
 pub use readiness::{CheckId, CheckResult, CheckStatus, Evidence, ReadinessLevel, ScanReport};
 pub use system::{Clock, Entropy};
-pub use tasks::{BeginOutcome, NewTask, SettleOutcome, Settlement, TaskRecord, TaskStatus};
+pub use tasks::{
+    BeginOutcome, NewTask, SettleOutcome, Settlement, TaskRecord, TaskStatus, VerifyOutcome,
+};
 pub use telemetry::{FunnelCount, StoredEvent};
 pub use usage::{MeteringPolicy, UsageRecord};
 

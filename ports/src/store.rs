@@ -16,13 +16,13 @@ use crate::{
     fetch::FetchedPage,
     identity::{DeviceDecision, DeviceGrant, EmailChallenge, UserCode, WebSession},
     ids::{
-        AccountId, AuthorityId, ChallengeId, CheckoutId, ConnectionId, DeviceGrantId, MeterEventId,
-        ScanId, TaskId,
+        AccountId, ArtifactId, AuthorityId, ChallengeId, CheckoutId, ConnectionId, DeviceGrantId,
+        MeterEventId, ScanId, TaskId,
     },
     keys::{ApiKeyRecord, KeyHash, KeyPrefix},
     ledger::{Balance, Grant, GrantOutcome, LedgerEntry},
     readiness::ScanReport,
-    tasks::{BeginOutcome, NewTask, SettleOutcome, Settlement, TaskRecord},
+    tasks::{BeginOutcome, NewTask, SettleOutcome, Settlement, TaskRecord, VerifyOutcome},
     telemetry::{FunnelCount, StoredEvent},
 };
 
@@ -377,6 +377,22 @@ pub trait TaskStore: Send + Sync {
     /// lands; a later one gets [`SettleOutcome::AlreadySettled`] and changes nothing. MUST return
     /// [`TaskError::NotFound`] for an unknown task.
     async fn settle_task(&self, settlement: &Settlement) -> Result<SettleOutcome, TaskError>;
+
+    /// Stores `artifact` (JSON text of a signed `verified` artifact with id `artifact_id`) as
+    /// the verification of a task settled completed with a `payment_completed` artifact
+    /// ([`TaskRecord::verifiable`]), with `at` as `verified_at`; the settled artifact, the
+    /// response and the money stay as they are. Compare-and-set: only the first verification
+    /// of a task lands ([`VerifyOutcome::Verified`]); a later one gets
+    /// [`VerifyOutcome::AlreadyVerified`] with the stored one and changes nothing, also when
+    /// many race. A task that is not verifiable gets [`VerifyOutcome::NotVerifiable`] and
+    /// nothing changes. MUST return [`TaskError::NotFound`] for an unknown task.
+    async fn record_verification(
+        &self,
+        task_id: &TaskId,
+        artifact_id: &ArtifactId,
+        artifact: &str,
+        at: DateTime<Utc>,
+    ) -> Result<VerifyOutcome, TaskError>;
 
     /// A task by id; when `account` is given, only that account's.
     async fn task(

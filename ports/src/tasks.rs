@@ -75,6 +75,25 @@ pub struct TaskRecord {
     pub artifact: Option<String>,
     pub created_at: DateTime<Utc>,
     pub settled_at: Option<DateTime<Utc>>,
+    /// The second, signed artifact that verified the business outcome of a payment settled
+    /// as `payment_completed` (JSON text), stored by `record_verification`.
+    pub verified_artifact: Option<String>,
+    pub verified_at: Option<DateTime<Utc>>,
+}
+
+impl TaskRecord {
+    /// The `status` of the settled artifact, when there is one and it names one.
+    pub fn artifact_status(&self) -> Option<crate::artifact::ArtifactStatus> {
+        let artifact: serde_json::Value = serde_json::from_str(self.artifact.as_deref()?).ok()?;
+        serde_json::from_value(artifact.get("status")?.clone()).ok()
+    }
+
+    /// Whether `record_verification` may store a verification for it: settled completed with
+    /// a `payment_completed` artifact.
+    pub fn verifiable(&self) -> bool {
+        self.status == TaskStatus::Completed
+            && self.artifact_status() == Some(crate::artifact::ArtifactStatus::PaymentCompleted)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -106,6 +125,18 @@ pub struct Settlement {
     /// The ledger entry of the charge or the refund.
     pub entry: LedgerEntryId,
     pub at: DateTime<Utc>,
+}
+
+/// What `record_verification` did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum VerifyOutcome {
+    /// The verification artifact is stored with the task (returned as it is now).
+    Verified(TaskRecord),
+    /// The task was verified before; nothing changed. It carries the stored verification.
+    AlreadyVerified(TaskRecord),
+    /// The task is not settled as `payment_completed` (in flight, failed, or another
+    /// artifact status); nothing changed.
+    NotVerifiable(TaskRecord),
 }
 
 #[derive(Debug, Clone, PartialEq)]

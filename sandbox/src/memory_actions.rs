@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use svc_ports::{
-    AccountId, AgentMap, BeginOutcome, Domain, LedgerEntry, LedgerEntryId, MapDocument, MapStatus,
-    NewTask, SettleOutcome, Settlement, TaskId, TaskRecord, TaskStatus,
+    AccountId, AgentMap, ArtifactId, BeginOutcome, Domain, LedgerEntry, LedgerEntryId, MapDocument,
+    MapStatus, NewTask, SettleOutcome, Settlement, TaskId, TaskRecord, TaskStatus, VerifyOutcome,
     ledger::EntryKind,
     store::{MapStore, MapStoreError, StoreError, TaskError, TaskStore},
 };
@@ -219,6 +219,8 @@ impl TaskStore for MemoryStore {
             artifact: None,
             created_at: task.created_at,
             settled_at: None,
+            verified_artifact: None,
+            verified_at: None,
         };
         if let Some(key) = &task.idempotency_key {
             s.actions
@@ -284,6 +286,30 @@ impl TaskStore for MemoryStore {
         record.artifact = Some(settlement.artifact.clone());
         record.settled_at = Some(settlement.at);
         Ok(SettleOutcome::Settled(record.clone()))
+    }
+
+    async fn record_verification(
+        &self,
+        task_id: &TaskId,
+        _artifact_id: &ArtifactId,
+        artifact: &str,
+        at: DateTime<Utc>,
+    ) -> Result<VerifyOutcome, TaskError> {
+        let mut s = self.lock();
+        let task = s
+            .actions
+            .tasks
+            .get_mut(task_id)
+            .ok_or(TaskError::NotFound)?;
+        if task.verified_artifact.is_some() {
+            return Ok(VerifyOutcome::AlreadyVerified(task.clone()));
+        }
+        if !task.verifiable() {
+            return Ok(VerifyOutcome::NotVerifiable(task.clone()));
+        }
+        task.verified_artifact = Some(artifact.to_owned());
+        task.verified_at = Some(at);
+        Ok(VerifyOutcome::Verified(task.clone()))
     }
 
     async fn task(

@@ -5,8 +5,12 @@
 //! `sandbox/maps/`, published by `svc sandbox`.
 
 use std::{
+    collections::HashSet,
     net::SocketAddr,
-    sync::atomic::{AtomicU64, Ordering},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
     time::Duration,
 };
 
@@ -142,9 +146,14 @@ impl Respond for Order {
     }
 }
 
+/// Order ids whose payment the shop has settled: the order page shows them paid.
+type PaidOrders = Arc<Mutex<HashSet<String>>>;
+
 /// Payments for orders: an `ord-...` order and a positive amount are paid; anything else is
-/// declined (402), so a payment can fail on purpose.
-struct Payment(AtomicU64);
+/// declined (402), so a payment can fail on purpose. A payment for an `ord-pending...` order is
+/// accepted but never settles, so its order page keeps showing it unpaid (a business outcome
+/// that cannot be verified).
+struct Payment(AtomicU64, PaidOrders);
 
 impl Respond for Payment {
     fn respond(&self, request: &Request) -> ResponseTemplate {
@@ -152,6 +161,12 @@ impl Respond for Payment {
         let amount = body["amount"].as_i64().unwrap_or(0);
         match body["order_id"].as_str() {
             Some(order) if order.starts_with("ord-") && amount > 0 => {
+                if !order.starts_with("ord-pending") {
+                    self.1
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(order.to_owned());
+                }
                 let n = self.0.fetch_add(1, Ordering::Relaxed);
                 json_response(
                     201,
@@ -164,14 +179,22 @@ impl Respond for Payment {
     }
 }
 
-struct OrderPage;
+/// An order's confirmation page: its status, and whether the shop has settled its payment.
+struct OrderPage(PaidOrders);
 
 impl Respond for OrderPage {
     fn respond(&self, request: &Request) -> ResponseTemplate {
         let id = request.url.path().rsplit('/').next().unwrap_or_default();
+        let paid = self
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(id);
+        let payment = if paid { "Paid" } else { "Awaiting payment" };
         let html = format!(
             "<!doctype html><html><head><title>Order {id}</title></head><body><h1>Order {id}</h1>\
-             <p>Status: <span id=\"order-status\">Placed</span></p></body></html>"
+             <p>Status: <span id=\"order-status\">Placed</span></p>\
+             <p>Payment: <span id=\"payment-status\">{payment}</span></p></body></html>"
         );
         ResponseTemplate::new(200).set_body_raw(html.into_bytes(), "text/html; charset=utf-8")
     }
@@ -216,6 +239,7 @@ pub struct ActionSites {
 impl ActionSites {
     pub async fn start() -> Self {
         let shop = server().await;
+        let paid = PaidOrders::default();
         Mock::given(method("GET"))
             .and(path("/api/products"))
             .respond_with(Search)
@@ -238,12 +262,12 @@ impl ActionSites {
             .await;
         Mock::given(method("POST"))
             .and(path("/api/payments"))
-            .respond_with(Payment(AtomicU64::new(1)))
+            .respond_with(Payment(AtomicU64::new(1), paid.clone()))
             .mount(&shop)
             .await;
         Mock::given(method("GET"))
             .and(path_regex(r"^/orders/[^/]+$"))
-            .respond_with(OrderPage)
+            .respond_with(OrderPage(paid))
             .mount(&shop)
             .await;
 

@@ -18,7 +18,7 @@ use super::{
 };
 use crate::{
     context::AppContext,
-    services::{ExecuteRefusal, ExecuteRequest, Executed, Principal},
+    services::{ExecuteRefusal, ExecuteRequest, Executed, Principal, TaskVerified, VerifyRefusal},
 };
 
 /// One parameter of an action, as `params` must carry it.
@@ -259,6 +259,26 @@ pub struct TaskView {
     pub settled_at: Option<chrono::DateTime<chrono::Utc>>,
     #[oai(skip_serializing_if_is_none)]
     pub artifact: Option<VerificationArtifactDoc>,
+    /// The `verified` artifact stored by `POST /api/tasks/{task_id}/verify` for a payment that
+    /// settled `payment_completed`; `artifact` stays as it was.
+    #[oai(skip_serializing_if_is_none)]
+    pub verification: Option<VerificationArtifactDoc>,
+}
+
+/// A payment task whose business outcome was verified.
+#[derive(Debug, Clone, Object)]
+pub struct TaskVerification {
+    pub task_id: String,
+    /// Always `verified`.
+    pub status: String,
+    /// The signed `verified` artifact: `source.action` names the confirm action, `evidence`
+    /// its URL, HTTP status, rule checks and outputs.
+    pub artifact: VerificationArtifactDoc,
+}
+
+fn artifact_doc(json: Option<&str>) -> Option<VerificationArtifactDoc> {
+    json.and_then(|a| serde_json::from_str::<Value>(a).ok())
+        .and_then(|v| VerificationArtifactDoc::parse_from_json(Some(v)).ok())
 }
 
 impl TaskView {
@@ -271,11 +291,8 @@ impl TaskView {
             cost: t.cost,
             created_at: t.created_at,
             settled_at: t.settled_at,
-            artifact: t
-                .artifact
-                .as_deref()
-                .and_then(|a| serde_json::from_str::<Value>(a).ok())
-                .and_then(|v| VerificationArtifactDoc::parse_from_json(Some(v)).ok()),
+            artifact: artifact_doc(t.artifact.as_deref()),
+            verification: artifact_doc(t.verified_artifact.as_deref()),
         }
     }
 }
@@ -318,6 +335,41 @@ pub enum ExecuteResponse {
 pub enum TaskResponse {
     #[oai(status = 200)]
     Ok(Json<TaskView>),
+}
+
+#[derive(ApiResponse)]
+pub enum VerifyTaskResponse {
+    /// Verified now, or before (the stored verification, unchanged).
+    #[oai(status = 200)]
+    Verified(Json<TaskVerification>),
+}
+
+impl From<VerifyRefusal> for ApiProblem {
+    fn from(e: VerifyRefusal) -> Self {
+        let detail = e.to_string();
+        match e {
+            VerifyRefusal::NotFound => ApiProblem::new(
+                FailureClass::NotFound,
+                "No task of this account has that id.",
+            ),
+            VerifyRefusal::NotVerifiable(_) => ApiProblem::new(FailureClass::NotVerifiable, detail),
+            VerifyRefusal::Pending { .. } => {
+                ApiProblem::new(FailureClass::VerificationPending, detail)
+                    .retry_after(std::time::Duration::from_secs(30))
+            }
+            VerifyRefusal::Refused(e) => e.into(),
+        }
+    }
+}
+
+/// The verification as the typed REST response (the MCP tool returns the same JSON).
+pub fn verification_view(v: &TaskVerified) -> Result<TaskVerification, ApiProblem> {
+    Ok(TaskVerification {
+        task_id: v.task_id.to_string(),
+        status: "verified".into(),
+        artifact: VerificationArtifactDoc::parse_from_json(Some(v.artifact.clone()))
+            .map_err(|e| ApiProblem::internal(e.into_message()))?,
+    })
 }
 
 pub fn require_scope(principal: &Principal, scope: &str) -> Result<(), ApiProblem> {
@@ -515,6 +567,33 @@ impl ActionsApi {
             )),
             Err(e) => Err(ApiProblem::internal(format!("{e:#}"))),
         }
+    }
+
+    /// Verify a payment's business outcome
+    ///
+    /// For a task of this account settled with a `payment_completed` artifact (a payment under
+    /// an authority with `verification_required`): runs the payment action's confirm read
+    /// through the guarded client and the map's rules, and when they hold stores and returns a
+    /// second signed artifact with status `verified` (the original stays as it is). Not a new
+    /// billing task: nothing is charged. Repeating it returns the stored verification. 409
+    /// `verification_pending` (retryable, nothing stored) when the site does not confirm the
+    /// outcome yet; 409 `not_verifiable` for any other task; 404 for another account's task.
+    #[oai(path = "/api/tasks/:task_id/verify", method = "post")]
+    async fn verify_task(
+        &self,
+        auth: ApiKeyAuth,
+        /// `task_...` as execute returned it.
+        task_id: Path<String>,
+    ) -> Result<VerifyTaskResponse, ApiProblem> {
+        let verified = self
+            .ctx
+            .services
+            .actions
+            .verify_task(&auth.0, &task_id.0)
+            .await?;
+        Ok(VerifyTaskResponse::Verified(Json(verification_view(
+            &verified,
+        )?)))
     }
 }
 

@@ -319,6 +319,23 @@ fn action_specs() -> Vec<ToolSpec> {
             }),
             output_schema: crate::http::json_schema_of::<crate::http::actions::ExecutionResult>(),
         },
+        ToolSpec {
+            name: "svc_verify_task",
+            title: "Verify a payment's outcome",
+            description: "For a payment task whose artifact is payment_completed (its authority asked for                 verification_required): checks the business outcome with the payment action's confirm read on the site and,                 when the site confirms it, returns a second signed artifact with status verified (the original stays).                 Nothing is charged. Calling it again returns the stored verification. failure_class verification_pending                 (retryable: try again later) when the site does not confirm it yet; not_verifiable for any other task.                 Needs an API key.",
+            needs_api_key: true,
+            read_only: false,
+            input_schema: json!({
+                "type": "object",
+                "required": ["task_id"],
+                "additionalProperties": false,
+                "properties": {
+                    "task_id": {"type": "string", "minLength": 1, "maxLength": 64,
+                        "description": "The task_... id execute returned for the payment."}
+                }
+            }),
+            output_schema: crate::http::json_schema_of::<crate::http::actions::TaskVerification>(),
+        },
     ]
 }
 
@@ -533,6 +550,25 @@ pub async fn call(
                 Err(problem) => return Ok(tool_error(&problem)),
             };
             Ok(action_tool(ctx, &principal, spec.name, &args).await)
+        }
+        "svc_verify_task" => {
+            only_args(&args, &["task_id"])?;
+            let task_id = required(string_arg(&args, "task_id")?, "task_id")?;
+            let principal = match authenticate(ctx, authorization, parts).await {
+                Ok(p) => p,
+                Err(problem) => return Ok(tool_error(&problem)),
+            };
+            let verified = ctx
+                .services
+                .actions
+                .verify_task(&principal, &task_id)
+                .await
+                .map_err(ApiProblem::from)
+                .and_then(|v| crate::http::actions::verification_view(&v));
+            Ok(match verified {
+                Ok(v) => CallToolResult::structured(v.to_json().unwrap_or_default()),
+                Err(problem) => tool_error(&problem),
+            })
         }
         "svc_start_claim_link_signup"
         | "svc_poll_claim_link_signup"

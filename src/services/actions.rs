@@ -15,7 +15,7 @@ use svc_ports::{
     ActionRequest, ActionResponse, ActionSpec, AgentMap, ArtifactId, ArtifactSource,
     ArtifactStatus, AuthorityId, AuthorityRefusal, AuthoritySpend, BeginOutcome, Domain,
     FailureClass, FetchError, LedgerEntryId, MapDocument, NewTask, SettleOutcome, Settlement,
-    TaskId, TaskRecord, TaskStatus, VerificationArtifact,
+    TaskId, TaskRecord, TaskStatus, VerificationArtifact, VerifyOutcome,
     actions::{BodyTemplate, OutputSource},
     store::MapStoreError,
     tasks::MAX_IDEMPOTENCY_KEY_LEN,
@@ -77,6 +77,49 @@ impl From<svc_ports::StoreError> for ExecuteRefusal {
     }
 }
 
+/// Why a verification stored nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyRefusal {
+    #[error("no task of this account has that id")]
+    NotFound,
+    #[error("{0}")]
+    NotVerifiable(String),
+    /// The confirm action ran and its rules did not hold (or the site did not answer).
+    #[error("{detail}")]
+    Pending { detail: String, evidence: Value },
+    /// Refused before the confirm action ran (scopes, connection).
+    #[error(transparent)]
+    Refused(#[from] ExecuteRefusal),
+}
+
+impl From<anyhow::Error> for VerifyRefusal {
+    fn from(e: anyhow::Error) -> Self {
+        Self::Refused(ExecuteRefusal::Internal(e))
+    }
+}
+
+/// A task's verification: the stored `verified` artifact.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskVerified {
+    pub task_id: TaskId,
+    pub artifact: Value,
+    /// Whether it was stored before this call.
+    pub replayed: bool,
+}
+
+fn verified_of(task: &TaskRecord) -> anyhow::Result<Option<TaskVerified>> {
+    task.verified_artifact
+        .as_deref()
+        .map(|a| {
+            Ok(TaskVerified {
+                task_id: task.id.clone(),
+                artifact: serde_json::from_str(a).context("stored verification is not JSON")?,
+                replayed: true,
+            })
+        })
+        .transpose()
+}
+
 /// The answer of a settled execution (or its replay): an HTTP status and the JSON body, stored
 /// with the task so a replay is byte-for-byte the same.
 #[derive(Debug, Clone, PartialEq)]
@@ -106,6 +149,9 @@ struct PaymentContext {
     verification_required: bool,
     /// The output field with the site's payment id.
     reference: Option<String>,
+    /// The confirm action and its params (taken from the payment's), named in the evidence of
+    /// a `payment_completed` artifact so a later verification can run it.
+    confirm: Option<(String, Map<String, Value>)>,
 }
 
 /// How the action turned out, before it is settled.
@@ -484,27 +530,7 @@ impl ActionService {
         }
         // An action that acts on the human's account needs their connection; without a usable
         // one it stops here, before any charge.
-        let credential = match &action.auth_provider {
-            Some(provider) => Some(
-                self.connections
-                    .credential_for(&principal.account.id, provider)
-                    .await
-                    .map_err(|e| {
-                        use super::connections::CredentialFailure as F;
-                        match e {
-                            F::Required(provider) => {
-                                ExecuteRefusal::ConnectionRequired { provider }
-                            }
-                            F::Expired(provider) => ExecuteRefusal::ConnectionExpired { provider },
-                            F::ProviderUnavailable(provider) => {
-                                ExecuteRefusal::ConnectionProviderUnavailable { provider }
-                            }
-                            F::Internal(e) => ExecuteRefusal::Internal(e),
-                        }
-                    })?,
-            ),
-            None => None,
-        };
+        let credential = self.credential(principal, &action).await?;
 
         let payment = self.payment_of(&action, &request).await?;
         let mut canonical = json!({"domain": map.document.domain.as_str(), "action": action.name, "params": request.params});
@@ -557,6 +583,168 @@ impl ActionService {
         self.settle(&task, observed, payment.as_ref()).await
     }
 
+    /// The human's connection credential an action needs, if it needs one.
+    async fn credential(
+        &self,
+        principal: &Principal,
+        action: &ActionSpec,
+    ) -> Result<Option<super::connections::Credential>, ExecuteRefusal> {
+        let Some(provider) = &action.auth_provider else {
+            return Ok(None);
+        };
+        self.connections
+            .credential_for(&principal.account.id, provider)
+            .await
+            .map(Some)
+            .map_err(|e| {
+                use super::connections::CredentialFailure as F;
+                match e {
+                    F::Required(provider) => ExecuteRefusal::ConnectionRequired { provider },
+                    F::Expired(provider) => ExecuteRefusal::ConnectionExpired { provider },
+                    F::ProviderUnavailable(provider) => {
+                        ExecuteRefusal::ConnectionProviderUnavailable { provider }
+                    }
+                    F::Internal(e) => ExecuteRefusal::Internal(e),
+                }
+            })
+    }
+
+    /// Verifies the business outcome of a payment whose task settled `payment_completed`: runs
+    /// the payment action's `confirm` read (named, with its params, in the artifact's evidence)
+    /// through the guarded transport and the map's rules, and when they hold stores a second,
+    /// signed `verified` artifact with the task. No billing task, nothing charged. Idempotent:
+    /// a verified task answers with its stored verification.
+    pub async fn verify_task(
+        &self,
+        principal: &Principal,
+        id: &str,
+    ) -> Result<TaskVerified, VerifyRefusal> {
+        let task = self
+            .task(principal, id)
+            .await?
+            .ok_or(VerifyRefusal::NotFound)?;
+        if let Some(stored) = verified_of(&task)? {
+            return Ok(stored);
+        }
+        if !task.verifiable() {
+            return Err(VerifyRefusal::NotVerifiable(format!(
+                "task {} is {} with a {} artifact; only a payment settled payment_completed can be verified",
+                task.id,
+                task.status.as_str(),
+                task.artifact_status().map_or("missing", |s| s.as_str())
+            )));
+        }
+        let original: Value = serde_json::from_str(task.artifact.as_deref().unwrap_or("null"))
+            .context("stored artifact is not JSON")?;
+        let confirm = &original["evidence"]["confirm"];
+        let (Some(confirm_action), Some(params)) =
+            (confirm["action"].as_str(), confirm["params"].as_object())
+        else {
+            return Err(VerifyRefusal::NotVerifiable(format!(
+                "`{}` declares no confirm action, so the outcome of this payment cannot be checked here",
+                task.action
+            )));
+        };
+        let map = match self.published(&task.domain).await {
+            Ok(m) => m,
+            Err(ExecuteRefusal::UnknownDomain(d)) => {
+                return Err(VerifyRefusal::NotVerifiable(format!(
+                    "no map is published for `{d}` any more"
+                )));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let Some(action) = map.document.action(confirm_action).cloned() else {
+            return Err(VerifyRefusal::NotVerifiable(format!(
+                "the published map of `{}` has no action `{confirm_action}` any more",
+                task.domain
+            )));
+        };
+        let params_value = Value::Object(params.clone());
+        if let Some(e) = self
+            .validator(&map, &action, "params")?
+            .iter_errors(&params_value)
+            .next()
+        {
+            return Err(VerifyRefusal::NotVerifiable(format!(
+                "the params of `{confirm_action}` no longer fit its schema: {e}"
+            )));
+        }
+        let missing = action.missing_scopes(&principal.key.scopes);
+        if !missing.is_empty() {
+            return Err(ExecuteRefusal::MissingScopes {
+                consequential: false,
+                missing,
+            }
+            .into());
+        }
+        let credential = self.credential(principal, &action).await?;
+        let observed = self.run(&map, &action, params, credential.as_ref()).await;
+        let confirm_evidence = json!({
+            "action": action.name,
+            "params": params,
+            "url": observed.url,
+            "result": observed.result,
+            "observed": observed.evidence,
+        });
+        if let Some((class, detail)) = &observed.failure {
+            tracing::info!(task_id = %task.id, class = class.as_str(), "payment outcome not confirmed");
+            return Err(VerifyRefusal::Pending {
+                detail: format!(
+                    "`{}` did not confirm the payment's outcome ({}: {detail}); confirm evidence: {}",
+                    action.name,
+                    class.as_str(),
+                    confirm_evidence
+                ),
+                evidence: confirm_evidence,
+            });
+        }
+        let mut evidence = json!({
+            "verifies_artifact_id": original["artifact_id"],
+            "confirm": confirm_evidence,
+        });
+        if let Some(payment) = original["evidence"].get("payment") {
+            evidence["payment"] = payment.clone();
+        }
+        let artifact_id = ArtifactId::from_ulid(self.ports.entropy.ulid());
+        let at = self.now();
+        let artifact = self.sign_artifact(
+            &artifact_id,
+            &task,
+            &action.name,
+            &observed.url,
+            at,
+            ArtifactStatus::Verified,
+            evidence,
+            None,
+        )?;
+        let artifact_json = serde_json::to_value(&artifact).context("serialising artifact")?;
+        let outcome = self
+            .ports
+            .tasks
+            .record_verification(&task.id, &artifact_id, &artifact_json.to_string(), at)
+            .await
+            .map_err(|e| anyhow::Error::new(e).context("recording verification"))?;
+        match outcome {
+            VerifyOutcome::Verified(t) => {
+                tracing::info!(task_id = %t.id, "payment outcome verified");
+                Ok(TaskVerified {
+                    task_id: t.id,
+                    artifact: artifact_json,
+                    replayed: false,
+                })
+            }
+            // A concurrent verification landed first: it stands.
+            VerifyOutcome::AlreadyVerified(t) => {
+                verified_of(&t)?.ok_or_else(|| anyhow::anyhow!("verification vanished").into())
+            }
+            VerifyOutcome::NotVerifiable(t) => Err(VerifyRefusal::NotVerifiable(format!(
+                "task {} cannot be verified",
+                t.id
+            ))),
+        }
+    }
+
     /// The spend a payment action asks for, or `None` for other actions (which ignore any
     /// `authority_id`). Refused before anything is stored when no authority is named or the
     /// amount is not an integer param.
@@ -607,6 +795,10 @@ impl ActionService {
             receipt_required: flags.0,
             verification_required: flags.1,
             reference: spec.reference.clone(),
+            confirm: spec.confirm.as_ref().and_then(|c| {
+                c.params_from(&request.params)
+                    .map(|params| (c.action.clone(), params))
+            }),
         }))
     }
 
@@ -837,6 +1029,7 @@ impl ActionService {
         let artifact = self.sign_artifact(
             &artifact_id,
             task,
+            &task.action,
             &observed.url,
             at,
             status,
@@ -897,6 +1090,7 @@ impl ActionService {
         &self,
         artifact_id: &ArtifactId,
         task: &TaskRecord,
+        action: &str,
         url: &str,
         at: DateTime<Utc>,
         status: ArtifactStatus,
@@ -906,7 +1100,7 @@ impl ActionService {
         let unsigned = json!({
             "artifact_id": artifact_id.as_str(),
             "task_id": task.id.as_str(),
-            "source": ArtifactSource { domain: task.domain.clone(), action: task.action.clone(), url: url.to_owned() },
+            "source": ArtifactSource { domain: task.domain.clone(), action: action.to_owned(), url: url.to_owned() },
             "timestamp": at,
             "status": status,
             "evidence": evidence,
@@ -1122,6 +1316,15 @@ fn payment_evidence(
             "spend": if observed.completed { "spent" } else { "released" },
         }),
     );
+    if observed.completed
+        && p.verification_required
+        && let Some((action, params)) = &p.confirm
+    {
+        map.insert(
+            "confirm".into(),
+            json!({"action": action, "params": params}),
+        );
+    }
     if observed.completed && p.receipt_required {
         let payment_id = p
             .reference

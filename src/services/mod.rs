@@ -21,7 +21,9 @@ use svc_ports::{
     PaymentProvider, ScanStore, Signer, TaskStore, TelemetryStore,
 };
 
-pub use actions::{ActionService, ExecuteRefusal, ExecuteRequest, Executed};
+pub use actions::{
+    ActionService, ExecuteRefusal, ExecuteRequest, Executed, TaskVerified, VerifyRefusal,
+};
 pub use auth::{AuthError, Authenticator, Principal};
 pub use authority::{AuthorityFailure, AuthorityReport, AuthorityService, NewAuthority};
 pub use billing::{BillingFailure, BillingService, BillingSettings};

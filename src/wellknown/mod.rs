@@ -316,7 +316,9 @@ pub fn mcp_apps(ctx: &AppContext) -> Value {
             "verification": {
                 "jwks": format!("{site}/.well-known/jwks.json"),
                 "artifact_schema": format!("{site}/.well-known/payment-artifact.schema.json"),
-                "task": format!("{base}/api/tasks/{{task_id}}")
+                "task": format!("{base}/api/tasks/{{task_id}}"),
+                "verify_payment": format!("{base}/api/tasks/{{task_id}}/verify"),
+                "verify_tool": "svc_verify_task"
             }
         }]
     })

@@ -115,7 +115,8 @@ async fn discover_lists_exact_names_keys_providers_and_costs() {
             "add_to_cart",
             "place_order",
             "pay_order",
-            "order_status"
+            "order_status",
+            "payment_status"
         ]
     );
     let order = &shop["actions"][3];

@@ -7,13 +7,14 @@ macro_rules! impl_sql_actions {
     ($store:ty, $db:ty) => {
         use svc_ports::{
             AgentMap, BeginOutcome, Domain, MapDocument, MapStatus, NewTask, SettleOutcome,
-            Settlement, TaskId, TaskRecord, TaskStatus, ArtifactId,
+            Settlement, TaskId, TaskRecord, TaskStatus, ArtifactId, VerifyOutcome,
             store::{MapStore, MapStoreError, TaskError, TaskStore},
         };
 
         const MAP_COLUMNS: &str = "domain, version, status, origin, document, created_at, updated_at";
         const TASK_COLUMNS: &str = "id, account_id, key_id, domain, action, cost, idempotency_key, fingerprint, \
-            status, response_status, response_body, artifact_id, artifact, created_at, settled_at";
+            status, response_status, response_body, artifact_id, artifact, created_at, settled_at, \
+            verified_artifact, verified_at";
 
         fn map_from_row(r: &DbRow) -> Result<AgentMap, StoreError> {
             let err = |e| backend(e, "reading agent map");
@@ -36,6 +37,7 @@ macro_rules! impl_sql_actions {
             let response_status: Option<i64> = r.try_get("response_status").map_err(err)?;
             let settled: Option<i64> = r.try_get("settled_at").map_err(err)?;
             let artifact_id: Option<String> = r.try_get("artifact_id").map_err(err)?;
+            let verified_at: Option<i64> = r.try_get("verified_at").map_err(err)?;
             Ok(TaskRecord {
                 id: TaskId::parse(&s("id")?).map_err(corrupt("task id"))?,
                 account_id: AccountId::parse(&s("account_id")?).map_err(corrupt("account id"))?,
@@ -58,6 +60,8 @@ macro_rules! impl_sql_actions {
                 artifact: r.try_get("artifact").map_err(err)?,
                 created_at: from_millis(r.try_get("created_at").map_err(err)?)?,
                 settled_at: settled.map(from_millis).transpose()?,
+                verified_artifact: r.try_get("verified_artifact").map_err(err)?,
+                verified_at: verified_at.map(from_millis).transpose()?,
             })
         }
 
@@ -167,6 +171,8 @@ macro_rules! impl_sql_actions {
                     artifact: None,
                     created_at: task.created_at,
                     settled_at: None,
+                    verified_artifact: None,
+                    verified_at: None,
                 };
                 if task.cost > 0 {
                     let hold = LedgerEntry::for_task(task.hold_entry.clone(), task.account_id.clone(), &task.id, EntryKind::Hold, -task.cost, balance_after, task.created_at);
@@ -382,6 +388,45 @@ macro_rules! impl_sql_actions {
                         None => Err(TaskError::NotFound),
                     },
                     Err(e) => Err(backend(e, "settling task").into()),
+                }
+            }
+
+            async fn record_verification(
+                &self,
+                task_id: &TaskId,
+                artifact_id: &ArtifactId,
+                artifact: &str,
+                at: DateTime<Utc>,
+            ) -> Result<VerifyOutcome, TaskError> {
+                // Whether a task is verifiable never changes once it settled, so it is read
+                // first; the store is the compare-and-set on `verified_artifact IS NULL`.
+                let task = self.task(task_id, None).await?.ok_or(TaskError::NotFound)?;
+                if task.verified_artifact.is_some() {
+                    return Ok(VerifyOutcome::AlreadyVerified(task));
+                }
+                if !task.verifiable() {
+                    return Ok(VerifyOutcome::NotVerifiable(task));
+                }
+                let sql = format!(
+                    "UPDATE tasks SET verified_artifact_id = $1, verified_artifact = $2, verified_at = $3 \
+                     WHERE id = $4 AND status = 'completed' AND verified_artifact IS NULL RETURNING {TASK_COLUMNS}"
+                );
+                let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(artifact_id.as_str())
+                    .bind(artifact)
+                    .bind(millis(at))
+                    .bind(task_id.as_str())
+                    .fetch_optional(self.writer())
+                    .await
+                    .map_err(|e| backend(e, "recording verification"))?;
+                match row {
+                    Some(r) => Ok(VerifyOutcome::Verified(task_from_row(&r)?)),
+                    // Another verification landed in between: it stands.
+                    None => match self.task(task_id, None).await? {
+                        Some(t) if t.verified_artifact.is_some() => Ok(VerifyOutcome::AlreadyVerified(t)),
+                        Some(t) => Ok(VerifyOutcome::NotVerifiable(t)),
+                        None => Err(TaskError::NotFound),
+                    },
                 }
             }
 
