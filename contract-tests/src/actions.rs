@@ -149,6 +149,8 @@ pub(crate) fn settlement(task: &TaskId, completed: bool, at: DateTime<Utc>) -> S
     Settlement {
         task_id: task.clone(),
         completed,
+        // A failure here stands for one that surely moved no money (its spend is given back).
+        release_spend: !completed,
         response_status: if completed { 200 } else { 502 },
         response_body: format!("{{\"completed\": {completed}}}"),
         artifact_id: ArtifactId::from_ulid(Ulid::new()),

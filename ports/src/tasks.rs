@@ -118,6 +118,11 @@ pub struct Settlement {
     pub task_id: TaskId,
     /// Completed: the hold is captured (charged). Otherwise it is released (refunded).
     pub completed: bool,
+    /// Gives the task's payment-authority spend back. Only for a payment that surely did not
+    /// happen (the site never got the request, or refused it outright): a timeout, a 5xx or an
+    /// unreadable answer may hide a payment that went through, so its spend stays counted.
+    /// MUST be false when `completed`.
+    pub release_spend: bool,
     pub response_status: u16,
     pub response_body: String,
     pub artifact_id: ArtifactId,

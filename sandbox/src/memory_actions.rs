@@ -256,7 +256,7 @@ impl TaskStore for MemoryStore {
             balance.spendable += task.cost;
             (EntryKind::Refund, task.cost)
         };
-        if !settlement.completed {
+        if settlement.release_spend && !settlement.completed {
             s.authority.release(&task.id, settlement.at);
         }
         if task.cost > 0 {

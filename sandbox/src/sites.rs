@@ -160,6 +160,10 @@ impl Respond for Payment {
         let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
         let amount = body["amount"].as_i64().unwrap_or(0);
         match body["order_id"].as_str() {
+            // The shop breaks mid-payment: whether the money moved is unknown.
+            Some(order) if order.starts_with("ord-crash") => {
+                json_response(500, json!({"error": "payment processor error"}))
+            }
             Some(order) if order.starts_with("ord-") && amount > 0 => {
                 if !order.starts_with("ord-pending") {
                     self.1

@@ -157,6 +157,8 @@ struct PaymentContext {
 /// How the action turned out, before it is settled.
 struct Observed {
     completed: bool,
+    /// The site surely did nothing: it never got the request, or refused it with a 4xx.
+    nothing_happened: bool,
     failure: Option<(FailureClass, String)>,
     url: String,
     evidence: Value,
@@ -832,6 +834,11 @@ impl ActionService {
                 };
                 return Observed {
                     completed: false,
+                    // Refused before sending, or no connection made: nothing reached the site.
+                    nothing_happened: matches!(
+                        e,
+                        FetchError::Refused(_) | FetchError::Connect { .. }
+                    ),
                     failure: Some((class, e.to_string())),
                     url: request.url,
                     evidence: json!({"request_method": request.method.as_str(), "transport_error": e.to_string(), "elapsed_ms": elapsed_ms}),
@@ -988,6 +995,7 @@ impl ActionService {
         });
         Observed {
             completed: failure.is_none(),
+            nothing_happened: failure.is_some() && (400..500).contains(&response.status),
             failure,
             url: response.url,
             evidence,
@@ -1058,6 +1066,7 @@ impl ActionService {
         let settlement = Settlement {
             task_id: task.id.clone(),
             completed: observed.completed,
+            release_spend: !observed.completed && observed.nothing_happened,
             response_status: http_status,
             response_body: body.to_string(),
             artifact_id,
@@ -1136,6 +1145,8 @@ impl ActionService {
         for task in orphans {
             let observed = Observed {
                 completed: false,
+                // The process died mid-action: whatever it sent may have been done.
+                nothing_happened: false,
                 failure: Some((
                     FailureClass::Interrupted,
                     "the service stopped while this action ran; its outcome is unknown, so it was refunded".into(),
@@ -1313,7 +1324,11 @@ fn payment_evidence(
             "amount": p.spend.amount,
             "currency": p.spend.currency.as_str(),
             "scope": p.spend.scope,
-            "spend": if observed.completed { "spent" } else { "released" },
+            "spend": if !observed.completed && observed.nothing_happened {
+                "released"
+            } else {
+                "spent"
+            },
         }),
     );
     if observed.completed

@@ -533,6 +533,43 @@ async fn a_single_use_authority_pays_once() {
     assert_eq!(status["remaining"]["spends"], 1);
 }
 
+/// A payment whose outcome is unknown (the shop broke mid-payment) is refunded in credits but
+/// keeps its spend: a single-use authority cannot be used to pay a second time.
+#[tokio::test]
+async fn a_payment_of_unknown_outcome_keeps_its_spend() {
+    let shop = shop().await;
+    let app = &shop.app;
+    let once = create(&shop, &[("interval", "single_use"), ("amount", "500")]).await;
+    let (spendable, _, _) = money(&shop).await;
+    let crashed = pay(app, Some(&once), 300, "ord-crash-1").await;
+    let body = problem(crashed, 502, "action_failed").await;
+    assert_eq!(
+        body["artifact"]["evidence"]["payment"]["spend"], "spent",
+        "{body}"
+    );
+    assert_eq!(money(&shop).await.0, spendable, "the credits are refunded");
+    let again = problem(
+        pay(app, Some(&once), 300, "ord-2").await,
+        403,
+        "payment_authority_refused",
+    )
+    .await;
+    assert!(
+        again["detail"].as_str().unwrap().contains("(exhausted)"),
+        "{again}"
+    );
+
+    // A refusal the shop states outright (declined) gives the spend back.
+    let other = create(&shop, &[("interval", "single_use"), ("amount", "500")]).await;
+    let declined = pay(app, Some(&other), 300, "nope-1").await;
+    let body = problem(declined, 502, "action_failed").await;
+    assert_eq!(
+        body["artifact"]["evidence"]["payment"]["spend"], "released",
+        "{body}"
+    );
+    assert_eq!(pay(app, Some(&other), 300, "ord-3").await.status(), 200);
+}
+
 #[tokio::test]
 async fn revocation_stops_further_payments() {
     let shop = shop().await;

@@ -202,8 +202,8 @@ macro_rules! impl_sql_actions {
                     .await?;
                 let Some(row) = row else { return Ok(None) };
                 let task = task_from_row(&row).map_err(|e| sqlx::Error::Decode(e.0.into()))?;
-                if !s.completed {
-                    // A failed task gives its authority spend back.
+                if s.release_spend && !s.completed {
+                    // A payment that surely did not happen gives its authority spend back.
                     release_spend_on(&mut tx, &task.id, s.at).await?;
                 }
                 if task.cost > 0 {
