@@ -358,9 +358,26 @@ impl ConnectionService {
         if record.state != ConnectionState::Pending {
             return Ok(record);
         }
-        let Some(code) = code.filter(|_| error.is_none()) else {
-            return Ok(self.finish(&record.id, ConnectionFinish::Refused).await?);
-        };
+        match (code, error) {
+            // The human said no at the provider.
+            (_, Some("access_denied")) => {
+                return Ok(self.finish(&record.id, ConnectionFinish::Refused).await?);
+            }
+            // Any other error is the provider's trouble: the link stays usable until it expires.
+            (_, Some(other)) => {
+                return Err(ConnectionFailure::ProviderUnavailable(format!(
+                    "the provider answered `{}`",
+                    other.chars().take(64).collect::<String>()
+                )));
+            }
+            (None, None) => {
+                return Err(ConnectionFailure::InvalidInput(
+                    "the provider's answer carries neither a code nor an error".into(),
+                ));
+            }
+            (Some(_), None) => {}
+        }
+        let code = code.unwrap_or_default();
         let verifier = self.open_text(&record.pkce_verifier)?;
         let grant = match self
             .provider

@@ -167,13 +167,21 @@ fn client(
     Ok(client)
 }
 
-fn token_error<RE, T>(e: RequestTokenError<RE, T>) -> ConnectionProviderError
+fn token_error<RE>(
+    e: RequestTokenError<RE, oauth2::basic::BasicErrorResponse>,
+) -> ConnectionProviderError
 where
     RE: std::error::Error + 'static,
-    T: oauth2::ErrorResponse + 'static,
 {
     match e {
-        RequestTokenError::ServerResponse(r) => ConnectionProviderError::Refused(r.to_string()),
+        // Only `invalid_grant` says the code or refresh token is dead; `invalid_client`,
+        // `server_error` and the rest are the provider's or our configuration's trouble, and
+        // must not end anyone's connection.
+        RequestTokenError::ServerResponse(r)
+            if *r.error() == oauth2::basic::BasicErrorResponseType::InvalidGrant =>
+        {
+            ConnectionProviderError::Refused(r.to_string())
+        }
         other => ConnectionProviderError::Unavailable(other.to_string()),
     }
 }

@@ -1,0 +1,115 @@
+//! The OAuth adapter against a wiremock provider: PKCE and the code reach the token endpoint,
+//! the userinfo names the account, and only `invalid_grant` counts as a refusal.
+
+use serde_json::json;
+use svc_oauth::{OAuthProviders, ProviderConfig};
+use svc_ports::{ConnectionProvider, ConnectionProviderError, CredentialKind, ProviderId};
+use wiremock::{
+    Mock, MockServer, ResponseTemplate,
+    matchers::{body_string_contains, header, method, path},
+};
+
+fn config(server: &MockServer) -> ProviderConfig {
+    ProviderConfig {
+        id: ProviderId::parse("shop-example").unwrap(),
+        client_id: "svc".into(),
+        client_secret: Some("s3cret".into()),
+        authorize_url: format!("{}/authorize", server.uri()),
+        token_url: format!("{}/token", server.uri()),
+        userinfo_url: format!("{}/userinfo", server.uri()),
+        scopes: vec!["orders".into()],
+        credential: CredentialKind::Bearer,
+    }
+}
+
+#[tokio::test]
+async fn a_code_with_its_verifier_becomes_a_grant_for_the_named_account() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/token"))
+        .and(body_string_contains("code_verifier=verifier-0123456789"))
+        .and(body_string_contains("code=the-code"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "access_token": "at-1", "token_type": "bearer", "expires_in": 600, "refresh_token": "rt-1"})))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/userinfo"))
+        .and(header("authorization", "Bearer at-1"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(json!({"email": "ann@shop.example"})),
+        )
+        .mount(&server)
+        .await;
+    let providers = OAuthProviders::new(vec![config(&server)]).unwrap();
+    let id = ProviderId::parse("shop-example").unwrap();
+    let url = providers
+        .authorization_url(
+            &id,
+            "st",
+            "verifier-0123456789-0123456789-0123456789-abcdef",
+            "https://svc.example/connect/callback",
+            Some("ann@shop.example".into()),
+        )
+        .unwrap();
+    assert!(
+        url.contains("code_challenge_method=S256")
+            && url.contains("state=st")
+            && url.contains("login_hint=")
+    );
+    assert!(
+        !url.contains("verifier-0123456789"),
+        "only the challenge leaves: {url}"
+    );
+    let grant = providers
+        .exchange_code(
+            &id,
+            "the-code",
+            "verifier-0123456789-0123456789-0123456789-abcdef",
+            "https://svc.example/connect/callback",
+        )
+        .await
+        .unwrap();
+    assert_eq!(grant.upstream_account, "ann@shop.example");
+    assert_eq!(grant.refresh_token.as_deref(), Some("rt-1"));
+    assert!(grant.expires_at.is_some());
+    assert!(
+        !format!("{grant:?}").contains("at-1"),
+        "Debug shows no token"
+    );
+    assert!(matches!(
+        providers
+            .exchange_code(
+                &ProviderId::parse("other-site").unwrap(),
+                "c",
+                "v",
+                "https://x/cb"
+            )
+            .await,
+        Err(ConnectionProviderError::UnknownProvider(_))
+    ));
+}
+
+#[tokio::test]
+async fn only_invalid_grant_is_a_refusal() {
+    for (error, refused) in [
+        ("invalid_grant", true),
+        ("invalid_client", false),
+        ("server_error", false),
+    ] {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/token"))
+            .respond_with(ResponseTemplate::new(400).set_body_json(json!({"error": error})))
+            .mount(&server)
+            .await;
+        let providers = OAuthProviders::new(vec![config(&server)]).unwrap();
+        let id = ProviderId::parse("shop-example").unwrap();
+        let got = providers.refresh(&id, "rt-1").await;
+        match (refused, got) {
+            (true, Err(ConnectionProviderError::Refused(_))) => {}
+            (false, Err(ConnectionProviderError::Unavailable(_))) => {}
+            (_, other) => panic!("{error}: {other:?}"),
+        }
+    }
+}
