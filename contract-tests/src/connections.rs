@@ -348,3 +348,69 @@ pub async fn connections_expire_once(b: &Backend) {
         Err(ConnectionError::NotFound)
     ));
 }
+
+/// The newest connection in a given state is found past newer attempts in other states.
+pub async fn newer_attempts_do_not_hide_a_connected_one(b: &Backend) {
+    let account = new_account(b, "newer-attempts@example.com").await.id;
+    let provider = ProviderId::parse("shop-example").unwrap();
+    let first = pending(&account, "shop-example", t0());
+    b.connections.insert_connection(&first).await.unwrap();
+    b.connections
+        .finish_connection(&first.id, connected("ann"), t0() + Duration::seconds(5))
+        .await
+        .unwrap();
+    let second = pending(&account, "shop-example", t0() + Duration::minutes(1));
+    b.connections.insert_connection(&second).await.unwrap();
+    b.connections
+        .finish_connection(
+            &second.id,
+            ConnectionFinish::Refused,
+            t0() + Duration::minutes(2),
+        )
+        .await
+        .unwrap();
+    let third = pending(&account, "shop-example", t0() + Duration::minutes(3));
+    b.connections.insert_connection(&third).await.unwrap();
+
+    let latest = b
+        .connections
+        .latest_connection(&account, &provider)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(latest.id, third.id, "{}", b.name);
+    let found = b
+        .connections
+        .latest_connection_in(&account, &provider, ConnectionState::Connected)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (found.id, found.upstream_account.as_deref()),
+        (first.id, Some("ann")),
+        "{}",
+        b.name
+    );
+    let refused = b
+        .connections
+        .latest_connection_in(&account, &provider, ConnectionState::Refused)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(refused.id, second.id);
+    assert!(
+        b.connections
+            .latest_connection_in(&account, &provider, ConnectionState::WrongAccount)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let other = ProviderId::parse("booking-example").unwrap();
+    assert!(
+        b.connections
+            .latest_connection_in(&account, &other, ConnectionState::Connected)
+            .await
+            .unwrap()
+            .is_none()
+    );
+}

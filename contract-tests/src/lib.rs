@@ -186,7 +186,8 @@ macro_rules! contract_suite {
             connections_finish_once,
             racing_finishes_have_one_winner,
             credentials_refresh_only_when_connected,
-            connections_expire_once
+            connections_expire_once,
+            newer_attempts_do_not_hide_a_connected_one
         );
         $crate::contract_suite!(@authority $backend;
             authorities_are_stored_listed_and_revoked,

@@ -12,7 +12,7 @@ use crate::{
         CheckoutHandoff, CheckoutOutcome, CheckoutRecord, EventOutcome, MeterEvent, MeterOutcome,
         PaymentEvent, Receipt,
     },
-    connections::{ConnectionFinish, ConnectionRecord, ProviderId, SealedSecret},
+    connections::{ConnectionFinish, ConnectionRecord, ConnectionState, ProviderId, SealedSecret},
     fetch::FetchedPage,
     identity::{DeviceDecision, DeviceGrant, EmailChallenge, UserCode, WebSession},
     ids::{
@@ -538,6 +538,15 @@ pub trait ConnectionStore: Send + Sync {
         &self,
         account: &AccountId,
         provider: &ProviderId,
+    ) -> Result<Option<ConnectionRecord>, StoreError>;
+
+    /// The account's newest connection to `provider` that is in `state` (so a newer attempt
+    /// that is pending or failed does not hide a working connection).
+    async fn latest_connection_in(
+        &self,
+        account: &AccountId,
+        provider: &ProviderId,
+        state: ConnectionState,
     ) -> Result<Option<ConnectionRecord>, StoreError>;
 
     /// Finishes a pending connection as `finish` says (see [`ConnectionFinish::apply`]) and

@@ -81,6 +81,21 @@ impl ConnectionStore for MemoryStore {
             .cloned())
     }
 
+    async fn latest_connection_in(
+        &self,
+        account: &AccountId,
+        provider: &ProviderId,
+        state: ConnectionState,
+    ) -> Result<Option<ConnectionRecord>, StoreError> {
+        let s = self.lock();
+        Ok(s.connections
+            .connections
+            .iter()
+            .filter(|c| &c.account_id == account && &c.provider == provider && c.state == state)
+            .max_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)))
+            .cloned())
+    }
+
     async fn finish_connection(
         &self,
         id: &ConnectionId,

@@ -250,6 +250,16 @@ impl ConnectionService {
                 "`expected_account` is at most {MAX_EXPECTED_ACCOUNT_LEN} printable characters"
             )));
         }
+        // One link at a time: an earlier pending link stops working when a new one starts.
+        if let Some(earlier) = self
+            .store
+            .latest_connection(account, &id)
+            .await
+            .map_err(anyhow::Error::from)?
+            && earlier.state == ConnectionState::Pending
+        {
+            self.finish(&earlier.id, ConnectionFinish::Expired).await?;
+        }
         let now = self.clock.now();
         let state = self.entropy.base62(43);
         let verifier = self.entropy.base62(64);
@@ -416,17 +426,26 @@ impl ConnectionService {
     ) -> Result<Credential, CredentialFailure> {
         let required = || CredentialFailure::Required(provider.to_owned());
         let id = ProviderId::parse(provider).map_err(|_| required())?;
-        let record = self
-            .latest(account, &id)
-            .await?
-            .filter(|r| r.state != ConnectionState::Pending);
-        let record = match record {
-            Some(r) if r.state == ConnectionState::Connected => r,
-            // The last connection expired (and no newer one connected): say so, not "required".
-            Some(r) if r.state == ConnectionState::Expired && r.upstream_account.is_some() => {
-                return Err(CredentialFailure::Expired(provider.to_owned()));
+        // The newest connected one: a newer attempt that is pending or failed hides nothing.
+        let connected = self
+            .store
+            .latest_connection_in(account, &id, ConnectionState::Connected)
+            .await
+            .map_err(anyhow::Error::from)?;
+        let record = match connected {
+            Some(r) => r,
+            None => {
+                let latest = self.latest(account, &id).await?;
+                // The last connection expired (and none is connected): say so, not "required".
+                return Err(match latest {
+                    Some(r)
+                        if r.state == ConnectionState::Expired && r.upstream_account.is_some() =>
+                    {
+                        CredentialFailure::Expired(provider.to_owned())
+                    }
+                    _ => required(),
+                });
             }
-            _ => return Err(required()),
         };
         let sealed = record.credentials.as_ref().ok_or_else(required)?;
         let grant: ProviderGrant = serde_json::from_slice(

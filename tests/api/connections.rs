@@ -361,3 +361,42 @@ async fn credentials_that_cannot_be_refreshed_expire_and_the_action_is_not_charg
         (Some("expired"), Some(false))
     );
 }
+
+/// A second start ends the first link, and a new attempt (pending, then refused) does not take
+/// a working connection away from the actions.
+#[tokio::test]
+async fn a_new_attempt_ends_the_old_link_and_does_not_hide_a_working_connection() {
+    let app = app_with(None).await;
+    let first = start(&app, None).await;
+    let second = start(&app, None).await;
+    let browser = Browser::new(&app);
+    browser.sign_in(&app, SANDBOX_EMAIL, "/account").await;
+    let old = first["connect_url"]
+        .as_str()
+        .unwrap()
+        .strip_prefix(&app.base_url)
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        browser.get(&old).await.status(),
+        410,
+        "the first link no longer works"
+    );
+
+    human_decides(&app, second["connect_url"].as_str().unwrap(), "approve").await;
+    assert_eq!(list_bookings(&app).await.status(), 200);
+    let third = start(&app, None).await;
+    assert_eq!(poll(&app).await["state"], "pending");
+    assert_eq!(
+        list_bookings(&app).await.status(),
+        200,
+        "still runs while a new attempt is pending"
+    );
+    human_decides(&app, third["connect_url"].as_str().unwrap(), "refuse").await;
+    assert_eq!(poll(&app).await["state"], "refused");
+    assert_eq!(
+        list_bookings(&app).await.status(),
+        200,
+        "a refused new attempt leaves the old connection"
+    );
+}

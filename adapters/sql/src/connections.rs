@@ -124,6 +124,27 @@ macro_rules! impl_sql_connections {
                     .transpose()
             }
 
+            async fn latest_connection_in(
+                &self,
+                account: &AccountId,
+                provider: &ProviderId,
+                state: ConnectionState,
+            ) -> Result<Option<ConnectionRecord>, StoreError> {
+                let sql = format!(
+                    "SELECT {CONNECTION_COLUMNS} FROM connections WHERE account_id = $1 AND provider = $2 \
+                     AND state = $3 ORDER BY created_at DESC, id DESC LIMIT 1"
+                );
+                sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(account.as_str())
+                    .bind(provider.as_str())
+                    .bind(state.as_str())
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(|e| backend(e, "reading a connection by state"))?
+                    .map(|r| connection_from_row(&r))
+                    .transpose()
+            }
+
             async fn finish_connection(
                 &self,
                 id: &ConnectionId,
