@@ -39,6 +39,7 @@ impl SandboxAuthServer {
         Mock::given(any())
             .respond_with(Provider {
                 refresh_allowed: refresh_allowed.clone(),
+                used_refresh_tokens: Default::default(),
             })
             .mount(&server)
             .await;
@@ -112,6 +113,8 @@ fn tokens(account: &str) -> ResponseTemplate {
 
 struct Provider {
     refresh_allowed: Arc<AtomicBool>,
+    /// Refresh tokens already used: like real providers, each refresh rotates the token.
+    used_refresh_tokens: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl Provider {
@@ -203,6 +206,15 @@ impl Provider {
                 tokens(code["a"].as_str().unwrap_or_default())
             }
             Some("refresh_token") => {
+                let fresh = get(f, "refresh_token").is_some_and(|t| {
+                    self.used_refresh_tokens
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(t.to_owned())
+                });
+                if !fresh {
+                    return oauth_error(400, "invalid_grant");
+                }
                 let account = get(f, "refresh_token")
                     .and_then(|t| t.strip_prefix("sbxrt."))
                     .and_then(|t| unb64(t.split('.').next()?));

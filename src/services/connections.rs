@@ -447,14 +447,7 @@ impl ConnectionService {
                 });
             }
         };
-        let sealed = record.credentials.as_ref().ok_or_else(required)?;
-        let grant: ProviderGrant = serde_json::from_slice(
-            &self
-                .sealer
-                .open(sealed)
-                .map_err(|e| anyhow::anyhow!("connection {}: {e}", record.id))?,
-        )
-        .map_err(|e| anyhow::anyhow!("connection {} credentials: {e}", record.id))?;
+        let grant = self.open_grant(&record)?.ok_or_else(required)?;
         let now = self.clock.now();
         let fresh = grant
             .expires_at
@@ -465,15 +458,8 @@ impl ConnectionService {
                 secret: grant.access_token,
             });
         }
-        let expire = || async {
-            self.store
-                .expire_connection(&record.id, self.clock.now())
-                .await
-                .map_err(|e| anyhow::anyhow!("expiring connection {}: {e}", record.id))?;
-            Ok::<_, CredentialFailure>(CredentialFailure::Expired(provider.to_owned()))
-        };
         let Some(refresh_token) = grant.refresh_token.as_deref() else {
-            return Err(expire().await?);
+            return Err(self.expire(&record, provider).await?);
         };
         match self.provider.refresh(&id, refresh_token).await {
             Ok(new)
@@ -481,22 +467,89 @@ impl ConnectionService {
                     .upstream_account
                     .eq_ignore_ascii_case(&grant.upstream_account) =>
             {
-                self.store
+                match self
+                    .store
                     .refresh_credentials(&record.id, self.seal_grant(&new)?, new.expires_at, now)
                     .await
-                    .map_err(|e| anyhow::anyhow!("refreshing connection {}: {e}", record.id))?;
-                Ok(Credential {
-                    kind: new.kind,
-                    secret: new.access_token,
-                })
+                {
+                    Ok(_) => Ok(Credential {
+                        kind: new.kind,
+                        secret: new.access_token,
+                    }),
+                    // It ended meanwhile (expired by another request): it stays ended.
+                    Err(ConnectionError::NotConnected(_)) => {
+                        Err(CredentialFailure::Expired(provider.to_owned()))
+                    }
+                    Err(e) => {
+                        Err(anyhow::anyhow!("refreshing connection {}: {e}", record.id).into())
+                    }
+                }
             }
-            // A refresh that names another account, or that the provider refuses, ends it.
-            Ok(_) | Err(ConnectionProviderError::Refused(_)) => Err(expire().await?),
+            // The provider refused the refresh token. Providers rotate refresh tokens, so a
+            // concurrent request may have refreshed first: use what it stored, if anything.
+            Err(ConnectionProviderError::Refused(_)) => {
+                // The other request may still be storing them: look a few times.
+                for _ in 0..5 {
+                    let current = self
+                        .store
+                        .connection(&record.id)
+                        .await
+                        .map_err(anyhow::Error::from)?;
+                    match current {
+                        Some(c)
+                            if c.state == ConnectionState::Connected
+                                && c.updated_at != record.updated_at =>
+                        {
+                            if let Some(newer) = self.open_grant(&c)? {
+                                return Ok(Credential {
+                                    kind: newer.kind,
+                                    secret: newer.access_token,
+                                });
+                            }
+                        }
+                        Some(c) if c.state != ConnectionState::Connected => {
+                            return Err(CredentialFailure::Expired(provider.to_owned()));
+                        }
+                        _ => {}
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+                Err(self.expire(&record, provider).await?)
+            }
+            // A refresh that names another account ends it.
+            Ok(_) => Err(self.expire(&record, provider).await?),
             Err(e) => {
                 tracing::warn!(connection = %record.id, error = %e, "credential refresh failed");
                 Err(CredentialFailure::ProviderUnavailable(provider.to_owned()))
             }
         }
+    }
+
+    /// The grant a connected record holds, opened.
+    fn open_grant(&self, record: &ConnectionRecord) -> anyhow::Result<Option<ProviderGrant>> {
+        let Some(sealed) = record.credentials.as_ref() else {
+            return Ok(None);
+        };
+        let bytes = self
+            .sealer
+            .open(sealed)
+            .map_err(|e| anyhow::anyhow!("connection {}: {e}", record.id))?;
+        Ok(Some(serde_json::from_slice(&bytes).map_err(|e| {
+            anyhow::anyhow!("connection {} credentials: {e}", record.id)
+        })?))
+    }
+
+    /// Ends a connection that can no longer be refreshed.
+    async fn expire(
+        &self,
+        record: &ConnectionRecord,
+        provider: &str,
+    ) -> Result<CredentialFailure, CredentialFailure> {
+        self.store
+            .expire_connection(&record.id, self.clock.now())
+            .await
+            .map_err(|e| anyhow::anyhow!("expiring connection {}: {e}", record.id))?;
+        Ok(CredentialFailure::Expired(provider.to_owned()))
     }
 
     fn seal_grant(&self, grant: &ProviderGrant) -> anyhow::Result<svc_ports::SealedSecret> {

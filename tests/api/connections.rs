@@ -400,3 +400,22 @@ async fn a_new_attempt_ends_the_old_link_and_does_not_hide_a_working_connection(
         "a refused new attempt leaves the old connection"
     );
 }
+
+/// Refresh tokens rotate (each works once, as at real providers): executions racing to refresh
+/// an expired token all run, and the connection survives.
+#[tokio::test]
+async fn concurrent_refreshes_keep_the_connection() {
+    let clock = TestClock::new();
+    let app = app_with(Some(clock.clone())).await;
+    let started = start(&app, None).await;
+    human_decides(&app, started["connect_url"].as_str().unwrap(), "approve").await;
+    clock.advance(Duration::from_secs(svc::startup::ACCESS_TOKEN_SECONDS + 60));
+    let statuses = futures_util::future::join_all((0..4).map(|_| list_bookings(&app)))
+        .await
+        .into_iter()
+        .map(|r| r.status().as_u16())
+        .collect::<Vec<_>>();
+    assert_eq!(statuses, vec![200; 4]);
+    assert_eq!(poll(&app).await["connected"], true);
+    assert_eq!(list_bookings(&app).await.status(), 200);
+}
