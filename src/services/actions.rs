@@ -662,6 +662,17 @@ impl ActionService {
                 task.domain
             )));
         };
+        // Only a read may confirm: after a republish the name could be something else.
+        if action.consequential
+            || !matches!(
+                action.family,
+                svc_ports::ActionFamily::Read | svc_ports::ActionFamily::Search
+            )
+        {
+            return Err(VerifyRefusal::NotVerifiable(format!(
+                "`{confirm_action}` is not a read in the published map any more, so it cannot confirm a payment"
+            )));
+        }
         let params_value = Value::Object(params.clone());
         if let Some(e) = self
             .validator(&map, &action, "params")?
