@@ -42,7 +42,15 @@ impl RateLimits {
 
     /// One readiness scan from `ip` (requests without a known address share one budget).
     pub fn check_scan(&self, ip: Option<IpAddr>) -> Result<(), ApiProblem> {
-        let ip = ip.unwrap_or(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED));
+        // One IPv6 client usually holds a whole /64: it is one budget.
+        let ip = match ip.unwrap_or(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED)) {
+            IpAddr::V6(v6) => {
+                let mut segments = v6.segments();
+                segments[4..].fill(0);
+                IpAddr::V6(std::net::Ipv6Addr::from(segments))
+            }
+            v4 => v4,
+        };
         self.scans_per_ip.check_key(&ip).map_err(|not_until| {
             let wait = not_until.wait_time_from(DefaultClock::default().now());
             limited("Too many readiness scans from this address.", wait)
@@ -101,5 +109,21 @@ mod tests {
         limits.check_key(&key).unwrap();
         limits.check_key(&key).unwrap();
         assert!(limits.check_key(&key).is_err());
+    }
+
+    #[test]
+    fn scans_share_one_budget_per_ipv6_64() {
+        let limits = RateLimits::with_scans(100, 100, 2);
+        let a: IpAddr = "2001:db8:1:2::1".parse().unwrap();
+        let b: IpAddr = "2001:db8:1:2:ffff::9".parse().unwrap();
+        limits.check_scan(Some(a)).unwrap();
+        limits.check_scan(Some(b)).unwrap();
+        assert!(limits.check_scan(Some(a)).is_err(), "same /64, one budget");
+        limits
+            .check_scan(Some("2001:db8:1:3::1".parse().unwrap()))
+            .unwrap();
+        limits
+            .check_scan(Some("203.0.113.7".parse().unwrap()))
+            .unwrap();
     }
 }

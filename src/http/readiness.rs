@@ -153,6 +153,8 @@ impl From<ScanFailure> for ApiProblem {
             ScanFailure::Unreachable(_) => {
                 ApiProblem::new(FailureClass::UpstreamUnreachable, e.to_string())
             }
+            ScanFailure::Busy => ApiProblem::new(FailureClass::Unavailable, e.to_string())
+                .retry_after(std::time::Duration::from_secs(5)),
             ScanFailure::Store(e) => ApiProblem::internal(format!("{e:#}")),
         }
     }

@@ -26,6 +26,10 @@ use url::Url;
 const CHECK_DEADLINE: Duration = Duration::from_secs(40);
 /// Characters of a body kept as evidence.
 const EXCERPT_CHARS: usize = 200;
+/// Scans running at once on this instance; more wait their turn briefly, then get 503. Each
+/// scan makes about twenty requests to a third party and parses what comes back.
+const MAX_CONCURRENT_SCANS: usize = 4;
+const SCAN_QUEUE_WAIT: Duration = Duration::from_secs(5);
 /// The MCP revision the probe asks for; servers answer with the one they speak.
 const MCP_PROTOCOL: &str = "2025-06-18";
 
@@ -83,6 +87,8 @@ pub enum ScanFailure {
     Refused(UrlRefusal),
     #[error("the site could not be reached: {0}")]
     Unreachable(String),
+    #[error("too many scans are running; retry in a few seconds")]
+    Busy,
     #[error(transparent)]
     Store(#[from] svc_ports::StoreError),
 }
@@ -172,6 +178,7 @@ fn result(
 }
 
 pub struct ReadinessService {
+    slots: Arc<tokio::sync::Semaphore>,
     fetcher: Arc<dyn PageFetcher>,
     transport: Arc<dyn ActionTransport>,
     extractor: Arc<dyn PageExtractor>,
@@ -188,6 +195,8 @@ struct Site<'a> {
     home: String,
     robots: OnceCell<Got>,
     home_page: OnceCell<Got>,
+    /// The home page's extraction, made once (off the async workers) for every check.
+    extracted: OnceCell<Option<Arc<Extraction>>>,
     server_card: OnceCell<Got>,
     mcp_catalog: OnceCell<Got>,
     tools_manifest: OnceCell<Got>,
@@ -205,6 +214,7 @@ impl ReadinessService {
         entropy: Arc<dyn Entropy>,
     ) -> Self {
         Self {
+            slots: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_SCANS)),
             fetcher,
             transport,
             extractor,
@@ -223,6 +233,10 @@ impl ReadinessService {
         progress: &(dyn Fn(&CheckResult) + Send + Sync),
     ) -> Result<ScanReport, ScanFailure> {
         let url = normalise(raw_url)?;
+        let _slot = tokio::time::timeout(SCAN_QUEUE_WAIT, self.slots.acquire())
+            .await
+            .map_err(|_| ScanFailure::Busy)?
+            .map_err(|_| ScanFailure::Busy)?;
         let started_at = self.clock.now();
         let site = Site {
             svc: self,
@@ -230,6 +244,7 @@ impl ReadinessService {
             home: url.to_string(),
             robots: OnceCell::new(),
             home_page: OnceCell::new(),
+            extracted: OnceCell::new(),
             server_card: OnceCell::new(),
             mcp_catalog: OnceCell::new(),
             tools_manifest: OnceCell::new(),
@@ -379,6 +394,7 @@ pub async fn scan_recorded(
             ScanFailure::InvalidUrl(_) => "invalid_request",
             ScanFailure::Refused(_) => "url_refused",
             ScanFailure::Unreachable(_) => "upstream_unreachable",
+            ScanFailure::Busy => "unavailable",
             ScanFailure::Store(_) => "internal",
         }),
     };
@@ -471,14 +487,31 @@ impl Site<'_> {
             .await
     }
 
-    async fn extraction(&self, page: &Got) -> Option<Extraction> {
-        if !page.ok() {
-            return None;
-        }
-        self.svc
-            .extractor
-            .extract(&page.body, &page.url, &ExtractOptions::default())
-            .ok()
+    /// The home page's extraction: parsing is CPU work, so it runs on the blocking pool.
+    async fn extraction(&self) -> Option<Arc<Extraction>> {
+        self.extracted
+            .get_or_init(|| async {
+                let page = self.home_page().await;
+                if !page.ok() {
+                    return None;
+                }
+                let (extractor, body, url) = (
+                    self.svc.extractor.clone(),
+                    page.body.clone(),
+                    page.url.clone(),
+                );
+                tokio::task::spawn_blocking(move || {
+                    extractor
+                        .extract(&body, &url, &ExtractOptions::default())
+                        .ok()
+                })
+                .await
+                .ok()
+                .flatten()
+                .map(Arc::new)
+            })
+            .await
+            .clone()
     }
 
     async fn run(&self, id: CheckId) -> CheckResult {
@@ -521,7 +554,18 @@ impl Site<'_> {
                 let tries =
                     futures_util::future::join_all(OPENAPI_PATHS.iter().map(|p| self.json_file(p)))
                         .await;
-                judge_openapi(&tries)
+                // Schema validation of a large document is CPU work: off the async workers.
+                tokio::task::spawn_blocking(move || judge_openapi(&tries))
+                    .await
+                    .unwrap_or_else(|_| {
+                        result(
+                            CheckId::Openapi,
+                            CheckStatus::Fail,
+                            "the OpenAPI document could not be checked",
+                            Vec::new(),
+                            None,
+                        )
+                    })
             }
             CheckId::McpDiscovery => judge_mcp_discovery(
                 self.server_card().await,
@@ -545,12 +589,12 @@ impl Site<'_> {
                 judge_markdown(&self.svc.get(&self.home, Some("text/markdown"), true).await)
             }
             CheckId::StructuredData => {
-                let page = self.home_page().await;
-                judge_structured_data(page, self.extraction(page).await.as_ref())
+                let extraction = self.extraction().await;
+                judge_structured_data(self.home_page().await, extraction.as_deref())
             }
             CheckId::Forms => {
-                let page = self.home_page().await;
-                judge_forms(page, self.extraction(page).await.as_ref())
+                let extraction = self.extraction().await;
+                judge_forms(self.home_page().await, extraction.as_deref())
             }
             CheckId::CommerceFiles => {
                 let (commerce, protocols) = tokio::join!(

@@ -191,13 +191,14 @@ async fn scan_submit(
     match scanned {
         Ok(report) => visit.redirect(&format!("/readiness/{}", report.scan_id)),
         Err(ScanFailure::Store(e)) => ApiProblem::internal(format!("{e:#}")).render("Bearer"),
-        Err(e) => home_page(
-            visit,
-            &ctx,
-            StatusCode::UNPROCESSABLE_ENTITY,
-            Some(e.to_string()),
-            form.0.url,
-        ),
+        Err(e) => {
+            let status = if matches!(e, ScanFailure::Busy) {
+                StatusCode::SERVICE_UNAVAILABLE
+            } else {
+                StatusCode::UNPROCESSABLE_ENTITY
+            };
+            home_page(visit, &ctx, status, Some(e.to_string()), form.0.url)
+        }
     }
 }
 
