@@ -77,8 +77,9 @@ pub struct ServeSettings {
     pub connection_keys_retired: Vec<String>,
 
     /// The target sites' OAuth providers: a JSON array of `{id, client_id, client_secret,
-    /// authorize_url, token_url, userinfo_url, scopes, credential}` (`id` is the
-    /// `auth_provider` the sites' actions declare), or `@path` to a file holding it.
+    /// authorize_url, token_url, userinfo_url, scopes, credential, hosts}` (`id` is the
+    /// `auth_provider` the sites' actions declare; its credentials go only to `hosts` and their
+    /// subdomains), or `@path` to a file holding it.
     #[arg(long, env = "SVC_CONNECTION_PROVIDERS", hide_env_values = true)]
     pub connection_providers: Option<String>,
 

@@ -268,6 +268,7 @@ impl World {
             userinfo_url: format!("{uri}/userinfo"),
             scopes: vec!["bookings".into()],
             credential: svc_ports::CredentialKind::Bearer,
+            hosts: vec![svc_sandbox::BOOKING_HOST.into()],
         });
         self
     }

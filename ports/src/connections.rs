@@ -383,6 +383,11 @@ pub trait ConnectionProvider: Send + Sync {
     /// Whether `provider` is configured here.
     fn serves(&self, provider: &ProviderId) -> bool;
 
+    /// Whether `provider`'s credentials may be sent to `host`. MUST be false unless `host` is
+    /// one of the provider's configured hosts or a subdomain of one: a map of another site
+    /// that names this provider never receives its tokens.
+    fn may_receive(&self, provider: &ProviderId, host: &str) -> bool;
+
     /// Where the human's browser goes to authorize; `pkce_verifier` never leaves this process
     /// (only its S256 challenge does).
     fn authorization_url(

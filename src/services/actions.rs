@@ -532,7 +532,9 @@ impl ActionService {
         }
         // An action that acts on the human's account needs their connection; without a usable
         // one it stops here, before any charge.
-        let credential = self.credential(principal, &action).await?;
+        let credential = self
+            .credential(principal, &action, &map.document.base_url)
+            .await?;
 
         let payment = self.payment_of(&action, &request).await?;
         let mut canonical = json!({"domain": map.document.domain.as_str(), "action": action.name, "params": request.params});
@@ -590,12 +592,17 @@ impl ActionService {
         &self,
         principal: &Principal,
         action: &ActionSpec,
+        base_url: &str,
     ) -> Result<Option<super::connections::Credential>, ExecuteRefusal> {
         let Some(provider) = &action.auth_provider else {
             return Ok(None);
         };
+        let host = url::Url::parse(base_url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+            .unwrap_or_default();
         self.connections
-            .credential_for(&principal.account.id, provider)
+            .credential_for(&principal.account.id, provider, &host)
             .await
             .map(Some)
             .map_err(|e| {
@@ -604,6 +611,10 @@ impl ActionService {
                     F::Required(provider) => ExecuteRefusal::ConnectionRequired { provider },
                     F::Expired(provider) => ExecuteRefusal::ConnectionExpired { provider },
                     F::ProviderUnavailable(provider) => {
+                        ExecuteRefusal::ConnectionProviderUnavailable { provider }
+                    }
+                    F::NotForThisSite { provider, host } => {
+                        tracing::warn!(%provider, %host, "a map names a provider whose credentials are not for its site");
                         ExecuteRefusal::ConnectionProviderUnavailable { provider }
                     }
                     F::Internal(e) => ExecuteRefusal::Internal(e),
@@ -691,7 +702,9 @@ impl ActionService {
             }
             .into());
         }
-        let credential = self.credential(principal, &action).await?;
+        let credential = self
+            .credential(principal, &action, &map.document.base_url)
+            .await?;
         let observed = self.run(&map, &action, params, credential.as_ref()).await;
         let confirm_evidence = json!({
             "action": action.name,

@@ -57,6 +57,8 @@ pub enum CredentialFailure {
     Expired(String),
     #[error("the authorization server of `{0}` is unavailable")]
     ProviderUnavailable(String),
+    #[error("credentials of `{provider}` are not sent to `{host}`")]
+    NotForThisSite { provider: String, host: String },
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
 }
@@ -423,9 +425,11 @@ impl ConnectionService {
         &self,
         account: &AccountId,
         provider: &str,
+        host: &str,
     ) -> Result<Credential, CredentialFailure> {
         let required = || CredentialFailure::Required(provider.to_owned());
         let id = ProviderId::parse(provider).map_err(|_| required())?;
+
         // The newest connected one: a newer attempt that is pending or failed hides nothing.
         let connected = self
             .store
@@ -447,6 +451,13 @@ impl ConnectionService {
                 });
             }
         };
+        // Checked before any secret is opened: a map of another site never gets these.
+        if !self.provider.may_receive(&id, host) {
+            return Err(CredentialFailure::NotForThisSite {
+                provider: provider.to_owned(),
+                host: host.to_owned(),
+            });
+        }
         let grant = self.open_grant(&record)?.ok_or_else(required)?;
         let now = self.clock.now();
         let fresh = grant

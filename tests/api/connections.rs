@@ -419,3 +419,49 @@ async fn concurrent_refreshes_keep_the_connection() {
     assert_eq!(poll(&app).await["connected"], true);
     assert_eq!(list_bookings(&app).await.status(), 200);
 }
+
+/// A map of another site that names the booking provider never gets its credentials.
+#[tokio::test]
+async fn another_sites_map_never_receives_the_connection() {
+    let app = app_with(None).await;
+    let started = start(&app, None).await;
+    human_decides(&app, started["connect_url"].as_str().unwrap(), "approve").await;
+    let flaky = app
+        ._sites
+        .as_ref()
+        .unwrap()
+        .sites
+        .iter()
+        .find(|s| s.host == "flaky.sandbox.test")
+        .unwrap();
+    let mut map: Value = serde_json::from_str(&flaky.map_json()).unwrap();
+    map["actions"][0]["auth_provider"] = json!(PROVIDER);
+    let document: svc_ports::MapDocument = serde_json::from_value(map).unwrap();
+    app.services
+        .actions
+        .import_map(&document, "test")
+        .await
+        .unwrap();
+    app.services
+        .actions
+        .publish("flaky.sandbox.test", None)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await; // the published-map cache
+    let balance = spendable(&app).await;
+    let resp = app
+        .http
+        .post(app.url("/api/execute"))
+        .header("Authorization", bearer(&app.api_key))
+        .json(&json!({"domain": "flaky.sandbox.test", "action": "server_error", "params": {}}))
+        .send()
+        .await
+        .unwrap();
+    problem(resp, 503, "connection_provider_unavailable").await;
+    assert_eq!(spendable(&app).await, balance);
+    assert_eq!(
+        list_bookings(&app).await.status(),
+        200,
+        "the booking site still gets it"
+    );
+}

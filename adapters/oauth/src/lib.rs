@@ -37,6 +37,9 @@ pub struct ProviderConfig {
     pub scopes: Vec<String>,
     #[serde(default = "bearer")]
     pub credential: CredentialKind,
+    /// The sites its credentials are sent to (their subdomains too); no others.
+    #[serde(default)]
+    pub hosts: Vec<String>,
 }
 
 fn bearer() -> CredentialKind {
@@ -190,6 +193,16 @@ where
 impl ConnectionProvider for OAuthProviders {
     fn serves(&self, provider: &ProviderId) -> bool {
         self.providers.contains_key(provider)
+    }
+
+    fn may_receive(&self, provider: &ProviderId, host: &str) -> bool {
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        self.providers.get(provider).is_some_and(|p| {
+            p.hosts.iter().any(|allowed| {
+                let allowed = allowed.trim_end_matches('.').to_ascii_lowercase();
+                !allowed.is_empty() && (host == allowed || host.ends_with(&format!(".{allowed}")))
+            })
+        })
     }
 
     fn authorization_url(

@@ -19,7 +19,20 @@ fn config(server: &MockServer) -> ProviderConfig {
         userinfo_url: format!("{}/userinfo", server.uri()),
         scopes: vec!["orders".into()],
         credential: CredentialKind::Bearer,
+        hosts: vec!["shop.example".into()],
     }
+}
+
+#[tokio::test]
+async fn credentials_go_only_to_the_providers_hosts() {
+    let server = MockServer::start().await;
+    let providers = OAuthProviders::new(vec![config(&server)]).unwrap();
+    let id = ProviderId::parse("shop-example").unwrap();
+    assert!(providers.may_receive(&id, "shop.example"));
+    assert!(providers.may_receive(&id, "API.Shop.Example"));
+    assert!(!providers.may_receive(&id, "evilshop.example"));
+    assert!(!providers.may_receive(&id, "shop.example.evil.test"));
+    assert!(!providers.may_receive(&ProviderId::parse("other-site").unwrap(), "shop.example"));
 }
 
 #[tokio::test]
