@@ -444,6 +444,19 @@ impl ActionSpec {
             if !integer {
                 return bad("payment.amount must point to a declared integer param");
             }
+            // The amount the authority is charged for must be the amount the site is sent.
+            let top = payment
+                .amount
+                .strip_prefix('/')
+                .unwrap_or_default()
+                .split('/')
+                .next()
+                .unwrap_or_default()
+                .replace("~1", "/")
+                .replace("~0", "~");
+            if !self.template_params().contains(&top) {
+                return bad("payment.amount must be a param the request sends");
+            }
             if let Some(r) = &payment.reference
                 && !names.contains(&r.as_str())
             {
@@ -648,7 +661,8 @@ mod tests {
                 "params_schema": {"type": "object", "properties": {
                     "amount": {"type": amount_type}, "order": {"type": "object", "properties": {"cents": {"type": "integer"}}}}},
                 "consequential": true,
-                "request": {"method": "POST", "path": "/pay"},
+                "request": {"method": "POST", "path": "/pay",
+                    "body": {"type": "json", "value": {"amount": "{amount}", "order": "{order}"}}},
                 "verify": {"status": [201]},
                 "outputs": [{"name": "payment_id", "from": "json", "pointer": "/id"}],
                 "output_schema": {"type": "object"},
@@ -659,6 +673,16 @@ mod tests {
         };
         let ok = json!({"amount": "/amount", "currency": "usd", "reference": "payment_id"});
         assert!(pay("order", "integer", ok.clone()).is_ok());
+        // An amount the request never sends cannot be what the authority pays for.
+        let unsent: ActionSpec = serde_json::from_value(json!({
+            "name": "pay", "description": "Pay.", "family": "order",
+            "params_schema": {"type": "object", "properties": {"amount": {"type": "integer"}}},
+            "consequential": true, "request": {"method": "POST", "path": "/pay"},
+            "verify": {"status": [201]}, "outputs": [], "output_schema": {"type": "object"},
+            "payment": {"amount": "/amount", "currency": "usd"}
+        }))
+        .unwrap();
+        assert!(unsent.check().is_err());
         assert!(
             pay(
                 "booking",
