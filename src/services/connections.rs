@@ -131,8 +131,15 @@ impl std::fmt::Debug for Credential {
     }
 }
 
+/// How long the set of declared providers is reused (maps change only when published).
+const PROVIDERS_CACHE: Duration = Duration::from_secs(1);
+
+type ProvidersCache = Arc<std::sync::Mutex<Option<(std::time::Instant, Arc<HashSet<String>>)>>>;
+
 #[derive(Clone)]
 pub struct ConnectionService {
+    /// The providers published maps declare, read at most once a second per instance.
+    declared: ProvidersCache,
     store: Arc<dyn ConnectionStore>,
     maps: Arc<dyn MapStore>,
     provider: Arc<dyn ConnectionProvider>,
@@ -153,6 +160,7 @@ impl ConnectionService {
         site_url: &str,
     ) -> Self {
         Self {
+            declared: Arc::default(),
             store,
             maps,
             provider,
@@ -168,14 +176,27 @@ impl ConnectionService {
     }
 
     /// The provider ids that published actions declare.
-    pub async fn declared_providers(&self) -> anyhow::Result<HashSet<String>> {
+    pub async fn declared_providers(&self) -> anyhow::Result<Arc<HashSet<String>>> {
+        if let Some((at, set)) = self
+            .declared
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            && at.elapsed() < PROVIDERS_CACHE
+        {
+            return Ok(set.clone());
+        }
         let maps = self.maps.maps(None).await?;
-        Ok(maps
-            .iter()
-            .filter(|m| m.status == MapStatus::Published)
-            .flat_map(|m| m.document.actions.iter())
-            .filter_map(|a| a.auth_provider.clone())
-            .collect())
+        let set: Arc<HashSet<String>> = Arc::new(
+            maps.iter()
+                .filter(|m| m.status == MapStatus::Published)
+                .flat_map(|m| m.document.actions.iter())
+                .filter_map(|a| a.auth_provider.clone())
+                .collect(),
+        );
+        *self.declared.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((std::time::Instant::now(), set.clone()));
+        Ok(set)
     }
 
     /// `provider` exactly as a published action declares it, and configured here.
