@@ -731,7 +731,7 @@ mod tests {
                     "params_schema": {"type": "object", "properties": {
                         "amount": {"type": "integer"}, "order_id": {"type": "string"}}},
                     "consequential": true,
-                    "request": {"method": "POST", "path": "/pay"},
+                    "request": {"method": "POST", "path": "/pay?amount={amount}"},
                     "verify": {"status": [201]},
                     "output_schema": {"type": "object"},
                     "payment": {"amount": "/amount", "currency": "usd", "confirm": confirm}
