@@ -269,18 +269,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     retired: s.connection_keys_retired.clone(),
                 },
             };
-            let connection_providers = match s.connection_providers.as_deref() {
-                None => Vec::new(),
-                Some(raw) => {
-                    let json = match raw.strip_prefix('@') {
-                        Some(path) => std::fs::read_to_string(path)
-                            .with_context(|| format!("SVC_CONNECTION_PROVIDERS file {path}"))?,
-                        None => raw.to_owned(),
-                    };
-                    svc_oauth::OAuthProviders::from_json(&json)
-                        .context("SVC_CONNECTION_PROVIDERS")?
-                }
-            };
+            let connection_providers =
+                startup::connection_providers(s.connection_providers.as_deref())?;
             let world = World {
                 mail,
                 signing,

@@ -172,6 +172,19 @@ fn sealer(sealing: &Sealing) -> anyhow::Result<AesGcmSealer> {
     }
 }
 
+/// `SVC_CONNECTION_PROVIDERS`: a JSON array of providers, or `@path` to a file holding one.
+pub fn connection_providers(raw: Option<&str>) -> anyhow::Result<Vec<ProviderConfig>> {
+    let Some(raw) = raw else {
+        return Ok(Vec::new());
+    };
+    let json = match raw.strip_prefix('@') {
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("SVC_CONNECTION_PROVIDERS file {path}"))?,
+        None => raw.to_owned(),
+    };
+    OAuthProviders::from_json(&json).context("SVC_CONNECTION_PROVIDERS")
+}
+
 /// The payment provider the service opens checkouts with and takes webhooks from.
 #[derive(Clone, Default)]
 pub enum Payments {

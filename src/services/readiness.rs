@@ -1787,39 +1787,81 @@ mod tests {
 
     #[test]
     fn forms_and_json_ld_are_judged_from_the_extraction() {
-        use svc_extract::HtmlExtractor;
-        let extractor = HtmlExtractor::new();
-        let extract = |html: &str| {
-            extractor
-                .extract(html, "https://e.com/", &ExtractOptions::default())
-                .unwrap()
+        // Extractions as the extractor port yields them (the real extractor on real pages is
+        // exercised by the sandbox sites in tests/api/readiness.rs).
+        use svc_ports::{Form, FormField, MainContent, PageMetadata, PageSignals};
+        let field = |name: &str, kind: &str, label: Option<&str>| FormField {
+            name: name.into(),
+            field_type: kind.into(),
+            label: label.map(str::to_owned),
+            required: false,
+            default_value: None,
+            options: Vec::new(),
+        };
+        let form = |fields: Vec<FormField>| Form {
+            id: None,
+            name: None,
+            action: "https://e.com/contact".into(),
+            method: "POST".into(),
+            enctype: "application/x-www-form-urlencoded".into(),
+            fields,
+        };
+        let extraction = |forms: Vec<Form>, json_ld: Vec<Value>| Extraction {
+            content: MainContent::default(),
+            links: Vec::new(),
+            forms,
+            metadata: PageMetadata {
+                json_ld,
+                ..PageMetadata::default()
+            },
+            signals: PageSignals::default(),
         };
         let page = got(200, "text/html", "");
-        let good = extract(
-            r#"<html><head><script type="application/ld+json">{"@context":"https://schema.org","@type":"Organization","name":"E"}</script></head>
-            <body><form method="post" action="/contact"><label for="e">Email</label><input id="e" name="email" type="email"><button>Send</button></form></body></html>"#,
+        let good = extraction(
+            vec![form(vec![
+                field("email", "email", Some("Email")),
+                field("csrf", "hidden", None),
+            ])],
+            vec![json!({"@context": "https://schema.org", "@type": "Organization", "name": "E"})],
         );
         assert_eq!(
             judge_structured_data(&page, Some(&good)).status,
             CheckStatus::Pass
         );
         assert_eq!(judge_forms(&page, Some(&good)).status, CheckStatus::Pass);
-        let bad = extract(
-            r#"<html><body><form><input type="text"><input type="text"></form></body></html>"#,
-        );
+        // Inputs without names are dropped by the extractor: a form with nothing left.
+        let bad = extraction(vec![form(vec![field("csrf", "hidden", None)])], Vec::new());
         assert_eq!(
             judge_structured_data(&page, Some(&bad)).status,
             CheckStatus::Fail
         );
         assert_eq!(judge_forms(&page, Some(&bad)).status, CheckStatus::Fail);
-        let unlabelled = extract(
-            r#"<html><body><form><input name="q"></form><form><label>Name <input name="n"></label></form></body></html>"#,
+        let untyped = extraction(Vec::new(), vec![json!({"name": "E"})]);
+        assert_eq!(
+            judge_structured_data(&page, Some(&untyped)).status,
+            CheckStatus::Warn
+        );
+        let graph = extraction(
+            Vec::new(),
+            vec![json!({"@graph": [{"@type": ["Store", "Place"]}]})],
+        );
+        assert!(
+            judge_structured_data(&page, Some(&graph))
+                .summary
+                .contains("Store, Place")
+        );
+        let unlabelled = extraction(
+            vec![
+                form(vec![field("q", "text", None)]),
+                form(vec![field("n", "text", Some("Name"))]),
+            ],
+            Vec::new(),
         );
         assert_eq!(
             judge_forms(&page, Some(&unlabelled)).status,
             CheckStatus::Warn
         );
-        let none = extract("<html><body><p>hi</p></body></html>");
+        let none = extraction(Vec::new(), Vec::new());
         assert_eq!(judge_forms(&page, Some(&none)).status, CheckStatus::Warn);
     }
 }

@@ -53,42 +53,6 @@ async fn balance(app: &TestApp, key: &str) -> (i64, i64) {
     )
 }
 
-/// Checks an artifact with only the served JWKS, a generic Ed25519 implementation (ring) and
-/// RFC 8785 canonical JSON of the artifact without its signature.
-async fn verify_with_jwks(app: &TestApp, artifact: &Value) {
-    use base64::Engine;
-    let jwks = app.get_json("/.well-known/jwks.json").await;
-    let kid = artifact["signature"]["kid"].as_str().unwrap();
-    let jwk = jwks["keys"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|k| k["kid"] == kid)
-        .expect("the artifact's kid is in the JWKS");
-    assert_eq!(
-        (jwk["kty"].as_str(), jwk["crv"].as_str()),
-        (Some("OKP"), Some("Ed25519"))
-    );
-    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    let x = b64.decode(jwk["x"].as_str().unwrap()).unwrap();
-    let sig = b64
-        .decode(artifact["signature"]["value"].as_str().unwrap())
-        .unwrap();
-    let mut unsigned = artifact.clone();
-    unsigned.as_object_mut().unwrap().remove("signature");
-    let message = serde_jcs::to_vec(&unsigned).unwrap();
-    ring::signature::UnparsedPublicKey::new(&ring::signature::ED25519, &x)
-        .verify(&message, &sig)
-        .expect("the artifact verifies against the JWKS");
-    let mut tampered = unsigned.clone();
-    tampered["status"] = json!("verified");
-    assert!(
-        ring::signature::UnparsedPublicKey::new(&ring::signature::ED25519, &x)
-            .verify(&serde_jcs::to_vec(&tampered).unwrap(), &sig)
-            .is_err()
-    );
-}
-
 #[tokio::test]
 async fn discover_lists_exact_names_keys_providers_and_costs() {
     let app = app().await;
@@ -173,7 +137,7 @@ async fn a_completed_action_is_charged_once_with_a_verifiable_artifact() {
     assert_eq!(artifact["task_id"], body["task_id"]);
     assert_eq!(artifact["failure_class"], Value::Null);
     assert_eq!(artifact["source"]["domain"], SHOP);
-    verify_with_jwks(&app, artifact).await;
+    crate::helpers::verify_with_jwks(&app, artifact).await;
     assert_eq!(balance(&app, &key).await, (999, 0));
 
     // The consequential order, with the cart from before; then the HTML confirmation page.
@@ -217,7 +181,7 @@ async fn a_completed_action_is_charged_once_with_a_verifiable_artifact() {
         .unwrap();
     assert_eq!(task["status"], "completed");
     assert_eq!(task["artifact"], body["artifact"]);
-    verify_with_jwks(&app, &task["artifact"]).await;
+    crate::helpers::verify_with_jwks(&app, &task["artifact"]).await;
     assert_eq!(balance(&app, &key).await, (997, 0));
 }
 
@@ -270,7 +234,7 @@ async fn every_failure_is_refunded_with_an_artifact_of_the_failure() {
         assert_eq!(body["credits_refunded"], 1, "{action}");
         assert_eq!(body["artifact"]["status"], "failed");
         assert_eq!(body["artifact"]["failure_class"], class);
-        verify_with_jwks(&app, &body["artifact"]).await;
+        crate::helpers::verify_with_jwks(&app, &body["artifact"]).await;
         let task: Value = app
             .http
             .get(app.url(&format!("/api/tasks/{}", body["task_id"].as_str().unwrap())))
@@ -572,7 +536,7 @@ async fn mcp_tools_discover_and_execute() {
         done["structuredContent"]["result"]["name"], "Kettle, 1 litre",
         "{done}"
     );
-    verify_with_jwks(&app, &done["structuredContent"]["artifact"]).await;
+    crate::helpers::verify_with_jwks(&app, &done["structuredContent"]["artifact"]).await;
     let failed = call(
         "execute",
         json!({"domain": FLAKY, "action": "server_error", "params": {}}),
@@ -634,7 +598,7 @@ async fn orphaned_tasks_are_refunded_by_recovery() {
         .unwrap();
     assert_eq!(task["status"], "failed");
     assert_eq!(task["artifact"]["failure_class"], "interrupted");
-    verify_with_jwks(&app, &task["artifact"]).await;
+    crate::helpers::verify_with_jwks(&app, &task["artifact"]).await;
     assert_eq!(
         app.services.actions.recover(60).await.unwrap(),
         0,

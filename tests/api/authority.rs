@@ -702,34 +702,6 @@ async fn get_task(app: &TestApp, task_id: &str) -> Value {
     resp.json().await.unwrap()
 }
 
-/// Checks an artifact with only the served JWKS, ring and RFC 8785 canonical JSON.
-async fn signed_by_jwks(app: &TestApp, artifact: &Value) {
-    use base64::Engine;
-    let jwks = app.get_json("/.well-known/jwks.json").await;
-    let kid = artifact["signature"]["kid"].as_str().unwrap();
-    let jwk = jwks["keys"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|k| k["kid"] == kid)
-        .expect("the artifact's kid is in the JWKS");
-    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    let x = b64.decode(jwk["x"].as_str().unwrap()).unwrap();
-    let sig = b64
-        .decode(artifact["signature"]["value"].as_str().unwrap())
-        .unwrap();
-    let mut unsigned = artifact.clone();
-    unsigned.as_object_mut().unwrap().remove("signature");
-    let key = ring::signature::UnparsedPublicKey::new(&ring::signature::ED25519, &x);
-    key.verify(&serde_jcs::to_vec(&unsigned).unwrap(), &sig)
-        .expect("the verified artifact verifies against the JWKS");
-    unsigned["status"] = json!("payment_completed");
-    assert!(
-        key.verify(&serde_jcs::to_vec(&unsigned).unwrap(), &sig)
-            .is_err()
-    );
-}
-
 async fn verification_required_payments_are_verified_later(stores: Stores) {
     let shop = shop_on(stores).await;
     let app = &shop.app;
@@ -789,7 +761,7 @@ async fn verification_required_payments_are_verified_later(stores: Stores) {
     );
     assert_eq!(evidence["payment"], original["evidence"]["payment"]);
     assert!(artifacts.is_valid(artifact), "{artifact}");
-    signed_by_jwks(app, artifact).await;
+    crate::helpers::verify_with_jwks(app, artifact).await;
     assert_eq!(money(&shop).await, before, "verification charges nothing");
 
     // The task shows both; the original artifact is unchanged.

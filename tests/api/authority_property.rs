@@ -8,7 +8,7 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 use futures_util::future::join_all;
 use proptest::prelude::*;
 use serde_json::Value;
-use svc::{services::NewAuthority, startup::Stores};
+use svc::services::NewAuthority;
 use svc_ports::{AuthorityId, AuthorityInterval};
 
 use crate::{
@@ -45,7 +45,7 @@ fn interval() -> impl Strategy<Value = AuthorityInterval> {
     ])
 }
 
-fn run_property(make: impl Fn() -> futures_util::future::BoxFuture<'static, Stores>) {
+fn run_property(make: crate::helpers::StoresFactory) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -254,28 +254,16 @@ fn run_property(make: impl Fn() -> futures_util::future::BoxFuture<'static, Stor
 
 #[test]
 fn spends_stay_within_the_authority_in_memory() {
-    run_property(|| Box::pin(async { Stores::memory() }));
+    run_property(crate::helpers::memory_stores());
 }
 
 #[test]
 fn spends_stay_within_the_authority_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().to_owned();
-    run_property(move || {
-        let url = format!(
-            "sqlite://{}",
-            path.join(format!("{}.db", ulid::Ulid::new())).display()
-        );
-        Box::pin(async move { Stores::open(&url, 8).await.unwrap() })
-    });
+    run_property(crate::helpers::sqlite_stores(dir.path()));
 }
 
 #[test]
 fn spends_stay_within_the_authority_on_postgres() {
-    run_property(|| {
-        Box::pin(async {
-            let url = svc_contract_tests::postgres_database().await;
-            Stores::open(&url, 16).await.unwrap()
-        })
-    });
+    run_property(crate::helpers::postgres_stores());
 }

@@ -8,7 +8,6 @@ use std::collections::{HashMap, HashSet};
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use svc::startup::Stores;
 use svc_ports::{ReceiptKind, ledger::EntryKind};
 
 use crate::helpers::{TestApp, bearer};
@@ -86,7 +85,7 @@ async fn send(app: &TestApp, body: Value) -> Vec<u64> {
         .unwrap_or_default()
 }
 
-fn run_property(make: impl Fn() -> futures_util::future::BoxFuture<'static, Stores>) {
+fn run_property(make: crate::helpers::StoresFactory) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -207,28 +206,16 @@ fn run_property(make: impl Fn() -> futures_util::future::BoxFuture<'static, Stor
 
 #[test]
 fn billing_keeps_the_books_in_memory() {
-    run_property(|| Box::pin(async { Stores::memory() }));
+    run_property(crate::helpers::memory_stores());
 }
 
 #[test]
 fn billing_keeps_the_books_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().to_owned();
-    run_property(move || {
-        let url = format!(
-            "sqlite://{}",
-            path.join(format!("{}.db", ulid::Ulid::new())).display()
-        );
-        Box::pin(async move { Stores::open(&url, 8).await.unwrap() })
-    });
+    run_property(crate::helpers::sqlite_stores(dir.path()));
 }
 
 #[test]
 fn billing_keeps_the_books_on_postgres() {
-    run_property(|| {
-        Box::pin(async {
-            let url = svc_contract_tests::postgres_database().await;
-            Stores::open(&url, 16).await.unwrap()
-        })
-    });
+    run_property(crate::helpers::postgres_stores());
 }

@@ -9,7 +9,6 @@ use std::{collections::HashMap, time::Duration};
 use futures_util::future::join_all;
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use svc::startup::Stores;
 use svc_ports::ledger::EntryKind;
 
 use crate::helpers::{TestApp, bearer};
@@ -72,10 +71,7 @@ async fn send(app: &TestApp, body: &Value, key: Option<String>) -> (u16, Value) 
     )
 }
 
-fn run_property(
-    name: &'static str,
-    make: impl Fn() -> futures_util::future::BoxFuture<'static, Stores>,
-) {
+fn run_property(name: &'static str, make: crate::helpers::StoresFactory) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -201,28 +197,16 @@ fn run_property(
 
 #[test]
 fn money_invariants_hold_end_to_end_in_memory() {
-    run_property("memory", || Box::pin(async { Stores::memory() }));
+    run_property("memory", crate::helpers::memory_stores());
 }
 
 #[test]
 fn money_invariants_hold_end_to_end_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().to_owned();
-    run_property("sqlite", move || {
-        let url = format!(
-            "sqlite://{}",
-            path.join(format!("{}.db", ulid::Ulid::new())).display()
-        );
-        Box::pin(async move { Stores::open(&url, 8).await.unwrap() })
-    });
+    run_property("sqlite", crate::helpers::sqlite_stores(dir.path()));
 }
 
 #[test]
 fn money_invariants_hold_end_to_end_on_postgres() {
-    run_property("postgres", || {
-        Box::pin(async {
-            let url = svc_contract_tests::postgres_database().await;
-            Stores::open(&url, 16).await.unwrap()
-        })
-    });
+    run_property("postgres", crate::helpers::postgres_stores());
 }

@@ -449,3 +449,73 @@ pub fn capture_logs() {
 pub fn captured_logs() -> String {
     String::from_utf8(LOG.lock().unwrap().clone()).unwrap()
 }
+
+/// Makes fresh stores for each case of a property test.
+pub type StoresFactory = Box<dyn Fn() -> futures_util::future::BoxFuture<'static, Stores>>;
+
+pub fn memory_stores() -> StoresFactory {
+    Box::new(|| Box::pin(async { Stores::memory() }))
+}
+
+/// A new SQLite file in `dir` for each case.
+pub fn sqlite_stores(dir: &std::path::Path) -> StoresFactory {
+    let dir = dir.to_owned();
+    Box::new(move || {
+        let url = format!(
+            "sqlite://{}",
+            dir.join(format!("{}.db", ulid::Ulid::new())).display()
+        );
+        Box::pin(async move { Stores::open(&url, 8).await.unwrap() })
+    })
+}
+
+/// A fresh database on the test Postgres server for each case.
+pub fn postgres_stores() -> StoresFactory {
+    Box::new(|| {
+        Box::pin(async {
+            let url = svc_contract_tests::postgres_database().await;
+            Stores::open(&url, 16).await.unwrap()
+        })
+    })
+}
+
+/// Checks an artifact with only the served JWKS, a generic Ed25519 implementation (ring) and
+/// RFC 8785 canonical JSON of the artifact without its signature.
+pub async fn verify_with_jwks(app: &TestApp, artifact: &Value) {
+    use base64::Engine;
+    let jwks = app.get_json("/.well-known/jwks.json").await;
+    let kid = artifact["signature"]["kid"].as_str().unwrap();
+    let jwk = jwks["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["kid"] == kid)
+        .expect("the artifact's kid is in the JWKS");
+    assert_eq!(
+        (jwk["kty"].as_str(), jwk["crv"].as_str()),
+        (Some("OKP"), Some("Ed25519"))
+    );
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let x = b64.decode(jwk["x"].as_str().unwrap()).unwrap();
+    let sig = b64
+        .decode(artifact["signature"]["value"].as_str().unwrap())
+        .unwrap();
+    let mut unsigned = artifact.clone();
+    unsigned.as_object_mut().unwrap().remove("signature");
+    let message = serde_jcs::to_vec(&unsigned).unwrap();
+    ring::signature::UnparsedPublicKey::new(&ring::signature::ED25519, &x)
+        .verify(&message, &sig)
+        .expect("the artifact verifies against the JWKS");
+    let mut tampered = unsigned.clone();
+    let other = if tampered["status"] == "verified" {
+        "failed"
+    } else {
+        "verified"
+    };
+    tampered["status"] = json!(other);
+    assert!(
+        ring::signature::UnparsedPublicKey::new(&ring::signature::ED25519, &x)
+            .verify(&serde_jcs::to_vec(&tampered).unwrap(), &sig)
+            .is_err()
+    );
+}
