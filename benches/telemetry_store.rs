@@ -32,6 +32,7 @@ fn main() {
                     discovery_surface: "llms_txt".into(),
                     conversion_state: "capability_read".into(),
                     task_type: "read_page".into(),
+                    account_id: None,
                     event: event.clone(),
                 })
                 .collect();

@@ -39,7 +39,15 @@ pub struct Step {
     #[serde(default = "ok")]
     pub variant: String,
     pub amount: Option<i64>,
+    /// For `checkout_completed` / `payment_succeeded`: the currency the event states.
+    pub currency: Option<String>,
+    /// For `checkout_completed` / `payment_succeeded`: name a checkout the service never made.
+    #[serde(default)]
+    pub unknown_checkout: bool,
     pub expect_status: Option<Vec<u16>>,
+    /// What the service made of each delivery (`applied`, `pending`, `acknowledged`,
+    /// `rejected`, `duplicate`).
+    pub expect_outcome: Option<Vec<String>>,
     pub expect_spendable: Option<i64>,
     pub expect_frozen: Option<i64>,
 }
@@ -148,7 +156,11 @@ pub async fn play(scenario: &Scenario, t: &Target) -> anyhow::Result<bool> {
     for (i, step) in scenario.steps.iter().enumerate() {
         let answer: Value = http
             .post(format!("{}/qa/send", t.provider_url))
-            .json(&json!({"session_id": session, "event": step.send, "variant": step.variant, "amount": step.amount}))
+            .json(&json!({
+                "session_id": session, "event": step.send, "variant": step.variant,
+                "amount": step.amount, "currency": step.currency,
+                "unknown_checkout": step.unknown_checkout,
+            }))
             .send()
             .await
             .context("asking the sandbox provider to send")?
@@ -160,6 +172,17 @@ pub async fn play(scenario: &Scenario, t: &Target) -> anyhow::Result<bool> {
             .iter()
             .map(|d| d["status"].as_u64().unwrap_or(0) as u16)
             .collect();
+        let outcomes: Vec<String> = answer["deliveries"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|d| {
+                serde_json::from_str::<Value>(d["answer"].as_str().unwrap_or_default())
+                    .ok()
+                    .and_then(|a| a["status"].as_str().map(str::to_owned))
+                    .unwrap_or_default()
+            })
+            .collect();
         let default_status = if step.variant == "ok" { 200 } else { 400 };
         let expected = step
             .expect_status
@@ -170,6 +193,11 @@ pub async fn play(scenario: &Scenario, t: &Target) -> anyhow::Result<bool> {
         let mut problems = Vec::new();
         if statuses != expected {
             problems.push(format!("answered {statuses:?}, expected {expected:?}"));
+        }
+        if let Some(want) = &step.expect_outcome
+            && want != &outcomes
+        {
+            problems.push(format!("outcomes {outcomes:?}, expected {want:?}"));
         }
         if let Some(want) = step.expect_spendable
             && want != ds

@@ -732,6 +732,7 @@ fn stored_event(surface: &str, state: &str, at: DateTime<Utc>) -> svc_ports::Sto
         discovery_surface: surface.into(),
         conversion_state: state.into(),
         task_type: "read_page".into(),
+        account_id: None,
         event: json!({"event_id": "e", "nested": {"a": [1, 2]}}),
     }
 }
@@ -754,7 +755,11 @@ pub async fn telemetry_batches_are_stored_whole_and_counted(b: &Backend) {
     batch.push(old.clone());
     b.telemetry.insert_events(&batch).await.unwrap();
     b.telemetry.insert_events(&[]).await.unwrap();
-    let funnel = b.telemetry.funnel(t0() - Duration::hours(1)).await.unwrap();
+    let funnel = b
+        .telemetry
+        .funnel(t0() - Duration::hours(1), None)
+        .await
+        .unwrap();
     let counts: Vec<(String, u64)> = funnel
         .iter()
         .map(|c| (c.discovery_surface.clone(), c.events))
@@ -768,7 +773,11 @@ pub async fn telemetry_batches_are_stored_whole_and_counted(b: &Backend) {
         "{}",
         b.name
     );
-    let all = b.telemetry.funnel(t0() - Duration::hours(3)).await.unwrap();
+    let all = b
+        .telemetry
+        .funnel(t0() - Duration::hours(3), None)
+        .await
+        .unwrap();
     assert_eq!(all.iter().map(|c| c.events).sum::<u64>(), 1201);
     let recent = b.telemetry.recent_events(5).await.unwrap();
     assert_eq!(recent.len(), 5);

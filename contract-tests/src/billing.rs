@@ -40,7 +40,7 @@ fn event(fact: PaymentFact) -> PaymentEvent {
         webhook_id: format!("msg_{}", Ulid::new()),
         event_type: "test".into(),
         fact,
-        body: "{}".into(),
+        body: b"{}".to_vec(),
         received_at: t0(),
     }
 }

@@ -8,6 +8,7 @@
 pub mod actions;
 pub mod authority;
 pub mod billing;
+pub mod billing_model;
 pub mod connections;
 pub mod identity;
 pub mod scenarios;
@@ -198,6 +199,11 @@ macro_rules! contract_suite {
             windows_reset_on_schedule,
             concurrent_spends_stay_within_the_limit
         );
+
+        #[test]
+        fn billing_books_equal_the_model_over_random_provider_events() {
+            $crate::billing_model::billing_model_property(|| Box::pin($backend()));
+        }
 
         #[test]
         fn authority_limits_hold_over_random_spends() {

@@ -412,8 +412,13 @@ pub trait TelemetryStore: Send + Sync {
     /// Stores a batch in one transaction: all of it or none.
     async fn insert_events(&self, events: &[StoredEvent]) -> Result<(), StoreError>;
 
-    /// Events received at or after `since`, counted by discovery surface and conversion state.
-    async fn funnel(&self, since: DateTime<Utc>) -> Result<Vec<FunnelCount>, StoreError>;
+    /// Events received at or after `since`, counted by discovery surface and conversion state:
+    /// those of `account` only, or every event when `account` is `None`.
+    async fn funnel<'a>(
+        &self,
+        since: DateTime<Utc>,
+        account: Option<&'a AccountId>,
+    ) -> Result<Vec<FunnelCount>, StoreError>;
 
     /// The newest events, newest first, at most `limit`.
     async fn recent_events(&self, limit: u32) -> Result<Vec<StoredEvent>, StoreError>;

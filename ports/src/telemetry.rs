@@ -2,6 +2,8 @@
 
 use chrono::{DateTime, Utc};
 
+use crate::AccountId;
+
 /// One event ready for storage. `event` is the redacted JSON the agent sent.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredEvent {
@@ -14,6 +16,10 @@ pub struct StoredEvent {
     pub discovery_surface: String,
     pub conversion_state: String,
     pub task_type: String,
+    /// The account the event belongs to: the key it was sent with, or the account whose step
+    /// the service recorded. `None` for anonymous events (only the service-wide funnel counts
+    /// them).
+    pub account_id: Option<AccountId>,
     pub event: serde_json::Value,
 }
 

@@ -8,7 +8,7 @@ use svc_ports::{
     billing::{
         AppliedMovement, CheckoutHandoff, CheckoutOutcome, CheckoutRecord, EventOutcome,
         MeterEvent, MeterOutcome, PaymentEvent, PaymentFact, PaymentPlan, Receipt, ReceiptKind,
-        plan_payment, task_receipt,
+        named_checkouts, payment_checkout, plan_payment, task_receipt,
     },
     store::{BillingError, BillingStore, StoreError},
 };
@@ -38,14 +38,11 @@ fn apply_facts(
     payment_id: &str,
     facts: &[PaymentFact],
 ) -> EventOutcome {
-    let checkout = facts
+    let checkouts: Vec<CheckoutRecord> = named_checkouts(facts)
         .iter()
-        .find_map(|f| match f {
-            PaymentFact::Paid { checkout_id, .. } => Some(checkout_id),
-            _ => None,
-        })
-        .and_then(|id| s.billing.checkouts.iter().find(|c| &c.id == id).cloned());
-    let (applied, spendable) = match &checkout {
+        .filter_map(|id| s.billing.checkouts.iter().find(|c| &c.id == id).cloned())
+        .collect();
+    let (applied, spendable) = match payment_checkout(facts, &checkouts) {
         Some(c) => (
             s.billing
                 .receipts
@@ -53,11 +50,7 @@ fn apply_facts(
                 .filter(|r| {
                     r.account_id == c.account_id && r.payment_id.as_deref() == Some(payment_id)
                 })
-                .map(|r| AppliedMovement {
-                    reference: r.reference.clone(),
-                    credits: r.credits,
-                    shortfall: r.shortfall,
-                })
+                .map(AppliedMovement::from)
                 .collect(),
             s.balances
                 .get(&c.account_id)
@@ -66,13 +59,10 @@ fn apply_facts(
         ),
         None => (Vec::new(), 0),
     };
-    let moves = match plan_payment(facts, checkout.as_ref(), &applied, spendable) {
+    let (checkout, moves) = match plan_payment(facts, &checkouts, &applied, spendable) {
         PaymentPlan::Pending => return EventOutcome::Pending,
         PaymentPlan::Rejected(reason) => return EventOutcome::Rejected(reason),
-        PaymentPlan::Moves(moves) => moves,
-    };
-    let Some(checkout) = checkout else {
-        return EventOutcome::Acknowledged;
+        PaymentPlan::Moves { checkout, moves } => (checkout, moves),
     };
     for e in s.billing.events.iter_mut().filter(|e| {
         e.provider == event.provider

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use svc_ports::{
-    FunnelCount, StoredEvent,
+    AccountId, FunnelCount, StoredEvent,
     store::{StoreError, TelemetryStore},
 };
 
@@ -31,10 +31,16 @@ impl TelemetryStore for MemoryStore {
         Ok(())
     }
 
-    async fn funnel(&self, since: DateTime<Utc>) -> Result<Vec<FunnelCount>, StoreError> {
+    async fn funnel<'a>(
+        &self,
+        since: DateTime<Utc>,
+        account: Option<&'a AccountId>,
+    ) -> Result<Vec<FunnelCount>, StoreError> {
         let s = self.lock();
         let mut counts: BTreeMap<(String, String), u64> = BTreeMap::new();
-        for e in s.telemetry.events.iter().filter(|e| e.received_at >= since) {
+        for e in s.telemetry.events.iter().filter(|e| {
+            e.received_at >= since && account.is_none_or(|a| e.account_id.as_ref() == Some(a))
+        }) {
             *counts
                 .entry((e.discovery_surface.clone(), e.conversion_state.clone()))
                 .or_default() += 1;

@@ -245,6 +245,7 @@ impl State {
         session_id: &str,
         action: &str,
         amount: Option<i64>,
+        tamper: &PaidTampering,
     ) -> Result<Vec<(String, String)>, String> {
         let mut sessions = lock(&self.sessions);
         let s = sessions
@@ -257,6 +258,18 @@ impl State {
             "amount": s.amount,
             "currency": s.currency,
         });
+        // QA: a payment event that misstates the amount or currency, or names no checkout of
+        // the service (signed correctly all the same).
+        let mut misstated = payment.clone();
+        if let Some(a) = amount {
+            misstated["amount"] = json!(a);
+        }
+        if let Some(c) = &tamper.currency {
+            misstated["currency"] = json!(c);
+        }
+        if tamper.unknown_checkout {
+            misstated["client_reference_id"] = json!("chk_01JZZZZZZZZZZZZZZZZZZZZZZZ");
+        }
         let amount = amount.unwrap_or(s.amount);
         let events = match action {
             "pay" => {
@@ -266,8 +279,8 @@ impl State {
                     ("payment.succeeded", payment),
                 ]
             }
-            "checkout_completed" => vec![("checkout.completed", payment)],
-            "payment_succeeded" => vec![("payment.succeeded", payment)],
+            "checkout_completed" => vec![("checkout.completed", misstated)],
+            "payment_succeeded" => vec![("payment.succeeded", misstated)],
             "fail" => {
                 s.status = "failed";
                 vec![(
@@ -311,6 +324,13 @@ impl State {
             .map(|(t, data)| (new_id("msg"), self.event_body(t, data)))
             .collect())
     }
+}
+
+/// How a QA payment event misstates the payment.
+#[derive(Debug, Default)]
+struct PaidTampering {
+    currency: Option<String>,
+    unknown_checkout: bool,
 }
 
 /// A plain HTTP/1.1 POST to the service on loopback; returns (status, body).
@@ -381,7 +401,7 @@ impl Respond for Router {
             (false, ["checkout", id]) => self.page(id),
             (true, ["checkout", id, action]) => {
                 let action = action.replace('-', "_");
-                match state.events_for(id, &action, None) {
+                match state.events_for(id, &action, None, &PaidTampering::default()) {
                     Ok(events) => {
                         for (webhook_id, body) in &events {
                             state.deliver(webhook_id, body, Variant::Ok);
@@ -542,8 +562,10 @@ impl Router {
         ResponseTemplate::new(200).set_body_raw(html, "text/html; charset=utf-8")
     }
 
-    /// `{"session_id", "event", "variant"?, "amount"?}`: sends the event and answers with what
-    /// the service said. `event: "replay"` resends the last delivery under its webhook-id.
+    /// `{"session_id", "event", "variant"?, "amount"?, "currency"?, "unknown_checkout"?}`: sends
+    /// the event and answers with what the service said. `event: "replay"` resends the last
+    /// delivery under its webhook-id. For `checkout_completed` and `payment_succeeded`,
+    /// `amount`, `currency` and `unknown_checkout` misstate the payment (correctly signed).
     fn qa_send(&self, body: &Value) -> ResponseTemplate {
         let state = &self.0;
         let text = |k: &str| body.get(k).and_then(Value::as_str).unwrap_or_default();
@@ -567,10 +589,21 @@ impl Router {
                 None => return json_response(409, json!({"error": "nothing was delivered yet"})),
             }
         } else {
+            let tamper = PaidTampering {
+                currency: body
+                    .get("currency")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                unknown_checkout: body
+                    .get("unknown_checkout")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+            };
             match state.events_for(
                 text("session_id"),
                 text("event"),
                 body.get("amount").and_then(Value::as_i64),
+                &tamper,
             ) {
                 Ok(events) => events,
                 Err(e) => return json_response(409, json!({"error": e})),

@@ -474,11 +474,11 @@ impl ActionsApi {
         require_scope(principal, "discover")?;
         let map = self.ctx.services.actions.published(domain).await?;
         self.ctx.services.telemetry.record(
-            crate::services::telemetry::FunnelStep::new(
+            crate::services::telemetry::FunnelStep::of_account(
                 crate::services::telemetry::Face::Rest,
                 "capability_read",
                 "discover",
-                principal.account.id.as_str(),
+                &principal.account.id,
             )
             .capability("discover"),
         );
@@ -543,7 +543,7 @@ impl ActionsApi {
         if !executed.replayed {
             self.ctx.services.telemetry.record_execution(
                 crate::services::telemetry::Face::Rest,
-                auth.0.account.id.as_str(),
+                &auth.0.account.id,
                 executed.completed,
                 &executed.body,
             );

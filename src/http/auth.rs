@@ -16,6 +16,49 @@ use crate::{context::AppContext, services::Principal};
 )]
 pub struct ApiKeyAuth(pub Principal);
 
+/// The bearer token of `Authorization`, if the header holds one.
+pub fn bearer_token(req: &Request) -> Option<&str> {
+    let value = req
+        .headers()
+        .get(http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+/// An API key (that account's view) or the operator's internal token (`SVC_INTERNAL_TOKEN`,
+/// the whole service's view: `None`).
+#[derive(SecurityScheme)]
+#[oai(
+    ty = "bearer",
+    bearer_format = "svc_<API_KEY> or the internal token",
+    checker = "check_key_or_internal"
+)]
+pub struct FunnelAuth(pub Option<svc_ports::AccountId>);
+
+async fn check_key_or_internal(
+    req: &Request,
+    bearer: Bearer,
+) -> poem::Result<Option<svc_ports::AccountId>> {
+    let ctx = req
+        .data::<AppContext>()
+        .ok_or_else(|| ApiProblem::internal("app context missing"))?;
+    if !bearer.token.starts_with("svc_")
+        && ctx
+            .services
+            .billing
+            .check_internal_token(Some(&bearer.token))
+            .is_ok()
+    {
+        return Ok(None);
+    }
+    Ok(Some(check_api_key(req, bearer).await?.account.id))
+}
+
 async fn check_api_key(req: &Request, bearer: Bearer) -> poem::Result<Principal> {
     let ctx = req
         .data::<AppContext>()

@@ -4,7 +4,7 @@ use poem_openapi::{ApiResponse, Object, OpenApi, param::Query, payload::Json};
 use serde_json::Value;
 use svc_ports::FailureClass;
 
-use super::{Tags, auth::ApiKeyAuth, problem::ApiProblem};
+use super::{Tags, auth::FunnelAuth, problem::ApiProblem};
 use crate::{context::AppContext, services::telemetry::TelemetryRefusal};
 
 /// The event was accepted: stored after the listed redactions.
@@ -69,10 +69,31 @@ impl TelemetryApi {
     /// The body is an agent traffic event (`/.well-known/agent-traffic-event.schema.json`:
     /// the required fields and enums are checked, extra properties are allowed). Raw prompts,
     /// payment credentials, secrets, email addresses and card-like numbers are removed before
-    /// storage and each removal is named in `privacy_redactions`. 422 names the field at fault.
+    /// storage and each removal is named in `privacy_redactions`. 422 names the field at fault
+    /// (also a string holding a NUL character). No credentials are needed; sent with an API
+    /// key (`Authorization: Bearer svc_...`) the event also counts in that account's funnel.
     #[oai(path = "/telemetry/agent-event", method = "post")]
-    async fn agent_event(&self, body: Json<Value>) -> Result<EventResponse, ApiProblem> {
-        let accepted = self.ctx.services.telemetry.accept(body.0)?;
+    async fn agent_event(
+        &self,
+        req: &poem::Request,
+        body: Json<Value>,
+    ) -> Result<EventResponse, ApiProblem> {
+        let account = match super::auth::bearer_token(req) {
+            Some(token) => self
+                .ctx
+                .services
+                .auth
+                .authenticate(token)
+                .await
+                .ok()
+                .map(|p| p.account.id),
+            None => None,
+        };
+        let accepted = self
+            .ctx
+            .services
+            .telemetry
+            .accept(body.0, account.as_ref())?;
         Ok(EventResponse::Accepted(Json(EventAccepted {
             event_id: accepted.event_id,
             record_id: accepted.record_id,
@@ -81,10 +102,14 @@ impl TelemetryApi {
     }
 
     /// The conversion funnel by discovery surface
+    ///
+    /// With an API key: the events of the key's own account (those sent with one of its keys,
+    /// and the steps the service recorded for it). With the operator's internal token
+    /// (`SVC_INTERNAL_TOKEN`): every event of the service.
     #[oai(path = "/api/telemetry/funnel", method = "get")]
     async fn funnel(
         &self,
-        _auth: ApiKeyAuth,
+        auth: FunnelAuth,
         /// Hours back from now (default 24, at most 8760).
         #[oai(validator(minimum(value = "1"), maximum(value = "8760")))]
         hours: Query<Option<i64>>,
@@ -94,7 +119,7 @@ impl TelemetryApi {
             .ctx
             .services
             .telemetry
-            .funnel(hours)
+            .funnel(hours, auth.0.as_ref())
             .await
             .map_err(|e| ApiProblem::internal(format!("{e:#}")))?
             .into_iter()

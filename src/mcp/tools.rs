@@ -146,11 +146,11 @@ async fn checkout_tool(
     match billing.create_handoff(&principal.account.id, plan).await {
         Ok((url, expires_at)) => {
             ctx.services.telemetry.record(
-                FunnelStep::new(
+                FunnelStep::of_account(
                     Face::Mcp,
                     "payment_started",
                     "checkout",
-                    principal.account.id.as_str(),
+                    &principal.account.id,
                 )
                 .capability("svc_create_checkout_session"),
             );
@@ -752,11 +752,11 @@ async fn action_tool(
             match ctx.services.actions.published(&domain).await {
                 Ok(map) => {
                     ctx.services.telemetry.record(
-                        FunnelStep::new(
+                        FunnelStep::of_account(
                             Face::Mcp,
                             "capability_read",
                             "discover",
-                            principal.account.id.as_str(),
+                            &principal.account.id,
                         )
                         .capability(name),
                     );
@@ -785,7 +785,7 @@ async fn action_tool(
             {
                 ctx.services.telemetry.record_execution(
                     Face::Mcp,
-                    principal.account.id.as_str(),
+                    &principal.account.id,
                     e.completed,
                     &e.body,
                 );

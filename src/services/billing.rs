@@ -425,7 +425,7 @@ impl BillingService {
             webhook_id: webhook_id.clone(),
             event_type: event_type.clone(),
             fact,
-            body: String::from_utf8_lossy(body).into_owned(),
+            body: body.to_vec(),
             received_at: now,
         };
         let outcome = match self.store.apply_payment_event(&event).await {

@@ -9,7 +9,7 @@ use std::{
 };
 
 use serde_json::{Value, json};
-use svc_ports::{Clock, Entropy, FunnelCount, StoredEvent, TelemetryStore};
+use svc_ports::{AccountId, Clock, Entropy, FunnelCount, StoredEvent, TelemetryStore};
 use tokio::sync::mpsc;
 
 /// Events waiting to be written; past this the endpoint answers 503 with `Retry-After`.
@@ -201,6 +201,26 @@ pub fn event_schema(site_url: &str) -> Value {
     })
 }
 
+/// The JSON pointer of the first string or key that holds a NUL, if any.
+fn nul_in(value: &Value, path: &str) -> Option<String> {
+    match value {
+        Value::String(s) => s.contains('\0').then(|| path.to_owned()),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| nul_in(v, &format!("{path}/{i}"))),
+        Value::Object(map) => map.iter().find_map(|(k, v)| {
+            let here = format!("{path}/{}", k.replace('~', "~0").replace('/', "~1"));
+            if k.contains('\0') {
+                Some(here.replace('\0', "\\u0000"))
+            } else {
+                nul_in(v, &here)
+            }
+        }),
+        _ => None,
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum TelemetryRefusal {
     /// The event breaks the schema; `field` is a JSON pointer.
@@ -258,6 +278,8 @@ pub struct FunnelStep<'a> {
     /// The account id, or the client address for anonymous steps: only its salted hash is
     /// stored, as the session id.
     pub who: &'a str,
+    /// The account whose step it is, when known: its own funnel counts it.
+    pub account: Option<&'a AccountId>,
     pub capability: Option<&'a str>,
     pub failure_class: Option<&'a str>,
     pub artifact_ids: Vec<String>,
@@ -270,9 +292,23 @@ impl<'a> FunnelStep<'a> {
             state,
             task_type,
             who,
+            account: None,
             capability: None,
             failure_class: None,
             artifact_ids: Vec::new(),
+        }
+    }
+
+    /// A step of a known account (its id is also `who`).
+    pub fn of_account(
+        face: Face,
+        state: &'static str,
+        task_type: &'static str,
+        account: &'a AccountId,
+    ) -> Self {
+        Self {
+            account: Some(account),
+            ..Self::new(face, state, task_type, account.as_str())
         }
     }
 
@@ -327,8 +363,13 @@ impl TelemetryService {
         }
     }
 
-    /// Validates, redacts and queues one event for the batch writer.
-    pub fn accept(&self, event: Value) -> Result<Accepted, TelemetryRefusal> {
+    /// Validates, redacts and queues one event for the batch writer, as `account`'s when the
+    /// sender is known.
+    pub fn accept(
+        &self,
+        event: Value,
+        account: Option<&AccountId>,
+    ) -> Result<Accepted, TelemetryRefusal> {
         if !event.is_object() {
             return Err(TelemetryRefusal::Invalid {
                 field: "/".into(),
@@ -339,6 +380,14 @@ impl TelemetryService {
             return Err(TelemetryRefusal::Invalid {
                 field: "/".into(),
                 detail: format!("an event is at most {MAX_EVENT_BYTES} bytes"),
+            });
+        }
+        // No store keeps a NUL in text (Postgres refuses it): refused here, naming the field,
+        // rather than failing the batch it would have been written with.
+        if let Some(field) = nul_in(&event, "") {
+            return Err(TelemetryRefusal::Invalid {
+                field: if field.is_empty() { "/".into() } else { field },
+                detail: "text may not hold a NUL character (U+0000)".into(),
             });
         }
         if let Some(e) = self.validator.iter_errors(&event).next() {
@@ -387,6 +436,7 @@ impl TelemetryService {
             discovery_surface,
             conversion_state,
             task_type,
+            account_id: account.cloned(),
             event,
         };
         let accepted = Accepted {
@@ -428,21 +478,21 @@ impl TelemetryService {
         if !step.artifact_ids.is_empty() {
             event["artifact_ids"] = json!(step.artifact_ids);
         }
-        if let Err(e) = self.accept(event) {
+        if let Err(e) = self.accept(event, step.account) {
             tracing::debug!(error = %e, state = step.state, "funnel event not recorded");
         }
     }
 
     /// The outcome of an execution: `verification_completed` with its artifact, or `failed`
     /// with its failure class. Replays are not counted again.
-    pub fn record_execution(&self, face: Face, account: &str, completed: bool, body: &Value) {
+    pub fn record_execution(&self, face: Face, account: &AccountId, completed: bool, body: &Value) {
         let artifact = body
             .pointer("/artifact/artifact_id")
             .and_then(Value::as_str);
         let step = if completed {
-            FunnelStep::new(face, "verification_completed", "execute", account)
+            FunnelStep::of_account(face, "verification_completed", "execute", account)
         } else {
-            FunnelStep::new(face, "failed", "execute", account)
+            FunnelStep::of_account(face, "failed", "execute", account)
                 .failure(body["failure_class"].as_str().unwrap_or("action_failed"))
         };
         self.record(step.capability("execute").artifact(artifact));
@@ -469,10 +519,29 @@ impl TelemetryService {
                     _ => break,
                 }
             }
-            if let Err(e) = self.store.insert_events(&batch).await {
-                tracing::error!(error = %e, lost = batch.len(), "agent events could not be written");
-            }
+            self.write(&batch).await;
             batch.clear();
+        }
+    }
+
+    /// Writes one batch; when the batch fails, each event is tried alone, so one event the
+    /// store refuses never takes the others with it.
+    async fn write(&self, batch: &[StoredEvent]) {
+        let Err(e) = self.store.insert_events(batch).await else {
+            return;
+        };
+        if batch.len() > 1 {
+            tracing::warn!(error = %e, events = batch.len(), "agent event batch refused; writing one by one");
+        }
+        let mut lost = 0usize;
+        for event in batch {
+            if let Err(e) = self.store.insert_events(std::slice::from_ref(event)).await {
+                lost += 1;
+                tracing::error!(error = %e, record_id = %event.id, "agent event could not be written");
+            }
+        }
+        if lost > 0 {
+            tracing::error!(lost, "agent events lost");
         }
     }
 
@@ -490,15 +559,97 @@ impl TelemetryService {
         Ok(self.store.recent_events(limit).await?)
     }
 
-    pub async fn funnel(&self, since_hours: i64) -> anyhow::Result<Vec<FunnelCount>> {
+    /// The funnel of the last `since_hours`: one account's events, or every event (`None`,
+    /// for the operator's internal token only).
+    pub async fn funnel(
+        &self,
+        since_hours: i64,
+        account: Option<&AccountId>,
+    ) -> anyhow::Result<Vec<FunnelCount>> {
         let since = self.clock.now() - chrono::Duration::hours(since_hours);
-        Ok(self.store.funnel(since).await?)
+        Ok(self.store.funnel(since, account).await?)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A store that refuses any batch holding an event whose id starts with `poison`, the
+    /// way Postgres refuses a whole multi-row insert for one row it cannot hold.
+    #[derive(Default)]
+    struct Picky(Mutex<Vec<String>>);
+
+    #[async_trait::async_trait]
+    impl TelemetryStore for Picky {
+        async fn insert_events(&self, events: &[StoredEvent]) -> Result<(), svc_ports::StoreError> {
+            if events.iter().any(|e| e.event_id.starts_with("poison")) {
+                return Err(svc_ports::StoreError(anyhow::anyhow!(
+                    "invalid byte sequence"
+                )));
+            }
+            let mut stored = self.0.lock().unwrap();
+            stored.extend(events.iter().map(|e| e.event_id.clone()));
+            Ok(())
+        }
+        async fn funnel<'a>(
+            &self,
+            _: chrono::DateTime<chrono::Utc>,
+            _: Option<&'a AccountId>,
+        ) -> Result<Vec<FunnelCount>, svc_ports::StoreError> {
+            Ok(Vec::new())
+        }
+        async fn recent_events(&self, _: u32) -> Result<Vec<StoredEvent>, svc_ports::StoreError> {
+            Ok(Vec::new())
+        }
+    }
+
+    struct Now;
+    impl Clock for Now {
+        fn now(&self) -> chrono::DateTime<chrono::Utc> {
+            chrono::Utc::now()
+        }
+    }
+    struct Counter(std::sync::atomic::AtomicU64);
+    impl Entropy for Counter {
+        fn ulid(&self) -> ulid::Ulid {
+            let n = self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            ulid::Ulid::from_parts(n, u128::from(n))
+        }
+        fn pick(&self, alphabet: &[u8], len: usize) -> String {
+            std::iter::repeat_n(char::from(alphabet[0]), len).collect()
+        }
+    }
+
+    fn stored(id: &str) -> StoredEvent {
+        StoredEvent {
+            id: format!("evt_{id}"),
+            received_at: chrono::Utc::now(),
+            event_id: id.into(),
+            session_id: "s".into(),
+            agent_protocol: "mcp".into(),
+            discovery_surface: "llms_txt".into(),
+            conversion_state: "discovered".into(),
+            task_type: "read_page".into(),
+            account_id: None,
+            event: json!({}),
+        }
+    }
+
+    /// Issue 15: one event the store refused took the whole batch with it.
+    #[tokio::test]
+    async fn a_batch_the_store_refuses_is_written_event_by_event() {
+        let store = Arc::new(Picky::default());
+        let service = TelemetryService::new(
+            store.clone(),
+            Arc::new(Now),
+            Arc::new(Counter(Default::default())),
+            "http://svc.test",
+        );
+        let batch: Vec<StoredEvent> = ["a", "b", "poison", "c"].map(stored).to_vec();
+        service.write(&batch).await;
+        assert_eq!(*store.0.lock().unwrap(), vec!["a", "b", "c"]);
+    }
 
     #[test]
     fn cards_emails_and_keys_are_redacted_but_other_numbers_stay() {

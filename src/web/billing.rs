@@ -305,11 +305,11 @@ fn note_payment_started(
     use crate::services::telemetry::{Face, FunnelStep};
     if !started.replayed {
         ctx.services.telemetry.record(
-            FunnelStep::new(
+            FunnelStep::of_account(
                 Face::Web,
                 "payment_started",
                 "checkout",
-                started.checkout.account_id.as_str(),
+                &started.checkout.account_id,
             )
             .capability(via),
         );
@@ -612,11 +612,11 @@ async fn webhook(req: &Request, ctx: Data<&AppContext>, body: Body) -> Response 
                     .find(|r| r.kind == svc_ports::ReceiptKind::Purchase)
             {
                 ctx.services.telemetry.record(
-                    crate::services::telemetry::FunnelStep::new(
+                    crate::services::telemetry::FunnelStep::of_account(
                         crate::services::telemetry::Face::Provider,
                         "payment_completed",
                         "checkout",
-                        purchase.account_id.as_str(),
+                        &purchase.account_id,
                     )
                     .capability("payment_webhook"),
                 );

@@ -23,6 +23,78 @@ async fn post(app: &TestApp, body: &Value) -> reqwest::Response {
         .unwrap()
 }
 
+/// Sent with the app's key: the event also counts in that account's funnel.
+async fn post_as(app: &TestApp, body: &Value) -> reqwest::Response {
+    app.http
+        .post(app.url("/telemetry/agent-event"))
+        .header("Authorization", bearer(&app.api_key))
+        .json(body)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Issue 15: an event holding a NUL was answered 202, then Postgres refused the batch insert and
+/// the writer dropped every event written with it. Now it is refused up front with a 422 naming
+/// the field, and the events around it are all stored, on every store.
+async fn a_nul_is_refused_and_takes_nothing_with_it(stores: Stores) {
+    let app = TestApp::builder().stores(stores.clone()).spawn().await;
+    let mut good = Vec::new();
+    for i in 0..3 {
+        let mut e = event();
+        e["event_id"] = json!(format!("good-{i}"));
+        good.push(e);
+    }
+    let mut in_value = event();
+    in_value["session_id"] = json!("s\u{0}1");
+    let mut nested = event();
+    nested["properties"] = json!({"note": ["fine", "bad\u{0}"]});
+    let mut in_key = event();
+    in_key["properties"] = json!({"k\u{0}": 1});
+    assert_eq!(post(&app, &good[0]).await.status(), 202);
+    for (e, field) in [
+        (&in_value, "/session_id"),
+        (&nested, "/properties/note/1"),
+        (&in_key, "/properties/k\\u0000"),
+    ] {
+        let p = problem(post(&app, e).await, 422, "invalid_request").await;
+        let detail = p["detail"].as_str().unwrap();
+        assert!(detail.contains(field), "{field}: {p}");
+        assert!(!detail.contains('\u{0}'), "{p}");
+    }
+    assert_eq!(post(&app, &good[1]).await.status(), 202);
+    assert_eq!(post(&app, &good[2]).await.status(), 202);
+    app.services.telemetry.flushed().await;
+    let stored: Vec<String> = stores
+        .telemetry
+        .recent_events(100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.event_id)
+        .filter(|id| id.starts_with("good-"))
+        .collect();
+    assert_eq!(stored, vec!["good-2", "good-1", "good-0"]);
+}
+
+#[tokio::test]
+async fn a_nul_is_refused_and_takes_nothing_with_it_in_memory() {
+    a_nul_is_refused_and_takes_nothing_with_it(Stores::memory()).await;
+}
+
+#[tokio::test]
+async fn a_nul_is_refused_and_takes_nothing_with_it_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("svc.db").display());
+    a_nul_is_refused_and_takes_nothing_with_it(Stores::open(&url, 4).await.unwrap()).await;
+}
+
+#[tokio::test]
+async fn a_nul_is_refused_and_takes_nothing_with_it_on_postgres() {
+    let url = svc_contract_tests::postgres_database().await;
+    a_nul_is_refused_and_takes_nothing_with_it(Stores::open(&url, 8).await.unwrap()).await;
+}
+
 #[tokio::test]
 async fn hostile_events_get_the_right_answer_and_nothing_private_is_stored() {
     let stores = Stores::memory();
@@ -104,7 +176,7 @@ async fn hostile_events_get_the_right_answer_and_nothing_private_is_stored() {
     app.services.telemetry.flushed().await;
     let funnel = stores
         .telemetry
-        .funnel(chrono::Utc::now() - chrono::Duration::hours(1))
+        .funnel(chrono::Utc::now() - chrono::Duration::hours(1), None)
         .await
         .unwrap();
     assert_eq!(
@@ -144,8 +216,10 @@ async fn the_funnel_counts_by_discovery_surface_and_needs_a_key() {
         let mut e = event();
         e["discovery_surface"] = json!(surface);
         e["conversion_state"] = json!(state);
-        assert_eq!(post(&app, &e).await.status(), 202);
+        assert_eq!(post_as(&app, &e).await.status(), 202);
     }
+    // Anonymous: counted service-wide, not in the account's funnel.
+    assert_eq!(post(&app, &event()).await.status(), 202);
     app.services.telemetry.flushed().await;
     problem(
         app.http
@@ -182,6 +256,7 @@ async fn the_funnel_counts_by_discovery_surface_and_needs_a_key() {
 #[tokio::test]
 async fn the_service_records_its_own_funnel_steps() {
     let app = TestApp::builder()
+        .runtime(|r| r.internal_token = Some("operator-token-for-tests".into()))
         .action_sites()
         .await
         .readiness_sites()
@@ -248,23 +323,66 @@ async fn the_service_records_its_own_funnel_steps() {
     assert_eq!(started.status(), 200);
     app.services.telemetry.flushed().await;
 
-    let funnel: Value = app
-        .http
-        .get(app.url("/api/telemetry/funnel?hours=1"))
-        .header("Authorization", &key)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let count = |surface: &str, state: &str| {
+    let funnel_with = |authorization: String| {
+        let app = &app;
+        async move {
+            app.http
+                .get(app.url("/api/telemetry/funnel?hours=1"))
+                .header("Authorization", authorization)
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        }
+    };
+    let cells = |funnel: &Value| -> Vec<(String, String, u64)> {
         funnel["cells"]
             .as_array()
             .unwrap()
             .iter()
-            .find(|c| c["discovery_surface"] == surface && c["conversion_state"] == state)
-            .map_or(0, |c| c["events"].as_u64().unwrap())
+            .map(|c| {
+                (
+                    c["discovery_surface"].as_str().unwrap().to_owned(),
+                    c["conversion_state"].as_str().unwrap().to_owned(),
+                    c["events"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    // A customer's key sees its own account's steps only (issue 15: it saw everyone's).
+    let own = funnel_with(key.clone()).await;
+    assert_eq!(
+        cells(&own),
+        vec![
+            ("direct_api".into(), "capability_read".into(), 1),
+            ("direct_api".into(), "failed".into(), 1),
+            ("direct_api".into(), "verification_completed".into(), 1),
+        ],
+        "{own}"
+    );
+    let stranger = app
+        .services
+        .keys
+        .create_key(svc::services::CreateKey {
+            email: svc_ports::Email::parse("stranger@example.com").unwrap(),
+            plan: svc_ports::Plan::Sandbox,
+            credits: None,
+            scopes: svc_ports::Scopes::parse_list("read").unwrap(),
+            label: "stranger".into(),
+        })
+        .await
+        .unwrap();
+    let theirs = funnel_with(bearer(stranger.secret.expose())).await;
+    assert_eq!(cells(&theirs), vec![], "{theirs}");
+    // The operator's internal token sees the whole service.
+    let funnel = funnel_with(bearer("operator-token-for-tests")).await;
+    let count = |surface: &str, state: &str| {
+        cells(&funnel)
+            .iter()
+            .find(|c| c.0 == surface && c.1 == state)
+            .map_or(0, |c| c.2)
     };
     assert_eq!(count("llms_txt", "discovered"), 1, "{funnel}");
     assert_eq!(count("openapi_spec", "discovered"), 1, "{funnel}");

@@ -12,7 +12,7 @@ macro_rules! impl_sql_billing {
             billing::{
                 AppliedMovement, CheckoutHandoff, CheckoutOutcome, CheckoutRecord, Currency,
                 EventOutcome, MeterEvent, MeterOutcome, PaymentEvent, PaymentFact, PaymentPlan,
-                Receipt, ReceiptKind, plan_payment, task_receipt,
+                Receipt, ReceiptKind, named_checkouts, payment_checkout, plan_payment, task_receipt,
             },
             store::{BillingError, BillingStore},
         };
@@ -187,27 +187,23 @@ macro_rules! impl_sql_billing {
                 facts: &[PaymentFact],
             ) -> Result<EventOutcome, sqlx::Error> {
                 let decode = |e: StoreError| sqlx::Error::Decode(e.0.into());
-                let checkout_id = facts.iter().find_map(|f| match f {
-                    PaymentFact::Paid { checkout_id, .. } => Some(checkout_id.clone()),
-                    _ => None,
-                });
-                let checkout = match &checkout_id {
-                    Some(id) => {
-                        let sql = format!("SELECT {CHECKOUT_COLUMNS} FROM checkouts WHERE id = $1");
-                        sqlx::query(sqlx::AssertSqlSafe(sql))
-                            .bind(id.as_str())
-                            .fetch_optional(&mut **tx)
-                            .await?
-                            .map(|r| checkout_from_row(&r))
-                            .transpose()
-                            .map_err(decode)?
-                    }
-                    None => None,
-                };
-                let (applied, spendable) = match &checkout {
+                let mut checkouts = Vec::new();
+                for id in named_checkouts(facts) {
+                    let sql = format!("SELECT {CHECKOUT_COLUMNS} FROM checkouts WHERE id = $1");
+                    let found = sqlx::query(sqlx::AssertSqlSafe(sql))
+                        .bind(id.as_str())
+                        .fetch_optional(&mut **tx)
+                        .await?
+                        .map(|r| checkout_from_row(&r))
+                        .transpose()
+                        .map_err(decode)?;
+                    checkouts.extend(found);
+                }
+                let (applied, spendable) = match payment_checkout(facts, &checkouts) {
                     Some(c) => {
                         let rows = sqlx::query(
-                            "SELECT reference, credits, shortfall FROM receipts WHERE account_id = $1 AND payment_id = $2",
+                            "SELECT reference, spendable_delta, frozen_delta, shortfall FROM receipts \
+                             WHERE account_id = $1 AND payment_id = $2",
                         )
                         .bind(c.account_id.as_str())
                         .bind(payment_id)
@@ -218,7 +214,8 @@ macro_rules! impl_sql_billing {
                             .map(|r| {
                                 Ok(AppliedMovement {
                                     reference: r.try_get("reference")?,
-                                    credits: r.try_get("credits")?,
+                                    spendable_delta: r.try_get("spendable_delta")?,
+                                    frozen_delta: r.try_get("frozen_delta")?,
                                     shortfall: r.try_get("shortfall")?,
                                 })
                             })
@@ -232,13 +229,10 @@ macro_rules! impl_sql_billing {
                     }
                     None => (Vec::new(), 0),
                 };
-                let moves = match plan_payment(facts, checkout.as_ref(), &applied, spendable) {
+                let (checkout, moves) = match plan_payment(facts, &checkouts, &applied, spendable) {
                     PaymentPlan::Pending => return Ok(EventOutcome::Pending),
                     PaymentPlan::Rejected(reason) => return Ok(EventOutcome::Rejected(reason)),
-                    PaymentPlan::Moves(moves) => moves,
-                };
-                let Some(checkout) = checkout else {
-                    return Ok(EventOutcome::Acknowledged);
+                    PaymentPlan::Moves { checkout, moves } => (checkout, moves),
                 };
                 // Events that waited for this payment are now accounted for.
                 sqlx::query(

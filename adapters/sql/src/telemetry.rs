@@ -4,7 +4,7 @@ macro_rules! impl_sql_telemetry {
     ($store:ty, $db:ty) => {
         use svc_ports::{FunnelCount, StoredEvent, store::TelemetryStore};
 
-        /// Rows per INSERT statement (9 binds each, under SQLite's 32,766 and Postgres'
+        /// Rows per INSERT statement (10 binds each, under SQLite's 32,766 and Postgres'
         /// 65,535 bind limits).
         const EVENTS_PER_STATEMENT: usize = 500;
 
@@ -19,7 +19,7 @@ macro_rules! impl_sql_telemetry {
                 for chunk in events.chunks(EVENTS_PER_STATEMENT) {
                     let mut builder = sqlx::QueryBuilder::<$db>::new(
                         "INSERT INTO agent_events (id, received_at, event_id, session_id, agent_protocol, \
-                         discovery_surface, conversion_state, task_type, event) ",
+                         discovery_surface, conversion_state, task_type, account_id, event) ",
                     );
                     builder.push_values(chunk, |mut row, e| {
                         row.push_bind(e.id.clone())
@@ -30,6 +30,7 @@ macro_rules! impl_sql_telemetry {
                             .push_bind(e.discovery_surface.clone())
                             .push_bind(e.conversion_state.clone())
                             .push_bind(e.task_type.clone())
+                            .push_bind(e.account_id.as_ref().map(|a| a.as_str().to_owned()))
                             .push_bind(e.event.to_string());
                     });
                     builder.build().execute(&mut *tx).await.map_err(err)?;
@@ -38,13 +39,19 @@ macro_rules! impl_sql_telemetry {
                 Ok(())
             }
 
-            async fn funnel(&self, since: DateTime<Utc>) -> Result<Vec<FunnelCount>, StoreError> {
+            async fn funnel<'a>(
+                &self,
+                since: DateTime<Utc>,
+                account: Option<&'a AccountId>,
+            ) -> Result<Vec<FunnelCount>, StoreError> {
                 let rows = sqlx::query(
                     "SELECT discovery_surface, conversion_state, COUNT(*) AS events FROM agent_events \
-                     WHERE received_at >= $1 GROUP BY discovery_surface, conversion_state \
+                     WHERE received_at >= $1 AND ($2 IS NULL OR account_id = $2) \
+                     GROUP BY discovery_surface, conversion_state \
                      ORDER BY discovery_surface, conversion_state",
                 )
                 .bind(millis(since))
+                .bind(account.map(|a| a.as_str().to_owned()))
                 .fetch_all(&self.pool)
                 .await
                 .map_err(|e| backend(e, "counting agent events"))?;
@@ -64,7 +71,8 @@ macro_rules! impl_sql_telemetry {
             async fn recent_events(&self, limit: u32) -> Result<Vec<StoredEvent>, StoreError> {
                 let rows = sqlx::query(
                     "SELECT id, received_at, event_id, session_id, agent_protocol, discovery_surface, \
-                     conversion_state, task_type, event FROM agent_events ORDER BY received_at DESC, id DESC LIMIT $1",
+                     conversion_state, task_type, account_id, event FROM agent_events \
+                     ORDER BY received_at DESC, id DESC LIMIT $1",
                 )
                 .bind(i64::from(limit))
                 .fetch_all(&self.pool)
@@ -74,6 +82,7 @@ macro_rules! impl_sql_telemetry {
                     .map(|r| {
                         let err = |e| backend(e, "reading agent event");
                         let event: String = r.try_get("event").map_err(err)?;
+                        let account: Option<String> = r.try_get("account_id").map_err(err)?;
                         Ok(StoredEvent {
                             id: r.try_get("id").map_err(err)?,
                             received_at: from_millis(r.try_get("received_at").map_err(err)?)?,
@@ -83,6 +92,10 @@ macro_rules! impl_sql_telemetry {
                             discovery_surface: r.try_get("discovery_surface").map_err(err)?,
                             conversion_state: r.try_get("conversion_state").map_err(err)?,
                             task_type: r.try_get("task_type").map_err(err)?,
+                            account_id: account
+                                .map(|a| AccountId::parse(&a))
+                                .transpose()
+                                .map_err(corrupt("account id"))?,
                             event: serde_json::from_str(&event).map_err(corrupt("agent event"))?,
                         })
                     })

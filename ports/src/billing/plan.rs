@@ -1,0 +1,628 @@
+//! What a payment's verified events mean for the account, worked out the same way by every store.
+//!
+//! Each event is judged on its own: a payment event (`checkout.completed`,
+//! `payment.succeeded`) counts only when the checkout it names exists and its amount and
+//! currency match that checkout. The first payment event that passes establishes the payment;
+//! one that fails is refused with its reason and never stands in the way of a later valid one.
+//!
+//! What the payment's credits should be is a pure function of the *set* of its events (the
+//! target): refunds and lost disputes take their share of the credits, open disputes freeze
+//! their share. Movements bring what was applied so far (read back from the receipts) to that
+//! target, one receipt per event that moved something, so the books end the same whatever the
+//! order, duplication or interleaving of the events. Credits never go below zero: what should
+//! have been taken back but was already spent is recorded as a shortfall.
+
+use std::collections::HashSet;
+
+use super::{AppliedMovement, CheckoutRecord, Movement, PaymentFact, ReceiptKind};
+use crate::ids::CheckoutId;
+
+/// What a payment's events call for now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PaymentPlan {
+    /// No valid payment event yet (only refunds, disputes or refused payment events): wait.
+    Pending,
+    /// The newest event is a payment event that cannot be credited: why. Nothing moves.
+    Rejected(String),
+    /// The payment's checkout, and the movements still to apply, in order (possibly none).
+    Moves {
+        checkout: Box<CheckoutRecord>,
+        moves: Vec<Movement>,
+    },
+}
+
+/// The checkouts the payment events among `facts` name: what a store looks up before
+/// [`plan_payment`].
+pub fn named_checkouts(facts: &[PaymentFact]) -> Vec<CheckoutId> {
+    let mut ids: Vec<CheckoutId> = Vec::new();
+    for f in facts {
+        if let PaymentFact::Paid { checkout_id, .. } = f
+            && !ids.contains(checkout_id)
+        {
+            ids.push(checkout_id.clone());
+        }
+    }
+    ids
+}
+
+/// Judges one payment event against the checkouts known: the checkout it pays, or why not.
+pub fn judge_paid<'a>(
+    fact: &PaymentFact,
+    checkouts: &'a [CheckoutRecord],
+) -> Result<&'a CheckoutRecord, String> {
+    let PaymentFact::Paid {
+        checkout_id,
+        amount,
+        currency,
+        ..
+    } = fact
+    else {
+        return Err("not a payment event".into());
+    };
+    let Some(checkout) = checkouts.iter().find(|c| &c.id == checkout_id) else {
+        return Err(format!(
+            "the payment names {checkout_id}, which is no checkout of this service"
+        ));
+    };
+    if *amount != checkout.amount || currency != &checkout.currency {
+        return Err(format!(
+            "paid {amount} {currency}, but checkout {} costs {} {}",
+            checkout.id, checkout.amount, checkout.currency
+        ));
+    }
+    Ok(checkout)
+}
+
+/// The checkout of the first payment event among `facts` that passes [`judge_paid`]: the
+/// payment's, whose account the store reads before [`plan_payment`].
+pub fn payment_checkout<'a>(
+    facts: &[PaymentFact],
+    checkouts: &'a [CheckoutRecord],
+) -> Option<&'a CheckoutRecord> {
+    facts
+        .iter()
+        .filter(|f| matches!(f, PaymentFact::Paid { .. }))
+        .find_map(|f| judge_paid(f, checkouts).ok())
+}
+
+/// Credits of `part` of a payment of `price` that bought `credits`, rounded up (a partial
+/// refund never leaves a fraction of a credit with the customer).
+pub fn share(credits: i64, part: i64, price: i64) -> i64 {
+    if price <= 0 || part <= 0 {
+        return 0;
+    }
+    let n = i128::from(credits) * i128::from(part.min(price));
+    i64::try_from((n + i128::from(price) - 1) / i128::from(price)).unwrap_or(credits)
+}
+
+/// What the payment's credits should be, given some of its events: `(owned, frozen)`, the
+/// credits still with the customer and the part of them frozen by open disputes.
+///
+/// Refunds and lost disputes together take at most the whole price; an open dispute freezes
+/// its share of what is still owned. The first event of each refund or dispute id counts; a
+/// dispute's closing counts once its opening is known.
+pub fn target(checkout: &CheckoutRecord, facts: &[&PaymentFact]) -> (i64, i64) {
+    let (credits, price) = (checkout.credits, checkout.amount);
+    let mut refunds = HashSet::new();
+    let mut refunded = 0i64;
+    // (dispute id, amount, closing: None open, Some(won))
+    let mut disputes: Vec<(&str, i64, Option<bool>)> = Vec::new();
+    for f in facts {
+        match f {
+            PaymentFact::Refunded {
+                refund_id, amount, ..
+            } if refunds.insert(refund_id.as_str()) => refunded = refunded.saturating_add(*amount),
+            PaymentFact::DisputeOpened {
+                dispute_id, amount, ..
+            } if !disputes.iter().any(|(d, _, _)| d == dispute_id) => {
+                disputes.push((dispute_id, *amount, None))
+            }
+            _ => {}
+        }
+    }
+    for f in facts {
+        if let PaymentFact::DisputeClosed {
+            dispute_id, won, ..
+        } = f
+            && let Some(d) = disputes.iter_mut().find(|(d, _, _)| d == dispute_id)
+            && d.2.is_none()
+        {
+            d.2 = Some(*won);
+        }
+    }
+    let lost: i64 = disputes
+        .iter()
+        .filter(|d| d.2 == Some(false))
+        .map(|d| d.1)
+        .fold(0, i64::saturating_add);
+    let open: i64 = disputes
+        .iter()
+        .filter(|d| d.2.is_none())
+        .map(|d| d.1)
+        .fold(0, i64::saturating_add);
+    let owned = credits - share(credits, refunded.saturating_add(lost).min(price), price);
+    let frozen = share(credits, open.min(price), price).min(owned);
+    (owned, frozen)
+}
+
+/// The order movements are attributed in: the payment first, then refunds and dispute
+/// openings in arrival order, each closing right after its opening (whichever came first).
+/// Each step carries the receipt kind and reference it is recorded under.
+fn steps<'a>(
+    paid: &'a PaymentFact,
+    facts: &'a [PaymentFact],
+    payment_id: &str,
+) -> Vec<(&'a PaymentFact, ReceiptKind, String)> {
+    let mut out = vec![(
+        paid,
+        ReceiptKind::Purchase,
+        format!("payment:{payment_id}:purchase"),
+    )];
+    let mut seen = HashSet::new();
+    for f in facts {
+        match f {
+            PaymentFact::Refunded { refund_id, .. } if seen.insert(format!("r{refund_id}")) => {
+                out.push((
+                    f,
+                    ReceiptKind::RefundClawback,
+                    format!("payment:{payment_id}:refund:{refund_id}"),
+                ));
+            }
+            PaymentFact::DisputeOpened { dispute_id, .. }
+                if seen.insert(format!("d{dispute_id}")) =>
+            {
+                out.push((
+                    f,
+                    ReceiptKind::DisputeFreeze,
+                    format!("payment:{payment_id}:dispute:{dispute_id}:freeze"),
+                ));
+                let closing = facts.iter().find(|c| {
+                    matches!(c, PaymentFact::DisputeClosed { dispute_id: d, .. } if d == dispute_id)
+                });
+                if let Some(c @ PaymentFact::DisputeClosed { won, .. }) = closing {
+                    let (kind, suffix) = if *won {
+                        (ReceiptKind::DisputeRelease, "release")
+                    } else {
+                        (ReceiptKind::DisputeForfeit, "forfeit")
+                    };
+                    out.push((
+                        c,
+                        kind,
+                        format!("payment:{payment_id}:dispute:{dispute_id}:{suffix}"),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Works out what a payment's events call for.
+///
+/// `facts` are every event of the payment in arrival order, the newest last; `checkouts` the
+/// checkouts their payment events name (those that exist); `applied` the movements already
+/// recorded for the payment; `spendable` the account's spendable credits now.
+pub fn plan_payment(
+    facts: &[PaymentFact],
+    checkouts: &[CheckoutRecord],
+    applied: &[AppliedMovement],
+    spendable: i64,
+) -> PaymentPlan {
+    let established = facts
+        .iter()
+        .find(|f| matches!(f, PaymentFact::Paid { .. }) && judge_paid(f, checkouts).is_ok());
+    if let Some(newest @ PaymentFact::Paid { payment_id, .. }) = facts.last() {
+        let checkout = match judge_paid(newest, checkouts) {
+            Ok(c) => c,
+            Err(reason) => return PaymentPlan::Rejected(reason),
+        };
+        if let Some(PaymentFact::Paid { checkout_id, .. }) = established
+            && checkout_id != &checkout.id
+        {
+            return PaymentPlan::Rejected(format!(
+                "payment {payment_id} already paid checkout {checkout_id}, not {}",
+                checkout.id
+            ));
+        }
+    }
+    let Some(paid @ PaymentFact::Paid { payment_id, .. }) = established else {
+        return PaymentPlan::Pending;
+    };
+    let Ok(checkout) = judge_paid(paid, checkouts) else {
+        return PaymentPlan::Pending;
+    };
+
+    let done: HashSet<&str> = applied.iter().map(|a| a.reference.as_str()).collect();
+    // What was applied: credits of this payment still with the customer, and frozen ones.
+    let mut owned: i64 = applied
+        .iter()
+        .map(|a| a.spendable_delta + a.frozen_delta - a.shortfall)
+        .sum();
+    let mut frozen: i64 = applied.iter().map(|a| a.frozen_delta).sum();
+    let mut spendable = spendable.max(0);
+    let mut moves = Vec::new();
+    let steps = steps(paid, facts, payment_id);
+    // The events whose movements are in `owned` and `frozen`; each new step joins them, so a
+    // closing that arrives late is judged with the refunds already applied after its opening.
+    let mut included: Vec<&PaymentFact> = steps
+        .iter()
+        .filter(|s| done.contains(s.2.as_str()))
+        .map(|s| s.0)
+        .collect();
+    for (fact, kind, reference) in &steps {
+        if done.contains(reference.as_str()) {
+            continue;
+        }
+        included.push(fact);
+        let (owned_t, frozen_t) = target(checkout, &included);
+        let (mut spendable_delta, mut frozen_delta, mut shortfall, mut moved) = (0, 0, 0, 0);
+        let mut gone = 0;
+        if owned_t > owned {
+            // Only the purchase adds credits.
+            spendable_delta += owned_t - owned;
+            moved += owned_t - owned;
+        } else if owned_t < owned {
+            gone = owned - owned_t;
+            // Frozen credits no longer needed frozen go first, then spendable ones.
+            let from_frozen = gone.min((frozen - frozen_t).max(0));
+            let from_spendable = gone - from_frozen;
+            let take = from_spendable.min(spendable + spendable_delta);
+            frozen_delta -= from_frozen;
+            spendable_delta -= take;
+            shortfall = from_spendable - take;
+            moved += from_frozen + take;
+        }
+        let frozen_now = frozen + frozen_delta;
+        if frozen_now > frozen_t {
+            let release = frozen_now - frozen_t;
+            frozen_delta -= release;
+            spendable_delta += release;
+            moved += release;
+        } else if frozen_now < frozen_t {
+            let freeze = (frozen_t - frozen_now).min((spendable + spendable_delta).max(0));
+            frozen_delta += freeze;
+            spendable_delta -= freeze;
+            moved += freeze;
+        }
+        if spendable_delta == 0 && frozen_delta == 0 && shortfall == 0 {
+            continue;
+        }
+        owned += spendable_delta + frozen_delta - shortfall;
+        frozen += frozen_delta;
+        spendable += spendable_delta;
+        let currency = &checkout.currency;
+        let note = match (kind, fact) {
+            (ReceiptKind::Purchase, _) => {
+                format!("{moved} credits bought ({} {currency})", checkout.amount)
+            }
+            (
+                _,
+                PaymentFact::Refunded {
+                    refund_id, amount, ..
+                },
+            ) => format!(
+                "refund {refund_id} of {amount} {currency}: {} credits taken back{}",
+                gone - shortfall,
+                spent_note(shortfall)
+            ),
+            (
+                _,
+                PaymentFact::DisputeOpened {
+                    dispute_id, amount, ..
+                },
+            ) => format!(
+                "dispute {dispute_id} of {amount} {currency}: {frozen_delta} credits frozen"
+            ),
+            (ReceiptKind::DisputeRelease, PaymentFact::DisputeClosed { dispute_id, .. }) => {
+                format!("dispute {dispute_id} won: {spendable_delta} credits released")
+            }
+            (_, PaymentFact::DisputeClosed { dispute_id, .. }) => format!(
+                "dispute {dispute_id} lost: {} credits given up{}",
+                gone - shortfall,
+                spent_note(shortfall)
+            ),
+            _ => format!("{moved} credits moved"),
+        };
+        moves.push(Movement {
+            kind: *kind,
+            reference: reference.clone(),
+            credits: moved,
+            spendable_delta,
+            frozen_delta,
+            shortfall,
+            note,
+        });
+    }
+    PaymentPlan::Moves {
+        checkout: Box::new(checkout.clone()),
+        moves,
+    }
+}
+
+fn spent_note(shortfall: i64) -> String {
+    if shortfall > 0 {
+        format!(", {shortfall} already spent")
+    } else {
+        String::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::DateTime;
+    use proptest::prelude::*;
+    use ulid::Ulid;
+
+    use super::*;
+    use crate::{account::Plan, billing::Currency, ids::AccountId};
+
+    fn checkout() -> CheckoutRecord {
+        CheckoutRecord {
+            id: CheckoutId::from_ulid(Ulid::from_parts(1, 1)),
+            account_id: AccountId::from_ulid(Ulid::from_parts(1, 2)),
+            sku: "starter".into(),
+            plan: Plan::Starter,
+            credits: 1000,
+            amount: 900,
+            currency: Currency::parse("usd").unwrap(),
+            provider_session_id: "cs_1".into(),
+            checkout_url: "https://pay.example/cs_1".into(),
+            idempotency_key: None,
+            created_at: DateTime::UNIX_EPOCH,
+            expires_at: DateTime::UNIX_EPOCH,
+        }
+    }
+
+    fn paid_with(amount: i64, currency: &str, checkout_id: CheckoutId) -> PaymentFact {
+        PaymentFact::Paid {
+            payment_id: "pay_1".into(),
+            checkout_id,
+            amount,
+            currency: Currency::parse(currency).unwrap(),
+        }
+    }
+
+    fn paid(c: &CheckoutRecord) -> PaymentFact {
+        paid_with(c.amount, c.currency.as_str(), c.id.clone())
+    }
+
+    fn refund(id: &str, amount: i64) -> PaymentFact {
+        PaymentFact::Refunded {
+            payment_id: "pay_1".into(),
+            refund_id: id.into(),
+            amount,
+        }
+    }
+
+    fn opened(id: &str, amount: i64) -> PaymentFact {
+        PaymentFact::DisputeOpened {
+            payment_id: "pay_1".into(),
+            dispute_id: id.into(),
+            amount,
+        }
+    }
+
+    fn closed(id: &str, won: bool) -> PaymentFact {
+        PaymentFact::DisputeClosed {
+            payment_id: "pay_1".into(),
+            dispute_id: id.into(),
+            won,
+        }
+    }
+
+    /// Applies events one at a time, as the stores do: (spendable, frozen, movements, outcomes).
+    fn replay(events: &[PaymentFact], start: i64) -> (i64, i64, Vec<Movement>, Vec<String>) {
+        let c = checkout();
+        let checkouts = vec![c];
+        let mut known = Vec::new();
+        let mut applied: Vec<Movement> = Vec::new();
+        let mut outcomes = Vec::new();
+        let (mut spendable, mut frozen) = (start, 0);
+        for e in events {
+            known.push(e.clone());
+            let done: Vec<AppliedMovement> = applied
+                .iter()
+                .map(|m| AppliedMovement {
+                    reference: m.reference.clone(),
+                    spendable_delta: m.spendable_delta,
+                    frozen_delta: m.frozen_delta,
+                    shortfall: m.shortfall,
+                })
+                .collect();
+            match plan_payment(&known, &checkouts, &done, spendable) {
+                PaymentPlan::Moves { moves, .. } => {
+                    outcomes.push(format!("moves:{}", moves.len()));
+                    for m in moves {
+                        spendable += m.spendable_delta;
+                        frozen += m.frozen_delta;
+                        assert!(spendable >= 0 && frozen >= 0, "{m:?}");
+                        applied.push(m);
+                    }
+                }
+                PaymentPlan::Pending => outcomes.push("pending".into()),
+                PaymentPlan::Rejected(r) => outcomes.push(format!("rejected:{r}")),
+            }
+        }
+        (spendable, frozen, applied, outcomes)
+    }
+
+    #[test]
+    fn a_payment_credits_once_however_often_it_is_announced() {
+        let c = checkout();
+        let (s, f, r, _) = replay(&[paid(&c), paid(&c), paid(&c)], 0);
+        assert_eq!((s, f, r.len()), (1000, 0, 1));
+    }
+
+    /// Issue 15, defect 1: a first payment event with another amount, another currency or an
+    /// unknown checkout refused every later correct one.
+    #[test]
+    fn a_refused_payment_event_never_poisons_a_later_valid_one() {
+        let c = checkout();
+        let unknown = CheckoutId::from_ulid(Ulid::from_parts(9, 9));
+        for bad in [
+            paid_with(899, "usd", c.id.clone()),
+            paid_with(900, "eur", c.id.clone()),
+            paid_with(900, "usd", unknown),
+        ] {
+            let (s, f, moves, outcomes) = replay(&[bad, paid(&c)], 0);
+            assert!(outcomes[0].starts_with("rejected:"), "{outcomes:?}");
+            assert_eq!(outcomes[1], "moves:1");
+            assert_eq!((s, f, moves.len()), (1000, 0, 1));
+        }
+    }
+
+    #[test]
+    fn a_valid_event_for_another_checkout_of_a_paid_payment_is_refused() {
+        let c = checkout();
+        let mut other = checkout();
+        other.id = CheckoutId::from_ulid(Ulid::from_parts(5, 5));
+        let checkouts = vec![c.clone(), other.clone()];
+        let plan = plan_payment(&[paid(&c), paid(&other)], &checkouts, &[], 0);
+        assert!(matches!(plan, PaymentPlan::Rejected(r) if r.contains("already paid")));
+    }
+
+    #[test]
+    fn refunds_and_disputes_before_their_payment_wait_for_it() {
+        let c = checkout();
+        assert_eq!(
+            plan_payment(&[refund("re_1", 900)], std::slice::from_ref(&c), &[], 0),
+            PaymentPlan::Pending
+        );
+        let in_order = replay(&[paid(&c), refund("re_1", 450)], 0);
+        let reversed = replay(&[refund("re_1", 450), paid(&c)], 0);
+        assert_eq!((in_order.0, in_order.1), (500, 0));
+        assert_eq!((reversed.0, reversed.1), (500, 0));
+        let lost = replay(&[closed("dp_1", false), opened("dp_1", 900), paid(&c)], 0);
+        assert_eq!((lost.0, lost.1), (0, 0));
+        let won = replay(&[paid(&c), closed("dp_1", true), opened("dp_1", 900)], 0);
+        assert_eq!((won.0, won.1), (1000, 0));
+        let open = replay(&[opened("dp_1", 900), paid(&c)], 5);
+        assert_eq!((open.0, open.1), (5, 1000));
+    }
+
+    /// A refund while a dispute holds the credits frozen takes them from the frozen part, so a
+    /// dispute won afterwards does not hand back credits already refunded.
+    #[test]
+    fn a_refund_during_a_dispute_is_not_given_back_when_the_dispute_is_won() {
+        let c = checkout();
+        let r = replay(
+            &[
+                paid(&c),
+                opened("dp_1", 900),
+                refund("re_1", 900),
+                closed("dp_1", true),
+            ],
+            0,
+        );
+        assert_eq!((r.0, r.1), (0, 0));
+        // Two disputes of the whole price: one won, one lost, in either order, lose it all.
+        let a = replay(
+            &[
+                paid(&c),
+                opened("dp_1", 900),
+                opened("dp_2", 900),
+                closed("dp_1", true),
+                closed("dp_2", false),
+            ],
+            0,
+        );
+        assert_eq!((a.0, a.1), (0, 0));
+    }
+
+    #[test]
+    fn credits_already_spent_are_a_shortfall_not_a_negative_balance() {
+        let c = checkout();
+        let plan = plan_payment(
+            &[paid(&c), refund("re_1", 900)],
+            std::slice::from_ref(&c),
+            &[AppliedMovement {
+                reference: "payment:pay_1:purchase".into(),
+                spendable_delta: 1000,
+                frozen_delta: 0,
+                shortfall: 0,
+            }],
+            300,
+        );
+        let PaymentPlan::Moves { moves, .. } = plan else {
+            panic!("{plan:?}")
+        };
+        assert_eq!(moves.len(), 1);
+        assert_eq!((moves[0].credits, moves[0].shortfall), (300, 700));
+        assert_eq!(moves[0].spendable_delta, -300);
+    }
+
+    fn any_fact() -> impl Strategy<Value = PaymentFact> {
+        let c = checkout();
+        prop_oneof![
+            3 => Just(paid(&c)),
+            1 => (1..1200i64).prop_map(move |a| paid_with(a, "usd", checkout().id)),
+            1 => Just(paid_with(900, "usd", CheckoutId::from_ulid(Ulid::from_parts(7, 7)))),
+            3 => (0..3u8, 1..1200i64).prop_map(|(i, a)| refund(&format!("re_{i}"), a)),
+            2 => (0..2u8, 1..1200i64).prop_map(|(i, a)| opened(&format!("dp_{i}"), a)),
+            2 => (0..2u8, any::<bool>()).prop_map(|(i, w)| closed(&format!("dp_{i}"), w)),
+            1 => Just(PaymentFact::Other),
+        ]
+    }
+
+    proptest! {
+        /// Whatever arrives, in whatever order and however often: nothing goes negative, the
+        /// purchase is credited at most once (and exactly once when a valid payment event is
+        /// among them), a replay of everything changes nothing, and the books end at the target
+        /// the set of events calls for.
+        #[test]
+        fn movements_reach_the_target_of_the_events(events in proptest::collection::vec(any_fact(), 0..14), start in 0..50i64) {
+            let c = checkout();
+            let (spendable, frozen, moves, _) = replay(&events, start);
+            let purchases = moves.iter().filter(|m| m.kind == ReceiptKind::Purchase).count();
+            let valid_paid = events.iter().any(|e| *e == paid(&c));
+            prop_assert_eq!(purchases, usize::from(valid_paid));
+            let refs: HashSet<&str> = moves.iter().map(|m| m.reference.as_str()).collect();
+            prop_assert_eq!(refs.len(), moves.len());
+            prop_assert!(moves.iter().all(|m| m.shortfall == 0));
+            if valid_paid {
+                // Facts that are not refused payment events, as a set.
+                let counted: Vec<&PaymentFact> = events.iter().filter(|e| !matches!(e, PaymentFact::Paid { .. }) || **e == paid(&c)).collect();
+                let (owned, f) = target(&c, &counted);
+                prop_assert_eq!((spendable, frozen), (start + owned - f, f));
+            } else {
+                prop_assert_eq!((spendable, frozen), (start, 0));
+            }
+            let mut doubled = events.clone();
+            doubled.extend(events.iter().cloned());
+            let (s2, f2, m2, _) = replay(&doubled, start);
+            prop_assert_eq!((s2, f2, m2.len()), (spendable, frozen, moves.len()));
+        }
+
+        /// The end does not depend on the order the events arrived in (a provider never
+        /// changes the amount of a refund or dispute, nor how a dispute ended).
+        #[test]
+        fn the_order_of_arrival_does_not_change_the_end(
+            refunds in proptest::collection::vec(1..1200i64, 3),
+            disputes in proptest::collection::vec((1..1200i64, any::<bool>()), 2),
+            picks in proptest::collection::vec(0..8usize, 0..12),
+            seed in any::<u64>(),
+        ) {
+            let c = checkout();
+            let events: Vec<PaymentFact> = picks
+                .iter()
+                .map(|p| match p {
+                    0 | 1 => paid(&c),
+                    2..=4 => refund(&format!("re_{}", p - 2), refunds[p - 2]),
+                    5 | 6 => opened(&format!("dp_{}", p - 5), disputes[p - 5].0),
+                    _ => closed(&format!("dp_{}", seed % 2), disputes[(seed % 2) as usize].1),
+                })
+                .collect();
+            let mut shuffled = events.clone();
+            // A deterministic shuffle from the seed.
+            let mut x = seed | 1;
+            for i in (1..shuffled.len()).rev() {
+                x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+                shuffled.swap(i, (x % (i as u64 + 1)) as usize);
+            }
+            let a = replay(&events, 0);
+            let b = replay(&shuffled, 0);
+            prop_assert_eq!((a.0, a.1), (b.0, b.1));
+        }
+    }
+}
