@@ -12,7 +12,7 @@ pub struct ServeSettings {
     #[arg(long, env = "SVC_DATABASE_URL", default_value = "sqlite://./svc.db")]
     pub database_url: String,
 
-    /// Largest Postgres connection pool.
+    /// Largest Postgres connection pool (1 to 1000).
     #[arg(long, env = "SVC_DATABASE_MAX_CONNECTIONS", default_value_t = 16)]
     pub database_max_connections: u32,
 
@@ -121,20 +121,21 @@ pub struct RuntimeSettings {
     #[arg(long, env = "SVC_MCP_URL")]
     pub mcp_url: Option<String>,
 
-    /// Largest accepted request body, in bytes; larger bodies get 413.
+    /// Largest accepted request body, in bytes (1 KiB to 64 MiB); larger bodies get 413.
     #[arg(long, env = "SVC_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
     pub max_body_bytes: usize,
 
-    /// Requests per minute allowed for one API key (burst of the same size).
+    /// Requests per minute allowed for one API key (burst of the same size; 1 to 1,000,000).
     #[arg(long, env = "SVC_RATE_LIMIT_PER_KEY", default_value_t = 1200)]
     pub rate_limit_per_key: u32,
 
-    /// Requests per minute allowed from one client IP address (burst of the same size).
+    /// Requests per minute allowed from one client IP address (burst of the same size; 1 to
+    /// 1,000,000).
     #[arg(long, env = "SVC_RATE_LIMIT_PER_IP", default_value_t = 3000)]
     pub rate_limit_per_ip: u32,
 
     /// Readiness scans per minute allowed from one client IP address (each scan makes about
-    /// twenty requests to the scanned site).
+    /// twenty requests to the scanned site; 1 to 10,000).
     #[arg(long, env = "SVC_SCAN_RATE_LIMIT_PER_IP", default_value_t = 10)]
     pub scan_rate_limit_per_ip: u32,
 
@@ -156,11 +157,18 @@ pub struct RuntimeSettings {
     pub mcp_disable_host_check: bool,
 
     /// A task still unsettled this many seconds after it began is taken to be orphaned by a
-    /// dead process and settled as failed and refunded (checked at start and every 30 s).
+    /// dead process and settled as failed and refunded (checked at start and every third of the window, at most 30 s).
+    /// 30 to 86,400: it must outlast the 15 s request deadline with a margin, or a live
+    /// process would refund actions still running.
     #[arg(long, env = "SVC_RECOVER_AFTER_SECONDS", default_value_t = 60)]
     pub recover_after_seconds: i64,
 
-    /// Price of the Starter plan, in minor units of `SVC_STARTER_CURRENCY`.
+    /// On SIGTERM, how long requests in flight may take to finish (20 to 600 s; at least the
+    /// 15 s request deadline and a margin, so a running action still gets its answer).
+    #[arg(long, env = "SVC_SHUTDOWN_GRACE_SECONDS", default_value_t = 20)]
+    pub shutdown_grace_seconds: u64,
+
+    /// Price of the Starter plan, in minor units of `SVC_STARTER_CURRENCY` (1 to 100,000,000).
     #[arg(long, env = "SVC_STARTER_PRICE", default_value_t = 900)]
     pub starter_price: i64,
 
@@ -168,7 +176,7 @@ pub struct RuntimeSettings {
     #[arg(long, env = "SVC_STARTER_CURRENCY", default_value = "usd")]
     pub starter_currency: String,
 
-    /// Credits one Starter purchase grants.
+    /// Credits one Starter purchase grants (1 to 100,000,000).
     #[arg(long, env = "SVC_STARTER_CREDITS", default_value_t = 1000)]
     pub starter_credits: i64,
 
@@ -185,7 +193,63 @@ pub struct RuntimeSettings {
     pub internal_token: Option<String>,
 }
 
+/// `value` within `range`, or an error naming the setting.
+pub fn in_range<T>(variable: &str, value: T, range: std::ops::RangeInclusive<T>) -> anyhow::Result<T>
+where
+    T: PartialOrd + std::fmt::Display + Copy,
+{
+    anyhow::ensure!(
+        range.contains(&value),
+        "{variable} must be between {} and {}, got {value}",
+        range.start(),
+        range.end()
+    );
+    Ok(value)
+}
+
+/// The shortest task recovery window: the request deadline and as long again.
+pub const MIN_RECOVER_AFTER_SECONDS: i64 = 2 * svc_ports::fetch::FETCH_DEADLINE.as_secs() as i64;
+/// The shortest shutdown grace: the request deadline and five seconds to answer.
+pub const MIN_SHUTDOWN_GRACE_SECONDS: u64 = svc_ports::fetch::FETCH_DEADLINE.as_secs() + 5;
+
+impl ServeSettings {
+    /// Every numeric setting within its documented range; the error names the variable.
+    pub fn check(&self) -> anyhow::Result<()> {
+        in_range(
+            "SVC_DATABASE_MAX_CONNECTIONS",
+            self.database_max_connections,
+            1..=1000,
+        )?;
+        self.runtime.check()
+    }
+}
+
 impl RuntimeSettings {
+    /// Every numeric setting within its documented range; the error names the variable.
+    pub fn check(&self) -> anyhow::Result<()> {
+        in_range("SVC_MAX_BODY_BYTES", self.max_body_bytes, 1024..=64 << 20)?;
+        in_range("SVC_RATE_LIMIT_PER_KEY", self.rate_limit_per_key, 1..=1_000_000)?;
+        in_range("SVC_RATE_LIMIT_PER_IP", self.rate_limit_per_ip, 1..=1_000_000)?;
+        in_range(
+            "SVC_SCAN_RATE_LIMIT_PER_IP",
+            self.scan_rate_limit_per_ip,
+            1..=10_000,
+        )?;
+        in_range(
+            "SVC_RECOVER_AFTER_SECONDS",
+            self.recover_after_seconds,
+            MIN_RECOVER_AFTER_SECONDS..=86_400,
+        )?;
+        in_range(
+            "SVC_SHUTDOWN_GRACE_SECONDS",
+            self.shutdown_grace_seconds,
+            MIN_SHUTDOWN_GRACE_SECONDS..=600,
+        )?;
+        in_range("SVC_STARTER_PRICE", self.starter_price, 1..=100_000_000)?;
+        in_range("SVC_STARTER_CREDITS", self.starter_credits, 1..=100_000_000)?;
+        Ok(())
+    }
+
     /// The catalog and internal token these settings describe.
     pub fn billing_config(&self) -> anyhow::Result<crate::startup::BillingConfig> {
         use anyhow::Context;
@@ -196,7 +260,7 @@ impl RuntimeSettings {
                 self.starter_credits,
                 &self.enterprise_contact_url,
             )
-            .context("the Starter catalog settings")?,
+            .context("SVC_STARTER_PRICE / SVC_STARTER_CURRENCY / SVC_STARTER_CREDITS")?,
             internal_token: self.internal_token.clone().filter(|t| !t.is_empty()),
         })
     }
@@ -217,6 +281,7 @@ impl Default for RuntimeSettings {
             mcp_allowed_origins: Vec::new(),
             mcp_disable_host_check: false,
             recover_after_seconds: 60,
+            shutdown_grace_seconds: 20,
             starter_price: 900,
             starter_currency: "usd".into(),
             starter_credits: 1000,
@@ -257,5 +322,31 @@ impl Origins {
             site_url,
             mcp_url,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_are_in_range_and_each_bound_names_its_variable() {
+        RuntimeSettings::default().check().unwrap();
+        let edge = |f: fn(&mut RuntimeSettings)| {
+            let mut s = RuntimeSettings::default();
+            f(&mut s);
+            s.check().map_err(|e| e.to_string())
+        };
+        assert!(edge(|s| s.recover_after_seconds = MIN_RECOVER_AFTER_SECONDS).is_ok());
+        let low = edge(|s| s.recover_after_seconds = MIN_RECOVER_AFTER_SECONDS - 1).unwrap_err();
+        assert!(low.contains("SVC_RECOVER_AFTER_SECONDS"), "{low}");
+        assert!(edge(|s| s.shutdown_grace_seconds = MIN_SHUTDOWN_GRACE_SECONDS).is_ok());
+        let grace = edge(|s| s.shutdown_grace_seconds = 14).unwrap_err();
+        assert!(grace.contains("SVC_SHUTDOWN_GRACE_SECONDS"), "{grace}");
+        // The recovery window and the grace both outlast the request deadline.
+        assert!(
+            MIN_RECOVER_AFTER_SECONDS as u64 > svc_ports::fetch::FETCH_DEADLINE.as_secs()
+                && MIN_SHUTDOWN_GRACE_SECONDS > svc_ports::fetch::FETCH_DEADLINE.as_secs()
+        );
     }
 }

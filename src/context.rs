@@ -25,4 +25,5 @@ pub struct Limits {
     pub scan_rate_limit_per_ip: u32,
     pub trust_forwarded_for: bool,
     pub recover_after_seconds: i64,
+    pub shutdown_grace_seconds: u64,
 }

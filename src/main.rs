@@ -36,9 +36,25 @@ enum Command {
         /// memory, so it survives a restart or is shared by several sandbox processes.
         #[arg(long, env = "SVC_SANDBOX_DATABASE_URL")]
         database_url: Option<String>,
-        /// Test credits the seeded account gets (once per account).
+        /// Test credits the seeded account gets (once per account; 0 to 1,000,000,000).
         #[arg(long, env = "SVC_SANDBOX_SEED_CREDITS", default_value_t = startup::SANDBOX_CREDITS)]
         seed_credits: i64,
+        /// Ed25519 seed (base64url) that signs artifacts: set it, the same on each, when several
+        /// sandboxes share one database. Without it each sandbox signs with a fresh key.
+        #[arg(long, env = "SVC_SIGNING_KEY", hide_env_values = true)]
+        signing_key: Option<String>,
+        /// Earlier signing keys, still published in the JWKS.
+        #[arg(
+            long,
+            env = "SVC_SIGNING_KEYS_RETIRED",
+            value_delimiter = ',',
+            hide_env_values = true
+        )]
+        signing_keys_retired: Vec<String>,
+        /// AES-256-GCM key (base64url) sealing connection credentials: the same on each sandbox
+        /// sharing one database. Without it each sandbox seals with a fresh key.
+        #[arg(long, env = "SVC_CONNECTION_KEY", hide_env_values = true)]
+        connection_key: Option<String>,
         #[command(flatten)]
         runtime: RuntimeSettings,
         #[command(subcommand)]
@@ -225,6 +241,7 @@ async fn main() -> ExitCode {
 async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(s) => {
+            s.check()?;
             let stores = Stores::open(&s.database_url, s.database_max_connections).await?;
             let mail = match s.smtp_url.clone() {
                 Some(url) => Mail::Smtp {
@@ -318,9 +335,28 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             bind,
             database_url,
             seed_credits,
+            signing_key,
+            signing_keys_retired,
+            connection_key,
             runtime,
             command: None,
         } => {
+            runtime.check()?;
+            svc::config::in_range("SVC_SANDBOX_SEED_CREDITS", seed_credits, 0..=1_000_000_000)?;
+            let signing = match signing_key {
+                Some(active) => Signing::Seed {
+                    active,
+                    retired: signing_keys_retired,
+                },
+                None => Signing::Ephemeral,
+            };
+            let sealing = match connection_key {
+                Some(active) => Sealing::Key {
+                    active,
+                    retired: Vec::new(),
+                },
+                None => Sealing::Ephemeral,
+            };
             let stores = match database_url {
                 Some(url) => Stores::open(&url, 16).await?,
                 None => Stores::memory(),
@@ -333,6 +369,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let world = World {
                 payments: Payments::Sandbox(payments.clone()),
                 billing: runtime.billing_config()?,
+                signing,
+                sealing,
                 ..World::sandbox(&demo, &sites)
             }
             .with_readiness_sites(&readiness_sites)

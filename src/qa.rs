@@ -66,6 +66,8 @@ const SENDS: &[&str] = &[
     "dispute_won",
     "dispute_lost",
     "replay",
+    "nul_body",
+    "nul_type",
 ];
 const VARIANTS: &[&str] = &[
     "ok",

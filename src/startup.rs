@@ -437,6 +437,7 @@ impl Application {
         environment: Environment,
         world: World,
     ) -> anyhow::Result<Self> {
+        runtime.check()?;
         let acceptor = TcpListener::bind(bind.to_owned())
             .into_acceptor()
             .await
@@ -483,7 +484,8 @@ impl Application {
                 rate_limit_per_ip: runtime.rate_limit_per_ip,
                 scan_rate_limit_per_ip: runtime.scan_rate_limit_per_ip,
                 trust_forwarded_for: runtime.trust_forwarded_for,
-                recover_after_seconds: runtime.recover_after_seconds.max(1),
+                recover_after_seconds: runtime.recover_after_seconds,
+                shutdown_grace_seconds: runtime.shutdown_grace_seconds,
             },
         };
         tracing::info!(store = stores.kind, environment = environment.as_str(), address = %local_addr, base_url = %ctx.origins.base_url, "service bound");
@@ -504,7 +506,8 @@ impl Application {
         &self.ctx
     }
 
-    /// Serves until SIGINT or SIGTERM, then lets requests in flight finish (up to 10 s).
+    /// Serves until SIGINT or SIGTERM, then lets requests in flight finish (up to
+    /// `SVC_SHUTDOWN_GRACE_SECONDS`, which outlasts the request deadline).
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let purge = tokio::spawn(purge_page_cache(self.pages));
         let purge_identity = tokio::spawn(purge_identity(self.ctx.services.clone()));
@@ -514,9 +517,10 @@ impl Application {
             self.ctx.services.clone(),
             self.ctx.limits.recover_after_seconds,
         ));
+        let grace = Duration::from_secs(self.ctx.limits.shutdown_grace_seconds);
         let app = http::app(self.ctx, self.mcp);
         let served = Server::new_with_acceptor(self.acceptor)
-            .run_with_graceful_shutdown(app, shutdown_signal(), Some(Duration::from_secs(10)))
+            .run_with_graceful_shutdown(app, shutdown_signal(), Some(grace))
             .await;
         purge.abort();
         purge_identity.abort();
@@ -555,9 +559,10 @@ async fn purge_identity(services: Arc<Services>) {
 /// At start and every 30 s: tasks that began but never settled (their process died) are
 /// settled as failed and refunded once they are older than any action may run.
 async fn recover_tasks(services: Arc<Services>, after_seconds: i64) {
-    let mut every = tokio::time::interval(Duration::from_secs(30).min(Duration::from_secs(
-        u64::try_from(after_seconds).unwrap_or(30),
-    )));
+    // A third of the window: an orphan waits at most a third longer than the window.
+    let mut every = tokio::time::interval(Duration::from_secs(
+        u64::try_from(after_seconds / 3).unwrap_or(10).clamp(1, 30),
+    ));
     loop {
         every.tick().await;
         match services.actions.recover(after_seconds).await {

@@ -603,7 +603,8 @@ async fn a_process_killed_mid_action_loses_no_credit() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("sandbox.db").display());
     let db = ["--database-url", url.as_str()];
-    let env = [("SVC_RECOVER_AFTER_SECONDS", "2")];
+    // The shortest window allowed: the 15 s request deadline and as long again.
+    let env = [("SVC_RECOVER_AFTER_SECONDS", "30")];
     let first = start_sandbox(dir.path(), &db, &env);
     assert_eq!(spendable_and_held(&first.base, &first.key).await, (1000, 0));
     let body = serde_json::json!({"domain": "flaky.sandbox.test", "action": "slow", "params": {}});
@@ -635,7 +636,7 @@ async fn a_process_killed_mid_action_loses_no_credit() {
             break r;
         }
         assert!(
-            started.elapsed() < Duration::from_secs(20),
+            started.elapsed() < Duration::from_secs(90),
             "recovery never settled the task"
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -780,4 +781,51 @@ async fn serve_keeps_its_signing_key_across_restarts() {
         before,
         "artifacts signed before a restart still verify"
     );
+}
+
+/// Issue 15: `SVC_RECOVER_AFTER_SECONDS=0` (or anything under the request deadline) started,
+/// and the live process then refunded its own running actions. Every numeric setting outside
+/// its documented range now stops the start with a message naming the variable.
+#[test]
+fn settings_out_of_range_stop_the_start_naming_the_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("serve", "SVC_RECOVER_AFTER_SECONDS", "0"),
+        ("serve", "SVC_RECOVER_AFTER_SECONDS", "-5"),
+        ("serve", "SVC_RECOVER_AFTER_SECONDS", "20"),
+        ("serve", "SVC_SHUTDOWN_GRACE_SECONDS", "10"),
+        ("serve", "SVC_DATABASE_MAX_CONNECTIONS", "0"),
+        ("serve", "SVC_MAX_BODY_BYTES", "10"),
+        ("serve", "SVC_RATE_LIMIT_PER_KEY", "0"),
+        ("serve", "SVC_RATE_LIMIT_PER_IP", "0"),
+        ("serve", "SVC_SCAN_RATE_LIMIT_PER_IP", "0"),
+        ("serve", "SVC_STARTER_PRICE", "0"),
+        ("serve", "SVC_STARTER_CREDITS", "-1"),
+        ("sandbox", "SVC_RECOVER_AFTER_SECONDS", "1"),
+        ("sandbox", "SVC_SANDBOX_SEED_CREDITS", "-1"),
+    ];
+    for (command, variable, value) in cases {
+        let out = svc(dir.path())
+            .args([command, "--bind", "127.0.0.1:0"])
+            .env(variable, value)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success(),
+            "{command} {variable}={value} started"
+        );
+        assert!(
+            stderr.contains(variable),
+            "{command} {variable}={value}: the error does not name it: {stderr}"
+        );
+        assert!(
+            !stderr.contains("service bound"),
+            "{command} {variable}={value} bound a port first: {stderr}"
+        );
+    }
+    // Nothing was created on the way out.
+    assert!(!dir.path().join("svc.db").exists());
 }

@@ -100,6 +100,11 @@ impl FetchRequest {
     }
 }
 
+/// The longest any one outbound request (a page read, an action, a probe) may take, redirects
+/// included: the guarded fetcher's deadline. Settings that must outlast a request (the task
+/// recovery window, the shutdown grace) are checked against it at start.
+pub const FETCH_DEADLINE: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// A fetched page, decoded to text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FetchedPage {

@@ -317,11 +317,22 @@ impl State {
                     json!({"payment_id": s.payment_id, "dispute_id": open.0, "status": if won { "won" } else { "lost" }}),
                 )]
             }
+            // QA: a signed body holding raw NUL bytes (so not JSON), and one whose type holds an
+            // escaped NUL: each is stored and answered, never retried forever.
+            "nul_body" | "nul_type" => vec![("payment.succeeded\u{0}", payment)],
             other => return Err(format!("unknown action `{other}`")),
         };
         Ok(events
             .into_iter()
-            .map(|(t, data)| (new_id("msg"), self.event_body(t, data)))
+            .map(|(t, data)| {
+                let body = self.event_body(t, data);
+                let body = if action == "nul_body" {
+                    body.replace("\\u0000", "\0")
+                } else {
+                    body
+                };
+                (new_id("msg"), body)
+            })
             .collect())
     }
 }

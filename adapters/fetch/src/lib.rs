@@ -75,7 +75,7 @@ impl Default for FetcherConfig {
             robots_agent: "svc-reader".into(),
             max_body_bytes: 10 * 1024 * 1024,
             max_redirects: 5,
-            timeout: Duration::from_secs(15),
+            timeout: svc_ports::fetch::FETCH_DEADLINE,
             connect_timeout: Duration::from_secs(5),
             sandbox_hosts: HashMap::new(),
         }

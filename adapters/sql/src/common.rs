@@ -185,7 +185,9 @@ macro_rules! impl_sql_stores {
                 status: u16::try_from(status).map_err(corrupt("page status"))?,
                 content_type: r.try_get("content_type").map_err(err)?,
                 charset: r.try_get("charset").map_err(err)?,
-                body: r.try_get("body").map_err(err)?,
+                // Bytes (BYTEA on Postgres, whose TEXT cannot hold a NUL a page may contain).
+                body: String::from_utf8(r.try_get::<Vec<u8>, _>("body").map_err(err)?)
+                    .map_err(corrupt("cached page body"))?,
                 truncated: truncated != 0,
                 redirects: serde_json::from_str::<Vec<String>>(&redirects).map_err(corrupt("redirects"))?,
                 robots: serde_json::from_str::<RobotsDecision>(&robots).map_err(corrupt("robots decision"))?,
@@ -212,7 +214,7 @@ macro_rules! impl_sql_stores {
                 .bind(i64::from(page.status))
                 .bind(page.content_type.as_deref())
                 .bind(&page.charset)
-                .bind(&page.body)
+                .bind(page.body.as_bytes())
                 .bind(i64::from(page.truncated))
                 .bind(redirects)
                 .bind(robots)

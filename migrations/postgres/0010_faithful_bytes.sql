@@ -6,3 +6,7 @@ ALTER TABLE payment_events ALTER COLUMN body TYPE BYTEA USING convert_to(body, '
 -- own events.
 ALTER TABLE agent_events ADD COLUMN account_id TEXT;
 CREATE INDEX agent_events_by_account ON agent_events (account_id, received_at);
+
+-- A fetched page is kept as its bytes: a page whose text holds a NUL is cached and served, not
+-- refused by the store.
+ALTER TABLE page_cache ALTER COLUMN body TYPE BYTEA USING convert_to(body, 'UTF8');
