@@ -52,6 +52,9 @@ def main():
     r = s.post(f"{base}/device", data={"csrf": csrf_of(r.text), "user_code": user_code, "decision": decision}, headers=origin)
     r.raise_for_status()
     print(f"{decision}d {user_code} as {a.email}:", re.search(r'<h1 id="heading">([^<]+)', r.text).group(1))
+    # What must never appear in the service's logs (scripts/clients.sh greps for each).
+    print("SECRETS:", json.dumps({"code": sign_in_code, "user_code": user_code,
+                                  "session": list(s.cookies.values()), "csrf": csrf_of(r.text) if 'name="csrf"' in r.text else ""}))
 
 if __name__ == "__main__":
     main()

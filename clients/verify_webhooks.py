@@ -19,6 +19,9 @@ for d in sent["deliveries"]:
         verified = True
     except WebhookVerificationError:
         verified = False
+    except ValueError:
+        # The signature held; the body is not JSON (the QA scenario's raw NUL bytes).
+        verified = True
     # The service accepted exactly the deliveries the reference library verifies.
     accepted = 200 <= d["status"] < 300
     if verified != accepted:

@@ -13,8 +13,11 @@ bash "$shared/clients/setup.sh" "$venv" >/dev/null || { echo "client setup faile
 bin=${SVC_BIN:-${CARGO_TARGET_DIR:-target}/debug/svc}
 [ -x "$bin" ] || cargo build -q --bin svc
 
-# Schemathesis sends hundreds of requests: lift the rate limits for this run only.
-SVC_RATE_LIMIT_PER_IP=100000 SVC_RATE_LIMIT_PER_KEY=100000 SVC_LOG_FORMAT=json \
+# Schemathesis sends hundreds of requests: lift the rate limits for this run only. (The files a
+# process writes are removed first: a background job truncates its file only once it runs, so
+# a wait loop could otherwise read the last run's lines.)
+rm -f "$out/sandbox.env" "$out/sandbox.log" "$out/serve-webhooks.log" "$out/sandbox-pg.env" "$out/sandbox-pg.log"
+SVC_RATE_LIMIT_PER_IP=100000 SVC_RATE_LIMIT_PER_KEY=100000 SVC_LOG_FORMAT=json SVC_LOG=${SVC_LOG:-trace} \
   "$bin" sandbox --bind 127.0.0.1:0 >"$out/sandbox.env" 2>"$out/sandbox.log" &
 sandbox_pid=$!
 trap 'kill $sandbox_pid 2>/dev/null; wait $sandbox_pid 2>/dev/null' EXIT
@@ -93,7 +96,7 @@ secret=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
 env -u SVC_BASE_URL -u SVC_SITE_URL -u SVC_MCP_URL \
   SVC_PAYMENT_PROVIDER_URL="$SVC_PAYMENT_PROVIDER_URL" SVC_PAYMENT_PROVIDER_API_KEY=sk_sandbox_payments \
   SVC_PAYMENT_WEBHOOK_SECRETS="whsec_$(printf 'old-secret-being-rotated-out!!!!' | base64),$secret" \
-  "$bin" serve --bind 127.0.0.1:0 --database-url "sqlite://$out/webhooks.db" --signing-key-file "$out/webhooks.key" \
+  SVC_LOG=${SVC_LOG:-trace} "$bin" serve --bind 127.0.0.1:0 --database-url "sqlite://$out/webhooks.db" --signing-key-file "$out/webhooks.key" \
   >/dev/null 2>"$out/serve-webhooks.log" &
 serve_pid=$!
 trap 'kill $sandbox_pid $serve_pid 2>/dev/null; wait $sandbox_pid $serve_pid 2>/dev/null' EXIT
@@ -113,10 +116,35 @@ check connection-start-gives-a-link sh -c "curl -sf -X POST '$SVC_BASE_URL/api/c
 check connection-poll-pending sh -c "curl -sf '$SVC_BASE_URL/api/connections/booking-sandbox/poll' \
   -H 'Authorization: Bearer $SVC_API_KEY' | grep -q '\"state\":\"pending\"'"
 
-# No secret in any log line of the whole run: API keys, webhook secrets, provider keys, OAuth
-# tokens, codes and verifiers.
+# The same sandbox on Postgres, whose TEXT refuses a NUL: every QA payment scenario (the NUL
+# bodies among them) and a NUL in every string a caller can send; nothing answers 5xx and the
+# plain calls still work afterwards.
+if [ -n "${SVC_TEST_POSTGRES_URL:-}" ]; then
+  pg_url=$(scripts/postgres.sh database "clients_$$")
+  env -u SVC_BASE_URL -u SVC_SITE_URL -u SVC_MCP_URL \
+    SVC_SANDBOX_DATABASE_URL="$pg_url" SVC_RATE_LIMIT_PER_IP=100000 SVC_RATE_LIMIT_PER_KEY=100000 \
+    SVC_LOG_FORMAT=json SVC_LOG=${SVC_LOG:-trace} \
+    "$bin" sandbox --bind 127.0.0.1:0 >"$out/sandbox-pg.env" 2>"$out/sandbox-pg.log" &
+  pg_pid=$!
+  trap 'kill $sandbox_pid $serve_pid $pg_pid 2>/dev/null; wait $sandbox_pid $serve_pid $pg_pid 2>/dev/null' EXIT
+  for _ in $(seq 1 300); do grep -q '^SVC_API_KEY=' "$out/sandbox-pg.env" && break; sleep 0.1; done
+  check qa-payment-scenarios-on-postgres sh -c "set -a; . '$out/sandbox-pg.env'; set +a; \
+    exec '$bin' sandbox play qa/scenarios/*.toml"
+  check nul-sweep-on-postgres sh -c "set -a; . '$out/sandbox-pg.env'; set +a; \
+    exec '$venv/bin/python' clients/nul_sweep.py \"\$SVC_BASE_URL\" \"\$SVC_API_KEY\""
+  logs_pg="$out/sandbox-pg.log"
+else
+  echo "SKIP the Postgres sandbox: SVC_TEST_POSTGRES_URL is not set (scripts/test.sh sets it)"
+  logs_pg=
+fi
+
+# No secret in any log line of the whole run, at SVC_LOG=trace: API keys, webhook secrets and
+# signatures, provider keys, OAuth tokens and verifiers by their shape; then every code, session,
+# CSRF and connect token the run actually handled, by its value.
 check no-secrets-in-logs sh -c "! grep -E -e 'svc_(test|live)_[A-Za-z0-9]{32}' -e 'whsec_' -e 'sk_sandbox' \
-  -e 'sbx(at|rt|c)\.' -e 'code_verifier' -e '\"access_token\"' '$out/sandbox.log' '$out/serve-webhooks.log'"
+  -e 'sbx(at|rt|c)\.' -e 'code_verifier' -e '\"access_token\"' '$out/sandbox.log' '$out/serve-webhooks.log' $logs_pg"
+check no-secret-of-the-run-in-logs "$venv/bin/python" clients/secrets_of_run.py "$out" "$SVC_BASE_URL" \
+  "$SVC_PAYMENT_PROVIDER_URL" "$out/sandbox.log" "$out/serve-webhooks.log" $logs_pg
 
 echo "clients: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -30,11 +30,17 @@ case "$cmd" in
     fi
     echo "export SVC_TEST_POSTGRES_URL=postgres://svc@127.0.0.1:$port/postgres"
     ;;
+  database)
+    # A new empty database on the running server: prints its URL.
+    name=${2:?usage: $0 database NAME}
+    as_owner "$bin/createdb" -h 127.0.0.1 -p "$port" -U svc "$name"
+    echo "postgres://svc@127.0.0.1:$port/$name"
+    ;;
   stop)
     as_owner "$bin/pg_ctl" -D "$root/data" -m fast stop >/dev/null 2>&1 || true
     ;;
   *)
-    echo "usage: $0 start|stop" >&2
+    echo "usage: $0 start|database NAME|stop" >&2
     exit 2
     ;;
 esac

@@ -194,7 +194,11 @@ pub struct RuntimeSettings {
 }
 
 /// `value` within `range`, or an error naming the setting.
-pub fn in_range<T>(variable: &str, value: T, range: std::ops::RangeInclusive<T>) -> anyhow::Result<T>
+pub fn in_range<T>(
+    variable: &str,
+    value: T,
+    range: std::ops::RangeInclusive<T>,
+) -> anyhow::Result<T>
 where
     T: PartialOrd + std::fmt::Display + Copy,
 {
@@ -228,8 +232,16 @@ impl RuntimeSettings {
     /// Every numeric setting within its documented range; the error names the variable.
     pub fn check(&self) -> anyhow::Result<()> {
         in_range("SVC_MAX_BODY_BYTES", self.max_body_bytes, 1024..=64 << 20)?;
-        in_range("SVC_RATE_LIMIT_PER_KEY", self.rate_limit_per_key, 1..=1_000_000)?;
-        in_range("SVC_RATE_LIMIT_PER_IP", self.rate_limit_per_ip, 1..=1_000_000)?;
+        in_range(
+            "SVC_RATE_LIMIT_PER_KEY",
+            self.rate_limit_per_key,
+            1..=1_000_000,
+        )?;
+        in_range(
+            "SVC_RATE_LIMIT_PER_IP",
+            self.rate_limit_per_ip,
+            1..=1_000_000,
+        )?;
         in_range(
             "SVC_SCAN_RATE_LIMIT_PER_IP",
             self.scan_rate_limit_per_ip,

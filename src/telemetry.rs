@@ -1,13 +1,89 @@
 //! Logging, set up once: JSON lines when stderr is not a terminal (production), readable text
 //! otherwise. Logs go to stderr so stdout stays for command output (keys, sandbox lines).
+//!
+//! No secret reaches a log line at any level. Two guards:
+//! - libraries that log whole payloads are capped whatever `SVC_LOG` asks for: rmcp logs every
+//!   MCP request and response at debug (sign-in codes, new API keys, handoff links) and echoes
+//!   argument errors at warn, so it gets `error`; lettre logs SMTP commands (credentials) and
+//!   wiremock (the sandbox's fake provider) requests at debug, so they get `info`. HTML parsing
+//!   traces every token of every page: capped at `info` as noise;
+//! - every line is written through [`Redacting`], which masks what looks like an API key, a
+//!   webhook secret or a bearer token, should any code path ever format one.
 
-use std::io::IsTerminal;
+use std::{
+    io::{self, IsTerminal, Write},
+    sync::LazyLock,
+};
 
-use tracing_subscriber::{EnvFilter, fmt, prelude::*};
+use tracing_subscriber::{EnvFilter, fmt, fmt::MakeWriter, prelude::*};
+
+/// Targets capped whatever `SVC_LOG` says: they log payloads (or floods) below these levels.
+const CAPS: &[&str] = &[
+    "rmcp=error",
+    "lettre=info",
+    "wiremock=info",
+    "html5ever=info",
+    "selectors=info",
+];
+
+/// The filter: `SVC_LOG` (default `info,sqlx=warn`), then the caps, which win.
+pub fn filter(svc_log: Option<&str>) -> EnvFilter {
+    let base = svc_log
+        .filter(|s| !s.trim().is_empty())
+        .unwrap_or("info,sqlx=warn");
+    let spec = format!("{base},{}", CAPS.join(","));
+    EnvFilter::try_new(&spec)
+        .unwrap_or_else(|_| EnvFilter::new(format!("info,sqlx=warn,{}", CAPS.join(","))))
+}
+
+static SECRETS: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(
+        r"(?x)
+          (?P<key>svc_(?:live|test)_)[A-Za-z0-9]{32}
+        | (?P<whsec>whsec_)[A-Za-z0-9+/=]{8,}
+        | (?P<bearer>(?i:bearer)\s+)[A-Za-z0-9._~+/-]{8,}=*
+        ",
+    )
+    .expect("static regex")
+});
+
+/// Masks secrets in one formatted log line.
+pub fn redact(line: &str) -> std::borrow::Cow<'_, str> {
+    SECRETS.replace_all(line, |c: &regex::Captures<'_>| {
+        let kept = c
+            .name("key")
+            .or_else(|| c.name("whsec"))
+            .or_else(|| c.name("bearer"))
+            .map_or("", |m| m.as_str());
+        format!("{kept}[redacted]")
+    })
+}
+
+/// A writer that masks secrets in each line before it reaches stderr (the fmt layer writes
+/// one whole event per `write`).
+pub struct Redacting;
+
+impl Write for Redacting {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        io::stderr().write_all(redact(&text).as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        io::stderr().flush()
+    }
+}
+
+impl<'a> MakeWriter<'a> for Redacting {
+    type Writer = Redacting;
+    fn make_writer(&'a self) -> Self::Writer {
+        Redacting
+    }
+}
 
 pub fn init() {
-    let filter =
-        EnvFilter::try_from_env("SVC_LOG").unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn"));
+    let filter = filter(std::env::var("SVC_LOG").ok().as_deref());
     let json = match std::env::var("SVC_LOG_FORMAT").as_deref() {
         Ok("json") => true,
         Ok("pretty") | Ok("text") => false,
@@ -21,14 +97,68 @@ pub fn init() {
                     .json()
                     .with_current_span(true)
                     .with_span_list(false)
-                    .with_writer(std::io::stderr),
+                    .with_writer(Redacting),
             )
             .try_init()
     } else {
         registry
-            .with(fmt::layer().with_writer(std::io::stderr))
+            .with(fmt::layer().with_writer(Redacting))
             .try_init()
     };
     // Already initialised (tests spawn several apps in one process): keep the first.
     let _ = result;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_masked_and_the_rest_kept() {
+        let line = r#"{"a":"svc_live_0123456789abcdefghijABCDEFGHIJKL","b":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2La","c":"Authorization: Bearer abcdefgh.ijk-lmn","d":"svc_test_short","e":"status 200"}"#;
+        let out = redact(line);
+        assert_eq!(
+            out,
+            r#"{"a":"svc_live_[redacted]","b":"whsec_[redacted]","c":"Authorization: Bearer [redacted]","d":"svc_test_short","e":"status 200"}"#
+        );
+    }
+
+    #[derive(Clone)]
+    struct Capture(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl Write for Capture {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Issue 15: at `SVC_LOG=debug` rmcp logged whole MCP requests and responses (codes, new
+    /// keys, handoff links). Capped whatever is asked for, also by name.
+    #[test]
+    fn payload_logging_libraries_stay_capped_at_trace() {
+        let sink = Capture(Default::default());
+        let seen = sink.clone();
+        let subscriber = tracing_subscriber::registry()
+            .with(filter(Some("trace,rmcp=trace,lettre=trace")))
+            .with(fmt::layer().with_writer(move || sink.clone()));
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::debug!(target: "rmcp::service", "rmcp payload 123456");
+            tracing::warn!(target: "rmcp::service", "rmcp echoes an argument");
+            tracing::error!(target: "rmcp::service", "rmcp failed");
+            tracing::debug!(target: "lettre::transport::smtp", "AUTH PLAIN secret");
+            tracing::trace!(target: "svc::services::actions", "ours at trace");
+        });
+        let out = String::from_utf8(seen.0.lock().unwrap().clone()).unwrap();
+        for hidden in ["rmcp payload", "rmcp echoes", "AUTH PLAIN"] {
+            assert!(!out.contains(hidden), "{hidden}: {out}");
+        }
+        assert!(
+            out.contains("rmcp failed") && out.contains("ours at trace"),
+            "{out}"
+        );
+    }
 }

@@ -447,7 +447,11 @@ fn page(url: &str, body: &str, fetched_at: DateTime<Utc>) -> FetchedPage {
 
 pub async fn cached_pages_round_trip_whole(b: &Backend) {
     // A NUL in a page is kept (Postgres TEXT refused it, and the read failed: issue 15).
-    let mut p = page("https://example.com/a", "<p>héllo ✓ 你好 \u{0} end</p>", t0());
+    let mut p = page(
+        "https://example.com/a",
+        "<p>héllo ✓ 你好 \u{0} end</p>",
+        t0(),
+    );
     p.truncated = true;
     p.content_type = None;
     p.status = 404;
