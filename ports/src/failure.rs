@@ -109,6 +109,8 @@ failure_classes! {
         "This code can no longer be used; start again to have a new code sent."),
     CsrfRejected => ("csrf_rejected", 403, false, "Form check failed",
         "Reload the page and submit the form again."),
+    HostNotAllowed => ("host_not_allowed", 403, false, "Host or Origin not allowed",
+        "Call the MCP endpoint at the address the service publishes (its server card), from an allowed origin."),
     SignInRequired => ("sign_in_required", 401, false, "Sign-in required",
         "This is the customer's own web session endpoint; the human signs in on the site (an agent hands over a link from svc_create_checkout_session)."),
     IdempotencyKeyRequired => ("idempotency_key_required", 400, false, "Idempotency-Key required",

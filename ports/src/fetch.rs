@@ -26,8 +26,6 @@ pub enum UrlRefusal {
         address: String,
         range: &'static str,
     },
-    /// The name does not resolve.
-    Unresolvable { host: String },
 }
 
 impl fmt::Display for UrlRefusal {
@@ -51,7 +49,6 @@ impl fmt::Display for UrlRefusal {
                     "`{host}` is {address}, a {range} address, which is not fetched"
                 )
             }
-            UrlRefusal::Unresolvable { host } => write!(f, "`{host}` does not resolve"),
         }
     }
 }

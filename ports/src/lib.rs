@@ -18,6 +18,7 @@ pub mod ids;
 pub mod keys;
 pub mod ledger;
 pub mod mail;
+pub mod network;
 pub mod page;
 pub mod payments;
 pub mod readiness;
@@ -61,6 +62,7 @@ pub use ids::{
 pub use keys::{ApiKeyRecord, ApiKeySecret, KeyHash, KeyPrefix, Scope, Scopes};
 pub use ledger::{Balance, CreditAmount, EntryKind, Grant, GrantOutcome, LedgerEntry};
 pub use mail::{MailError, MailMessage, Mailer, Outbox, SentMail};
+pub use network::ClientAddress;
 pub use page::{
     ExtractError, ExtractOptions, Extraction, FieldOption, Form, FormField, Link, MainContent,
     PageExtractor, PageMetadata, PageSignals,

@@ -30,8 +30,8 @@ pub fn bearer_token(req: &Request) -> Option<&str> {
         .filter(|t| !t.is_empty())
 }
 
-/// An API key (that account's view) or the operator's internal token (`SVC_INTERNAL_TOKEN`,
-/// the whole service's view: `None`).
+/// An API key (its own account's view) or the operator's internal token
+/// (`SVC_INTERNAL_TOKEN`: the whole service's view).
 #[derive(SecurityScheme)]
 #[oai(
     ty = "bearer",

@@ -111,6 +111,29 @@ impl PaymentAuthorityView {
     }
 }
 
+/// What an authority's revocation URL tells anyone who holds it: its status and what remains,
+/// nothing about whose it is or its limits.
+#[derive(Debug, Clone, Object)]
+pub struct AuthorityStatusView {
+    /// `active`, `revoked`, `expired` or `exhausted`.
+    pub status: String,
+    pub remaining: AuthorityRemainingAmount,
+}
+
+#[derive(Debug, Clone, Object)]
+pub struct AuthorityRemainingAmount {
+    /// Minor units that may still be spent now (0 unless `status` is `active`).
+    pub value: i64,
+    /// Lowercase ISO 4217 code.
+    pub currency: String,
+}
+
+#[derive(ApiResponse)]
+pub enum AuthorityStatusResponse {
+    #[oai(status = 200)]
+    Ok(Json<AuthorityStatusView>),
+}
+
 #[derive(Debug, Clone, Object)]
 pub struct PaymentAuthorityList {
     /// Newest first.
@@ -222,8 +245,9 @@ impl AuthorityApi {
 
     /// Status of a payment authority (its revocation URL)
     ///
-    /// No credentials: the URL is the capability. Reports `active`, `revoked`, `expired` or
-    /// `exhausted` and what remains in the current window.
+    /// No credentials: the URL is the capability. Reports only `status` (`active`, `revoked`,
+    /// `expired` or `exhausted`) and what `remaining` may be spent now; whose it is, its limit
+    /// and its history are for the owning account (`GET /api/payment-authorities/{id}`).
     #[oai(
         path = "/api/payment-authorities/:authority_id/revocation",
         method = "get"
@@ -232,12 +256,16 @@ impl AuthorityApi {
         &self,
         /// `pa_...`
         authority_id: Path<String>,
-    ) -> Result<AuthorityResponse, ApiProblem> {
+    ) -> Result<AuthorityStatusResponse, ApiProblem> {
         let id = crate::services::AuthorityService::parse_id(&authority_id.0)?;
         let report = self.ctx.services.authorities.report(&id).await?;
-        Ok(AuthorityResponse::Ok(Json(PaymentAuthorityView::of(
-            &report,
-        ))))
+        Ok(AuthorityStatusResponse::Ok(Json(AuthorityStatusView {
+            status: report.usage.status.as_str().to_owned(),
+            remaining: AuthorityRemainingAmount {
+                value: report.usage.remaining,
+                currency: report.authority.currency.to_string(),
+            },
+        })))
     }
 
     /// Revoke a payment authority

@@ -6,16 +6,16 @@ use governor::{
     DefaultKeyedRateLimiter, Quota, RateLimiter,
     clock::{Clock, DefaultClock},
 };
-use svc_ports::{ApiKeyId, FailureClass};
+use svc_ports::{ApiKeyId, ClientAddress, FailureClass};
 
 use super::problem::ApiProblem;
 
 #[derive(Clone)]
 pub struct RateLimits {
-    per_ip: Arc<DefaultKeyedRateLimiter<IpAddr>>,
+    per_ip: Arc<DefaultKeyedRateLimiter<ClientAddress>>,
     per_key: Arc<DefaultKeyedRateLimiter<ApiKeyId>>,
     /// Readiness scans: each makes many requests to a third party, so far fewer are allowed.
-    scans_per_ip: Arc<DefaultKeyedRateLimiter<IpAddr>>,
+    scans_per_ip: Arc<DefaultKeyedRateLimiter<ClientAddress>>,
 }
 
 fn quota(per_minute: u32) -> Quota {
@@ -41,23 +41,17 @@ impl RateLimits {
     }
 
     /// One readiness scan from `ip` (requests without a known address share one budget).
-    pub fn check_scan(&self, ip: Option<IpAddr>) -> Result<(), ApiProblem> {
-        // One IPv6 client usually holds a whole /64: it is one budget.
-        let ip = match ip.unwrap_or(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED)) {
-            IpAddr::V6(v6) => {
-                let mut segments = v6.segments();
-                segments[4..].fill(0);
-                IpAddr::V6(std::net::Ipv6Addr::from(segments))
-            }
-            v4 => v4,
-        };
+    pub fn check_scan(&self, ip: Option<ClientAddress>) -> Result<(), ApiProblem> {
+        let ip = ip.unwrap_or(ClientAddress::of(IpAddr::V4(
+            std::net::Ipv4Addr::UNSPECIFIED,
+        )));
         self.scans_per_ip.check_key(&ip).map_err(|not_until| {
             let wait = not_until.wait_time_from(DefaultClock::default().now());
             limited("Too many readiness scans from this address.", wait)
         })
     }
 
-    pub fn check_ip(&self, ip: IpAddr) -> Result<(), ApiProblem> {
+    pub fn check_ip(&self, ip: ClientAddress) -> Result<(), ApiProblem> {
         self.per_ip.check_key(&ip).map_err(|not_until| {
             let wait = not_until.wait_time_from(DefaultClock::default().now());
             limited("Too many requests from this address.", wait)
@@ -95,7 +89,7 @@ mod tests {
     #[test]
     fn the_burst_passes_then_429_with_a_wait() {
         let limits = RateLimits::new(3, 2);
-        let ip: IpAddr = "203.0.113.9".parse().unwrap();
+        let ip: ClientAddress = "203.0.113.9".parse().unwrap();
         for _ in 0..3 {
             limits.check_ip(ip).unwrap();
         }
@@ -114,8 +108,8 @@ mod tests {
     #[test]
     fn scans_share_one_budget_per_ipv6_64() {
         let limits = RateLimits::with_scans(100, 100, 2);
-        let a: IpAddr = "2001:db8:1:2::1".parse().unwrap();
-        let b: IpAddr = "2001:db8:1:2:ffff::9".parse().unwrap();
+        let a: ClientAddress = "2001:db8:1:2::1".parse().unwrap();
+        let b: ClientAddress = "2001:db8:1:2:ffff::9".parse().unwrap();
         limits.check_scan(Some(a)).unwrap();
         limits.check_scan(Some(b)).unwrap();
         assert!(limits.check_scan(Some(a)).is_err(), "same /64, one budget");
@@ -125,5 +119,21 @@ mod tests {
         limits
             .check_scan(Some("203.0.113.7".parse().unwrap()))
             .unwrap();
+    }
+
+    /// Issue 15: the request limit keyed IPv6 clients by their full address, so one client
+    /// rotating through its /64 was never limited.
+    #[test]
+    fn requests_share_one_budget_per_ipv6_64() {
+        let limits = RateLimits::new(2, 100);
+        for host in ["2001:db8:9:9::1", "2001:db8:9:9::2"] {
+            limits.check_ip(host.parse().unwrap()).unwrap();
+        }
+        assert!(
+            limits
+                .check_ip("2001:db8:9:9:1:2:3:4".parse().unwrap())
+                .is_err()
+        );
+        limits.check_ip("2001:db8:9:a::1".parse().unwrap()).unwrap();
     }
 }

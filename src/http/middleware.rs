@@ -3,6 +3,8 @@
 
 use std::{net::IpAddr, sync::Arc};
 
+use svc_ports::ClientAddress;
+
 use futures_util::StreamExt;
 use poem::{
     Body, Endpoint, IntoResponse, Request, Response,
@@ -79,8 +81,13 @@ fn valid_request_id(v: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-/// The caller's IP: the socket's peer, or the first `X-Forwarded-For` entry behind a trusted proxy.
-pub fn client_ip_of(req: &Request, trust_forwarded_for: bool) -> Option<IpAddr> {
+/// The caller's address as limits count it (an IPv6 client by its /64): the socket's peer, or
+/// the first `X-Forwarded-For` entry behind a trusted proxy.
+pub fn client_ip_of(req: &Request, trust_forwarded_for: bool) -> Option<ClientAddress> {
+    client_peer_of(req, trust_forwarded_for).map(ClientAddress::of)
+}
+
+fn client_peer_of(req: &Request, trust_forwarded_for: bool) -> Option<IpAddr> {
     if trust_forwarded_for {
         let forwarded = req
             .header("x-forwarded-for")

@@ -6,7 +6,7 @@ pub mod tools;
 
 use std::{borrow::Cow, sync::Arc};
 
-use poem::{Endpoint, endpoint::TowerCompatExt};
+use poem::{Endpoint, EndpointExt, endpoint::TowerCompatExt};
 use rmcp::{
     ErrorData as McpError, RoleServer, ServerHandler,
     model::{
@@ -48,6 +48,40 @@ fn authority(url: &str) -> Option<(String, String, Option<u16>)> {
 }
 
 impl McpConfig {
+    /// Whether a `Host` header names an allowed host (DNS-rebinding protection).
+    pub fn host_allowed(&self, host: &str) -> bool {
+        if self.disable_host_check {
+            return true;
+        }
+        let host = host.trim();
+        let name = if let Some(rest) = host.strip_prefix('[') {
+            rest.split(']').next().unwrap_or_default()
+        } else {
+            host.rsplit_once(':').map_or(host, |(h, _)| h)
+        };
+        self.allowed_hosts
+            .iter()
+            .any(|a| a.eq_ignore_ascii_case(name))
+    }
+
+    /// Whether a browser `Origin` is allowed (`scheme://host:port`, or `scheme://host:*`).
+    pub fn origin_allowed(&self, origin: &str) -> bool {
+        let Some((scheme, host, port)) = authority(origin) else {
+            return false;
+        };
+        let port = port.unwrap_or(if scheme == "https" { 443 } else { 80 });
+        let host_part = if host.contains(':') {
+            format!("[{host}]")
+        } else {
+            host.to_ascii_lowercase()
+        };
+        let exact = format!("{scheme}://{host_part}:{port}");
+        let any_port = format!("{scheme}://{host_part}:*");
+        self.allowed_origins
+            .iter()
+            .any(|a| a.eq_ignore_ascii_case(&exact) || a.eq_ignore_ascii_case(&any_port))
+    }
+
     /// Loopback and the configured public origins are always allowed; settings add more.
     pub fn from_settings(runtime: &RuntimeSettings, origins: &crate::config::Origins) -> Self {
         let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
@@ -153,7 +187,32 @@ pub fn endpoint(ctx: AppContext, config: McpConfig) -> impl Endpoint + use<> {
         Arc::new(LocalSessionManager::default()),
         server_config,
     );
-    service.compat()
+    // The same Host and Origin rules, checked first so a refusal is a problem+json like every
+    // other error (rmcp's own refusal is plain text); rmcp checks again behind it.
+    let guard = Arc::new(config);
+    service.compat().around(move |ep, req| {
+        let guard = guard.clone();
+        async move {
+            let host = req.header(http::header::HOST).unwrap_or_default();
+            if !guard.host_allowed(host) {
+                return Ok(crate::http::problem::ApiProblem::new(
+                    svc_ports::FailureClass::HostNotAllowed,
+                    "This Host is not one the MCP endpoint answers for.",
+                )
+                .render("Bearer"));
+            }
+            if let Some(origin) = req.header(http::header::ORIGIN)
+                && !guard.origin_allowed(origin)
+            {
+                return Ok(crate::http::problem::ApiProblem::new(
+                    svc_ports::FailureClass::HostNotAllowed,
+                    "Requests from this browser Origin are not allowed.",
+                )
+                .render("Bearer"));
+            }
+            ep.call(req).await.map(poem::IntoResponse::into_response)
+        }
+    })
 }
 
 #[cfg(test)]
@@ -190,5 +249,12 @@ mod tests {
             c.allowed_origins
                 .contains(&"https://example.com:443".to_owned())
         );
+        assert!(c.host_allowed("mcp.example.com"));
+        assert!(c.host_allowed("127.0.0.1:8080") && c.host_allowed("[::1]:9"));
+        assert!(!c.host_allowed("evil.example.net"));
+        assert!(c.origin_allowed("https://example.com"));
+        assert!(c.origin_allowed("http://localhost:5173"));
+        assert!(!c.origin_allowed("https://evil.example.net"));
+        assert!(!c.origin_allowed("null"));
     }
 }

@@ -3,7 +3,6 @@
 
 use std::{
     collections::HashMap,
-    net::IpAddr,
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
@@ -11,9 +10,9 @@ use std::{
 use anyhow::Context;
 use chrono::{DateTime, Utc};
 use svc_ports::{
-    Account, ApiKeyRecord, ApiKeySecret, ChallengeId, ChallengePurpose, DeviceDecision,
-    DeviceGrant, DeviceGrantId, DeviceGrantStatus, Email, EmailChallenge, KeyHash, KeyPrefix,
-    MailError, MailMessage, Scopes, UserCode, WebSession,
+    Account, ApiKeyRecord, ApiKeySecret, ChallengeId, ChallengePurpose, ClientAddress,
+    DeviceDecision, DeviceGrant, DeviceGrantId, DeviceGrantStatus, Email, EmailChallenge, KeyHash,
+    KeyPrefix, MailError, MailMessage, Scopes, UserCode, WebSession,
     identity::{EMAIL_CODE_LEN, MAX_CODE_ATTEMPTS, USER_CODE_ALPHABET, USER_CODE_LEN},
     keys::BASE62,
     store::{IdentityError, KeyError},
@@ -139,7 +138,7 @@ pub struct SignedIn {
 pub struct WrongCodeCounter {
     limit: u32,
     window: Duration,
-    by_ip: Mutex<HashMap<IpAddr, (u32, Instant)>>,
+    by_ip: Mutex<HashMap<ClientAddress, (u32, Instant)>>,
 }
 
 impl WrongCodeCounter {
@@ -151,12 +150,12 @@ impl WrongCodeCounter {
         }
     }
 
-    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<IpAddr, (u32, Instant)>> {
+    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<ClientAddress, (u32, Instant)>> {
         self.by_ip.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// `Err(wait)` while the address is locked out.
-    pub fn check(&self, ip: Option<IpAddr>) -> Result<(), Duration> {
+    pub fn check(&self, ip: Option<ClientAddress>) -> Result<(), Duration> {
         let Some(ip) = ip else { return Ok(()) };
         let mut map = self.entries();
         match map.get(&ip) {
@@ -171,7 +170,7 @@ impl WrongCodeCounter {
         }
     }
 
-    pub fn record_failure(&self, ip: Option<IpAddr>) {
+    pub fn record_failure(&self, ip: Option<ClientAddress>) {
         let Some(ip) = ip else { return };
         let mut map = self.entries();
         // Bound memory under a flood of addresses: forget finished windows first.
@@ -407,7 +406,7 @@ impl IdentityService {
     pub async fn pending_device(
         &self,
         user_code: &str,
-        ip: Option<IpAddr>,
+        ip: Option<ClientAddress>,
     ) -> Result<DeviceGrant, IdentityFailure> {
         self.wrong_codes
             .check(ip)
@@ -438,7 +437,7 @@ impl IdentityService {
         user_code: &str,
         account: &Account,
         approve: bool,
-        ip: Option<IpAddr>,
+        ip: Option<ClientAddress>,
     ) -> Result<DeviceGrant, IdentityFailure> {
         let grant = self.pending_device(user_code, ip).await?;
         let decision = if approve {
@@ -563,7 +562,7 @@ impl IdentityService {
         purpose: ChallengePurpose,
         challenge_id: &str,
         code: &str,
-        ip: Option<IpAddr>,
+        ip: Option<ClientAddress>,
     ) -> Result<EmailChallenge, IdentityFailure> {
         self.wrong_codes
             .check(ip)
@@ -609,7 +608,7 @@ impl IdentityService {
         &self,
         device_id: &str,
         code: &str,
-        ip: Option<IpAddr>,
+        ip: Option<ClientAddress>,
     ) -> Result<SignupKey, IdentityFailure> {
         let challenge = self
             .check_code(ChallengePurpose::ApiKey, device_id, code, ip)
@@ -654,7 +653,7 @@ impl IdentityService {
         &self,
         challenge_id: &str,
         code: &str,
-        ip: Option<IpAddr>,
+        ip: Option<ClientAddress>,
     ) -> Result<SignedIn, IdentityFailure> {
         let challenge = self
             .check_code(ChallengePurpose::SignIn, challenge_id, code, ip)
@@ -856,8 +855,15 @@ mod tests {
     #[test]
     fn wrong_codes_lock_an_address_out_and_the_window_ends() {
         let counter = WrongCodeCounter::new(3, Duration::from_millis(200));
-        let ip: Option<IpAddr> = Some("203.0.113.7".parse().unwrap());
-        let other: Option<IpAddr> = Some("203.0.113.8".parse().unwrap());
+        let ip: Option<ClientAddress> = Some("203.0.113.7".parse().unwrap());
+        let other: Option<ClientAddress> = Some("203.0.113.8".parse().unwrap());
+        // Another host of the same IPv6 /64 is the same client (issue 15).
+        let v6: Option<ClientAddress> = Some("2001:db8:5:6::1".parse().unwrap());
+        let v6_other_host: Option<ClientAddress> = Some("2001:db8:5:6:abcd::9".parse().unwrap());
+        for _ in 0..3 {
+            counter.record_failure(v6);
+        }
+        assert!(counter.check(v6_other_host).is_err());
         for _ in 0..2 {
             counter.record_failure(ip);
             assert!(counter.check(ip).is_ok());

@@ -428,6 +428,10 @@ pub fn normalise(raw: &str) -> Result<Url, ScanFailure> {
     if url.host_str().is_none_or(str::is_empty) {
         return Err(ScanFailure::InvalidUrl(format!("`{raw}` has no host")));
     }
+    // As `/api/read` does: credentials in a URL are refused, not silently dropped.
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(ScanFailure::Refused(UrlRefusal::Credentials));
+    }
     url.set_fragment(None);
     Ok(url)
 }
@@ -1538,6 +1542,13 @@ mod tests {
             normalise("http://"),
             Err(ScanFailure::InvalidUrl(_))
         ));
+        // Issue 15: userinfo was dropped and the host scanned; `/api/read` refuses it.
+        for with_credentials in ["http://user@example.com/", "https://u:p@example.com/"] {
+            assert!(matches!(
+                normalise(with_credentials),
+                Err(ScanFailure::Refused(UrlRefusal::Credentials))
+            ));
+        }
     }
 
     #[test]

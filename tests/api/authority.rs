@@ -89,6 +89,19 @@ async fn list(app: &TestApp) -> Value {
     resp.json().await.unwrap()
 }
 
+/// The owning account's view of one authority (its key).
+async fn owned(app: &TestApp, id: &str) -> Value {
+    let resp = app
+        .http
+        .get(app.url(&format!("/api/payment-authorities/{id}")))
+        .header("Authorization", bearer(&app.api_key))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    resp.json().await.unwrap()
+}
+
 async fn status_of(app: &TestApp, id: &str) -> Value {
     let resp = app
         .http
@@ -282,8 +295,13 @@ async fn only_the_signed_in_human_creates_an_authority() {
             .unwrap()
             .is_valid(&record)
     );
-    // The revocation URL reports without credentials.
-    assert_eq!(status_of(app, &id).await["status"], "active");
+    // The revocation URL reports without credentials: status and what remains, nothing of whose
+    // it is (issue 15: it answered the whole record, account id and limits included).
+    let anonymous = status_of(app, &id).await;
+    assert_eq!(
+        anonymous,
+        json!({"status": "active", "remaining": {"value": 1000, "currency": "usd"}})
+    );
 
     // Another account's key sees nothing of it.
     let other = app
@@ -424,9 +442,10 @@ async fn payments_spend_within_the_limit_with_receipts_and_artifact_status() {
     assert_eq!(receipt["payment_id"], done["result"]["payment_id"]);
     assert!(receipt["paid_at"].is_string());
     assert_eq!(artifact["evidence"]["payment"]["spend"], "spent");
-    let status = status_of(app, &plain).await;
+    let status = owned(app, &plain).await;
     assert_eq!(status["remaining"]["value"], 400);
     assert_eq!(status["remaining"]["spent_in_window"], 600);
+    assert_eq!(status_of(app, &plain).await["remaining"]["value"], 400);
 
     // Over what remains: refused, nothing stored.
     let before = money(&shop).await;
@@ -515,10 +534,7 @@ async fn a_single_use_authority_pays_once() {
     let shop = shop().await;
     let app = &shop.app;
     let once = create(&shop, &[("interval", "single_use"), ("amount", "500")]).await;
-    assert_eq!(
-        status_of(app, &once).await["remaining"].get("window_end"),
-        None
-    );
+    assert_eq!(owned(app, &once).await["remaining"].get("window_end"), None);
     assert_eq!(pay(app, Some(&once), 300, "ord-1").await.status(), 200);
     let body = problem(
         pay(app, Some(&once), 100, "ord-2").await,
@@ -527,7 +543,8 @@ async fn a_single_use_authority_pays_once() {
     )
     .await;
     assert!(body["detail"].as_str().unwrap().contains("(exhausted)"));
-    let status = status_of(app, &once).await;
+    let status = owned(app, &once).await;
+    assert_eq!(status_of(app, &once).await["status"], "exhausted");
     assert_eq!(status["status"], "exhausted");
     assert_eq!(status["remaining"]["value"], 0);
     assert_eq!(status["remaining"]["spends"], 1);

@@ -1,7 +1,7 @@
 use serde_json::{Value, json};
 use svc_ports::ApiKeySecret;
 
-use crate::helpers::{TestApp, bearer};
+use crate::helpers::{TestApp, bearer, problem};
 
 fn call(name: &str, args: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": name, "arguments": args}})
@@ -167,17 +167,19 @@ async fn foreign_hosts_and_origins_are_refused() {
             .json(&list)
             .send()
     };
-    assert_eq!(
-        send("Host", "evil.example.com").await.unwrap().status(),
-        403
-    );
-    assert_eq!(
-        send("Origin", "https://evil.example.com")
-            .await
-            .unwrap()
-            .status(),
-        403
-    );
+    // Refused as problem+json like every other error (issue 15: they were text/plain).
+    problem(
+        send("Host", "evil.example.com").await.unwrap(),
+        403,
+        "host_not_allowed",
+    )
+    .await;
+    problem(
+        send("Origin", "https://evil.example.com").await.unwrap(),
+        403,
+        "host_not_allowed",
+    )
+    .await;
     assert_eq!(
         send("Origin", "http://localhost:3000")
             .await

@@ -263,12 +263,21 @@ async fn urls_that_may_not_be_fetched_are_refused_with_url_refused() {
         "file:///etc/passwd",
         "ftp://example.com/",
         "http://user:pass@example.com/",
-        "http://no-such-host.invalid/",
         "not a url",
     ] {
         let body = problem(app.read_get(&[("url", url)]).await, 422, "url_refused").await;
         assert!(!body["detail"].as_str().unwrap().is_empty(), "{url}");
     }
+    // Issue 15: a name that does not resolve was refused as final (422); it is a site that
+    // cannot be reached now, which is retryable (DESIGN.md: 502 upstream_unreachable).
+    let body = problem(
+        app.read_get(&[("url", "http://no-such-host.invalid/")])
+            .await,
+        502,
+        "upstream_unreachable",
+    )
+    .await;
+    assert_eq!(body["retryable"], true, "{body}");
 }
 
 #[tokio::test]

@@ -148,6 +148,12 @@ async fn bad_input_gets_the_documented_problem_and_stores_nothing() {
     problem(scan(&app, "ftp://example.com/").await, 422, "url_refused").await;
     problem(scan(&app, "http://127.0.0.1:9/").await, 422, "url_refused").await;
     problem(
+        scan(&app, "http://user@example.com/").await,
+        422,
+        "url_refused",
+    )
+    .await;
+    problem(
         scan(&app, "http://169.254.169.254/latest/").await,
         422,
         "url_refused",

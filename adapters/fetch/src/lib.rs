@@ -111,12 +111,17 @@ impl Resolve for GuardedResolve {
                 let pinned: Addrs = Box::new(std::iter::once(*addr));
                 return Ok(pinned);
             }
-            let ips = inner
-                .resolve(&host)
-                .await
-                .map_err(|_| refuse(UrlRefusal::Unresolvable { host: host.clone() }))?;
+            // A name that does not resolve (now) is a site that cannot be reached, which may
+            // change: a retryable failure, not a refusal of the URL.
+            let unresolvable = || -> BoxError {
+                Box::new(std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!("`{host}` does not resolve"),
+                ))
+            };
+            let ips = inner.resolve(&host).await.map_err(|_| unresolvable())?;
             if ips.is_empty() {
-                return Err(refuse(UrlRefusal::Unresolvable { host }));
+                return Err(unresolvable());
             }
             // One bad address refuses the name: a DNS answer mixing public and private
             // addresses is a rebinding attempt, not a page.
@@ -294,7 +299,8 @@ impl GuardedFetcher {
     }
 
     /// The robots.txt decision for `url`. A refused robots.txt URL (its host resolves to a
-    /// forbidden address) refuses the page too.
+    /// forbidden address) refuses the page too; a host that cannot be reached at all (no such
+    /// name, connection refused) fails the page as unreachable, uncached.
     async fn robots_for(&self, url: &Url) -> Result<RobotsDecision, FetchError> {
         let origin = url.origin().ascii_serialization();
         let robots_url = format!("{origin}/robots.txt");
@@ -309,7 +315,9 @@ impl GuardedFetcher {
                         Ok((_, _, status, _, _, _)) if status.is_client_error() => {
                             robots::RobotsFile::Missing
                         }
-                        Err(refused @ FetchError::Refused(_)) => return Err(refused),
+                        Err(failed @ (FetchError::Refused(_) | FetchError::Connect { .. })) => {
+                            return Err(failed);
+                        }
                         _ => robots::RobotsFile::Unreachable,
                     },
                     Err(_) => robots::RobotsFile::Unreachable,

@@ -104,9 +104,9 @@ fn class(e: &FetchError) -> String {
             UrlRefusal::Credentials => "credentials",
             UrlRefusal::InternalName { .. } => "internal_name",
             UrlRefusal::Address { .. } => "address",
-            UrlRefusal::Unresolvable { .. } => "unresolvable",
         }
         .to_owned(),
+        FetchError::Connect { .. } => "unreachable".to_owned(),
         other => format!("not refused: {other}"),
     }
 }
@@ -185,7 +185,8 @@ async fn hostile_urls_are_refused_before_any_request() {
         ("http://ula.example.com/".into(), "address"),
         ("http://cgnat.example.com/".into(), "address"),
         (format!("http://v6loop.example.com:{p6}/"), "address"),
-        ("http://nxdomain.example.com/".into(), "unresolvable"),
+        // Not refused: a site that cannot be reached now (502 upstream_unreachable, retryable).
+        ("http://nxdomain.example.com/".into(), "unreachable"),
         (format!("http://intranet:{p}/"), "internal_name"),
         (format!("http://printer.local:{p}/"), "internal_name"),
         ("file:///etc/passwd".into(), "scheme"),
