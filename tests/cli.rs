@@ -829,3 +829,62 @@ fn settings_out_of_range_stop_the_start_naming_the_variable() {
     // Nothing was created on the way out.
     assert!(!dir.path().join("svc.db").exists());
 }
+
+/// Issue 15: the shutdown grace (10 s) was shorter than the 15 s request deadline, so an
+/// execute in flight at SIGTERM got no answer. Now it is answered (the site timed out: 504,
+/// refunded) before the process exits cleanly.
+#[tokio::test]
+async fn sigterm_lets_an_action_in_flight_finish_with_its_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = start_sandbox(dir.path(), &[], &[]);
+    let body = serde_json::json!({"domain": "flaky.sandbox.test", "action": "slow", "params": {}});
+    let in_flight = tokio::spawn(execute_request(&sandbox.base, &sandbox.key, &body, "term-1").send());
+    let started = Instant::now();
+    while spendable_and_held(&sandbox.base, &sandbox.key).await != (999, 1) {
+        assert!(started.elapsed() < Duration::from_secs(10), "the task never began");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let pid = sandbox.process.0.id().to_string();
+    let killed = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    assert!(killed.success());
+    let answer = in_flight
+        .await
+        .unwrap()
+        .expect("the request in flight was answered, not dropped");
+    assert_eq!(answer.status(), 504);
+    let problem: Value = answer.json().await.unwrap();
+    assert_eq!(problem["failure_class"], "upstream_timeout");
+    assert_eq!(problem["credits_refunded"], 1, "{problem}");
+    let mut process = sandbox.process;
+    let status = tokio::task::spawn_blocking(move || process.0.wait().unwrap())
+        .await
+        .unwrap();
+    assert!(status.success(), "exited with {status}");
+}
+
+/// Issue 15: `svc sandbox` ignored `SVC_SIGNING_KEY`, so two sandboxes sharing a database
+/// signed with different keys. With the same key they publish the same JWKS.
+#[tokio::test]
+async fn sandboxes_given_one_signing_key_publish_one_jwks() {
+    let dir = tempfile::tempdir().unwrap();
+    let seed = [("SVC_SIGNING_KEY", "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8")];
+    let a = start_sandbox(dir.path(), &[], &seed);
+    let b = start_sandbox(dir.path(), &[], &seed);
+    let c = start_sandbox(dir.path(), &[], &[]);
+    let jwks = |base: String| async move {
+        reqwest::get(format!("{base}/.well-known/jwks.json"))
+            .await
+            .unwrap()
+            .json::<Value>()
+            .await
+            .unwrap()["keys"]
+            .clone()
+    };
+    let (ka, kb, kc) = (
+        jwks(a.base.clone()).await,
+        jwks(b.base.clone()).await,
+        jwks(c.base.clone()).await,
+    );
+    assert_eq!(ka, kb);
+    assert_ne!(ka, kc, "without the setting each sandbox has its own key");
+}
