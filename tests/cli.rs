@@ -838,10 +838,14 @@ async fn sigterm_lets_an_action_in_flight_finish_with_its_answer() {
     let dir = tempfile::tempdir().unwrap();
     let sandbox = start_sandbox(dir.path(), &[], &[]);
     let body = serde_json::json!({"domain": "flaky.sandbox.test", "action": "slow", "params": {}});
-    let in_flight = tokio::spawn(execute_request(&sandbox.base, &sandbox.key, &body, "term-1").send());
+    let in_flight =
+        tokio::spawn(execute_request(&sandbox.base, &sandbox.key, &body, "term-1").send());
     let started = Instant::now();
     while spendable_and_held(&sandbox.base, &sandbox.key).await != (999, 1) {
-        assert!(started.elapsed() < Duration::from_secs(10), "the task never began");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the task never began"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let pid = sandbox.process.0.id().to_string();
@@ -867,7 +871,10 @@ async fn sigterm_lets_an_action_in_flight_finish_with_its_answer() {
 #[tokio::test]
 async fn sandboxes_given_one_signing_key_publish_one_jwks() {
     let dir = tempfile::tempdir().unwrap();
-    let seed = [("SVC_SIGNING_KEY", "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8")];
+    let seed = [(
+        "SVC_SIGNING_KEY",
+        "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8",
+    )];
     let a = start_sandbox(dir.path(), &[], &seed);
     let b = start_sandbox(dir.path(), &[], &seed);
     let c = start_sandbox(dir.path(), &[], &[]);
