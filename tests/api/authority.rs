@@ -78,28 +78,13 @@ async fn create(shop: &Shop, fields: &[(&str, &str)]) -> String {
 }
 
 async fn list(app: &TestApp) -> Value {
-    let resp = app
-        .http
-        .get(app.url("/api/payment-authorities"))
-        .header("Authorization", bearer(&app.api_key))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 200);
-    resp.json().await.unwrap()
+    app.get_json_as_owner("/api/payment-authorities").await
 }
 
 /// The owning account's view of one authority (its key).
 async fn owned(app: &TestApp, id: &str) -> Value {
-    let resp = app
-        .http
-        .get(app.url(&format!("/api/payment-authorities/{id}")))
-        .header("Authorization", bearer(&app.api_key))
-        .send()
+    app.get_json_as_owner(&format!("/api/payment-authorities/{id}"))
         .await
-        .unwrap();
-    assert_eq!(resp.status(), 200);
-    resp.json().await.unwrap()
 }
 
 async fn status_of(app: &TestApp, id: &str) -> Value {
@@ -304,19 +289,9 @@ async fn only_the_signed_in_human_creates_an_authority() {
     );
 
     // Another account's key sees nothing of it.
-    let other = app
-        .services
-        .keys
-        .create_key(svc::services::CreateKey {
-            email: svc_ports::Email::parse("other@example.com").unwrap(),
-            plan: svc_ports::Plan::Sandbox,
-            credits: None,
-            scopes: svc_ports::Scopes::parse_list("read discover execute").unwrap(),
-            label: "other".into(),
-        })
-        .await
-        .unwrap();
-    let other_key = other.secret.expose().to_owned();
+    let other_key = app
+        .stranger_key("other@example.com", "read discover execute")
+        .await;
     let resp = app
         .http
         .get(app.url(&format!("/api/payment-authorities/{id}")))
@@ -708,15 +683,8 @@ async fn post_verify(app: &TestApp, key: &str, task_id: &str) -> reqwest::Respon
 }
 
 async fn get_task(app: &TestApp, task_id: &str) -> Value {
-    let resp = app
-        .http
-        .get(app.url(&format!("/api/tasks/{task_id}")))
-        .header("Authorization", bearer(&app.api_key))
-        .send()
+    app.get_json_as_owner(&format!("/api/tasks/{task_id}"))
         .await
-        .unwrap();
-    assert_eq!(resp.status(), 200);
-    resp.json().await.unwrap()
 }
 
 async fn verification_required_payments_are_verified_later(stores: Stores) {
@@ -851,19 +819,9 @@ async fn verification_required_payments_are_verified_later(stores: Stores) {
     }
 
     // Another account's task, or no such task: 404.
-    let other = app
-        .services
-        .keys
-        .create_key(svc::services::CreateKey {
-            email: svc_ports::Email::parse("verifier@example.com").unwrap(),
-            plan: svc_ports::Plan::Sandbox,
-            credits: None,
-            scopes: svc_ports::Scopes::parse_list("read discover execute").unwrap(),
-            label: "other".into(),
-        })
-        .await
-        .unwrap();
-    let other_key = other.secret.expose().to_owned();
+    let other_key = app
+        .stranger_key("verifier@example.com", "read discover execute")
+        .await;
     problem(
         post_verify(app, &other_key, pending_id).await,
         404,

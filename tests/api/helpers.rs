@@ -86,6 +86,37 @@ impl TestApp {
         format!("{}{path}", self.base_url)
     }
 
+    /// A key of another sandbox account (created with it), carrying `scopes`.
+    pub async fn stranger_key(&self, email: &str, scopes: &str) -> String {
+        self.services
+            .keys
+            .create_key(svc::services::CreateKey {
+                email: svc_ports::Email::parse(email).unwrap(),
+                plan: svc_ports::Plan::Sandbox,
+                credits: None,
+                scopes: svc_ports::Scopes::parse_list(scopes).unwrap(),
+                label: "stranger".into(),
+            })
+            .await
+            .unwrap()
+            .secret
+            .expose()
+            .to_owned()
+    }
+
+    /// GET a path with the app's key; asserts 200 and parses the JSON answer.
+    pub async fn get_json_as_owner(&self, path: &str) -> Value {
+        let resp = self
+            .http
+            .get(self.url(path))
+            .header("Authorization", bearer(&self.api_key))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200, "GET {path}");
+        resp.json().await.unwrap()
+    }
+
     /// GET a path and parse the JSON answer.
     pub async fn get_json(&self, path: &str) -> Value {
         self.http

@@ -362,19 +362,8 @@ async fn the_service_records_its_own_funnel_steps() {
         ],
         "{own}"
     );
-    let stranger = app
-        .services
-        .keys
-        .create_key(svc::services::CreateKey {
-            email: svc_ports::Email::parse("stranger@example.com").unwrap(),
-            plan: svc_ports::Plan::Sandbox,
-            credits: None,
-            scopes: svc_ports::Scopes::parse_list("read").unwrap(),
-            label: "stranger".into(),
-        })
-        .await
-        .unwrap();
-    let theirs = funnel_with(bearer(stranger.secret.expose())).await;
+    let stranger = app.stranger_key("stranger@example.com", "read").await;
+    let theirs = funnel_with(bearer(&stranger)).await;
     assert_eq!(cells(&theirs), vec![], "{theirs}");
     // The operator's internal token sees the whole service.
     let funnel = funnel_with(bearer("operator-token-for-tests")).await;
