@@ -7,7 +7,7 @@ pub mod context;
 pub mod http;
 pub mod mcp;
 pub mod qa;
-pub mod services;
+pub use svc_services as services;
 pub mod startup;
 pub mod telemetry;
 pub mod web;
