@@ -1,6 +1,8 @@
 //! Typed settings from `SVC_*` environment variables (or flags); `svc serve --help` lists them.
 
 use clap::Args;
+pub use kit::context::Origins;
+use svc_services::billing::Catalog;
 
 #[derive(Debug, Clone, Args)]
 pub struct ServeSettings {
@@ -263,10 +265,10 @@ impl RuntimeSettings {
     }
 
     /// The catalog and internal token these settings describe.
-    pub fn billing_config(&self) -> anyhow::Result<crate::startup::BillingConfig> {
+    pub fn billing_config(&self) -> anyhow::Result<BillingConfig> {
         use anyhow::Context;
-        Ok(crate::startup::BillingConfig {
-            catalog: crate::services::billing::Catalog::new(
+        Ok(BillingConfig {
+            catalog: Catalog::new(
                 self.starter_price,
                 &self.starter_currency,
                 self.starter_credits,
@@ -275,6 +277,23 @@ impl RuntimeSettings {
             .context("SVC_STARTER_PRICE / SVC_STARTER_CURRENCY / SVC_STARTER_CREDITS")?,
             internal_token: self.internal_token.clone().filter(|t| !t.is_empty()),
         })
+    }
+}
+
+/// The catalog and the internal token of billing.
+#[derive(Clone)]
+pub struct BillingConfig {
+    pub catalog: Catalog,
+    pub internal_token: Option<String>,
+}
+
+impl Default for BillingConfig {
+    fn default() -> Self {
+        Self {
+            catalog: Catalog::new(900, "usd", 1000, "mailto:sales@example.com")
+                .expect("the default catalog is valid"),
+            internal_token: None,
+        }
     }
 }
 
@@ -303,33 +322,26 @@ impl Default for RuntimeSettings {
     }
 }
 
-/// The origins the service answers for, resolved once the listener is bound.
-#[derive(Debug, Clone)]
-pub struct Origins {
-    pub base_url: String,
-    pub site_url: String,
-    pub mcp_url: String,
-}
-
-impl Origins {
-    pub fn resolve(runtime: &RuntimeSettings, bound: std::net::SocketAddr) -> Self {
+impl RuntimeSettings {
+    /// The origins the service answers for, once the listener is bound.
+    pub fn origins(&self, bound: std::net::SocketAddr) -> Origins {
         let trim = |s: &str| s.trim_end_matches('/').to_owned();
-        let base_url = runtime
+        let base_url = self
             .base_url
             .as_deref()
             .map(trim)
             .unwrap_or_else(|| format!("http://{bound}"));
-        let site_url = runtime
+        let site_url = self
             .site_url
             .as_deref()
             .map(trim)
             .unwrap_or_else(|| base_url.clone());
-        let mcp_url = runtime
+        let mcp_url = self
             .mcp_url
             .as_deref()
             .map(trim)
             .unwrap_or_else(|| format!("{base_url}/mcp"));
-        Self {
+        Origins {
             base_url,
             site_url,
             mcp_url,

@@ -6,7 +6,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use svc::{
     config::{RuntimeSettings, ServeSettings},
-    http::read::{ReadBody, ReadFormat, ReadResult},
+    kit::wire::read::{ReadBody, ReadFormat, ReadResult},
     services::{CreateKey, ReadOutcome, read::ContentFormat},
     startup::{
         self, ActionSites, Application, DemoSite, Mail, Payments, ReadinessSites,
@@ -427,10 +427,8 @@ async fn scan(args: ScanArgs) -> anyhow::Result<()> {
             url = parsed.to_string();
         }
         let world = World::default().with_readiness_sites(&sites);
-        let origins = svc::config::Origins::resolve(
-            &RuntimeSettings::default(),
-            std::net::SocketAddr::from(([127, 0, 0, 1], 8080)),
-        );
+        let origins =
+            RuntimeSettings::default().origins(std::net::SocketAddr::from(([127, 0, 0, 1], 8080)));
         let (services, _) = startup::services(&stores, Environment::Test, &world, &origins)?;
         (services, Some(sites))
     } else {
@@ -454,7 +452,7 @@ async fn scan(args: ScanArgs) -> anyhow::Result<()> {
     let report = report?;
     let score = report.score;
     if args.json {
-        let body = svc::http::readiness::report_body(report, "");
+        let body = svc::kit::wire::readiness::report_body(report, "");
         println!(
             "{}",
             serde_json::to_string_pretty(&poem_openapi::types::ToJSON::to_json(&body))?

@@ -46,7 +46,34 @@ pub struct KeyService {
     environment: Environment,
 }
 
+/// The sandbox's seeded account: its address and the test credits it gets once.
+pub const SANDBOX_EMAIL: &str = "agent@sandbox.example.com";
+pub const SANDBOX_CREDITS: i64 = 1000;
+
 impl KeyService {
+    /// The sandbox's seeded account and its test key, which may also run consequential
+    /// actions; `credits` test credits are granted once per account (also when a sandbox on a
+    /// database starts again).
+    pub async fn seed_sandbox(&self, credits: i64) -> anyhow::Result<IssuedKey> {
+        let issued = self
+            .create_key(CreateKey {
+                email: Email::parse(SANDBOX_EMAIL)?,
+                plan: Plan::Sandbox,
+                credits: None,
+                scopes: Scopes::parse_list("read discover execute execute:consequential")?,
+                label: "sandbox seed".into(),
+            })
+            .await?;
+        self.grant(
+            &issued.account.id,
+            CreditAmount::new(credits).context("SVC_SANDBOX_SEED_CREDITS")?,
+            Some("sandbox-seed".into()),
+            "sandbox seed credits",
+        )
+        .await?;
+        Ok(issued)
+    }
+
     pub fn new(ports: Ports, environment: Environment) -> Self {
         Self { ports, environment }
     }

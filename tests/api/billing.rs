@@ -515,10 +515,8 @@ async fn each_webhook_rejection_names_its_check_in_the_log_and_never_the_secret(
         },
         ..Default::default()
     };
-    let origins = svc::config::Origins::resolve(
-        &svc::config::RuntimeSettings::default(),
-        "127.0.0.1:8080".parse().unwrap(),
-    );
+    let origins =
+        svc::config::RuntimeSettings::default().origins("127.0.0.1:8080".parse().unwrap());
     let refused = svc::startup::services(
         &svc::startup::Stores::memory(),
         svc_ports::Environment::Live,

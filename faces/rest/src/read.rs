@@ -1,0 +1,94 @@
+//! `GET` and `POST /api/read`: a public page as clean Markdown and text, with its links, forms
+//! and metadata, or a typed `blocked` outcome. The wire types here are also the JSON of the
+//! MCP tool `read_page` and of `svc read --format json`.
+
+use crate::Tags;
+use crate::auth::ApiKeyAuth;
+use kit::context::AppContext;
+use kit::problem::{ApiProblem, Problem};
+use kit::{errors::read_problem, wire::read::*};
+use poem_openapi::{ApiResponse, OpenApi, param::Query, payload::Json};
+use svc_services::ReadError;
+
+#[allow(clippy::large_enum_variant)]
+#[derive(ApiResponse)]
+pub enum ReadResponse {
+    /// The page, or why it could not be read (`outcome: blocked`: robots.txt, captcha, sign-in
+    /// wall, 4xx/5xx answer, unsupported content).
+    #[oai(status = 200)]
+    Ok(Json<ReadResult>),
+    /// The target site did not answer in time, refused the connection or broke off
+    /// (`upstream_unreachable`, retryable).
+    #[oai(status = 502, content_type = "application/problem+json")]
+    Unreachable(Json<Problem>),
+}
+
+pub struct ReadApi {
+    pub ctx: AppContext,
+}
+
+impl ReadApi {
+    async fn run(&self, auth: ApiKeyAuth, body: ReadBody) -> Result<ReadResponse, ApiProblem> {
+        require_read_scope(&auth.0)?;
+        match self.ctx.services.read.read(&body.into_request()).await {
+            Ok(outcome) => Ok(ReadResponse::Ok(Json(outcome.into()))),
+            Err(e @ ReadError::Unreachable(_)) => {
+                Ok(ReadResponse::Unreachable(Json(read_problem(e).body())))
+            }
+            Err(e) => Err(read_problem(e)),
+        }
+    }
+}
+
+#[OpenApi(tag = "Tags::Read")]
+impl ReadApi {
+    /// Read a public page (query parameters).
+    ///
+    /// Fetches the URL through the guarded client (public addresses only, robots.txt honoured)
+    /// or answers from a copy no older than `max_age`, and returns the main content as Markdown
+    /// and text with the page's links, forms and metadata. Captcha pages, sign-in walls,
+    /// robots refusals and 4xx/5xx answers come back as `outcome: blocked` with the reason.
+    #[oai(path = "/api/read", method = "get", operation_id = "readPage")]
+    #[allow(clippy::too_many_arguments)]
+    async fn read_get(
+        &self,
+        auth: ApiKeyAuth,
+        /// Absolute `http` or `https` URL of a public page.
+        #[oai(validator(min_length = 1, max_length = 2048))]
+        url: Query<String>,
+        format: Query<Option<ReadFormat>>,
+        /// Keep only the main content (default true).
+        main_content_only: Query<Option<bool>>,
+        /// CSS selector whose matches are the content (repeat for several).
+        #[oai(validator(max_items = 20))]
+        include_selectors: Query<Option<Vec<String>>>,
+        /// CSS selector whose matches are removed first (repeat for several).
+        #[oai(validator(max_items = 20))]
+        exclude_selectors: Query<Option<Vec<String>>>,
+        /// Oldest cached copy acceptable, in seconds (default 600); 0 always fetches.
+        #[oai(validator(minimum(value = "0"), maximum(value = "604800")))]
+        max_age: Query<Option<f64>>,
+    ) -> Result<ReadResponse, ApiProblem> {
+        let body = ReadBody {
+            url: url.0,
+            format: format.0,
+            main_content_only: main_content_only.0,
+            include_selectors: include_selectors.0,
+            exclude_selectors: exclude_selectors.0,
+            max_age: max_age.0,
+        };
+        self.run(auth, body).await
+    }
+
+    /// Read a public page (JSON body).
+    ///
+    /// The same as `GET /api/read`, with the options in a JSON body.
+    #[oai(path = "/api/read", method = "post", operation_id = "readPagePost")]
+    async fn read_post(
+        &self,
+        auth: ApiKeyAuth,
+        body: Json<ReadBody>,
+    ) -> Result<ReadResponse, ApiProblem> {
+        self.run(auth, body.0).await
+    }
+}

@@ -1,0 +1,260 @@
+//! The landing page (HTML, or Markdown on `Accept: text/markdown`), the readiness scan form
+//! and the report page for people.
+
+use askama::Template;
+use poem::{
+    Request, Response, handler,
+    http::{StatusCode, header},
+    web::{Data, Form, Path},
+};
+use serde::Deserialize;
+use serde_json::json;
+use svc_ports::{CheckResult, ScanId};
+
+use super::Visit;
+use kit::context::AppContext;
+use kit::{edge::client_ip_of, limits::RateLimits, problem::ApiProblem};
+use svc_services::readiness::ScanFailure;
+
+const DESCRIPTION: &str = "AI agents read public web pages, discover the actions learned for a site, execute one mapped action with a signed verification artifact, sign up, connect accounts and buy credits here.";
+
+#[derive(Template)]
+#[template(path = "home.html")]
+struct HomePage {
+    signed_in_as: Option<String>,
+    csrf: String,
+    description: &'static str,
+    json_ld: String,
+    mcp_url: String,
+    error: Option<String>,
+    url: String,
+}
+
+#[derive(Template)]
+#[template(path = "readiness_report.html")]
+struct ReportPage {
+    signed_in_as: Option<String>,
+    csrf: String,
+    scan_id: String,
+    url: String,
+    origin: String,
+    score: u32,
+    level: &'static str,
+    completed_at: String,
+    checks: Vec<CheckRow>,
+}
+
+struct CheckRow {
+    id: &'static str,
+    title: String,
+    weight: u32,
+    status: &'static str,
+    summary: String,
+    recommendation: Option<String>,
+    evidence: Vec<svc_ports::Evidence>,
+}
+
+impl From<CheckResult> for CheckRow {
+    fn from(c: CheckResult) -> Self {
+        Self {
+            id: c.id.as_str(),
+            title: c.title,
+            weight: c.weight,
+            status: c.status.as_str(),
+            summary: c.summary,
+            recommendation: c.recommendation,
+            evidence: c.evidence,
+        }
+    }
+}
+
+/// Whether an `Accept` header ranks Markdown above HTML (RFC 9110 q-values; absent q is 1).
+pub fn prefers_markdown(accept: &str) -> bool {
+    let q_of = |wanted: &[&str]| {
+        accept
+            .split(',')
+            .filter_map(|range| {
+                let mut parts = range.split(';');
+                let media = parts.next()?.trim().to_ascii_lowercase();
+                if !wanted.contains(&media.as_str()) {
+                    return None;
+                }
+                let q = parts
+                    .filter_map(|p| p.trim().strip_prefix("q="))
+                    .find_map(|q| q.trim().parse::<f32>().ok())
+                    .unwrap_or(1.0);
+                Some(q)
+            })
+            .fold(None, |best: Option<f32>, q| {
+                Some(best.map_or(q, |b| b.max(q)))
+            })
+    };
+    match (
+        q_of(&["text/markdown", "text/x-markdown"]),
+        q_of(&["text/html", "application/xhtml+xml"]),
+    ) {
+        (Some(md), Some(html)) => md > 0.0 && md > html,
+        (Some(md), None) => md > 0.0,
+        _ => false,
+    }
+}
+
+fn json_ld(ctx: &AppContext) -> String {
+    let site = &ctx.origins.site_url;
+    let data = json!({
+        "@context": "https://schema.org",
+        "@graph": [
+            {"@type": "WebSite", "name": "svc", "url": site, "description": DESCRIPTION},
+            {"@type": "WebAPI", "name": "svc agent action and commerce API", "url": ctx.origins.base_url,
+             "documentation": format!("{site}/llms.txt"),
+             "termsOfService": format!("{site}/terms"),
+             "provider": {"@type": "Organization", "name": "svc", "url": site}}
+        ]
+    });
+    // `</` must not end the script element early.
+    data.to_string().replace("</", "<\\/")
+}
+
+fn home_page(
+    visit: Visit,
+    ctx: &AppContext,
+    status: StatusCode,
+    error: Option<String>,
+    url: String,
+) -> Response {
+    let page = HomePage {
+        signed_in_as: visit.signed_in_as(),
+        csrf: visit.csrf(),
+        description: DESCRIPTION,
+        json_ld: json_ld(ctx),
+        mcp_url: ctx.origins.mcp_url.clone(),
+        error,
+        url,
+    };
+    let mut resp = visit.page(status, &page);
+    resp.headers_mut()
+        .insert(header::VARY, header::HeaderValue::from_static("Accept"));
+    resp
+}
+
+/// `GET /`: the landing page; Markdown (the llms.txt text) for agents that ask for it.
+#[handler]
+pub(super) async fn home(
+    req: &Request,
+    ctx: Data<&AppContext>,
+    llms: Data<&super::LlmsText>,
+) -> Response {
+    if req.header(header::ACCEPT).is_some_and(prefers_markdown) {
+        return Response::builder()
+            .status(StatusCode::OK)
+            .content_type("text/markdown; charset=utf-8")
+            .header(header::VARY, "Accept")
+            .header(header::CACHE_CONTROL, "public, max-age=300")
+            .body(llms.0.0.clone());
+    }
+    let visit = visit!(req, &ctx);
+    home_page(visit, &ctx, StatusCode::OK, None, String::new())
+}
+
+#[derive(Deserialize)]
+struct ScanForm {
+    url: String,
+}
+
+/// `POST /readiness`: runs a scan and shows its report (303 to the report page).
+#[handler]
+async fn scan_submit(
+    req: &Request,
+    ctx: Data<&AppContext>,
+    limits: Data<&RateLimits>,
+    form: Form<ScanForm>,
+) -> Response {
+    let visit = visit!(req, &ctx);
+    if let Err(problem) = limits.check_scan(client_ip_of(req, ctx.limits.trust_forwarded_for)) {
+        return home_page(
+            visit,
+            &ctx,
+            StatusCode::TOO_MANY_REQUESTS,
+            Some(problem.detail.clone()),
+            form.0.url,
+        );
+    }
+    let who = client_ip_of(req, ctx.limits.trust_forwarded_for)
+        .map(|ip| ip.to_string())
+        .unwrap_or_default();
+    let scanned = svc_services::readiness::scan_recorded(
+        &ctx.services,
+        svc_services::telemetry::Face::Web,
+        &who,
+        &form.0.url,
+    )
+    .await;
+    match scanned {
+        Ok(report) => visit.redirect(&format!("/readiness/{}", report.scan_id)),
+        Err(ScanFailure::Store(e)) => ApiProblem::internal(format!("{e:#}")).render("Bearer"),
+        Err(e) => {
+            let status = if matches!(e, ScanFailure::Busy) {
+                StatusCode::SERVICE_UNAVAILABLE
+            } else {
+                StatusCode::UNPROCESSABLE_ENTITY
+            };
+            home_page(visit, &ctx, status, Some(e.to_string()), form.0.url)
+        }
+    }
+}
+
+/// `GET /readiness/{scan_id}`: a stored report for people.
+#[handler]
+async fn report_page(req: &Request, ctx: Data<&AppContext>, id: Path<String>) -> Response {
+    let visit = visit!(req, &ctx);
+    let report = match ScanId::parse(&id.0) {
+        Ok(id) => ctx.services.readiness.report(&id).await,
+        Err(_) => Ok(None),
+    };
+    match report {
+        Ok(Some(r)) => {
+            let page = ReportPage {
+                signed_in_as: visit.signed_in_as(),
+                csrf: visit.csrf(),
+                scan_id: r.scan_id.to_string(),
+                url: r.url,
+                origin: r.origin,
+                score: r.score,
+                level: r.level.as_str(),
+                completed_at: r.completed_at.format("%Y-%m-%d %H:%M UTC").to_string(),
+                checks: r.checks.into_iter().map(CheckRow::from).collect(),
+            };
+            visit.page(StatusCode::OK, &page)
+        }
+        Ok(None) => visit.message(
+            StatusCode::NOT_FOUND,
+            "No such scan",
+            "No readiness scan has this id.",
+            None,
+        ),
+        Err(e) => ApiProblem::internal(format!("{e:#}")).render("Bearer"),
+    }
+}
+
+pub fn mount(route: poem::Route) -> poem::Route {
+    route
+        .at("/readiness", poem::post(scan_submit))
+        .at("/readiness/:scan_id", poem::get(report_page))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prefers_markdown;
+
+    #[test]
+    fn markdown_is_chosen_only_when_ranked_above_html() {
+        assert!(prefers_markdown("text/markdown"));
+        assert!(prefers_markdown("text/markdown, text/html;q=0.5"));
+        assert!(!prefers_markdown("text/html, text/markdown;q=0.9"));
+        assert!(!prefers_markdown(
+            "text/html,application/xhtml+xml,*/*;q=0.8"
+        ));
+        assert!(!prefers_markdown("text/markdown;q=0"));
+        assert!(!prefers_markdown("*/*"));
+    }
+}

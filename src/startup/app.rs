@@ -1,0 +1,79 @@
+//! The app: every face mounted behind the edge middleware. The one place that knows all faces;
+//! it hands each the others' published documents (OpenAPI, MCP tools, the A2A card).
+
+use std::sync::Arc;
+
+use kit::{
+    context::AppContext,
+    edge::{self, AllowedMethods, Edge},
+    limits::RateLimits,
+};
+use poem::{Endpoint, EndpointExt, IntoEndpoint, Response, Route, get};
+
+/// Every route of the service behind the edge middleware.
+pub fn app(
+    ctx: AppContext,
+    mcp_config: mcp::McpConfig,
+) -> impl Endpoint<Output = Response> + use<> {
+    let published = wellknown::Published {
+        openapi: rest::openapi_document(&ctx),
+        mcp: mcp::listing(),
+        agent_card: a2a::agent_card(&ctx),
+    };
+    let allowed = Arc::new(AllowedMethods::from_openapi(&published.openapi));
+    let limits = RateLimits::with_scans(
+        ctx.limits.rate_limit_per_ip,
+        ctx.limits.rate_limit_per_key,
+        ctx.limits.scan_rate_limit_per_ip,
+    );
+    super::jobs::spawn_housekeeping(limits.clone());
+    let edge = Edge {
+        limits: limits.clone(),
+        max_body_bytes: ctx.limits.max_body_bytes,
+        trust_forwarded_for: ctx.limits.trust_forwarded_for,
+        www_authenticate: format!(
+            "Bearer realm=\"svc\", resource_metadata=\"{}/.well-known/oauth-protected-resource\"",
+            ctx.origins.base_url
+        )
+        .into(),
+        allowed,
+    };
+    let mut routes = web::mount(Route::new());
+    if let Some(outbox) = ctx.outbox.clone() {
+        routes = routes.at(
+            "/sandbox/outbox",
+            get(rest::sandbox::sandbox_outbox).data(outbox),
+        );
+    }
+    if ctx.environment == svc_ports::Environment::Test {
+        routes = routes.at(
+            "/sandbox/checkouts",
+            poem::post(rest::sandbox::sandbox_checkout),
+        );
+    }
+    let home = Arc::new(web::home(wellknown::llms_text(&ctx)));
+    wellknown::mount(routes, &ctx, &published)
+        .at("/mcp", mcp::endpoint(ctx.clone(), mcp_config))
+        .at("/a2a", a2a::endpoint())
+        // A nest at `/` answers `/` itself (poem's catch-all wins over an exact `/` route), so
+        // the landing page is picked out in front of the API.
+        .nest(
+            "/",
+            rest::api(&ctx).around(move |api, req| {
+                let home = home.clone();
+                async move {
+                    if req.uri().path() == "/" {
+                        home.call(req).await
+                    } else {
+                        api.call(req).await.map(poem::IntoResponse::into_response)
+                    }
+                }
+            }),
+        )
+        .around(edge::edge)
+        .data(ctx)
+        .data(limits)
+        .data(edge)
+        .map_to_response()
+        .into_endpoint()
+}

@@ -1,0 +1,560 @@
+//! The composition root, and the only place that names concrete adapters: it picks the stores,
+//! builds the world of adapters and the services, mounts the faces and runs the background jobs.
+
+mod app;
+mod jobs;
+
+use std::{collections::HashMap, net::SocketAddr, sync::Arc, time::Duration};
+
+use anyhow::Context;
+use poem::{
+    Server,
+    listener::{Acceptor, Listener, TcpAcceptor, TcpListener},
+};
+use svc_extract::HtmlExtractor;
+use svc_fetch::{FetcherConfig, GuardedFetcher};
+use svc_mail::{LogMailer, SmtpMailer};
+use svc_oauth::{AesGcmSealer, OAuthProviders, ProviderConfig};
+use svc_payments::HttpPaymentProvider;
+use svc_ports::{
+    AccountStore, AuthorityStore, BillingStore, Clock, ConnectionStore, Environment, IdentityStore,
+    LedgerStore, Mailer, MapStore, Outbox, PageCache, PaymentProvider, ScanStore, Signer,
+    TaskStore, TelemetryStore, webhooks::WebhookSecret,
+};
+pub use svc_sandbox::{
+    ACCESS_TOKEN_SECONDS, ActionSites, BOOKING_ACCOUNT, DemoSite, LACKING, OTHER_BOOKING_ACCOUNT,
+    READY_HOST, ReadinessSites, SandboxAuthServer, SandboxPaymentProvider, lacking_host,
+};
+use svc_sandbox::{DEMO_HOST, MemoryOutbox, MemoryStore, SANDBOX_PROVIDER_KEY};
+use svc_signer::Ed25519Signer;
+pub use svc_signer::verify_artifact;
+use svc_sql::{PostgresStore, SqliteStore};
+use svc_system::{OsEntropy, SystemClock};
+
+use kit::context::{AppContext, Limits, Origins};
+use svc_services::{BillingSettings, IdentitySettings, IssuedKey, Ports, Services};
+
+pub use crate::config::BillingConfig;
+use crate::config::RuntimeSettings;
+
+/// The stores behind the ports, chosen at run time.
+#[derive(Clone)]
+pub struct Stores {
+    pub accounts: Arc<dyn AccountStore>,
+    pub ledger: Arc<dyn LedgerStore>,
+    pub pages: Arc<dyn PageCache>,
+    pub identity: Arc<dyn IdentityStore>,
+    pub maps: Arc<dyn MapStore>,
+    pub tasks: Arc<dyn TaskStore>,
+    pub telemetry: Arc<dyn TelemetryStore>,
+    pub billing: Arc<dyn BillingStore>,
+    pub scans: Arc<dyn ScanStore>,
+    pub connections: Arc<dyn ConnectionStore>,
+    pub authorities: Arc<dyn AuthorityStore>,
+    /// What the store is, for logs (never the URL, which may hold a password).
+    pub kind: &'static str,
+}
+
+impl Stores {
+    /// Every port served by one store.
+    fn all_in<S>(store: Arc<S>, kind: &'static str) -> Self
+    where
+        S: AccountStore
+            + LedgerStore
+            + PageCache
+            + IdentityStore
+            + MapStore
+            + TaskStore
+            + TelemetryStore
+            + BillingStore
+            + ScanStore
+            + ConnectionStore
+            + AuthorityStore
+            + 'static,
+    {
+        Self {
+            accounts: store.clone(),
+            ledger: store.clone(),
+            pages: store.clone(),
+            identity: store.clone(),
+            maps: store.clone(),
+            tasks: store.clone(),
+            telemetry: store.clone(),
+            billing: store.clone(),
+            scans: store.clone(),
+            connections: store.clone(),
+            authorities: store,
+            kind,
+        }
+    }
+
+    /// In-memory stores: the sandbox's.
+    pub fn memory() -> Self {
+        Self::all_in(Arc::new(MemoryStore::new()), "memory")
+    }
+
+    /// SQLite (`sqlite:...`) or Postgres (`postgres://...`), migrated.
+    pub async fn open(database_url: &str, max_connections: u32) -> anyhow::Result<Self> {
+        if database_url.starts_with("postgres://") || database_url.starts_with("postgresql://") {
+            Ok(Self::all_in(
+                Arc::new(PostgresStore::open(database_url, max_connections).await?),
+                "postgres",
+            ))
+        } else if database_url.starts_with("sqlite:") {
+            Ok(Self::all_in(
+                Arc::new(SqliteStore::open(database_url).await?),
+                "sqlite",
+            ))
+        } else {
+            anyhow::bail!("SVC_DATABASE_URL must start with sqlite: or postgres://")
+        }
+    }
+}
+
+/// How mail leaves the service.
+#[derive(Debug, Clone, Default)]
+pub enum Mail {
+    /// Only logged, bodies withheld (`svc serve` without `SVC_SMTP_URL`).
+    #[default]
+    Log,
+    /// Through an SMTP relay.
+    Smtp { url: String, from: String },
+    /// Kept in the sandbox's outbox, readable at `/sandbox/outbox`.
+    SandboxOutbox,
+}
+
+/// Where the artifact signing key comes from.
+#[derive(Debug, Clone, Default)]
+pub enum Signing {
+    /// A fresh key for this process (the sandbox, tests, one-shot commands).
+    #[default]
+    Ephemeral,
+    /// `SVC_SIGNING_KEY` (base64url seed) and retired keys still published in the JWKS.
+    Seed {
+        active: String,
+        retired: Vec<String>,
+    },
+    /// A key file, created (mode 0600) on first start: `svc serve`'s default.
+    KeyFile {
+        path: std::path::PathBuf,
+        retired: Vec<String>,
+    },
+}
+
+/// Where the key that seals connection credentials comes from.
+#[derive(Debug, Clone, Default)]
+pub enum Sealing {
+    /// A fresh key for this process (the sandbox, tests): sealed data dies with it.
+    #[default]
+    Ephemeral,
+    Key {
+        active: String,
+        retired: Vec<String>,
+    },
+    /// A key file, created (mode 0600) on first start: `svc serve`'s default.
+    KeyFile {
+        path: std::path::PathBuf,
+        retired: Vec<String>,
+    },
+}
+
+fn sealer(sealing: &Sealing) -> anyhow::Result<AesGcmSealer> {
+    match sealing {
+        Sealing::Ephemeral => Ok(AesGcmSealer::generate()),
+        Sealing::Key { active, retired } => AesGcmSealer::from_settings(active, retired)
+            .map_err(|e| anyhow::anyhow!("SVC_CONNECTION_KEY: {e}")),
+        Sealing::KeyFile { path, retired } => {
+            let key = svc_oauth::load_or_create_key_file(path)
+                .with_context(|| format!("connection key file {}", path.display()))?;
+            AesGcmSealer::from_settings(&key, retired)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+        }
+    }
+}
+
+/// `SVC_CONNECTION_PROVIDERS`: a JSON array of providers, or `@path` to a file holding one.
+pub fn connection_providers(raw: Option<&str>) -> anyhow::Result<Vec<ProviderConfig>> {
+    let Some(raw) = raw else {
+        return Ok(Vec::new());
+    };
+    let json = match raw.strip_prefix('@') {
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("SVC_CONNECTION_PROVIDERS file {path}"))?,
+        None => raw.to_owned(),
+    };
+    OAuthProviders::from_json(&json).context("SVC_CONNECTION_PROVIDERS")
+}
+
+/// The payment provider the service opens checkouts with and takes webhooks from.
+#[derive(Clone, Default)]
+pub enum Payments {
+    /// None: checkout answers 503 and webhooks are refused.
+    #[default]
+    Disabled,
+    /// A hosted-checkout provider over HTTP, and the secrets its webhooks are signed with.
+    Http {
+        base_url: String,
+        api_key: String,
+        webhook_secrets: Vec<String>,
+    },
+    /// The sandbox's wiremock provider (its webhooks are delivered to this service).
+    Sandbox(Arc<SandboxPaymentProvider>),
+}
+
+/// The outside world the service talks to: the sites callers name, the mail relay, the clock,
+/// and the key its artifacts are signed with.
+#[derive(Clone, Default)]
+pub struct World {
+    /// Demo hosts the sandbox may read, by exact name, pinned to these loopback addresses.
+    /// Must stay empty in the live environment.
+    pub sandbox_hosts: HashMap<String, SocketAddr>,
+    /// Overall time limit of one fetch (default 15 s).
+    pub fetch_timeout: Option<Duration>,
+    pub mail: Mail,
+    /// The time source; `None` is the system clock (tests pin their own).
+    pub clock: Option<Arc<dyn Clock>>,
+    pub signing: Signing,
+    pub payments: Payments,
+    pub billing: BillingConfig,
+    /// The target sites' OAuth providers (`auth_provider` ids with their endpoints).
+    pub connection_providers: Vec<ProviderConfig>,
+    pub sealing: Sealing,
+}
+
+fn signer(signing: &Signing) -> anyhow::Result<Ed25519Signer> {
+    match signing {
+        Signing::Ephemeral => Ok(Ed25519Signer::generate()),
+        Signing::Seed { active, retired } => Ed25519Signer::from_settings(active, retired)
+            .context("SVC_SIGNING_KEY / SVC_SIGNING_KEYS_RETIRED"),
+        Signing::KeyFile { path, retired } => {
+            let seed = svc_signer::load_or_create_key_file(path)
+                .with_context(|| format!("signing key file {}", path.display()))?;
+            Ed25519Signer::from_settings(&svc_signer::seed_to_string(&seed), retired)
+        }
+    }
+}
+
+impl World {
+    /// The sandbox's: its demo and action sites, reachable under their names and nothing else
+    /// on loopback, and its outbox.
+    pub fn sandbox(site: &DemoSite, actions: &ActionSites) -> Self {
+        let mut hosts = HashMap::from([(DEMO_HOST.to_owned(), site.address())]);
+        for s in &actions.sites {
+            hosts.insert(s.host.to_owned(), s.address());
+        }
+        Self {
+            sandbox_hosts: hosts,
+            mail: Mail::SandboxOutbox,
+            ..Self::default()
+        }
+    }
+}
+
+impl World {
+    /// Adds the sandbox's authorization server as the `booking-sandbox` provider.
+    pub fn with_auth_server(mut self, server: &SandboxAuthServer) -> Self {
+        let uri = server.uri();
+        self.connection_providers.push(ProviderConfig {
+            id: svc_ports::ProviderId::parse(svc_sandbox::BOOKING_PROVIDER)
+                .expect("the sandbox provider id is valid"),
+            client_id: svc_sandbox::SANDBOX_CLIENT_ID.into(),
+            client_secret: None,
+            authorize_url: format!("{uri}/authorize"),
+            token_url: format!("{uri}/token"),
+            userinfo_url: format!("{uri}/userinfo"),
+            scopes: vec!["bookings".into()],
+            credential: svc_ports::CredentialKind::Bearer,
+            hosts: vec![svc_sandbox::BOOKING_HOST.into()],
+        });
+        self
+    }
+
+    /// Adds the readiness-scan sites (`ready.sandbox.test` and the `lacks-*` ones).
+    pub fn with_readiness_sites(mut self, sites: &ReadinessSites) -> Self {
+        for host in sites.hosts() {
+            self.sandbox_hosts.insert(host, sites.address());
+        }
+        self
+    }
+}
+
+/// The driven ports, and the outbox when mail stays in the sandbox.
+pub fn ports(stores: &Stores, world: &World) -> anyhow::Result<(Ports, Option<Arc<dyn Outbox>>)> {
+    let mut config = FetcherConfig {
+        sandbox_hosts: world.sandbox_hosts.clone(),
+        ..FetcherConfig::default()
+    };
+    if let Some(t) = world.fetch_timeout {
+        config.timeout = t;
+    }
+    let fetcher = GuardedFetcher::new(config).context("building the guarded HTTP client")?;
+    let clock: Arc<dyn Clock> = world.clock.clone().unwrap_or_else(|| Arc::new(SystemClock));
+    let (mailer, outbox): (Arc<dyn Mailer>, Option<Arc<dyn Outbox>>) = match &world.mail {
+        Mail::Log => (Arc::new(LogMailer), None),
+        Mail::Smtp { url, from } => (Arc::new(SmtpMailer::new(url, from)?), None),
+        Mail::SandboxOutbox => {
+            let outbox = Arc::new(MemoryOutbox::new(clock.clone()));
+            (outbox.clone(), Some(outbox))
+        }
+    };
+    let fetcher = Arc::new(fetcher);
+    let signer: Arc<dyn Signer> = Arc::new(signer(&world.signing)?);
+    let payments: Option<Arc<dyn PaymentProvider>> = match &world.payments {
+        Payments::Disabled => None,
+        Payments::Http {
+            base_url, api_key, ..
+        } => Some(Arc::new(
+            HttpPaymentProvider::new("provider", base_url, api_key)
+                .context("SVC_PAYMENT_PROVIDER_URL")?,
+        )),
+        Payments::Sandbox(sandbox) => Some(Arc::new(
+            HttpPaymentProvider::new("sandbox", &sandbox.uri(), SANDBOX_PROVIDER_KEY)
+                .context("the sandbox payment provider")?,
+        )),
+    };
+    let ports = Ports {
+        accounts: stores.accounts.clone(),
+        ledger: stores.ledger.clone(),
+        pages: stores.pages.clone(),
+        identity: stores.identity.clone(),
+        maps: stores.maps.clone(),
+        tasks: stores.tasks.clone(),
+        telemetry: stores.telemetry.clone(),
+        billing: stores.billing.clone(),
+        scans: stores.scans.clone(),
+        connections: stores.connections.clone(),
+        connection_provider: Arc::new(
+            OAuthProviders::new(world.connection_providers.clone())
+                .context("building the OAuth client")?,
+        ),
+        sealer: Arc::new(sealer(&world.sealing)?),
+        authorities: stores.authorities.clone(),
+        payments,
+        mailer,
+        transport: fetcher.clone(),
+        signer,
+        fetcher,
+        extractor: Arc::new(HtmlExtractor::new()),
+        clock,
+        entropy: Arc::new(OsEntropy::new()),
+    };
+    Ok((ports, outbox))
+}
+
+/// The services, and the sandbox's outbox when mail stays in it.
+pub type ServicesAndOutbox = (Arc<Services>, Option<Arc<dyn Outbox>>);
+
+/// The services over the chosen stores and world, and the sandbox outbox if there is one.
+pub fn services(
+    stores: &Stores,
+    environment: Environment,
+    world: &World,
+    origins: &Origins,
+) -> anyhow::Result<ServicesAndOutbox> {
+    if environment == Environment::Live && !world.sandbox_hosts.is_empty() {
+        anyhow::bail!("sandbox demo hosts are allowed only in the sandbox");
+    }
+    if environment == Environment::Live && matches!(world.mail, Mail::SandboxOutbox) {
+        anyhow::bail!("the mail outbox is readable by anyone: it is allowed only in the sandbox");
+    }
+    if environment == Environment::Live && matches!(world.payments, Payments::Sandbox(_)) {
+        anyhow::bail!("the sandbox payment provider is allowed only in the sandbox");
+    }
+    let (ports, outbox) = ports(stores, world)?;
+    let identity = IdentitySettings::new(&origins.site_url, &origins.mcp_url);
+    let webhook_secrets = match &world.payments {
+        Payments::Disabled => Vec::new(),
+        Payments::Http {
+            webhook_secrets, ..
+        } => {
+            anyhow::ensure!(
+                !webhook_secrets.is_empty() && webhook_secrets.len() <= 2,
+                "SVC_PAYMENT_WEBHOOK_SECRETS must hold one or two secrets (two while rotating)"
+            );
+            webhook_secrets
+                .iter()
+                .map(|s| WebhookSecret::parse(s))
+                .collect::<Result<Vec<_>, _>>()
+                .context("SVC_PAYMENT_WEBHOOK_SECRETS")?
+        }
+        Payments::Sandbox(sandbox) => vec![sandbox.webhook_secret()],
+    };
+    let billing = BillingSettings {
+        catalog: world.billing.catalog.clone(),
+        webhook_secrets,
+        internal_token: world.billing.internal_token.clone(),
+        site_url: origins.site_url.clone(),
+    };
+    Ok((
+        Arc::new(Services::new(ports, environment, identity, billing)),
+        outbox,
+    ))
+}
+
+/// Services for one-shot CLI commands that serve nothing (`svc keys`, `svc read`).
+pub fn offline_services(
+    stores: &Stores,
+    environment: Environment,
+) -> anyhow::Result<Arc<Services>> {
+    let origins = RuntimeSettings::default().origins(SocketAddr::from(([127, 0, 0, 1], 8080)));
+    Ok(services(stores, environment, &World::default(), &origins)?.0)
+}
+
+/// A bound, ready-to-run service.
+pub struct Application {
+    acceptor: TcpAcceptor,
+    local_addr: SocketAddr,
+    ctx: AppContext,
+    mcp: mcp::McpConfig,
+    pages: Arc<dyn PageCache>,
+}
+
+impl Application {
+    pub async fn build(
+        runtime: &RuntimeSettings,
+        bind: &str,
+        stores: Stores,
+        environment: Environment,
+        world: World,
+    ) -> anyhow::Result<Self> {
+        runtime.check()?;
+        let acceptor = TcpListener::bind(bind.to_owned())
+            .into_acceptor()
+            .await
+            .with_context(|| format!("binding {bind}"))?;
+        let local_addr = acceptor
+            .local_addr()
+            .first()
+            .and_then(|a| a.as_socket_addr().copied())
+            .context("listener has no address")?;
+        let origins = runtime.origins(local_addr);
+        let mcp = mcp::McpConfig::new(
+            &origins,
+            &runtime.mcp_allowed_hosts,
+            &runtime.mcp_allowed_origins,
+            runtime.mcp_disable_host_check,
+            runtime.max_body_bytes,
+        );
+        let mut world = world;
+        if environment == Environment::Test && !world.sandbox_hosts.is_empty() {
+            // In the sandbox the service may read (and scan) itself when its origins are named
+            // under `.sandbox.test`: those names are pinned to the bound address.
+            for origin in [&origins.site_url, &origins.base_url, &origins.mcp_url] {
+                if let Some(host) = url::Url::parse(origin)
+                    .ok()
+                    .and_then(|u| u.host_str().map(str::to_owned))
+                    .filter(|h| h.ends_with(".sandbox.test"))
+                {
+                    world.sandbox_hosts.entry(host).or_insert(local_addr);
+                }
+            }
+        }
+        if let Mail::Log = world.mail {
+            tracing::warn!(
+                "no SVC_SMTP_URL: mail is only logged (bodies withheld), so sign-in and signup codes cannot arrive"
+            );
+        }
+        let (services, outbox) = services(&stores, environment, &world, &origins)?;
+        if let Payments::Sandbox(provider) = &world.payments {
+            // Straight to the bound address: the public site URL may be a proxy's.
+            provider.deliver_to(&format!("http://{local_addr}/api/billing/webhook"));
+        }
+        let ctx = AppContext {
+            services,
+            outbox,
+            origins: Arc::new(origins),
+            environment,
+            limits: Limits {
+                max_body_bytes: runtime.max_body_bytes,
+                rate_limit_per_key: runtime.rate_limit_per_key,
+                rate_limit_per_ip: runtime.rate_limit_per_ip,
+                scan_rate_limit_per_ip: runtime.scan_rate_limit_per_ip,
+                trust_forwarded_for: runtime.trust_forwarded_for,
+                recover_after_seconds: runtime.recover_after_seconds,
+                shutdown_grace_seconds: runtime.shutdown_grace_seconds,
+            },
+        };
+        tracing::info!(store = stores.kind, environment = environment.as_str(), address = %local_addr, base_url = %ctx.origins.base_url, "service bound");
+        Ok(Self {
+            acceptor,
+            local_addr,
+            ctx,
+            mcp,
+            pages: stores.pages,
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    pub fn context(&self) -> &AppContext {
+        &self.ctx
+    }
+
+    /// Serves until SIGINT or SIGTERM, then lets requests in flight finish (up to
+    /// `SVC_SHUTDOWN_GRACE_SECONDS`, which outlasts the request deadline).
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        let purge = tokio::spawn(jobs::purge_page_cache(self.pages));
+        let purge_identity = tokio::spawn(jobs::purge_identity(self.ctx.services.clone()));
+        let services = self.ctx.services.clone();
+        let telemetry = tokio::spawn(async move { services.telemetry.run_writer().await });
+        let recovery = tokio::spawn(jobs::recover_tasks(
+            self.ctx.services.clone(),
+            self.ctx.limits.recover_after_seconds,
+        ));
+        let grace = Duration::from_secs(self.ctx.limits.shutdown_grace_seconds);
+        let app = app::app(self.ctx, self.mcp);
+        let served = Server::new_with_acceptor(self.acceptor)
+            .run_with_graceful_shutdown(app, shutdown_signal(), Some(grace))
+            .await;
+        purge.abort();
+        purge_identity.abort();
+        recovery.abort();
+        telemetry.abort();
+        served
+    }
+}
+
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = interrupt => {}
+        _ = terminate => {}
+    }
+    tracing::info!("shutting down");
+}
+
+pub use svc_services::keys::{SANDBOX_CREDITS, SANDBOX_EMAIL};
+
+/// The sandbox's seeded account and its test key, which may also run consequential actions.
+pub async fn seed_sandbox(services: &Services) -> anyhow::Result<IssuedKey> {
+    services.keys.seed_sandbox(SANDBOX_CREDITS).await
+}
+
+/// [`seed_sandbox`] with another amount of test credits (benchmarks need many).
+pub async fn seed_sandbox_with(services: &Services, credits: i64) -> anyhow::Result<IssuedKey> {
+    services.keys.seed_sandbox(credits).await
+}
+
+/// Imports and publishes the Agent Maps of the sandbox's action sites.
+pub async fn publish_sandbox_maps(services: &Services, sites: &ActionSites) -> anyhow::Result<()> {
+    for site in &sites.sites {
+        let document: svc_ports::MapDocument = serde_json::from_str(&site.map_json())
+            .with_context(|| format!("the sandbox map of {}", site.host))?;
+        services.actions.import_map(&document, "sandbox").await?;
+        services.actions.publish(site.host, None).await?;
+    }
+    Ok(())
+}
