@@ -1,0 +1,483 @@
+//! Running one action: the checks before anything is stored, the task's begin, the request
+//! through the guarded transport, and the verification of the answer by the map's rules.
+
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+use svc_ports::{
+    ActionRequest, ActionResponse, ActionSpec, AgentMap, AuthorityId, AuthorityRefusal,
+    AuthoritySpend, BeginOutcome, FailureClass, FetchError, LedgerEntryId, NewTask, TaskId,
+    actions::OutputSource, tasks::MAX_IDEMPOTENCY_KEY_LEN,
+};
+
+use crate::auth::Principal;
+
+use super::{
+    ActionService, ExecuteRefusal, ExecuteRequest, Executed, Observed, PaymentContext,
+    build_request, replay,
+};
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// JSON with object keys sorted at every level: the request's fingerprint is taken over this,
+/// so key order does not make two equal requests differ.
+fn sorted_json(v: &Value) -> String {
+    match v {
+        Value::Object(o) => {
+            let mut keys: Vec<&String> = o.keys().collect();
+            keys.sort();
+            let inner: Vec<String> = keys
+                .iter()
+                .map(|k| format!("{}:{}", Value::String((*k).clone()), sorted_json(&o[*k])))
+                .collect();
+            format!("{{{}}}", inner.join(","))
+        }
+        Value::Array(a) => format!(
+            "[{}]",
+            a.iter().map(sorted_json).collect::<Vec<_>>().join(",")
+        ),
+        other => other.to_string(),
+    }
+}
+
+impl ActionService {
+    /// Runs one action for `principal`. Refusals happen before anything is stored; once the task
+    /// has begun, the answer is always a settled task (completed and charged, or failed and
+    /// refunded), and the same `Idempotency-Key` replays it.
+    pub async fn execute(
+        &self,
+        principal: &Principal,
+        request: ExecuteRequest,
+    ) -> Result<Executed, ExecuteRefusal> {
+        if let Some(key) = &request.idempotency_key
+            && (key.is_empty()
+                || key.len() > MAX_IDEMPOTENCY_KEY_LEN
+                || key.chars().any(char::is_control))
+        {
+            return Err(ExecuteRefusal::BadIdempotencyKey(format!(
+                "Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY_LEN} printable characters"
+            )));
+        }
+        let map = self.published(&request.domain).await?;
+        let action = map
+            .document
+            .action(&request.action)
+            .ok_or_else(|| ExecuteRefusal::UnknownAction {
+                domain: map.document.domain.to_string(),
+                action: request.action.clone(),
+            })?
+            .clone();
+        let Value::Object(params) = &request.params else {
+            return Err(ExecuteRefusal::InvalidParams(
+                "params must be a JSON object".into(),
+            ));
+        };
+        let validator = self.validator(&map, &action, "params")?;
+        let problems: Vec<String> = validator
+            .iter_errors(&request.params)
+            .take(5)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                if at.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{at}: {e}")
+                }
+            })
+            .collect();
+        if !problems.is_empty() {
+            return Err(ExecuteRefusal::InvalidParams(format!(
+                "params do not match the action's schema: {}",
+                problems.join("; ")
+            )));
+        }
+        let missing = action.missing_scopes(&principal.key.scopes);
+        if !missing.is_empty() {
+            return Err(ExecuteRefusal::MissingScopes {
+                consequential: missing
+                    .iter()
+                    .any(|s| s == svc_ports::actions::CONSEQUENTIAL_SCOPE),
+                missing,
+            });
+        }
+        // An action that acts on the human's account needs their connection; without a usable
+        // one it stops here, before any charge.
+        let credential = self
+            .credential(principal, &action, &map.document.base_url)
+            .await?;
+
+        let payment = self.payment_of(&action, &request).await?;
+        let mut canonical = json!({"domain": map.document.domain.as_str(), "action": action.name, "params": request.params});
+        if let Some(p) = &payment {
+            // Another authority is another request under the same Idempotency-Key.
+            canonical["authority_id"] = json!(p.spend.authority_id.as_str());
+        }
+        let fingerprint = sha256_hex(sorted_json(&canonical).as_bytes());
+        let new_task = NewTask {
+            id: TaskId::from_ulid(self.ports.entropy.ulid()),
+            account_id: principal.account.id.clone(),
+            key_id: principal.key.id.clone(),
+            domain: map.document.domain.to_string(),
+            action: action.name.clone(),
+            cost: action.cost,
+            idempotency_key: request.idempotency_key.clone(),
+            fingerprint,
+            hold_entry: LedgerEntryId::from_ulid(self.ports.entropy.ulid()),
+            authority_spend: payment.as_ref().map(|p| p.spend.clone()),
+            created_at: self.now(),
+        };
+        let task = match self.ports.tasks.begin_task(&new_task).await {
+            Ok(BeginOutcome::Started(t)) => t,
+            Ok(BeginOutcome::Replay(t)) => return replay(&t),
+            Ok(BeginOutcome::InFlight(t)) => {
+                return Err(ExecuteRefusal::InFlight {
+                    task_id: t.id.to_string(),
+                });
+            }
+            Ok(BeginOutcome::Conflict(t)) => {
+                return Err(ExecuteRefusal::KeyConflict {
+                    task_id: t.id.to_string(),
+                });
+            }
+            Ok(BeginOutcome::InsufficientCredits { spendable }) => {
+                return Err(ExecuteRefusal::InsufficientCredits {
+                    cost: action.cost,
+                    spendable,
+                });
+            }
+            Ok(BeginOutcome::AuthorityRefused(reason)) => {
+                let spend = payment.as_ref().map(|p| &p.spend);
+                return Err(refused(reason, spend));
+            }
+            Err(e) => return Err(anyhow::Error::new(e).context("beginning task").into()),
+        };
+        tracing::info!(task_id = %task.id, domain = %task.domain, action = %task.action, cost = task.cost, "task begun");
+
+        let observed = self.run(&map, &action, params, credential.as_ref()).await;
+        self.settle(&task, observed, payment.as_ref()).await
+    }
+
+    /// The human's connection credential an action needs, if it needs one.
+    pub(super) async fn credential(
+        &self,
+        principal: &Principal,
+        action: &ActionSpec,
+        base_url: &str,
+    ) -> Result<Option<crate::connections::Credential>, ExecuteRefusal> {
+        let Some(provider) = &action.auth_provider else {
+            return Ok(None);
+        };
+        let host = url::Url::parse(base_url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+            .unwrap_or_default();
+        self.connections
+            .credential_for(&principal.account.id, provider, &host)
+            .await
+            .map(Some)
+            .map_err(|e| {
+                use crate::connections::CredentialFailure as F;
+                match e {
+                    F::Required(provider) => ExecuteRefusal::ConnectionRequired { provider },
+                    F::Expired(provider) => ExecuteRefusal::ConnectionExpired { provider },
+                    F::ProviderUnavailable(provider) => {
+                        ExecuteRefusal::ConnectionProviderUnavailable { provider }
+                    }
+                    F::NotForThisSite { provider, host } => {
+                        tracing::warn!(%provider, %host, "a map names a provider whose credentials are not for its site");
+                        ExecuteRefusal::ConnectionProviderUnavailable { provider }
+                    }
+                    F::Internal(e) => ExecuteRefusal::Internal(e),
+                }
+            })
+    }
+
+    /// The spend a payment action asks for, or `None` for other actions (which ignore any
+    /// `authority_id`). Refused before anything is stored when no authority is named or the
+    /// amount is not an integer param.
+    async fn payment_of(
+        &self,
+        action: &ActionSpec,
+        request: &ExecuteRequest,
+    ) -> Result<Option<PaymentContext>, ExecuteRefusal> {
+        let Some(spec) = &action.payment else {
+            return Ok(None);
+        };
+        let Some(raw) = request
+            .authority_id
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        else {
+            return Err(ExecuteRefusal::PaymentAuthorityRequired {
+                action: action.name.clone(),
+                account_url: self.account_url.clone(),
+            });
+        };
+        let amount = spec.amount_of(&request.params).ok_or_else(|| {
+            ExecuteRefusal::InvalidParams(format!(
+                "params must carry the amount to pay at {} as an integer",
+                spec.amount
+            ))
+        })?;
+        let Ok(authority_id) = AuthorityId::parse(raw) else {
+            return Err(refused(AuthorityRefusal::UnknownAuthority, None));
+        };
+        // The flags never change after creation, so reading them before the task begins is
+        // safe; whether the spend is allowed is decided by begin_task, atomically.
+        let flags = self
+            .ports
+            .authorities
+            .authority(&authority_id, self.now())
+            .await?
+            .map(|(a, _)| (a.receipt_required, a.verification_required))
+            .unwrap_or((false, false));
+        Ok(Some(PaymentContext {
+            spend: AuthoritySpend {
+                authority_id,
+                amount,
+                currency: spec.currency.clone(),
+                scope: action.family.as_str().to_owned(),
+            },
+            receipt_required: flags.0,
+            verification_required: flags.1,
+            reference: spec.reference.clone(),
+            confirm: spec.confirm.as_ref().and_then(|c| {
+                c.params_from(&request.params)
+                    .map(|params| (c.action.clone(), params))
+            }),
+        }))
+    }
+
+    /// Sends the request and checks the answer against the map's rules.
+    pub(super) async fn run(
+        &self,
+        map: &AgentMap,
+        action: &ActionSpec,
+        params: &Map<String, Value>,
+        credential: Option<&crate::connections::Credential>,
+    ) -> Observed {
+        let mut request = build_request(&map.document.base_url, action, params);
+        if let Some(c) = credential {
+            // The map's own header of that name gives way: the connection speaks for the human.
+            let (name, value) = c.header();
+            request
+                .headers
+                .retain(|(n, _)| !n.eq_ignore_ascii_case(&name));
+            request.headers.push((name, value));
+        }
+        let started = std::time::Instant::now();
+        let sent = self.ports.transport.send(&request).await;
+        let elapsed_ms = started.elapsed().as_millis() as u64;
+        let response = match sent {
+            Ok(r) => r,
+            Err(e) => {
+                let class = match &e {
+                    FetchError::Timeout { .. } => FailureClass::UpstreamTimeout,
+                    FetchError::Refused(_) => FailureClass::UrlRefused,
+                    _ => FailureClass::UpstreamUnreachable,
+                };
+                return Observed {
+                    completed: false,
+                    // Refused before sending, or no connection made: nothing reached the site.
+                    nothing_happened: matches!(
+                        e,
+                        FetchError::Refused(_) | FetchError::Connect { .. }
+                    ),
+                    failure: Some((class, e.to_string())),
+                    url: request.url,
+                    evidence: json!({"request_method": request.method.as_str(), "transport_error": e.to_string(), "elapsed_ms": elapsed_ms}),
+                    result: Value::Null,
+                };
+            }
+        };
+        self.verify(action, request, response, elapsed_ms, map)
+    }
+
+    fn verify(
+        &self,
+        action: &ActionSpec,
+        request: ActionRequest,
+        response: ActionResponse,
+        elapsed_ms: u64,
+        map: &AgentMap,
+    ) -> Observed {
+        let mut checks = Vec::new();
+        let mut failure: Option<(FailureClass, String)> = None;
+        let status_ok = action.verify.status.contains(&response.status);
+        checks.push(json!({"rule": "status", "expected": action.verify.status, "observed": response.status, "held": status_ok}));
+        if !status_ok {
+            failure = Some((
+                FailureClass::ActionFailed,
+                format!(
+                    "the site answered HTTP {} (expected {:?})",
+                    response.status, action.verify.status
+                ),
+            ));
+        }
+        let needs_json = !action.verify.json.is_empty()
+            || action
+                .outputs
+                .iter()
+                .any(|o| matches!(o.source, OutputSource::Json { .. }));
+        let parsed: Option<Value> = if needs_json {
+            serde_json::from_str(&response.body).ok()
+        } else {
+            None
+        };
+        if needs_json && parsed.is_none() && failure.is_none() {
+            failure = Some((
+                FailureClass::UpstreamInvalidResponse,
+                "the site's answer is not JSON".into(),
+            ));
+        }
+        for rule in &action.verify.json {
+            let found = parsed.as_ref().and_then(|p| p.pointer(&rule.pointer));
+            let held = match (&rule.equals, found) {
+                (Some(want), Some(got)) => want == got,
+                (None, Some(got)) => !got.is_null(),
+                (_, None) => false,
+            };
+            checks.push(json!({"rule": "json", "pointer": rule.pointer, "equals": rule.equals, "held": held}));
+            if !held && failure.is_none() {
+                failure = Some((
+                    FailureClass::ActionFailed,
+                    format!(
+                        "the answer does not confirm the action ({} does not hold)",
+                        rule.pointer
+                    ),
+                ));
+            }
+        }
+        let css_selectors: Vec<String> = action
+            .verify
+            .css
+            .iter()
+            .map(|r| r.selector.clone())
+            .collect();
+        let output_selectors: Vec<String> = action
+            .outputs
+            .iter()
+            .filter_map(|o| match &o.source {
+                OutputSource::Css { selector } => Some(selector.clone()),
+                _ => None,
+            })
+            .collect();
+        let all_selectors: Vec<String> = css_selectors
+            .iter()
+            .chain(&output_selectors)
+            .cloned()
+            .collect();
+        let texts = if all_selectors.is_empty() {
+            Vec::new()
+        } else {
+            self.ports
+                .extractor
+                .select_texts(&response.body, &all_selectors)
+                .unwrap_or_else(|_| vec![None; all_selectors.len()])
+        };
+        for (rule, text) in action.verify.css.iter().zip(&texts) {
+            let held = match (&rule.text_contains, text) {
+                (Some(want), Some(t)) => t.contains(want.as_str()),
+                (None, Some(_)) => true,
+                (_, None) => false,
+            };
+            checks.push(json!({"rule": "css", "selector": rule.selector, "text_contains": rule.text_contains, "held": held}));
+            if !held && failure.is_none() {
+                failure = Some((
+                    FailureClass::ActionFailed,
+                    format!(
+                        "the page does not confirm the action ({} does not hold)",
+                        rule.selector
+                    ),
+                ));
+            }
+        }
+        let mut css_outputs = texts.iter().skip(css_selectors.len());
+        let mut result = Map::new();
+        for output in &action.outputs {
+            let value = match &output.source {
+                OutputSource::Json { pointer } => parsed
+                    .as_ref()
+                    .and_then(|p| p.pointer(pointer))
+                    .cloned()
+                    .unwrap_or(Value::Null),
+                OutputSource::Css { .. } => css_outputs
+                    .next()
+                    .cloned()
+                    .flatten()
+                    .map(Value::String)
+                    .unwrap_or(Value::Null),
+                OutputSource::Status => json!(response.status),
+            };
+            result.insert(output.name.clone(), value);
+        }
+        let result = Value::Object(result);
+        if failure.is_none() {
+            match self.validator(map, action, "output") {
+                Ok(v) => {
+                    if let Some(e) = v.iter_errors(&result).next() {
+                        failure = Some((
+                            FailureClass::UpstreamInvalidResponse,
+                            format!(
+                                "the site's answer does not fit the action's output schema: {e}"
+                            ),
+                        ));
+                    }
+                }
+                Err(e) => failure = Some((FailureClass::Internal, e.to_string())),
+            }
+        }
+        let evidence = json!({
+            "request_method": request.method.as_str(),
+            "http_status": response.status,
+            "content_type": response.content_type,
+            "response_sha256": sha256_hex(response.body.as_bytes()),
+            "response_truncated": response.truncated,
+            "checks": checks,
+            "result_sha256": sha256_hex(sorted_json(&result).as_bytes()),
+            "elapsed_ms": elapsed_ms,
+        });
+        Observed {
+            completed: failure.is_none(),
+            nothing_happened: failure.is_some() && (400..500).contains(&response.status),
+            failure,
+            url: response.url,
+            evidence,
+            result,
+        }
+    }
+}
+
+/// The refusal of a spend, with a detail naming the reason (and what remains when over it).
+fn refused(reason: AuthorityRefusal, spend: Option<&AuthoritySpend>) -> ExecuteRefusal {
+    let detail = match (&reason, spend) {
+        (AuthorityRefusal::OverLimit { remaining }, Some(s)) => format!(
+            "payment authority refused (over_limit): {} {} asked, {remaining} {} remaining in the current window",
+            s.amount, s.currency, s.currency
+        ),
+        _ => format!("payment authority refused ({}): {reason}", reason.code()),
+    };
+    ExecuteRefusal::PaymentAuthorityRefused { reason, detail }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fingerprints_ignore_key_order() {
+        assert_eq!(
+            sorted_json(&json!({"b": 1, "a": {"d": [1, {"y": 2, "x": 1}], "c": null}})),
+            sorted_json(&json!({"a": {"c": null, "d": [1, {"x": 1, "y": 2}]}, "b": 1}))
+        );
+        assert_ne!(
+            sorted_json(&json!({"a": 1})),
+            sorted_json(&json!({"a": "1"}))
+        );
+    }
+}

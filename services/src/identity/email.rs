@@ -1,0 +1,235 @@
+//! Emailed codes: the API-key signup fallback and the web sign-in both send a 6-digit code and
+//! check it (per code in the store, per IP in process).
+
+use std::time::Duration;
+
+use svc_ports::{
+    ChallengeId, ChallengePurpose, ClientAddress, Email, EmailChallenge, MailError, MailMessage,
+    identity::{EMAIL_CODE_LEN, MAX_CODE_ATTEMPTS},
+    store::IdentityError,
+};
+
+use super::{
+    IdentityFailure, IdentityService, MAX_AGENT_NAME_LEN, SignedIn, SignupKey, chrono_of,
+    clean_text,
+};
+
+impl IdentityService {
+    /// Sends a 6-digit code to `email` and returns the challenge id (`deviceId`).
+    pub async fn start_email(
+        &self,
+        purpose: ChallengePurpose,
+        email: &str,
+        agent_name: Option<&str>,
+        scope: Option<&str>,
+    ) -> Result<ChallengeId, IdentityFailure> {
+        let email = Email::parse(email.trim())
+            .map_err(|e| IdentityFailure::InvalidRequest(format!("email: {e}")))?;
+        let agent_name = clean_text(agent_name, MAX_AGENT_NAME_LEN, "agent name")?;
+        let scopes = self.signup_scopes(scope)?;
+        let now = self.now();
+        let hour_ago = now - chrono::Duration::hours(1);
+        let sent = self
+            .ports
+            .identity
+            .challenges_sent_since(&email, hour_ago)
+            .await?;
+        if sent >= self.settings.codes_per_address_per_hour {
+            return Err(IdentityFailure::TooManyCodes {
+                retry_after: Duration::from_secs(3600),
+            });
+        }
+        let id = ChallengeId::from_ulid(self.ports.entropy.ulid());
+        let code = self.ports.entropy.pick(b"0123456789", EMAIL_CODE_LEN);
+        let challenge = EmailChallenge {
+            code_hash: EmailChallenge::code_hash_of(&id, &code),
+            id: id.clone(),
+            purpose,
+            email: email.clone(),
+            agent_name: agent_name.clone(),
+            scopes,
+            attempts: 0,
+            created_at: now,
+            expires_at: now + chrono_of(self.settings.email_code_ttl),
+            consumed_at: None,
+        };
+        self.ports
+            .identity
+            .insert_challenge(&challenge)
+            .await
+            .map_err(|e| anyhow::Error::new(e).context("storing email challenge"))?;
+        let minutes = self.settings.email_code_ttl.as_secs() / 60;
+        let (subject, text) = match purpose {
+            ChallengePurpose::SignIn => (
+                "Your svc sign-in code".to_owned(),
+                format!(
+                    "Your svc sign-in code is {code}\n\nEnter it on the sign-in page. It expires in {minutes} minutes.\n\
+                     If you did not try to sign in, ignore this email.\n"
+                ),
+            ),
+            ChallengePurpose::ApiKey => (
+                "Your svc verification code".to_owned(),
+                format!(
+                    "An AI agent{} asked for an svc API key for this address.\n\n\
+                     Verification code: {code}\n\nGive the code to the agent only if you asked it to sign you up. \
+                     It expires in {minutes} minutes. Terms: {site}/terms  Privacy: {site}/privacy\n",
+                    agent_name
+                        .as_deref()
+                        .map(|n| format!(" ({n})"))
+                        .unwrap_or_default(),
+                    site = self.settings.site_url,
+                ),
+            ),
+        };
+        let message = MailMessage {
+            to: email,
+            subject,
+            text,
+        };
+        match self.ports.mailer.send(&message).await {
+            Ok(()) => {
+                tracing::info!(challenge_id = %id, purpose = purpose.as_str(), "email code sent");
+                Ok(id)
+            }
+            Err(MailError::Rejected(reason)) => Err(IdentityFailure::InvalidRequest(format!(
+                "the address does not accept mail: {reason}"
+            ))),
+            Err(MailError::Unavailable(reason)) => {
+                tracing::error!(challenge_id = %id, error = %reason, "mail relay unavailable");
+                Err(IdentityFailure::MailUnavailable)
+            }
+        }
+    }
+
+    /// Takes one try and compares the code in constant time. Wrong codes count per challenge
+    /// (in the store) and per IP.
+    async fn check_code(
+        &self,
+        purpose: ChallengePurpose,
+        challenge_id: &str,
+        code: &str,
+        ip: Option<ClientAddress>,
+    ) -> Result<EmailChallenge, IdentityFailure> {
+        self.wrong_codes
+            .check(ip)
+            .map_err(|retry_after| IdentityFailure::LockedOut { retry_after })?;
+        let unknown = || IdentityFailure::InvalidRequest("no signup has this deviceId".into());
+        let id = ChallengeId::parse(challenge_id.trim()).map_err(|_| unknown())?;
+        let now = self.now();
+        let challenge = match self.ports.identity.attempt_challenge(&id, now).await {
+            Ok(c) if c.purpose == purpose => c,
+            Ok(_) | Err(IdentityError::NotFound) => return Err(unknown()),
+            Err(IdentityError::Expired) => {
+                return Err(IdentityFailure::CodeDead(
+                    "the code expired; start again to get a new one",
+                ));
+            }
+            Err(IdentityError::Exhausted) => {
+                return Err(IdentityFailure::CodeDead(
+                    "too many wrong codes; this code is dead, start again to get a new one",
+                ));
+            }
+            Err(IdentityError::AlreadyUsed) => {
+                return Err(IdentityFailure::CodeDead("this code was already used"));
+            }
+            Err(e) => return Err(anyhow::Error::new(e).context("taking a code try").into()),
+        };
+        let presented = EmailChallenge::code_hash_of(&id, code.trim());
+        if presented.ct_eq(&challenge.code_hash) {
+            return Ok(challenge);
+        }
+        self.wrong_codes.record_failure(ip);
+        let tries_left = MAX_CODE_ATTEMPTS.saturating_sub(challenge.attempts);
+        if tries_left == 0 {
+            return Err(IdentityFailure::CodeDead(
+                "too many wrong codes; this code is dead, start again to get a new one",
+            ));
+        }
+        Err(IdentityFailure::WrongCode { tries_left })
+    }
+
+    /// `/api/verify`: the right code proves the address, so the account is found or created
+    /// now (never from the address alone) and the key is stored with the code's consumption.
+    pub async fn verify_api_key_code(
+        &self,
+        device_id: &str,
+        code: &str,
+        ip: Option<ClientAddress>,
+    ) -> Result<SignupKey, IdentityFailure> {
+        let challenge = self
+            .check_code(ChallengePurpose::ApiKey, device_id, code, ip)
+            .await?;
+        let account = self
+            .keys
+            .ensure_account(&challenge.email, self.keys.signup_plan())
+            .await?;
+        let label = challenge
+            .agent_name
+            .clone()
+            .unwrap_or_else(|| "email signup".into());
+        let (secret, record) = self.keys.draft_key(
+            &account.id,
+            challenge.scopes.clone(),
+            format!("email: {label}"),
+        )?;
+        match self
+            .ports
+            .identity
+            .consume_challenge(&challenge.id, self.now(), Some(&record))
+            .await
+        {
+            Ok(_) => {
+                tracing::info!(challenge_id = %challenge.id, account_id = %account.id, key_prefix = %record.prefix, "api key issued by email code");
+                Ok(self.signup_key(secret, record, account))
+            }
+            Err(IdentityError::AlreadyUsed) => {
+                Err(IdentityFailure::CodeDead("this code was already used"))
+            }
+            Err(IdentityError::Expired) => Err(IdentityFailure::CodeDead(
+                "the code expired; start again to get a new one",
+            )),
+            Err(e) => Err(anyhow::Error::new(e)
+                .context("issuing key for email code")
+                .into()),
+        }
+    }
+
+    /// Web sign-in: the right code proves the address; the session token goes in a cookie.
+    pub async fn verify_sign_in_code(
+        &self,
+        challenge_id: &str,
+        code: &str,
+        ip: Option<ClientAddress>,
+    ) -> Result<SignedIn, IdentityFailure> {
+        let challenge = self
+            .check_code(ChallengePurpose::SignIn, challenge_id, code, ip)
+            .await?;
+        let now = self.now();
+        match self
+            .ports
+            .identity
+            .consume_challenge(&challenge.id, now, None)
+            .await
+        {
+            Ok(_) => {}
+            Err(IdentityError::AlreadyUsed) => {
+                return Err(IdentityFailure::CodeDead("this code was already used"));
+            }
+            Err(IdentityError::Expired) => {
+                return Err(IdentityFailure::CodeDead(
+                    "the code expired; start again to get a new one",
+                ));
+            }
+            Err(e) => {
+                return Err(anyhow::Error::new(e)
+                    .context("consuming sign-in code")
+                    .into());
+            }
+        }
+        let account = self
+            .keys
+            .ensure_account(&challenge.email, self.keys.signup_plan())
+            .await?;
+        self.start_session(account).await
+    }
+}
