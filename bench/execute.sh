@@ -14,8 +14,8 @@ cd "$(dirname "$0")/.."
 duration=${1:-10}
 conns=${2:-32}
 for tool in wrk hey curl; do command -v $tool >/dev/null || { echo "$tool is missing: apt-get install $tool" >&2; exit 1; }; done
-cargo build --release --locked --bin svc >/dev/null 2>&1
-bin=${CARGO_TARGET_DIR:-target}/release/svc
+cargo build --profile dist --locked --bin svc >/dev/null 2>&1
+bin=${CARGO_TARGET_DIR:-target}/dist/svc
 mkdir -p bench/results
 out=bench/results/execute-$(date -u +%Y%m%dT%H%M%SZ).txt
 work=$(mktemp -d)
@@ -74,7 +74,7 @@ LUA
 }
 
 {
-  echo "svc execution benchmark, $(date -u +%FT%TZ), $(nproc) cores, wrk -t2 -c$conns -d${duration}s, release build"
+  echo "svc execution benchmark, $(date -u +%FT%TZ), $(nproc) cores, wrk -t2 -c$conns -d${duration}s, dist build (fat LTO)"
   run sqlite "sqlite://$work/bench.db"
   run postgres "$pg_url"
 } | tee "$out"

@@ -11,8 +11,8 @@ cd "$(dirname "$0")/.."
 duration=${1:-10}
 conns=${2:-64}
 command -v wrk >/dev/null || { echo "wrk is missing: apt-get install wrk" >&2; exit 1; }
-cargo build --release --locked --bin svc >/dev/null 2>&1
-bin=target/release/svc
+cargo build --profile dist --locked --bin svc >/dev/null 2>&1
+bin=target/dist/svc
 mkdir -p bench/results
 out=bench/results/http-$(date -u +%Y%m%dT%H%M%SZ).txt
 work=$(mktemp -d)
@@ -56,7 +56,7 @@ run_pair() { # name base key
 }
 
 {
-  echo "svc HTTP benchmark, $(date -u +%FT%TZ), $(nproc) cores, wrk -t2 -c$conns -d${duration}s, release build"
+  echo "svc HTTP benchmark, $(date -u +%FT%TZ), $(nproc) cores, wrk -t2 -c$conns -d${duration}s, dist build (fat LTO)"
   echo "start-up of svc sandbox to first /health answer: ${best_ms} ms (best of 5)"
 
   "$bin" sandbox --bind 127.0.0.1:0 >"$work/sandbox.env" 2>/dev/null &

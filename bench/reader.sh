@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Reading speed beside Python trafilatura, measured in the same run on the same pages:
-#   (a) benches/reader.rs: svc's ReadService::read_document on every corpus page, release build;
+#   (a) benches/reader.rs: svc's ReadService::read_document on every corpus page, dist build (fat LTO);
 #   (b) bench/trafilatura_bench.py: trafilatura 2.3.1 extract + extract_metadata on the same
 #       pages (venv .venv-bench, created when missing);
 #   (c) a comparison table, printed and written to target/bench/reader-comparison.md.

@@ -10,9 +10,9 @@ cd "$(dirname "$0")/.."
 duration=${1:-10}
 conns=${2:-32}
 command -v wrk >/dev/null || { echo "wrk is missing: apt-get install wrk" >&2; exit 1; }
-cargo build --release --locked --bin svc --bench telemetry_store >/dev/null 2>&1
+cargo build --profile dist --locked --bin svc --bench telemetry_store >/dev/null 2>&1
 target=${CARGO_TARGET_DIR:-target}
-bin=$target/release/svc
+bin=$target/dist/svc
 mkdir -p bench/results
 out=bench/results/telemetry-$(date -u +%Y%m%dT%H%M%SZ).txt
 work=$(mktemp -d)
@@ -39,9 +39,9 @@ p99=$(awk '$1=="99%" {print $2}' "$work/wrk.txt")
 sent=$(awk '/requests in/ {print $1}' "$work/wrk.txt")
 non2xx=$(grep -h "Non-2xx" "$work/wrk.txt" || true)
 kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
-raw=$("$(ls -t "$target"/release/deps/telemetry_store-* | grep -v '\.d$' | head -1)")
+raw=$("$(ls -t "$target"/dist/deps/telemetry_store-* | grep -v '\.d$' | head -1)")
 {
-  echo "svc telemetry benchmark, $(date -u +%FT%TZ), $(nproc) cores, wrk -t2 -c$conns -d${duration}s, release build"
+  echo "svc telemetry benchmark, $(date -u +%FT%TZ), $(nproc) cores, wrk -t2 -c$conns -d${duration}s, dist build (fat LTO)"
   echo "POST /telemetry/agent-event on SQLite: $rps events/s accepted (p99 $p99), $stored of $sent stored"
   echo "SQLite store alone, batches of 1,000: $raw"
   [ -z "$non2xx" ] || echo "WARNING: $non2xx"

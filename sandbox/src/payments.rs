@@ -208,9 +208,12 @@ impl State {
             }
             _ => Some(self.secret.sign(webhook_id, timestamp, body.as_bytes())),
         };
-        // Tampered: signed as it was, sent with the amount changed.
-        let sent = if variant == Variant::Tampered {
+        // Tampered: signed as it was, sent changed: the amount when there is one, else a byte
+        // of white space (a `dispute.closed` has no amount).
+        let sent = if variant == Variant::Tampered && body.contains("\"amount\":") {
             body.replacen("\"amount\":", "\"amount\":1", 1)
+        } else if variant == Variant::Tampered {
+            body.replacen('{', "{ ", 1)
         } else {
             body.to_owned()
         };

@@ -6,6 +6,7 @@
 //! Webhooks signature verifies over the raw body, naming a checkout this service created, for
 //! exactly its price.
 
+use crate::telemetry::{Face, FunnelStep};
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
@@ -196,6 +197,7 @@ pub struct BillingService {
     clock: Arc<dyn Clock>,
     entropy: Arc<dyn Entropy>,
     settings: BillingSettings,
+    funnel: crate::telemetry::Funnel,
 }
 
 fn valid_idempotency_key(key: Option<&str>) -> Result<&str, BillingFailure> {
@@ -231,7 +233,20 @@ impl BillingService {
             clock,
             entropy,
             settings,
+            funnel: Default::default(),
         }
+    }
+
+    /// Records the funnel's payment steps.
+    pub fn with_telemetry(mut self, telemetry: Arc<crate::telemetry::TelemetryService>) -> Self {
+        self.funnel = crate::telemetry::Funnel::new(telemetry);
+        self
+    }
+
+    fn payment_started(&self, account: &AccountId, face: Face, via: &str) {
+        self.funnel.record(
+            FunnelStep::of_account(face, "payment_started", "checkout", account).capability(via),
+        );
     }
 
     pub fn catalog(&self) -> &Catalog {
@@ -263,11 +278,14 @@ impl BillingService {
     }
 
     /// Opens (or, for a key used before, returns) a hosted checkout for a signed-in customer.
+    /// Opens hosted checkout from the human's signed-in web session (`via` names the page or
+    /// link it came from, for the funnel).
     pub async fn create_checkout(
         &self,
         account: &Account,
         sku: &str,
         idempotency_key: Option<&str>,
+        via: &str,
     ) -> Result<CheckoutStarted, BillingFailure> {
         let key = valid_idempotency_key(idempotency_key)?;
         let (found, amount, currency, credits) = self.checkout_sku(sku)?;
@@ -320,6 +338,9 @@ impl BillingService {
         };
         let outcome = self.store.insert_checkout(&record).await?;
         tracing::info!(account_id = %account.id, checkout_id = %record.id, sku = %record.sku, "checkout opened");
+        if matches!(outcome, CheckoutOutcome::Created(_)) {
+            self.payment_started(&account.id, Face::Web, via);
+        }
         Ok(match outcome {
             CheckoutOutcome::Created(checkout) => CheckoutStarted {
                 checkout,
@@ -346,6 +367,7 @@ impl BillingService {
         &self,
         account: &AccountId,
         sku: &str,
+        face: Face,
     ) -> Result<(String, DateTime<Utc>), BillingFailure> {
         let (found, ..) = self.checkout_sku(sku)?;
         if self.provider.is_none() {
@@ -361,6 +383,7 @@ impl BillingService {
             expires_at: now + Duration::minutes(HANDOFF_TTL_MINUTES),
         };
         self.store.insert_handoff(&handoff).await?;
+        self.payment_started(account, face, "svc_create_checkout_session");
         Ok((
             format!("{}/billing/handoff?token={token}", self.settings.site_url),
             handoff.expires_at,
@@ -436,6 +459,21 @@ impl BillingService {
                 return Err(WebhookError::Unavailable);
             }
         };
+        if let EventOutcome::Applied(receipts) = &outcome
+            && let Some(purchase) = receipts
+                .iter()
+                .find(|r| r.kind == svc_ports::ReceiptKind::Purchase)
+        {
+            self.funnel.record(
+                FunnelStep::of_account(
+                    Face::Provider,
+                    "payment_completed",
+                    "checkout",
+                    &purchase.account_id,
+                )
+                .capability("payment_webhook"),
+            );
+        }
         match &outcome {
             EventOutcome::Rejected(reason) => {
                 tracing::warn!(webhook_id, event_type, reason, "verified webhook refused")

@@ -65,7 +65,7 @@ pub struct Services {
     pub keys: Arc<KeyService>,
     pub identity: IdentityService,
     pub actions: ActionService,
-    pub telemetry: telemetry::TelemetryService,
+    pub telemetry: Arc<telemetry::TelemetryService>,
     pub billing: BillingService,
     pub usage: UsageService,
     pub read: ReadService,
@@ -83,6 +83,12 @@ impl Services {
     ) -> Self {
         let keys = Arc::new(KeyService::new(ports.clone(), environment));
         let site_url = identity.site_url.clone();
+        let telemetry = Arc::new(telemetry::TelemetryService::new(
+            ports.telemetry.clone(),
+            ports.clock.clone(),
+            ports.entropy.clone(),
+            &site_url,
+        ));
         let connections = connections::ConnectionService::new(
             ports.connections.clone(),
             ports.maps.clone(),
@@ -94,9 +100,11 @@ impl Services {
         );
         Self {
             auth: Authenticator::new(ports.accounts.clone(), environment),
-            identity: IdentityService::new(ports.clone(), keys.clone(), identity),
+            identity: IdentityService::new(ports.clone(), keys.clone(), identity)
+                .with_telemetry(telemetry.clone()),
             actions: ActionService::new(ports.clone(), connections.clone())
-                .with_site_url(&site_url),
+                .with_site_url(&site_url)
+                .with_telemetry(telemetry.clone()),
             authorities: AuthorityService::new(
                 ports.authorities.clone(),
                 ports.clock.clone(),
@@ -104,12 +112,6 @@ impl Services {
                 &site_url,
             ),
             connections,
-            telemetry: telemetry::TelemetryService::new(
-                ports.telemetry.clone(),
-                ports.clock.clone(),
-                ports.entropy.clone(),
-                &site_url,
-            ),
             billing: BillingService::new(
                 ports.billing.clone(),
                 ports.accounts.clone(),
@@ -118,7 +120,9 @@ impl Services {
                 ports.clock.clone(),
                 ports.entropy.clone(),
                 billing,
-            ),
+            )
+            .with_telemetry(telemetry.clone()),
+            telemetry,
             keys,
             usage: UsageService::new(ports.ledger.clone()),
             readiness: readiness::ReadinessService::new(

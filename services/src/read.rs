@@ -146,6 +146,8 @@ pub enum ReadError {
     SelectorLimits,
     #[error("max_age must be at most {MAX_CACHE_AGE_SECONDS} seconds")]
     MaxAgeTooLarge,
+    #[error("this needs a key with the `{0}` scope")]
+    MissingScope(&'static str),
     #[error("extraction failed: {0}")]
     Internal(#[source] anyhow::Error),
 }
@@ -230,6 +232,18 @@ impl ReadService {
     /// Reads `request.url`: from the cache when a copy is young enough, otherwise through the
     /// fetcher (and the copy is stored). Robots refusals and obstacle pages are
     /// [`ReadOutcome::Blocked`]; URLs that may not be fetched at all are [`ReadError::Refused`].
+    /// [`Self::read`] for an API key's holder: the key must carry the `read` scope.
+    pub async fn read_for(
+        &self,
+        principal: &crate::Principal,
+        request: &ReadRequest,
+    ) -> Result<ReadOutcome, ReadError> {
+        if !principal.key.scopes.contains("read") {
+            return Err(ReadError::MissingScope("read"));
+        }
+        self.read(request).await
+    }
+
     pub async fn read(&self, request: &ReadRequest) -> Result<ReadOutcome, ReadError> {
         if request.max_age_seconds > MAX_CACHE_AGE_SECONDS {
             return Err(ReadError::MaxAgeTooLarge);

@@ -328,6 +328,28 @@ impl<'a> FunnelStep<'a> {
     }
 }
 
+/// Where a service records the funnel steps it takes (none in unit tests that do not care).
+#[derive(Clone, Default)]
+pub struct Funnel(Option<Arc<TelemetryService>>);
+
+impl Funnel {
+    pub fn new(telemetry: Arc<TelemetryService>) -> Self {
+        Self(Some(telemetry))
+    }
+
+    pub fn record(&self, step: FunnelStep<'_>) {
+        if let Some(t) = &self.0 {
+            t.record(step);
+        }
+    }
+
+    pub fn record_execution(&self, face: Face, account: &AccountId, completed: bool, body: &Value) {
+        if let Some(t) = &self.0 {
+            t.record_execution(face, account, completed, body);
+        }
+    }
+}
+
 pub struct TelemetryService {
     /// Salts session hashes: a client's address or account id is never stored.
     session_salt: String,

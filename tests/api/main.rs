@@ -16,3 +16,4 @@ mod readiness;
 mod signup;
 mod telemetry;
 mod usage;
+mod verdicts;

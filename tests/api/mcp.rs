@@ -122,10 +122,21 @@ async fn unknown_methods_and_tools_are_json_rpc_errors() {
     assert_eq!(body["error"]["code"], -32601);
     let (_, body) = app.mcp(call("no_such_tool", json!({})), None, V2).await;
     assert_eq!(body["error"]["code"], -32602);
+    // Arguments the schema refuses: a tool error carrying the problem, so the model can fix
+    // the call (MCP 2025-11-25), not a protocol error.
     let (_, body) = app
         .mcp(call("svc_auth_status", json!({"x": 1})), None, V2)
         .await;
-    assert_eq!(body["error"]["code"], -32602);
+    assert_eq!(body["result"]["isError"], true, "{body}");
+    let problem: Value =
+        serde_json::from_str(body["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(problem["failure_class"], "invalid_request");
+    assert!(
+        problem["detail"]
+            .as_str()
+            .unwrap()
+            .contains("unknown field `x`")
+    );
 }
 
 #[tokio::test]

@@ -490,7 +490,10 @@ async fn read_page_over_mcp_refuses_without_a_key_and_on_bad_arguments() {
             "2025-11-25",
         )
         .await;
-    assert_eq!(body["error"]["code"], -32602, "{body}");
+    assert_eq!(body["result"]["isError"], true, "{body}");
+    let problem: Value =
+        serde_json::from_str(body["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(problem["failure_class"], "invalid_request", "{body}");
 
     let (_, body) = app
         .mcp(

@@ -212,19 +212,16 @@ async fn run_signup_step(ctx: &AppContext, input: &Value) -> Outcome {
             let agent_name = str_field(input, &["agent_name", "agentName"]);
             let scope = str_field(input, &["scope"]);
             match identity
-                .start_email(ChallengePurpose::ApiKey, email, agent_name, scope)
+                .start_email(
+                    ChallengePurpose::ApiKey,
+                    email,
+                    agent_name,
+                    scope,
+                    svc_services::telemetry::Face::A2a,
+                )
                 .await
             {
                 Ok(id) => {
-                    ctx.services.telemetry.record(
-                        svc_services::telemetry::FunnelStep::new(
-                            svc_services::telemetry::Face::A2a,
-                            "setup_session_created",
-                            "signup",
-                            id.as_str(),
-                        )
-                        .capability("start_api_key_signup"),
-                    );
                     let data = json!({
                         "task_type": "start_api_key_signup",
                         "deviceId": id.as_str(),

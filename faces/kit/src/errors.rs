@@ -24,6 +24,10 @@ pub fn read_problem(e: ReadError) -> ApiProblem {
         e @ (ReadError::MaxAgeTooLarge | ReadError::SelectorLimits) => {
             ApiProblem::new(FailureClass::InvalidRequest, e.to_string())
         }
+        ReadError::MissingScope(scope) => ApiProblem::new(
+            FailureClass::InsufficientScope,
+            format!("This needs a key with the `{scope}` scope."),
+        ),
         ReadError::Internal(e) => ApiProblem::internal(e),
     }
 }

@@ -128,6 +128,31 @@ fn exclusive_bound(map: &mut Map<String, Value>, exclusive: &str, bound: &str) {
     }
 }
 
+/// A self-contained JSON Schema (2020-12, definitions under `$defs`) of a poem-openapi type:
+/// MCP `outputSchema`s and the served schema files come from the same types as the REST API.
+pub fn json_schema_of<T: poem_openapi::types::Type>() -> Value {
+    let mut registry = poem_openapi::registry::Registry::new();
+    T::register(&mut registry);
+    let defs: serde_json::Map<String, Value> = registry
+        .schemas
+        .iter()
+        .map(|(name, schema)| {
+            (
+                name.clone(),
+                serde_json::to_value(schema).unwrap_or_default(),
+            )
+        })
+        .collect();
+    let root = serde_json::to_value(T::schema_ref()).unwrap_or_default();
+    let mut schema = serde_json::json!({
+        "type": "object",
+        "allOf": [root],
+        "$defs": defs,
+    });
+    to_json_schema(&mut schema);
+    schema
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,29 +214,4 @@ mod tests {
         let out = to_openapi_31(s);
         assert_eq!(out["properties"]["a"], json!({"type": "string"}));
     }
-}
-
-/// A self-contained JSON Schema (2020-12, definitions under `$defs`) of a poem-openapi type:
-/// MCP `outputSchema`s and the served schema files come from the same types as the REST API.
-pub fn json_schema_of<T: poem_openapi::types::Type>() -> Value {
-    let mut registry = poem_openapi::registry::Registry::new();
-    T::register(&mut registry);
-    let defs: serde_json::Map<String, Value> = registry
-        .schemas
-        .iter()
-        .map(|(name, schema)| {
-            (
-                name.clone(),
-                serde_json::to_value(schema).unwrap_or_default(),
-            )
-        })
-        .collect();
-    let root = serde_json::to_value(T::schema_ref()).unwrap_or_default();
-    let mut schema = serde_json::json!({
-        "type": "object",
-        "allOf": [root],
-        "$defs": defs,
-    });
-    to_json_schema(&mut schema);
-    schema
 }

@@ -10,10 +10,11 @@ use poem::{Endpoint, EndpointExt, endpoint::TowerCompatExt};
 use rmcp::{
     ErrorData as McpError, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-        PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+        CallToolRequestParams, CallToolResponse, Implementation, ProtocolVersion,
+        ServerCapabilities, ServerConfig,
     },
     service::RequestContext,
+    tool_handler,
     transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     },
@@ -133,6 +134,7 @@ pub struct SvcMcp {
     ctx: AppContext,
 }
 
+#[tool_handler(router = tools::router())]
 impl ServerHandler for SvcMcp {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
@@ -151,29 +153,17 @@ impl ServerHandler for SvcMcp {
         ])
     }
 
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(
-            tools::registry()
-                .iter()
-                .map(tools::ToolSpec::to_tool)
-                .collect(),
-        ))
-    }
-
+    /// Dispatches through the router; an argument the tool's schema refuses comes back as a
+    /// tool error carrying the problem (`invalid_request`, its detail and hint), so the model
+    /// can correct the call.
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let parts = context.extensions.get::<http::request::Parts>();
-        let args = request.arguments.unwrap_or_default();
-        tools::call(&self.ctx, &request.name, args, parts)
-            .await
-            .map(CallToolResponse::from)
+        let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        let response = tools::router().call(call).await?;
+        Ok(tools::argument_problem(response))
     }
 }
 
@@ -222,6 +212,24 @@ pub fn endpoint(ctx: AppContext, config: McpConfig) -> impl Endpoint + use<> {
     })
 }
 
+/// The tools as the discovery files list them (handed to the well-known face by startup).
+pub fn listing() -> kit::wire::discovery::McpListing {
+    kit::wire::discovery::McpListing {
+        instructions: tools::INSTRUCTIONS.to_owned(),
+        tools: tools::router()
+            .list_all()
+            .into_iter()
+            .map(|tool| kit::wire::discovery::ToolListing {
+                name: tool.name.to_string(),
+                title: tool.title.clone().unwrap_or_default(),
+                description: tool.description.as_deref().unwrap_or_default().to_owned(),
+                requires_api_key: !tools::WITHOUT_KEY.contains(&tool.name.as_ref()),
+                tool: serde_json::to_value(&tool).unwrap_or_default(),
+            })
+            .collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,22 +271,5 @@ mod tests {
         assert!(c.origin_allowed("http://localhost:5173"));
         assert!(!c.origin_allowed("https://evil.example.net"));
         assert!(!c.origin_allowed("null"));
-    }
-}
-
-/// The tools as the discovery files list them (handed to the well-known face by startup).
-pub fn listing() -> kit::wire::discovery::McpListing {
-    kit::wire::discovery::McpListing {
-        instructions: tools::INSTRUCTIONS.to_owned(),
-        tools: tools::registry()
-            .iter()
-            .map(|spec| kit::wire::discovery::ToolListing {
-                name: spec.name.to_owned(),
-                title: spec.title.to_owned(),
-                description: spec.description.to_owned(),
-                requires_api_key: spec.needs_api_key,
-                tool: serde_json::to_value(spec.to_tool()).unwrap_or_default(),
-            })
-            .collect(),
     }
 }

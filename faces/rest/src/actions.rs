@@ -13,6 +13,7 @@ use poem_openapi::{
     types::ParseFromJSON,
 };
 use svc_ports::FailureClass;
+use svc_services::telemetry::Face;
 use svc_services::{ExecuteRequest, Executed, Principal};
 
 const REPLAYED: &str = "true";
@@ -89,17 +90,12 @@ impl ActionsApi {
         principal: &Principal,
         domain: &str,
     ) -> Result<DiscoverResponse, ApiProblem> {
-        require_scope(principal, "discover")?;
-        let map = self.ctx.services.actions.published(domain).await?;
-        self.ctx.services.telemetry.record(
-            svc_services::telemetry::FunnelStep::of_account(
-                svc_services::telemetry::Face::Rest,
-                "capability_read",
-                "discover",
-                &principal.account.id,
-            )
-            .capability("discover"),
-        );
+        let map = self
+            .ctx
+            .services
+            .actions
+            .discover(principal, domain, Face::Rest)
+            .await?;
         Ok(DiscoverResponse::Ok(Json(DiscoverResult::from(
             map.as_ref(),
         ))))
@@ -157,15 +153,12 @@ impl ActionsApi {
             params: body.0.params,
             idempotency_key: idempotency_key.0,
         };
-        let executed = self.ctx.services.actions.execute(&auth.0, request).await?;
-        if !executed.replayed {
-            self.ctx.services.telemetry.record_execution(
-                svc_services::telemetry::Face::Rest,
-                &auth.0.account.id,
-                executed.completed,
-                &executed.body,
-            );
-        }
+        let executed = self
+            .ctx
+            .services
+            .actions
+            .execute(&auth.0, request, Face::Rest)
+            .await?;
         execute_response(executed)
     }
 

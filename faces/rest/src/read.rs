@@ -29,8 +29,13 @@ pub struct ReadApi {
 
 impl ReadApi {
     async fn run(&self, auth: ApiKeyAuth, body: ReadBody) -> Result<ReadResponse, ApiProblem> {
-        require_read_scope(&auth.0)?;
-        match self.ctx.services.read.read(&body.into_request()).await {
+        match self
+            .ctx
+            .services
+            .read
+            .read_for(&auth.0, &body.into_request())
+            .await
+        {
             Ok(outcome) => Ok(ReadResponse::Ok(Json(outcome.into()))),
             Err(e @ ReadError::Unreachable(_)) => {
                 Ok(ReadResponse::Unreachable(Json(read_problem(e).body())))

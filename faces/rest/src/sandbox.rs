@@ -31,7 +31,12 @@ pub async fn sandbox_checkout(req: &poem::Request, ctx: Data<&AppContext>) -> Re
     match ctx
         .services
         .billing
-        .create_checkout(&principal.account, "starter", Some(&key))
+        .create_checkout(
+            &principal.account,
+            "starter",
+            Some(&key),
+            "sandbox_checkout",
+        )
         .await
     {
         Ok(started) => Response::builder()

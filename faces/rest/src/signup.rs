@@ -18,6 +18,7 @@ use poem_openapi::{
 };
 use svc_ports::{ChallengePurpose, FailureClass};
 use svc_services::IdentityFailure;
+use svc_services::telemetry::Face;
 
 #[derive(ApiResponse)]
 #[oai(bad_request_handler = "device_request_unreadable")]
@@ -116,21 +117,11 @@ impl SignupApi {
                 client_id.as_deref().unwrap_or_default(),
                 agent_name.as_deref(),
                 scope.as_deref(),
+                Face::Rest,
             )
             .await;
         match started {
-            Ok(d) => {
-                self.ctx.services.telemetry.record(
-                    svc_services::telemetry::FunnelStep::new(
-                        svc_services::telemetry::Face::Rest,
-                        "setup_session_created",
-                        "signup",
-                        client_id.as_deref().unwrap_or("anonymous"),
-                    )
-                    .capability("device_authorization"),
-                );
-                DeviceAuthorizationApiResponse::Ok(Json(d.into()), NO_STORE.into())
-            }
+            Ok(d) => DeviceAuthorizationApiResponse::Ok(Json(d.into()), NO_STORE.into()),
             Err(e) => {
                 let problem = ApiProblem::from(e);
                 DeviceAuthorizationApiResponse::BadRequest(
@@ -205,17 +196,9 @@ impl SignupApi {
                 body.email.as_str(),
                 body.agent_name.as_ref().map(StrictString::as_str),
                 body.scope.as_ref().map(StrictString::as_str),
+                Face::Rest,
             )
             .await?;
-        self.ctx.services.telemetry.record(
-            svc_services::telemetry::FunnelStep::new(
-                svc_services::telemetry::Face::Rest,
-                "setup_session_created",
-                "signup",
-                id.as_str(),
-            )
-            .capability("register"),
-        );
         Ok(RegisterApiResponse::Sent(Json(RegisterResponse {
             device_id: id.to_string(),
             expires_in: identity.settings().email_code_ttl.as_secs(),

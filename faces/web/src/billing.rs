@@ -254,34 +254,16 @@ async fn checkout_form(
     match ctx
         .services
         .billing
-        .create_checkout(&account, &form.sku, Some(&form.idempotency_key))
+        .create_checkout(
+            &account,
+            &form.sku,
+            Some(&form.idempotency_key),
+            "account_page",
+        )
         .await
     {
-        Ok(started) => {
-            note_payment_started(&ctx, &started, "account_page");
-            to_payment_page(visit, &started.checkout)
-        }
+        Ok(started) => to_payment_page(visit, &started.checkout),
         Err(e) => billing_failure_page(visit, e),
-    }
-}
-
-/// The funnel's `payment_started`, once per checkout (a replayed request is not counted).
-fn note_payment_started(
-    ctx: &AppContext,
-    started: &svc_services::billing::CheckoutStarted,
-    via: &str,
-) {
-    use svc_services::telemetry::{Face, FunnelStep};
-    if !started.replayed {
-        ctx.services.telemetry.record(
-            FunnelStep::of_account(
-                Face::Web,
-                "payment_started",
-                "checkout",
-                &started.checkout.account_id,
-            )
-            .capability(via),
-        );
     }
 }
 
@@ -371,11 +353,15 @@ async fn create_checkout_session(req: &Request, ctx: Data<&AppContext>, body: Bo
     match ctx
         .services
         .billing
-        .create_checkout(&account, &parsed.sku, req.header("idempotency-key"))
+        .create_checkout(
+            &account,
+            &parsed.sku,
+            req.header("idempotency-key"),
+            "create_checkout_session",
+        )
         .await
     {
         Ok(started) => {
-            note_payment_started(&ctx, &started, "create_checkout_session");
             let status = if started.replayed {
                 StatusCode::OK
             } else {
@@ -512,11 +498,11 @@ async fn handoff_submit(
     }
     // One checkout per link, also when this form is sent twice.
     let key = format!("handoff-{}", svc_ports::KeyHash::of(&form.token).to_hex());
-    match billing.create_checkout(&account, &sku, Some(&key)).await {
-        Ok(started) => {
-            note_payment_started(&ctx, &started, "checkout_handoff");
-            to_payment_page(visit, &started.checkout)
-        }
+    match billing
+        .create_checkout(&account, &sku, Some(&key), "checkout_handoff")
+        .await
+    {
+        Ok(started) => to_payment_page(visit, &started.checkout),
         Err(e) => billing_failure_page(visit, e),
     }
 }
@@ -575,21 +561,6 @@ async fn webhook(req: &Request, ctx: Data<&AppContext>, body: Body) -> Response 
     };
     match ctx.services.billing.receive_webhook(&headers, &bytes).await {
         Ok(received) => {
-            if let EventOutcome::Applied(receipts) = &received.outcome
-                && let Some(purchase) = receipts
-                    .iter()
-                    .find(|r| r.kind == svc_ports::ReceiptKind::Purchase)
-            {
-                ctx.services.telemetry.record(
-                    svc_services::telemetry::FunnelStep::of_account(
-                        svc_services::telemetry::Face::Provider,
-                        "payment_completed",
-                        "checkout",
-                        &purchase.account_id,
-                    )
-                    .capability("payment_webhook"),
-                );
-            }
             let (status, detail) = match &received.outcome {
                 EventOutcome::Applied(r) => ("applied", format!("{} movement(s) applied", r.len())),
                 EventOutcome::Pending => ("pending", "stored; waits for its payment".into()),

@@ -261,8 +261,7 @@ pub fn mcp_server_card(ctx: &AppContext, mcp: &McpListing) -> Value {
             "required": true,
             "schemes": ["bearer"],
             "header": "Authorization: Bearer svc_<API_KEY>",
-            "withoutKey": ["svc_auth_status", "svc_start_claim_link_signup", "svc_poll_claim_link_signup",
-                "svc_start_api_key_signup", "svc_complete_api_key_signup"],
+            "withoutKey": mcp.tools.iter().filter(|t| !t.requires_api_key).map(|t| t.name.as_str()).collect::<Vec<_>>(),
             "protectedResourceMetadata": format!("{}/.well-known/oauth-protected-resource", ctx.origins.base_url)
         },
         "tools": tools,

@@ -48,7 +48,25 @@ impl ActionService {
     /// Runs one action for `principal`. Refusals happen before anything is stored; once the task
     /// has begun, the answer is always a settled task (completed and charged, or failed and
     /// refunded), and the same `Idempotency-Key` replays it.
+    /// The execution is counted in the funnel (completed or failed, never a replay) as coming
+    /// through `face`.
     pub async fn execute(
+        &self,
+        principal: &Principal,
+        request: ExecuteRequest,
+        face: crate::telemetry::Face,
+    ) -> Result<Executed, ExecuteRefusal> {
+        let executed = self.run_execute(principal, request).await;
+        if let Ok(e) = &executed
+            && !e.replayed
+        {
+            self.funnel
+                .record_execution(face, &principal.account.id, e.completed, &e.body);
+        }
+        executed
+    }
+
+    async fn run_execute(
         &self,
         principal: &Principal,
         request: ExecuteRequest,

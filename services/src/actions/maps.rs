@@ -73,6 +73,33 @@ impl ActionService {
     }
 
     /// The published map of a domain (read through a one-second cache).
+    /// The published map of `domain` for an API key's holder: the key must carry the
+    /// `discover` scope. Counted in the funnel as a capability read through `face`.
+    pub async fn discover(
+        &self,
+        principal: &crate::Principal,
+        domain: &str,
+        face: crate::telemetry::Face,
+    ) -> Result<Arc<AgentMap>, ExecuteRefusal> {
+        if !principal.key.scopes.contains("discover") {
+            return Err(ExecuteRefusal::MissingScopes {
+                missing: vec!["discover".into()],
+                consequential: false,
+            });
+        }
+        let map = self.published(domain).await?;
+        self.funnel.record(
+            crate::telemetry::FunnelStep::of_account(
+                face,
+                "capability_read",
+                "discover",
+                &principal.account.id,
+            )
+            .capability("discover"),
+        );
+        Ok(map)
+    }
+
     pub async fn published(&self, domain: &str) -> Result<Arc<AgentMap>, ExecuteRefusal> {
         let parsed =
             Domain::parse(domain).map_err(|_| ExecuteRefusal::UnknownDomain(domain.to_owned()))?;

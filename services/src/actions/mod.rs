@@ -136,6 +136,7 @@ pub struct ActionService {
     account_url: String,
     schemas: SchemaCache,
     published: MapCache,
+    funnel: crate::telemetry::Funnel,
 }
 
 fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
@@ -153,7 +154,14 @@ impl ActionService {
             account_url: "/account".into(),
             schemas: Mutex::new(HashMap::new()),
             published: Mutex::new(HashMap::new()),
+            funnel: Default::default(),
         }
+    }
+
+    /// Records the funnel steps of discovery and executions.
+    pub fn with_telemetry(mut self, telemetry: Arc<crate::telemetry::TelemetryService>) -> Self {
+        self.funnel = crate::telemetry::Funnel::new(telemetry);
+        self
     }
 
     /// Names the site's account page in payment problems.

@@ -26,6 +26,7 @@ impl IdentityService {
         client_id: &str,
         agent_name: Option<&str>,
         scope: Option<&str>,
+        face: crate::telemetry::Face,
     ) -> Result<DeviceAuthorization, IdentityFailure> {
         let client_id = clean_text(Some(client_id), MAX_CLIENT_ID_LEN, "client_id")?
             .ok_or_else(|| IdentityFailure::InvalidRequest("client_id is required".into()))?;
@@ -57,6 +58,15 @@ impl IdentityService {
             match self.ports.identity.insert_device_grant(&grant).await {
                 Ok(()) => {
                     tracing::info!(grant_id = %grant.id, client_id = %client_id, "device grant started");
+                    self.funnel.record(
+                        crate::telemetry::FunnelStep::new(
+                            face,
+                            "setup_session_created",
+                            "signup",
+                            &client_id,
+                        )
+                        .capability("device_authorization"),
+                    );
                     let verification_uri = format!("{}/device", self.settings.site_url);
                     return Ok(DeviceAuthorization {
                         verification_uri_complete: format!(

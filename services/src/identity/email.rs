@@ -22,6 +22,7 @@ impl IdentityService {
         email: &str,
         agent_name: Option<&str>,
         scope: Option<&str>,
+        face: crate::telemetry::Face,
     ) -> Result<ChallengeId, IdentityFailure> {
         let email = Email::parse(email.trim())
             .map_err(|e| IdentityFailure::InvalidRequest(format!("email: {e}")))?;
@@ -89,6 +90,17 @@ impl IdentityService {
         match self.ports.mailer.send(&message).await {
             Ok(()) => {
                 tracing::info!(challenge_id = %id, purpose = purpose.as_str(), "email code sent");
+                if purpose == ChallengePurpose::ApiKey {
+                    self.funnel.record(
+                        crate::telemetry::FunnelStep::new(
+                            face,
+                            "setup_session_created",
+                            "signup",
+                            id.as_str(),
+                        )
+                        .capability("register"),
+                    );
+                }
                 Ok(id)
             }
             Err(MailError::Rejected(reason)) => Err(IdentityFailure::InvalidRequest(format!(

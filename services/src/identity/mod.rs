@@ -128,6 +128,7 @@ pub struct IdentityService {
     keys: Arc<KeyService>,
     settings: IdentitySettings,
     wrong_codes: WrongCodeCounter,
+    funnel: crate::telemetry::Funnel,
 }
 
 fn chrono_of(d: Duration) -> chrono::Duration {
@@ -159,7 +160,14 @@ impl IdentityService {
             keys,
             settings,
             wrong_codes,
+            funnel: Default::default(),
         }
+    }
+
+    /// Records the funnel's setup sessions.
+    pub fn with_telemetry(mut self, telemetry: Arc<crate::telemetry::TelemetryService>) -> Self {
+        self.funnel = crate::telemetry::Funnel::new(telemetry);
+        self
     }
 
     /// A random base62 token (cookie seeds and the like).

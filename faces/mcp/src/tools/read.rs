@@ -1,0 +1,95 @@
+//! `read_page`: a public page as clean content, the same JSON as `/api/read`.
+
+use kit::{
+    errors::read_problem,
+    wire::read::{ReadBody, ReadFormat, ReadResult},
+};
+use rmcp::{
+    ErrorData as McpError,
+    handler::server::{tool::Extension, wrapper::Parameters},
+    model::CallToolResult,
+    tool, tool_router,
+};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::{principal, tool_error, wire, wire_answer};
+use crate::SvcMcp;
+
+/// The main content's format.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    Markdown,
+    Text,
+    /// Adds the content's cleaned HTML.
+    Html,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadPageArgs {
+    /// Absolute http or https URL of a public page.
+    #[schemars(length(min = 1, max = 2048))]
+    pub url: String,
+    /// Main content format; html adds the cleaned HTML. Default markdown.
+    pub format: Option<Format>,
+    /// Keep only the main content (default true); false keeps the whole body.
+    pub main_content_only: Option<bool>,
+    /// CSS selectors whose matches are the content.
+    #[schemars(length(max = 20), inner(length(max = 256)))]
+    pub include_selectors: Option<Vec<String>>,
+    /// CSS selectors whose matches are removed first.
+    #[schemars(length(max = 20), inner(length(max = 256)))]
+    pub exclude_selectors: Option<Vec<String>>,
+    /// Oldest cached copy acceptable, in seconds (default 600); 0 always fetches.
+    #[schemars(range(max = 604800))]
+    pub max_age: Option<u32>,
+}
+
+#[tool_router(router = read_router, vis = "pub(crate)")]
+impl SvcMcp {
+    #[tool(
+        name = "read_page",
+        title = "Read a web page",
+        description = "Reads a public web page and returns its main content as Markdown and plain text, with its \
+            links (absolute, same-site or not), forms (action, method, fields with labels) and metadata \
+            (description, canonical, language, OpenGraph, JSON-LD, author, published time). Fetched through a \
+            guarded client: public http(s) URLs only, robots.txt honoured. A captcha, sign-in wall, robots refusal \
+            or 4xx/5xx answer comes back as outcome `blocked` with a reason, never as page text. A copy up to \
+            `max_age` seconds old (default 600) may answer. Needs an API key with the read scope.",
+        output_schema = wire::<ReadResult>(),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = true)
+    )]
+    async fn read_page(
+        &self,
+        Extension(parts): Extension<http::request::Parts>,
+        Parameters(args): Parameters<ReadPageArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        let principal = principal!(&self.ctx, parts);
+        let body = ReadBody {
+            url: args.url,
+            format: args.format.map(|f| match f {
+                Format::Markdown => ReadFormat::Markdown,
+                Format::Text => ReadFormat::Text,
+                Format::Html => ReadFormat::Html,
+            }),
+            main_content_only: args.main_content_only,
+            include_selectors: args.include_selectors,
+            exclude_selectors: args.exclude_selectors,
+            max_age: args.max_age.map(f64::from),
+        };
+        Ok(
+            match self
+                .ctx
+                .services
+                .read
+                .read_for(&principal, &body.into_request())
+                .await
+            {
+                Ok(outcome) => wire_answer(&ReadResult::from(outcome)),
+                Err(e) => tool_error(&read_problem(e)),
+            },
+        )
+    }
+}
