@@ -132,9 +132,10 @@ impl std::fmt::Debug for Credential {
 }
 
 /// How long the set of declared providers is reused (maps change only when published).
-const PROVIDERS_CACHE: Duration = Duration::from_secs(1);
+const PROVIDERS_CACHE: chrono::TimeDelta = chrono::TimeDelta::seconds(1);
 
-type ProvidersCache = Arc<std::sync::Mutex<Option<(std::time::Instant, Arc<HashSet<String>>)>>>;
+/// The declared providers, with when they were read (the `Clock` port's time).
+type ProvidersCache = Arc<std::sync::Mutex<Option<(DateTime<Utc>, Arc<HashSet<String>>)>>>;
 
 #[derive(Clone)]
 pub struct ConnectionService {
@@ -182,7 +183,7 @@ impl ConnectionService {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .as_ref()
-            && at.elapsed() < PROVIDERS_CACHE
+            && self.clock.now() - *at < PROVIDERS_CACHE
         {
             return Ok(set.clone());
         }
@@ -195,7 +196,7 @@ impl ConnectionService {
                 .collect(),
         );
         *self.declared.lock().unwrap_or_else(|p| p.into_inner()) =
-            Some((std::time::Instant::now(), set.clone()));
+            Some((self.clock.now(), set.clone()));
         Ok(set)
     }
 

@@ -350,6 +350,13 @@ impl Funnel {
     }
 }
 
+/// What the writer takes from its queue: an event, or a request to write everything before it
+/// and say so.
+enum Queued {
+    Event(Box<StoredEvent>),
+    Flush(tokio::sync::oneshot::Sender<()>),
+}
+
 pub struct TelemetryService {
     /// Salts session hashes: a client's address or account id is never stored.
     session_salt: String,
@@ -357,8 +364,8 @@ pub struct TelemetryService {
     clock: Arc<dyn Clock>,
     entropy: Arc<dyn Entropy>,
     validator: jsonschema::Validator,
-    queue: mpsc::Sender<StoredEvent>,
-    pending: Mutex<Option<mpsc::Receiver<StoredEvent>>>,
+    queue: mpsc::Sender<Queued>,
+    pending: Mutex<Option<mpsc::Receiver<Queued>>>,
 }
 
 impl TelemetryService {
@@ -467,7 +474,7 @@ impl TelemetryService {
             privacy_redactions: redactions,
         };
         self.queue
-            .try_send(stored)
+            .try_send(Queued::Event(Box::new(stored)))
             .map_err(|_| TelemetryRefusal::Busy)?;
         Ok(accepted)
     }
@@ -531,18 +538,34 @@ impl TelemetryService {
         else {
             return;
         };
-        let mut batch = Vec::with_capacity(BATCH);
+        let mut batch: Vec<StoredEvent> = Vec::with_capacity(BATCH);
+        let mut acks = Vec::new();
         while let Some(first) = pending.recv().await {
-            batch.push(first);
+            let mut next = Some(first);
             let deadline = tokio::time::Instant::now() + BATCH_WINDOW;
-            while batch.len() < BATCH {
-                match tokio::time::timeout_at(deadline, pending.recv()).await {
-                    Ok(Some(e)) => batch.push(e),
-                    _ => break,
+            while let Some(item) = next.take() {
+                match item {
+                    Queued::Event(e) => batch.push(*e),
+                    // Written with what came before it, then answered.
+                    Queued::Flush(ack) => {
+                        acks.push(ack);
+                        break;
+                    }
+                }
+                if batch.len() >= BATCH {
+                    break;
+                }
+                if let Ok(Some(item)) = tokio::time::timeout_at(deadline, pending.recv()).await {
+                    next = Some(item);
                 }
             }
-            self.write(&batch).await;
-            batch.clear();
+            if !batch.is_empty() {
+                self.write(&batch).await;
+                batch.clear();
+            }
+            for ack in acks.drain(..) {
+                let _ = ack.send(());
+            }
         }
     }
 
@@ -567,13 +590,21 @@ impl TelemetryService {
         }
     }
 
-    /// Waits until everything queued so far has been handed to the writer (for tests and
-    /// benchmarks that read back what they sent).
+    /// Waits until everything queued so far is written (for tests and benchmarks that read
+    /// back what they sent, and for a clean shutdown). Returns at once when no writer runs.
     pub async fn flushed(&self) {
-        while self.queue.capacity() < self.queue.max_capacity() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
+        if self
+            .pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+        {
+            return; // No writer was started (a one-shot command).
         }
-        tokio::time::sleep(BATCH_WINDOW * 2).await;
+        let (ack, written) = tokio::sync::oneshot::channel();
+        if self.queue.send(Queued::Flush(ack)).await.is_ok() {
+            let _ = written.await;
+        }
     }
 
     /// The newest stored events, newest first.

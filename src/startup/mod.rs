@@ -504,10 +504,19 @@ impl Application {
             self.ctx.limits.recover_after_seconds,
         ));
         let grace = Duration::from_secs(self.ctx.limits.shutdown_grace_seconds);
+        let services = self.ctx.services.clone();
         let app = app::app(self.ctx, self.mcp);
         let served = Server::new_with_acceptor(self.acceptor)
             .run_with_graceful_shutdown(app, shutdown_signal(), Some(grace))
             .await;
+        // Queued agent events are written before the process goes (bounded: a store that is
+        // gone does not hold the exit).
+        if tokio::time::timeout(Duration::from_secs(5), services.telemetry.flushed())
+            .await
+            .is_err()
+        {
+            tracing::warn!("queued agent events could not all be written before exit");
+        }
         purge.abort();
         purge_identity.abort();
         recovery.abort();

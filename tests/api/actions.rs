@@ -400,7 +400,10 @@ async fn one_idempotency_key_is_one_billing_task() {
             .json(&slow);
         tokio::spawn(async move { req.send().await.unwrap().status() })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Once the first one holds its credit, it is running.
+    while balance(&app, &key).await != (998, 1) {
+        tokio::task::yield_now().await;
+    }
     let dup = execute(&app, &key, slow.clone(), Some("slow-1")).await;
     assert!(dup.headers().contains_key("retry-after"));
     problem(dup, 409, "idempotency_in_flight").await;

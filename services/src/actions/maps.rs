@@ -9,7 +9,7 @@ use super::{ActionService, ExecuteRefusal, compile};
 
 /// Published maps are read on every execution; they change only when a person publishes or
 /// retires one, so each instance keeps what it read for a second.
-const MAP_CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(1);
+const MAP_CACHE_TTL: chrono::TimeDelta = chrono::TimeDelta::seconds(1);
 
 impl ActionService {
     /// Checks a map document fully (its rules and that every schema compiles) and stores it as
@@ -107,7 +107,7 @@ impl ActionService {
             let cache = self.published.lock().unwrap_or_else(|p| p.into_inner());
             cache
                 .get(parsed.as_str())
-                .filter(|(at, _)| at.elapsed() < MAP_CACHE_TTL)
+                .filter(|(at, _)| self.now() - *at < MAP_CACHE_TTL)
                 .map(|(_, m)| m.clone())
         };
         let map = match cached {
@@ -118,7 +118,7 @@ impl ActionService {
                 if cache.len() > 10_000 {
                     cache.clear();
                 }
-                cache.insert(parsed.to_string(), (std::time::Instant::now(), m.clone()));
+                cache.insert(parsed.to_string(), (self.now(), m.clone()));
                 m
             }
         };

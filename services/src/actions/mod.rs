@@ -127,7 +127,8 @@ struct Observed {
 /// Compiled JSON Schemas of published actions, by (domain, version, action, which).
 type SchemaCache = Mutex<HashMap<(String, u32, String, &'static str), Arc<jsonschema::Validator>>>;
 
-type MapCache = Mutex<HashMap<String, (std::time::Instant, Option<Arc<AgentMap>>)>>;
+/// Published maps by domain, with when they were read (the `Clock` port's time).
+type MapCache = Mutex<HashMap<String, (DateTime<Utc>, Option<Arc<AgentMap>>)>>;
 
 pub struct ActionService {
     ports: Ports,

@@ -153,8 +153,11 @@ fn clean_text(
 
 impl IdentityService {
     pub fn new(ports: Ports, keys: Arc<KeyService>, settings: IdentitySettings) -> Self {
-        let wrong_codes =
-            WrongCodeCounter::new(settings.wrong_codes_per_ip, settings.lockout_window);
+        let wrong_codes = WrongCodeCounter::new(
+            settings.wrong_codes_per_ip,
+            settings.lockout_window,
+            ports.clock.clone(),
+        );
         Self {
             ports,
             keys,
