@@ -8,7 +8,7 @@
 //! of now, in both directions. Comparisons are constant-time.
 
 use base64::{Engine, engine::general_purpose::STANDARD};
-use hmac::{Hmac, Mac};
+use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 use subtle::ConstantTimeEq;
 
@@ -66,8 +66,8 @@ impl WebhookSecret {
     }
 
     fn mac(&self, webhook_id: &str, timestamp: i64, body: &[u8]) -> Vec<u8> {
-        let mut mac =
-            <Hmac<Sha256> as Mac>::new_from_slice(&self.0).expect("HMAC takes keys of any length");
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.0)
+            .expect("HMAC takes keys of any length");
         mac.update(webhook_id.as_bytes());
         mac.update(b".");
         mac.update(timestamp.to_string().as_bytes());

@@ -9,6 +9,7 @@ mod billing;
 mod common;
 mod connections;
 mod identity;
+mod migrations;
 mod postgres;
 mod readiness;
 mod sqlite;

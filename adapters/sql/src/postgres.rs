@@ -5,8 +5,6 @@ use std::time::Duration;
 use anyhow::Context;
 use sqlx::{PgPool, Postgres, Transaction, postgres::PgPoolOptions};
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres");
-
 #[derive(Clone)]
 pub struct PostgresStore {
     pool: PgPool,
@@ -27,7 +25,10 @@ impl PostgresStore {
     /// Applies pending migrations from `migrations/postgres`. sqlx takes an advisory lock, so
     /// instances starting together migrate once.
     pub async fn migrate(&self) -> anyhow::Result<()> {
-        crate::common::migrate_context(MIGRATOR.run(&self.pool).await, "Postgres")
+        crate::common::migrate_context(
+            crate::migrations::postgres().run(&self.pool).await,
+            "Postgres",
+        )
     }
 
     pub async fn open(url: &str, max_connections: u32) -> anyhow::Result<Self> {

@@ -8,8 +8,6 @@ use sqlx::{
     sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous},
 };
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite");
-
 #[derive(Clone)]
 pub struct SqliteStore {
     /// Readers (WAL lets them run beside the writer).
@@ -72,7 +70,10 @@ impl SqliteStore {
 
     /// Applies pending migrations from `migrations/sqlite`.
     pub async fn migrate(&self) -> anyhow::Result<()> {
-        crate::common::migrate_context(MIGRATOR.run(&self.write_pool).await, "SQLite")
+        crate::common::migrate_context(
+            crate::migrations::sqlite().run(&self.write_pool).await,
+            "SQLite",
+        )
     }
 
     /// Connects and migrates: what `svc serve` does at start.

@@ -7,7 +7,6 @@ use kit::session::{SESSION_COOKIE, cookie_value, site_origin};
 use poem::{
     Request, Response,
     http::{HeaderValue, StatusCode, header},
-    web::cookie::{Cookie, SameSite},
 };
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -88,15 +87,17 @@ impl Visit {
         value: &str,
         max_age: Option<std::time::Duration>,
     ) {
-        let mut c = Cookie::new_with_str(name, value);
-        c.set_http_only(true);
-        c.set_same_site(SameSite::Lax);
-        c.set_path("/");
-        c.set_secure(self.secure);
-        if let Some(age) = max_age {
-            c.set_max_age(age);
+        // Names are constants and values are base62 tokens (or empty, to clear): nothing to
+        // escape.
+        debug_assert!(value.bytes().all(|b| b.is_ascii_alphanumeric()));
+        let mut c = format!("{name}={value}; HttpOnly; SameSite=Lax; Path=/");
+        if self.secure {
+            c.push_str("; Secure");
         }
-        self.set_cookies.push(c.to_string());
+        if let Some(age) = max_age {
+            c.push_str(&format!("; Max-Age={}", age.as_secs()));
+        }
+        self.set_cookies.push(c);
     }
 
     /// Adds the cookies and the headers every page carries.
