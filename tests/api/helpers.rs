@@ -86,6 +86,20 @@ impl TestApp {
         format!("{}{path}", self.base_url)
     }
 
+    /// One A2A JSON-RPC request (protocol 1.0); returns the parsed answer.
+    pub async fn a2a(&self, method: &str, params: Value) -> Value {
+        let resp = self
+            .http
+            .post(self.url("/a2a"))
+            .header("A2A-Version", "1.0")
+            .json(&json!({"jsonrpc": "2.0", "id": "1", "method": method, "params": params}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200, "JSON-RPC answers are HTTP 200");
+        resp.json().await.unwrap()
+    }
+
     /// A key of another sandbox account (created with it), carrying `scopes`.
     pub async fn stranger_key(&self, email: &str, scopes: &str) -> String {
         self.services

@@ -711,16 +711,7 @@ async fn wrong_user_codes_lock_the_address_out() {
 // ---- A2A ---------------------------------------------------------------------------------------
 
 async fn a2a(app: &TestApp, method: &str, params: Value) -> Value {
-    let resp = app
-        .http
-        .post(app.url("/a2a"))
-        .header("A2A-Version", "1.0")
-        .json(&json!({"jsonrpc": "2.0", "id": "1", "method": method, "params": params}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 200, "JSON-RPC answers are HTTP 200");
-    resp.json().await.unwrap()
+    app.a2a(method, params).await
 }
 
 #[tokio::test]

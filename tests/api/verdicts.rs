@@ -42,17 +42,7 @@ async fn mcp(app: &TestApp, key: Option<&str>, tool: &str, args: Value) -> Strin
 
 /// The A2A verdict of one `tasks/create`: `ok`, or the failed task's `failure_class`.
 async fn a2a(app: &TestApp, params: Value) -> String {
-    let body: Value = app
-        .http
-        .post(app.url("/a2a"))
-        .header("A2A-Version", "1.0")
-        .json(&json!({"jsonrpc": "2.0", "id": "1", "method": "tasks/create", "params": params}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let body = app.a2a("tasks/create", params).await;
     let task = &body["result"];
     if task["status"]["state"] == "TASK_STATE_COMPLETED" {
         return "ok".into();

@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use svc_services::{ExecuteRequest, telemetry::Face};
 
-use super::{principal, structured, tool_error, wire, wire_answer};
+use super::{principal, reply, structured, tool_error, wire, wire_answer};
 use crate::SvcMcp;
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -64,17 +64,13 @@ impl SvcMcp {
         domain: &str,
     ) -> Result<CallToolResult, McpError> {
         let principal = principal!(&self.ctx, parts);
-        Ok(
-            match self
-                .ctx
+        reply(
+            self.ctx
                 .services
                 .actions
                 .discover(&principal, domain, Face::Mcp)
-                .await
-            {
-                Ok(map) => structured(discover_json(&map)),
-                Err(e) => tool_error(&ApiProblem::from(e)),
-            },
+                .await,
+            |map| structured(discover_json(&map)),
         )
     }
 }

@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use svc_services::telemetry::Face;
 
-use super::{answer, output, principal, tool_error};
+use super::{answer, output, principal, reply, tool_error};
 use crate::SvcMcp;
 
 #[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema)]
@@ -81,12 +81,12 @@ impl SvcMcp {
             Ok((_, amount, currency, credits)) => (amount, currency.to_string(), credits),
             Err(e) => return Ok(tool_error(&ApiProblem::from(e))),
         };
-        Ok(
-            match billing
+        reply(
+            billing
                 .create_handoff(&principal.account.id, plan, Face::Mcp)
-                .await
-            {
-                Ok((url, expires_at)) => answer(&CheckoutHandoff {
+                .await,
+            |(url, expires_at)| {
+                answer(&CheckoutHandoff {
                     handoff_url: url,
                     expires_at: expires_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
                     plan: plan.into(),
@@ -97,8 +97,7 @@ impl SvcMcp {
                     next_step: "Show the human handoff_url. Credits are added only once the payment provider \
                         confirms the payment; check the balance with svc_auth_status."
                         .into(),
-                }),
-                Err(e) => tool_error(&ApiProblem::from(e)),
+                })
             },
         )
     }

@@ -1,10 +1,7 @@
 //! `svc_connection_status`, `svc_start_connection` and `svc_poll_connection`: the human's
 //! account on a target site, for actions that declare an `auth_provider`.
 
-use kit::{
-    problem::ApiProblem,
-    wire::connections::{ConnectionStarted, ConnectionStatus, started_body},
-};
+use kit::wire::connections::{ConnectionStarted, ConnectionStatus, started_body};
 use rmcp::{
     ErrorData as McpError,
     handler::server::{tool::Extension, wrapper::Parameters},
@@ -14,7 +11,7 @@ use rmcp::{
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{principal, tool_error, wire, wire_answer};
+use super::{principal, reply, wire, wire_answer};
 use crate::SvcMcp;
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -63,17 +60,13 @@ impl SvcMcp {
         Parameters(args): Parameters<ProviderArgs>,
     ) -> Result<CallToolResult, McpError> {
         let principal = principal!(&self.ctx, parts);
-        Ok(
-            match self
-                .ctx
+        reply(
+            self.ctx
                 .services
                 .connections
                 .status(&principal.account.id, &args.provider)
-                .await
-            {
-                Ok(view) => wire_answer(&ConnectionStatus::from(view)),
-                Err(e) => tool_error(&ApiProblem::from(e)),
-            },
+                .await,
+            |view| wire_answer(&ConnectionStatus::from(view)),
         )
     }
 
@@ -94,9 +87,8 @@ impl SvcMcp {
         Parameters(args): Parameters<StartArgs>,
     ) -> Result<CallToolResult, McpError> {
         let principal = principal!(&self.ctx, parts);
-        Ok(
-            match self
-                .ctx
+        reply(
+            self.ctx
                 .services
                 .connections
                 .start(
@@ -104,11 +96,8 @@ impl SvcMcp {
                     &args.provider,
                     args.expected_account.as_deref(),
                 )
-                .await
-            {
-                Ok(started) => wire_answer(&started_body(started)),
-                Err(e) => tool_error(&ApiProblem::from(e)),
-            },
+                .await,
+            |started| wire_answer(&started_body(started)),
         )
     }
 
@@ -128,17 +117,13 @@ impl SvcMcp {
     ) -> Result<CallToolResult, McpError> {
         let principal = principal!(&self.ctx, parts);
         let wait = std::time::Duration::from_millis(u64::from(args.wait_ms.unwrap_or(5000)));
-        Ok(
-            match self
-                .ctx
+        reply(
+            self.ctx
                 .services
                 .connections
                 .poll(&principal.account.id, &args.provider, wait)
-                .await
-            {
-                Ok(view) => wire_answer(&ConnectionStatus::from(view)),
-                Err(e) => tool_error(&ApiProblem::from(e)),
-            },
+                .await,
+            |view| wire_answer(&ConnectionStatus::from(view)),
         )
     }
 }

@@ -69,6 +69,21 @@ pub fn argument_problem(response: CallToolResponse) -> CallToolResponse {
     tool_error(&problem).into()
 }
 
+/// A service's answer as a tool result: `ok` turns a success into the answer, and an error is
+/// the problem the one table (`kit::errors`) gives it.
+fn reply<T, E>(
+    result: Result<T, E>,
+    ok: impl FnOnce(T) -> CallToolResult,
+) -> Result<CallToolResult, rmcp::ErrorData>
+where
+    ApiProblem: From<E>,
+{
+    Ok(match result {
+        Ok(v) => ok(v),
+        Err(e) => tool_error(&ApiProblem::from(e)),
+    })
+}
+
 /// A tool failure: `isError: true` with the problem object as text and no structured content.
 pub fn tool_error(problem: &ApiProblem) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(problem.body().to_json_string())])

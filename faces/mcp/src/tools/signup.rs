@@ -12,7 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use svc_services::{AuthError, IdentityFailure, SignupKey, telemetry::Face};
 
-use super::{answer, authorization, output, tool_error};
+use super::{answer, authorization, output, reply, tool_error};
 use crate::SvcMcp;
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -255,9 +255,8 @@ impl SvcMcp {
             .clone()
             .or_else(|| args.agent_name.clone())
             .unwrap_or_else(|| "mcp-agent".into());
-        Ok(
-            match self
-                .ctx
+        reply(
+            self.ctx
                 .services
                 .identity
                 .start_device(
@@ -266,16 +265,15 @@ impl SvcMcp {
                     args.scope.as_deref(),
                     Face::Mcp,
                 )
-                .await
-            {
-                Ok(d) => answer(&ClaimLinkStarted {
+                .await,
+            |d| {
+                answer(&ClaimLinkStarted {
                     verification_uri_complete: d.verification_uri_complete,
                     device_code: d.device_code,
                     user_code: d.user_code.display(),
                     expires_in: d.expires_in,
                     interval: u64::from(d.interval),
-                }),
-                Err(e) => tool_error(&ApiProblem::from(e)),
+                })
             },
         )
     }
@@ -341,8 +339,8 @@ impl SvcMcp {
         Parameters(args): Parameters<EmailArgs>,
     ) -> Result<CallToolResult, McpError> {
         let identity = &self.ctx.services.identity;
-        Ok(
-            match identity
+        reply(
+            identity
                 .start_email(
                     svc_ports::ChallengePurpose::ApiKey,
                     &args.email,
@@ -350,9 +348,9 @@ impl SvcMcp {
                     args.scope.as_deref(),
                     Face::Mcp,
                 )
-                .await
-            {
-                Ok(id) => answer(&EmailCodeSent {
+                .await,
+            |id| {
+                answer(&EmailCodeSent {
                     device_id: id.as_str().to_owned(),
                     expires_in: identity.settings().email_code_ttl.as_secs(),
                     max_attempts: svc_ports::identity::MAX_CODE_ATTEMPTS,
@@ -360,8 +358,7 @@ impl SvcMcp {
                         "A 6-digit code was sent to the address. Ask the human for it, then call \
                         svc_complete_api_key_signup with deviceId and code."
                             .into(),
-                }),
-                Err(e) => tool_error(&ApiProblem::from(e)),
+                })
             },
         )
     }
@@ -380,17 +377,13 @@ impl SvcMcp {
         &self,
         Parameters(args): Parameters<CodeArgs>,
     ) -> Result<CallToolResult, McpError> {
-        Ok(
-            match self
-                .ctx
+        reply(
+            self.ctx
                 .services
                 .identity
                 .verify_api_key_code(&args.device_id, &args.code, None)
-                .await
-            {
-                Ok(key) => answer(&issued(key)),
-                Err(e) => tool_error(&ApiProblem::from(e)),
-            },
+                .await,
+            |key| answer(&issued(key)),
         )
     }
 }
