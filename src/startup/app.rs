@@ -8,13 +8,10 @@ use kit::{
     edge::{self, AllowedMethods, Edge},
     limits::RateLimits,
 };
-use poem::{Endpoint, EndpointExt, IntoEndpoint, Response, Route, get};
+use poem::{Endpoint, EndpointExt, Route, get};
 
 /// Every route of the service behind the edge middleware.
-pub fn app(
-    ctx: AppContext,
-    mcp_config: mcp::McpConfig,
-) -> impl Endpoint<Output = Response> + use<> {
+pub fn app(ctx: AppContext, mcp_config: mcp::McpConfig) -> poem::endpoint::BoxEndpoint<'static> {
     let published = wellknown::Published {
         openapi: rest::openapi_document(&ctx),
         mcp: mcp::listing(),
@@ -75,5 +72,5 @@ pub fn app(
         .data(limits)
         .data(edge)
         .map_to_response()
-        .into_endpoint()
+        .boxed()
 }

@@ -16,7 +16,7 @@ use std::{
 };
 
 use poem::{
-    Endpoint, EndpointExt, Response, handler,
+    EndpointExt, Response, handler,
     http::{StatusCode, header},
     web::Data,
 };
@@ -542,8 +542,9 @@ pub fn agent_card(ctx: &AppContext) -> Value {
 }
 
 /// `POST /a2a`, with its task log.
-pub fn endpoint() -> impl Endpoint<Output = Response> {
+pub fn endpoint() -> poem::endpoint::BoxEndpoint<'static, Response> {
     poem::post(jsonrpc)
         .data(Arc::new(TaskLog::default()))
         .map_to_response()
+        .boxed()
 }

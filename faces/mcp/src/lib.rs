@@ -168,7 +168,7 @@ impl ServerHandler for SvcMcp {
 }
 
 /// The `/mcp` endpoint.
-pub fn endpoint(ctx: AppContext, config: McpConfig) -> impl Endpoint + use<> {
+pub fn endpoint(ctx: AppContext, config: McpConfig) -> poem::endpoint::BoxEndpoint<'static> {
     let mut server_config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
@@ -187,29 +187,32 @@ pub fn endpoint(ctx: AppContext, config: McpConfig) -> impl Endpoint + use<> {
     // The same Host and Origin rules, checked first so a refusal is a problem+json like every
     // other error (rmcp's own refusal is plain text); rmcp checks again behind it.
     let guard = Arc::new(config);
-    service.compat().around(move |ep, req| {
-        let guard = guard.clone();
-        async move {
-            let host = req.header(http::header::HOST).unwrap_or_default();
-            if !guard.host_allowed(host) {
-                return Ok(kit::problem::ApiProblem::new(
-                    svc_ports::FailureClass::HostNotAllowed,
-                    "This Host is not one the MCP endpoint answers for.",
-                )
-                .render("Bearer"));
+    service
+        .compat()
+        .around(move |ep, req| {
+            let guard = guard.clone();
+            async move {
+                let host = req.header(http::header::HOST).unwrap_or_default();
+                if !guard.host_allowed(host) {
+                    return Ok(kit::problem::ApiProblem::new(
+                        svc_ports::FailureClass::HostNotAllowed,
+                        "This Host is not one the MCP endpoint answers for.",
+                    )
+                    .render("Bearer"));
+                }
+                if let Some(origin) = req.header(http::header::ORIGIN)
+                    && !guard.origin_allowed(origin)
+                {
+                    return Ok(kit::problem::ApiProblem::new(
+                        svc_ports::FailureClass::HostNotAllowed,
+                        "Requests from this browser Origin are not allowed.",
+                    )
+                    .render("Bearer"));
+                }
+                ep.call(req).await.map(poem::IntoResponse::into_response)
             }
-            if let Some(origin) = req.header(http::header::ORIGIN)
-                && !guard.origin_allowed(origin)
-            {
-                return Ok(kit::problem::ApiProblem::new(
-                    svc_ports::FailureClass::HostNotAllowed,
-                    "Requests from this browser Origin are not allowed.",
-                )
-                .render("Bearer"));
-            }
-            ep.call(req).await.map(poem::IntoResponse::into_response)
-        }
-    })
+        })
+        .boxed()
 }
 
 /// The tools as the discovery files list them (handed to the well-known face by startup).

@@ -14,7 +14,7 @@ pub mod signup;
 pub mod telemetry;
 pub mod usage;
 
-use poem::{Endpoint, IntoEndpoint};
+use poem::IntoEndpoint;
 use poem_openapi::OpenApiService;
 use serde_json::Value;
 use svc_ports::FailureClass;
@@ -133,6 +133,8 @@ pub fn openapi_document(ctx: &AppContext) -> Value {
 }
 
 /// The API's routes, as one endpoint (mounted at `/` by startup).
-pub fn api(ctx: &AppContext) -> impl Endpoint + use<> {
-    openapi_service(ctx).into_endpoint()
+pub fn api(ctx: &AppContext) -> poem::endpoint::BoxEndpoint<'static> {
+    poem::EndpointExt::boxed(poem::EndpointExt::map_to_response(
+        openapi_service(ctx).into_endpoint(),
+    ))
 }

@@ -9,7 +9,7 @@
 
 use kit::problem::ApiProblem;
 use kit::session::{SESSION_COOKIE, cookie_value, site_origin};
-use poem::{Response, Route, get};
+use poem::{Route, get};
 
 /// Starts a visit, or answers the failure of looking up the session.
 macro_rules! visit {
@@ -43,11 +43,11 @@ use visit::*;
 pub struct LlmsText(pub String);
 
 /// `GET /`: the landing page for people, Markdown (`llms`) for agents that ask for it.
-pub fn home(llms: String) -> impl poem::Endpoint<Output = Response> {
-    poem::EndpointExt::map_to_response(poem::EndpointExt::data(
+pub fn home(llms: String) -> poem::endpoint::BoxEndpoint<'static> {
+    poem::EndpointExt::boxed(poem::EndpointExt::map_to_response(poem::EndpointExt::data(
         get(readiness::home),
         LlmsText(llms),
-    ))
+    )))
 }
 
 /// Adds the human-facing pages to `route`.
