@@ -23,9 +23,11 @@ case "$cmd" in
       if [ ! -f "$root/data/PG_VERSION" ]; then
         as_owner "$bin/initdb" -D "$root/data" -A trust -U svc >"$root/initdb.log" 2>&1
       fi
-      # Durability is not under test here; speed is welcome.
+      # Durability is not under test here; speed is welcome. The benchmarks set their own
+      # (synchronous_commit on) through SVC_TEST_PG_SETTINGS.
+      settings=${SVC_TEST_PG_SETTINGS:--c fsync=off -c synchronous_commit=off -c full_page_writes=off}
       as_owner "$bin/pg_ctl" -D "$root/data" -l "$root/server.log" -w -t 60 \
-        -o "-p $port -k $root -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400" \
+        -o "-p $port -k $root -c listen_addresses=127.0.0.1 $settings -c max_connections=400" \
         start >/dev/null
     fi
     echo "export SVC_TEST_POSTGRES_URL=postgres://svc@127.0.0.1:$port/postgres"

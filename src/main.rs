@@ -390,6 +390,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 "SVC_READY_SITE={}",
                 readiness_sites.origin(startup::READY_HOST)
             );
+            if let Some(shop) = sites.site(startup::SHOP_HOST) {
+                println!("SVC_SHOP_SITE={}", shop.origin());
+            }
             eprintln!(
                 "MCP setup: claude mcp add --transport http svc {} --header \"Authorization: Bearer $SVC_API_KEY\"",
                 origins.mcp_url

@@ -80,6 +80,6 @@ pub mod store;
 pub use store::{
     AccountError, AccountStore, AuthorityError, AuthorityStore, BillingError, BillingStore,
     ConnectionError, ConnectionStore, IdentityError, IdentityStore, KeyError, LedgerError,
-    LedgerStore, MapStore, MapStoreError, PageCache, ScanStore, StoreError, TaskError, TaskStore,
-    TelemetryStore,
+    LedgerStore, MapStore, MapStoreError, PageCache, ScanStore, StoreError, StoreUnreachable,
+    TaskError, TaskStore, TelemetryStore,
 };

@@ -32,6 +32,35 @@ use crate::{
 #[error("store unavailable: {0:#}")]
 pub struct StoreError(#[from] pub anyhow::Error);
 
+/// The store could not be reached (connection refused, dropped or timed out; the database
+/// restarting): nothing of the operation was stored, and the same request can succeed later.
+/// Adapters put it at the root of a [`StoreError`]; faces answer it with a retryable 503.
+#[derive(Debug, thiserror::Error)]
+#[error("the store cannot be reached: {0}")]
+pub struct StoreUnreachable(#[source] pub Box<dyn std::error::Error + Send + Sync>);
+
+impl StoreError {
+    /// A store error whose cause is [`StoreUnreachable`].
+    pub fn unreachable(
+        cause: impl std::error::Error + Send + Sync + 'static,
+        what: &'static str,
+    ) -> Self {
+        StoreError(anyhow::Error::new(StoreUnreachable(Box::new(cause))).context(what))
+    }
+}
+
+/// Whether an error, anywhere in its chain of causes, is a [`StoreUnreachable`].
+pub fn is_unreachable(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(err);
+    while let Some(e) = next {
+        if e.is::<StoreUnreachable>() {
+            return true;
+        }
+        next = e.source();
+    }
+    false
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum AccountError {
     #[error("an account with this email already exists in this environment")]
@@ -638,4 +667,25 @@ pub trait AuthorityStore: Send + Sync {
         id: &AuthorityId,
         at: DateTime<Utc>,
     ) -> Result<PaymentAuthority, AuthorityError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unreachable_store_is_found_under_any_number_of_wrappers() {
+        let cause = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset by peer");
+        let task = TaskError::Store(StoreError::unreachable(cause, "settling task"));
+        assert!(is_unreachable(&task));
+        let wrapped = anyhow::Error::new(task).context("executing");
+        assert!(is_unreachable(wrapped.as_ref()));
+        assert!(format!("{wrapped:#}").contains("reset by peer"));
+
+        let corrupt = TaskError::Store(StoreError(anyhow::anyhow!("corrupt task row")));
+        assert!(!is_unreachable(&corrupt));
+        assert!(!is_unreachable(
+            anyhow::Error::new(corrupt).context("x").as_ref()
+        ));
+    }
 }

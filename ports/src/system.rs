@@ -23,3 +23,26 @@ pub trait Entropy: Send + Sync {
     /// codes come from here. (A ULID's random part is not: it increments within a millisecond.)
     fn pick(&self, alphabet: &[u8], len: usize) -> String;
 }
+
+/// A clock a test moves by hand (with the `mock` feature): caches and windows are tested by
+/// advancing it, never by sleeping.
+#[cfg(feature = "mock")]
+pub struct ManualClock(std::sync::Mutex<DateTime<Utc>>);
+
+#[cfg(feature = "mock")]
+impl ManualClock {
+    pub fn at(t: DateTime<Utc>) -> Self {
+        Self(std::sync::Mutex::new(t))
+    }
+
+    pub fn advance(&self, by: chrono::TimeDelta) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) += by;
+    }
+}
+
+#[cfg(feature = "mock")]
+impl Clock for ManualClock {
+    fn now(&self) -> DateTime<Utc> {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}

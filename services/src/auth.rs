@@ -1,8 +1,15 @@
 //! Who is calling: a presented `Authorization` value becomes a principal or a precise refusal.
 
-use std::sync::Arc;
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
 
-use svc_ports::{Account, AccountStore, ApiKeyRecord, ApiKeySecret, Environment, StoreError};
+use chrono::{DateTime, TimeDelta, Utc};
+use svc_ports::{
+    Account, AccountStore, ApiKeyRecord, ApiKeySecret, Clock, Environment, KeyHash, KeyPrefix,
+    StoreError,
+};
 
 /// An authenticated caller: the key it presented and the account behind it.
 #[derive(Debug, Clone)]
@@ -30,16 +37,72 @@ pub enum AuthError {
     Store(#[from] StoreError),
 }
 
+/// Keys that authenticated recently, so a busy agent's every request does not read its key from
+/// the store. An entry lives at most [`KeyCache::TTL`]: that is the longest a revocation made
+/// through another instance (or the CLI) goes unnoticed here; a revocation or rotation through
+/// this instance drops the key at once ([`KeyCache::forget`]). Only keys that authenticated are
+/// kept (unknown or revoked ones always go to the store), and the map never outgrows
+/// [`KeyCache::MAX_ENTRIES`].
+pub struct KeyCache {
+    clock: Arc<dyn Clock>,
+    entries: Mutex<HashMap<KeyHash, (Principal, DateTime<Utc>)>>,
+}
+
+impl KeyCache {
+    pub const TTL: TimeDelta = TimeDelta::seconds(1);
+    pub const MAX_ENTRIES: usize = 10_000;
+
+    pub fn new(clock: Arc<dyn Clock>) -> Self {
+        Self {
+            clock,
+            entries: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn get(&self, hash: &KeyHash) -> Option<Principal> {
+        let now = self.clock.now();
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries
+            .get(hash)
+            .filter(|(_, at)| now - *at < Self::TTL && now >= *at)
+            .map(|(p, _)| p.clone())
+    }
+
+    fn put(&self, hash: KeyHash, principal: &Principal) {
+        let now = self.clock.now();
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if entries.len() >= Self::MAX_ENTRIES {
+            entries.retain(|_, (_, at)| now - *at < Self::TTL);
+            if entries.len() >= Self::MAX_ENTRIES {
+                entries.clear();
+            }
+        }
+        entries.insert(hash, (principal.clone(), now));
+    }
+
+    /// Drops the key with this prefix: called after this instance revoked or rotated it.
+    pub fn forget(&self, prefix: &KeyPrefix) {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.retain(|_, (p, _)| p.key.prefix != *prefix);
+    }
+}
+
 pub struct Authenticator {
     accounts: Arc<dyn AccountStore>,
     environment: Environment,
+    cache: Arc<KeyCache>,
 }
 
 impl Authenticator {
-    pub fn new(accounts: Arc<dyn AccountStore>, environment: Environment) -> Self {
+    pub fn new(
+        accounts: Arc<dyn AccountStore>,
+        environment: Environment,
+        cache: Arc<KeyCache>,
+    ) -> Self {
         Self {
             accounts,
             environment,
+            cache,
         }
     }
 
@@ -58,9 +121,13 @@ impl Authenticator {
         }
         // Looked up by SHA-256: the store never sees the secret, and a timing difference in
         // the index lookup reveals nothing about any stored key's preimage.
+        let hash = secret.hash();
+        if let Some(principal) = self.cache.get(&hash) {
+            return Ok(principal);
+        }
         let (key, account) = self
             .accounts
-            .key_by_hash(&secret.hash())
+            .key_by_hash(&hash)
             .await?
             .ok_or(AuthError::Unknown)?;
         if key.is_revoked() {
@@ -72,7 +139,9 @@ impl Authenticator {
                 server: self.environment.as_str(),
             });
         }
-        Ok(Principal { account, key })
+        let principal = Principal { account, key };
+        self.cache.put(hash, &principal);
+        Ok(principal)
     }
 
     /// Checks a whole `Authorization` header value.
@@ -93,7 +162,9 @@ impl Authenticator {
 mod tests {
     use super::*;
     use chrono::Utc;
-    use svc_ports::{AccountId, ApiKeyId, Email, Plan, Scopes, store::MockAccountStore};
+    use svc_ports::{
+        AccountId, ApiKeyId, Email, Plan, Scopes, store::MockAccountStore, system::ManualClock,
+    };
     use ulid::Ulid;
 
     const LIVE: &str = "svc_live_0123456789abcdefghijABCDEFGHIJKL";
@@ -127,12 +198,99 @@ mod tests {
         Arc::new(store)
     }
 
+    fn cache() -> Arc<KeyCache> {
+        Arc::new(KeyCache::new(Arc::new(ManualClock::at(Utc::now()))))
+    }
+
+    /// A store that answers the key lookup from a shared slot and counts the lookups.
+    fn counting_store(
+        slot: Arc<Mutex<Option<(ApiKeyRecord, Account)>>>,
+        lookups: Arc<std::sync::atomic::AtomicUsize>,
+    ) -> Arc<dyn AccountStore> {
+        let mut store = MockAccountStore::new();
+        store.expect_key_by_hash().returning(move |_| {
+            lookups.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok(slot.lock().unwrap().clone())
+        });
+        Arc::new(store)
+    }
+
+    #[tokio::test]
+    async fn a_cached_key_is_read_once_a_second_and_a_revocation_lands_within_one() {
+        let secret = ApiKeySecret::parse(LIVE).unwrap();
+        let slot = Arc::new(Mutex::new(Some(record(&secret, false, Environment::Live))));
+        let lookups = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let clock = Arc::new(ManualClock::at(Utc::now()));
+        let auth = Authenticator::new(
+            counting_store(slot.clone(), lookups.clone()),
+            Environment::Live,
+            Arc::new(KeyCache::new(clock.clone())),
+        );
+        let count = || lookups.load(std::sync::atomic::Ordering::SeqCst);
+        for _ in 0..5 {
+            auth.authenticate(LIVE).await.unwrap();
+        }
+        assert_eq!(
+            count(),
+            1,
+            "one store read for five requests within a second"
+        );
+        // Another instance revokes the key: honoured once the entry is a second old.
+        *slot.lock().unwrap() = Some(record(&secret, true, Environment::Live));
+        clock.advance(TimeDelta::milliseconds(999));
+        assert!(auth.authenticate(LIVE).await.is_ok());
+        clock.advance(TimeDelta::milliseconds(1));
+        assert!(matches!(
+            auth.authenticate(LIVE).await,
+            Err(AuthError::Revoked)
+        ));
+        assert_eq!(count(), 2);
+        // A revoked key is never cached: every attempt asks the store.
+        assert!(auth.authenticate(LIVE).await.is_err());
+        assert_eq!(count(), 3);
+    }
+
+    #[tokio::test]
+    async fn forgetting_a_prefix_drops_the_key_at_once() {
+        let secret = ApiKeySecret::parse(LIVE).unwrap();
+        let slot = Arc::new(Mutex::new(Some(record(&secret, false, Environment::Live))));
+        let lookups = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let cache = cache();
+        let auth = Authenticator::new(
+            counting_store(slot.clone(), lookups.clone()),
+            Environment::Live,
+            cache.clone(),
+        );
+        auth.authenticate(LIVE).await.unwrap();
+        *slot.lock().unwrap() = Some(record(&secret, true, Environment::Live));
+        cache.forget(&secret.prefix());
+        assert!(matches!(
+            auth.authenticate(LIVE).await,
+            Err(AuthError::Revoked)
+        ));
+    }
+
+    #[test]
+    fn the_cache_never_outgrows_its_bound() {
+        let clock = Arc::new(ManualClock::at(Utc::now()));
+        let cache = KeyCache::new(clock);
+        let secret = ApiKeySecret::parse(LIVE).unwrap();
+        let (key, account) = record(&secret, false, Environment::Live);
+        let principal = Principal { account, key };
+        for i in 0..(KeyCache::MAX_ENTRIES + 10) {
+            let hash = KeyHash::of(&i.to_string());
+            cache.put(hash, &principal);
+        }
+        assert!(cache.entries.lock().unwrap().len() <= KeyCache::MAX_ENTRIES);
+    }
+
     #[tokio::test]
     async fn accepts_a_live_key_on_the_live_service() {
         let secret = ApiKeySecret::parse(LIVE).unwrap();
         let auth = Authenticator::new(
             store_with(Some(record(&secret, false, Environment::Live))),
             Environment::Live,
+            cache(),
         );
         let p = auth
             .authenticate_header(Some(&format!("Bearer {LIVE}")))
@@ -145,7 +303,7 @@ mod tests {
     async fn refuses_each_bad_presentation_precisely() {
         let secret = ApiKeySecret::parse(LIVE).unwrap();
         let never_called: Arc<dyn AccountStore> = Arc::new(MockAccountStore::new());
-        let auth = Authenticator::new(never_called, Environment::Live);
+        let auth = Authenticator::new(never_called, Environment::Live, cache());
         assert!(matches!(
             auth.authenticate_header(None).await,
             Err(AuthError::Missing)
@@ -173,7 +331,7 @@ mod tests {
             Err(AuthError::WrongEnvironment { .. })
         ));
 
-        let unknown = Authenticator::new(store_with(None), Environment::Live);
+        let unknown = Authenticator::new(store_with(None), Environment::Live, cache());
         assert!(matches!(
             unknown.authenticate(LIVE).await,
             Err(AuthError::Unknown)
@@ -182,6 +340,7 @@ mod tests {
         let revoked = Authenticator::new(
             store_with(Some(record(&secret, true, Environment::Live))),
             Environment::Live,
+            cache(),
         );
         assert!(matches!(
             revoked.authenticate(LIVE).await,

@@ -9,7 +9,9 @@ use svc_ports::{
     store::{AccountError, KeyError, LedgerError},
 };
 
-use super::Ports;
+use std::sync::Arc;
+
+use super::{Ports, auth::KeyCache};
 
 /// What `svc keys create` (and later signup) asks for.
 #[derive(Debug, Clone)]
@@ -44,6 +46,8 @@ pub enum KeyServiceError {
 pub struct KeyService {
     ports: Ports,
     environment: Environment,
+    /// The authenticator's cache: a key revoked or rotated here stops working at once.
+    cache: Arc<KeyCache>,
 }
 
 /// The sandbox's seeded account: its address and the test credits it gets once.
@@ -74,8 +78,17 @@ impl KeyService {
         Ok(issued)
     }
 
-    pub fn new(ports: Ports, environment: Environment) -> Self {
-        Self { ports, environment }
+    pub fn new(ports: Ports, environment: Environment, cache: Arc<KeyCache>) -> Self {
+        Self {
+            ports,
+            environment,
+            cache,
+        }
+    }
+
+    /// Drops a key from the authenticator's cache: after its revocation or rotation.
+    pub fn forget(&self, prefix: &KeyPrefix) {
+        self.cache.forget(prefix);
     }
 
     /// The plan of an account created by signup: sandbox in the sandbox, free in live.
@@ -243,6 +256,7 @@ impl KeyService {
             .await
         {
             Ok(record) => {
+                self.cache.forget(prefix);
                 tracing::info!(account_id = %record.account_id, key_prefix = %record.prefix, "api key revoked");
                 Ok(record)
             }

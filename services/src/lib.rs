@@ -81,7 +81,12 @@ impl Services {
         identity: IdentitySettings,
         billing: BillingSettings,
     ) -> Self {
-        let keys = Arc::new(KeyService::new(ports.clone(), environment));
+        let key_cache = Arc::new(auth::KeyCache::new(ports.clock.clone()));
+        let keys = Arc::new(KeyService::new(
+            ports.clone(),
+            environment,
+            key_cache.clone(),
+        ));
         let site_url = identity.site_url.clone();
         let telemetry = Arc::new(telemetry::TelemetryService::new(
             ports.telemetry.clone(),
@@ -99,7 +104,7 @@ impl Services {
             &site_url,
         );
         Self {
-            auth: Authenticator::new(ports.accounts.clone(), environment),
+            auth: Authenticator::new(ports.accounts.clone(), environment, key_cache),
             identity: IdentityService::new(ports.clone(), keys.clone(), identity)
                 .with_telemetry(telemetry.clone()),
             actions: ActionService::new(ports.clone(), connections.clone())

@@ -23,7 +23,7 @@ use svc_ports::{
 };
 pub use svc_sandbox::{
     ACCESS_TOKEN_SECONDS, ActionSites, BOOKING_ACCOUNT, DemoSite, LACKING, OTHER_BOOKING_ACCOUNT,
-    READY_HOST, ReadinessSites, SandboxAuthServer, SandboxPaymentProvider, lacking_host,
+    READY_HOST, ReadinessSites, SHOP_HOST, SandboxAuthServer, SandboxPaymentProvider, lacking_host,
 };
 use svc_sandbox::{DEMO_HOST, MemoryOutbox, MemoryStore, SANDBOX_PROVIDER_KEY};
 use svc_signer::Ed25519Signer;

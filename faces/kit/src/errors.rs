@@ -28,7 +28,7 @@ pub fn read_problem(e: ReadError) -> ApiProblem {
             FailureClass::InsufficientScope,
             format!("This needs a key with the `{scope}` scope."),
         ),
-        ReadError::Internal(e) => ApiProblem::internal(e),
+        ReadError::Internal(e) => ApiProblem::failure(e.as_ref()),
     }
 }
 
@@ -106,7 +106,7 @@ impl From<ExecuteRefusal> for ApiProblem {
             ExecuteRefusal::KeyConflict { .. } => {
                 ApiProblem::new(FailureClass::IdempotencyConflict, detail)
             }
-            ExecuteRefusal::Internal(e) => ApiProblem::internal(format!("{e:#}")),
+            ExecuteRefusal::Internal(e) => ApiProblem::failure(e.as_ref()),
         }
     }
 }
@@ -129,7 +129,7 @@ impl From<ConnectionFailure> for ApiProblem {
             | ConnectionFailure::OtherAccount
             | ConnectionFailure::LinkExpired => ApiProblem::new(FailureClass::NotFound, detail)
                 .next_action(NextActionKind::Connect, None),
-            ConnectionFailure::Internal(e) => ApiProblem::internal(format!("{e:#}")),
+            ConnectionFailure::Internal(e) => ApiProblem::failure(e.as_ref()),
         }
     }
 }
@@ -146,7 +146,7 @@ impl From<ScanFailure> for ApiProblem {
             }
             ScanFailure::Busy => ApiProblem::new(FailureClass::Unavailable, e.to_string())
                 .retry_after(std::time::Duration::from_secs(5)),
-            ScanFailure::Store(e) => ApiProblem::internal(format!("{e:#}")),
+            ScanFailure::Store(e) => ApiProblem::failure(&e),
         }
     }
 }
@@ -184,7 +184,7 @@ impl From<IdentityFailure> for ApiProblem {
             IdentityFailure::MailUnavailable => ApiProblem::new(FailureClass::Unavailable, detail)
                 .retry_after(std::time::Duration::from_secs(30)),
             IdentityFailure::KeyNotFound => ApiProblem::new(FailureClass::NotFound, detail),
-            IdentityFailure::Internal(e) => ApiProblem::internal(format!("{e:#}")),
+            IdentityFailure::Internal(e) => ApiProblem::failure(e.as_ref()),
         }
     }
 }
@@ -194,7 +194,7 @@ impl From<AuthorityFailure> for ApiProblem {
         match e {
             AuthorityFailure::NotFound => ApiProblem::new(FailureClass::NotFound, e.to_string()),
             AuthorityFailure::Invalid(d) => ApiProblem::new(FailureClass::InvalidRequest, d),
-            AuthorityFailure::Internal(e) => ApiProblem::internal(format!("{e:#}")),
+            AuthorityFailure::Internal(e) => ApiProblem::failure(e.as_ref()),
         }
     }
 }
@@ -233,7 +233,7 @@ impl From<AuthError> for ApiProblem {
                 FailureClass::WrongEnvironment,
                 format!("A {presented} key cannot be used on the {server} service."),
             ),
-            AuthError::Store(e) => ApiProblem::internal(e),
+            AuthError::Store(e) => ApiProblem::failure(&e),
         }
     }
 }
@@ -262,7 +262,7 @@ impl From<BillingFailure> for ApiProblem {
                 ApiProblem::new(FailureClass::PaymentProviderUnavailable, detail)
                     .retry_after(std::time::Duration::from_secs(5))
             }
-            BillingFailure::Internal(e) => ApiProblem::internal(format!("{e:#}")),
+            BillingFailure::Internal(e) => ApiProblem::failure(e.as_ref()),
         }
     }
 }

@@ -94,6 +94,29 @@ impl ApiProblem {
         self
     }
 
+    /// A service's failure by its cause: a store that cannot be reached is a retryable 503
+    /// (nothing was stored, the same request can succeed in a moment); anything else is an
+    /// internal error. Logged once here with the whole chain of causes.
+    pub fn failure(err: &(dyn std::error::Error + 'static)) -> Self {
+        let mut chain = err.to_string();
+        let mut next = err.source();
+        while let Some(e) = next {
+            chain.push_str(": ");
+            chain.push_str(&e.to_string());
+            next = e.source();
+        }
+        if svc_ports::store::is_unreachable(err) {
+            tracing::warn!(error = %chain, "store unreachable");
+            return Self::new(
+                FailureClass::Unavailable,
+                "The service's database cannot be reached right now; send the same request again \
+                 in a moment (an execution with the same Idempotency-Key).",
+            )
+            .retry_after(Duration::from_secs(1));
+        }
+        Self::internal(chain)
+    }
+
     /// An internal failure: logged once here with its cause, shown to the caller opaquely.
     pub fn internal(err: impl std::fmt::Display) -> Self {
         tracing::error!(error = %err, "internal error");

@@ -176,7 +176,7 @@ impl ActionsApi {
                 FailureClass::NotFound,
                 "No task of this account has that id.",
             )),
-            Err(e) => Err(ApiProblem::internal(format!("{e:#}"))),
+            Err(e) => Err(ApiProblem::failure(e.as_ref())),
         }
     }
 

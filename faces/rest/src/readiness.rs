@@ -77,7 +77,7 @@ impl ReadinessApi {
             .readiness
             .report(&id)
             .await
-            .map_err(|e| ApiProblem::internal(format!("{e:#}")))?
+            .map_err(|e| ApiProblem::failure(&e))?
             .ok_or_else(not_found)?;
         Ok(ScanReadResponse::Ok(Json(report_body(
             report,

@@ -84,7 +84,7 @@ impl TelemetryApi {
             .telemetry
             .funnel(hours, auth.0.as_ref())
             .await
-            .map_err(|e| ApiProblem::internal(format!("{e:#}")))?
+            .map_err(|e| ApiProblem::failure(e.as_ref()))?
             .into_iter()
             .map(|c| FunnelCell {
                 discovery_surface: c.discovery_surface,

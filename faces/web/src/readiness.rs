@@ -191,7 +191,7 @@ async fn scan_submit(
     .await;
     match scanned {
         Ok(report) => visit.redirect(&format!("/readiness/{}", report.scan_id)),
-        Err(ScanFailure::Store(e)) => ApiProblem::internal(format!("{e:#}")).render("Bearer"),
+        Err(ScanFailure::Store(e)) => ApiProblem::failure(&e).render("Bearer"),
         Err(e) => {
             let status = if matches!(e, ScanFailure::Busy) {
                 StatusCode::SERVICE_UNAVAILABLE
@@ -232,7 +232,7 @@ async fn report_page(req: &Request, ctx: Data<&AppContext>, id: Path<String>) ->
             "No readiness scan has this id.",
             None,
         ),
-        Err(e) => ApiProblem::internal(format!("{e:#}")).render("Bearer"),
+        Err(e) => ApiProblem::failure(&e).render("Bearer"),
     }
 }
 

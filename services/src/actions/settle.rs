@@ -86,7 +86,20 @@ impl ActionService {
             entry: LedgerEntryId::from_ulid(self.ports.entropy.ulid()),
             at,
         };
-        match self.ports.tasks.settle_task(&settlement).await {
+        // The action already ran: a settlement lost to a dropped database connection is tried
+        // again (the pool connects anew, waiting out a restart up to its acquire timeout). A
+        // settlement lands once, so a retry after an unseen commit gets `AlreadySettled`.
+        let mut retries = 0;
+        let settled = loop {
+            match self.ports.tasks.settle_task(&settlement).await {
+                Err(e) if retries < 2 && svc_ports::store::is_unreachable(&e) => {
+                    retries += 1;
+                    tracing::warn!(task_id = %task.id, error = %e, "settling again: the store was unreachable");
+                }
+                other => break other,
+            }
+        };
+        match settled {
             Ok(SettleOutcome::Settled(t)) => {
                 tracing::info!(task_id = %t.id, status = t.status.as_str(), "task settled");
                 Ok(Executed {

@@ -94,6 +94,7 @@ impl IdentityService {
             .await
         {
             Ok(_) => {
+                self.keys.forget(&old.prefix);
                 tracing::info!(account_id = %account.id, old_prefix = %old.prefix, key_prefix = %record.prefix, "api key rotated");
                 Ok((secret, record))
             }

@@ -220,9 +220,9 @@ impl SvcMcp {
                         scopes: Some(p.key.scopes.iter().map(|s| s.as_str().to_owned()).collect()),
                         ..AuthStatus::default()
                     }),
-                    Err(e) => tool_error(&ApiProblem::internal(e)),
+                    Err(e) => tool_error(&ApiProblem::failure(&e)),
                 },
-                Err(AuthError::Store(e)) => tool_error(&ApiProblem::internal(e)),
+                Err(AuthError::Store(e)) => tool_error(&ApiProblem::failure(&e)),
                 Err(e) => {
                     let problem = ApiProblem::from(e);
                     answer(&AuthStatus {
