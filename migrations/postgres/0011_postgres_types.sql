@@ -5,10 +5,17 @@
 -- are signed as exact strings; scan reports, which quote pages) stay TEXT: JSONB would reorder
 -- them and refuses an escaped NUL a page may carry. Agent maps stay TEXT for the same reason:
 -- a learned map quotes the labels of a site's forms, and a label may hold a NUL.
+-- The JSONB documents never hold a NUL: agent events with one are refused (422) before they
+-- are queued, payment facts hold only provider identifiers (printable ASCII) and fixed
+-- reasons, redirects and robots decisions are serialised URLs (which escape control
+-- characters); the store refuses one with a clear error rather than a failed statement.
 
+-- Exact: whole hours as an integer, the rest (under an hour) to the millisecond. The
+-- microseconds are computed without floating point rounding on far-off dates.
 CREATE FUNCTION svc_ms_to_timestamptz(ms BIGINT) RETURNS TIMESTAMPTZ
     LANGUAGE SQL IMMUTABLE STRICT
-    AS $$ SELECT to_timestamp(ms / 1000.0) $$;
+    AS $$ SELECT TIMESTAMPTZ '1970-01-01 00:00:00+00'
+        + make_interval(hours => (ms / 3600000)::INT, secs => (ms % 3600000) / 1000.0) $$;
 
 -- ---- times ----------------------------------------------------------------------------------
 ALTER TABLE accounts
@@ -92,27 +99,39 @@ ALTER TABLE checkout_handoffs
 ALTER TABLE connections
     ALTER COLUMN oauth_state_hash TYPE BYTEA USING decode(oauth_state_hash, 'hex'),
     ADD CONSTRAINT connections_state_hash_is_sha256
-        CHECK (oauth_state_hash IS NULL OR octet_length(oauth_state_hash) = 32);
+        CHECK (octet_length(oauth_state_hash) = 32);
 
 -- ---- JSON documents the store or an operator queries ---------------------------------------
 ALTER TABLE agent_events ALTER COLUMN event TYPE JSONB USING event::jsonb;
 ALTER TABLE payment_events ALTER COLUMN fact TYPE JSONB USING fact::jsonb;
 ALTER TABLE page_cache
     ALTER COLUMN redirects TYPE JSONB USING redirects::jsonb,
-    ALTER COLUMN robots TYPE JSONB USING robots::jsonb;
+    ALTER COLUMN robots TYPE JSONB USING robots::jsonb,
+    ADD CONSTRAINT page_cache_redirects_array CHECK (jsonb_typeof(redirects) = 'array'),
+    ADD CONSTRAINT page_cache_robots_object CHECK (jsonb_typeof(robots) = 'object');
+ALTER TABLE payment_events
+    ADD CONSTRAINT payment_events_fact_object CHECK (jsonb_typeof(fact) = 'object');
 
 -- ---- enums, flags and amounts ----------------------------------------------------------------
+-- 0002's CHECK (truncated IN (0, 1)) goes first: it cannot compare a boolean.
 ALTER TABLE page_cache
+    DROP CONSTRAINT page_cache_truncated_check,
     ALTER COLUMN truncated TYPE BOOLEAN USING truncated <> 0,
-    ADD CONSTRAINT page_cache_status_is_http CHECK (status BETWEEN 100 AND 599);
-ALTER TABLE ledger_entries ADD CONSTRAINT ledger_entries_kind CHECK (kind IN (
-    'grant', 'hold', 'capture', 'refund', 'purchase', 'clawback', 'freeze', 'release', 'forfeit'));
+    -- What an HTTP client accepts as a status: three digits, 100 to 999.
+    ADD CONSTRAINT page_cache_status_is_http CHECK (status BETWEEN 100 AND 999);
+ALTER TABLE ledger_entries
+    ADD CONSTRAINT ledger_entries_kind CHECK (kind IN ('grant', 'hold', 'capture', 'refund',
+        'purchase', 'clawback', 'freeze', 'release', 'forfeit')),
+    -- The spendable balance after the entry, which is never negative.
+    ADD CONSTRAINT ledger_entries_balance_after CHECK (balance_after >= 0);
 ALTER TABLE receipts
     ADD CONSTRAINT receipts_kind CHECK (kind IN ('purchase', 'refund_clawback', 'dispute_freeze',
         'dispute_release', 'dispute_forfeit', 'action_charge', 'action_refund')),
     ADD CONSTRAINT receipts_amount_positive CHECK (amount IS NULL OR amount > 0),
     ADD CONSTRAINT receipts_currency_iso CHECK (currency IS NULL OR currency ~ '^[a-z]{3}$');
-ALTER TABLE checkouts ADD CONSTRAINT checkouts_currency_iso CHECK (currency ~ '^[a-z]{3}$');
+ALTER TABLE checkouts
+    ADD CONSTRAINT checkouts_currency_iso CHECK (currency ~ '^[a-z]{3}$'),
+    ADD CONSTRAINT checkouts_plan CHECK (plan IN ('sandbox', 'free', 'starter', 'enterprise'));
 ALTER TABLE payment_authorities
     ADD CONSTRAINT payment_authorities_currency_iso CHECK (currency ~ '^[a-z]{3}$');
 ALTER TABLE authority_spends
@@ -129,7 +148,8 @@ ALTER TABLE meter_events ADD CONSTRAINT meter_events_value CHECK (value >= 0);
 -- ---- rows that belong to rows ------------------------------------------------------------------
 -- NOT VALID: enforced for every new row; rows written before this migration are kept as they
 -- are (the application never wrote an orphan, but a failed validation must not stop a start).
-ALTER TABLE tasks ADD CONSTRAINT tasks_key FOREIGN KEY (key_id) REFERENCES api_keys (id) NOT VALID;
+-- A task's key_id is not one: the TaskStore contract stores a task under any key id (the key
+-- is checked by the caller, and a task outlives its key's record only as a name).
 ALTER TABLE agent_events
     ADD CONSTRAINT agent_events_account FOREIGN KEY (account_id) REFERENCES accounts (id) NOT VALID;
 ALTER TABLE meter_events
