@@ -159,7 +159,7 @@ async fn read_back(store: &svc_sql::PostgresStore, x: &Rows) {
             .authority(&x.authority.authority_id, now)
             .await
             .unwrap(),
-        Some((x.authority.clone(), usage.clone()))
+        Some((x.authority.clone(), usage))
     );
     assert_eq!(
         store.authorities(&a.id, now).await.unwrap(),

@@ -41,10 +41,7 @@ impl PostgresStore {
         &self,
         id: &ConnectionId,
     ) -> Result<ConnectionRecord, ConnectionError> {
-        Ok(self
-            .connection(id)
-            .await?
-            .ok_or(ConnectionError::NotFound)?)
+        self.connection(id).await?.ok_or(ConnectionError::NotFound)
     }
 }
 

@@ -81,14 +81,6 @@ fn started(task: &NewTask) -> TaskRecord {
     }
 }
 
-/// How a begin ended short of an answer.
-enum Begin {
-    Outcome(BeginOutcome),
-    /// Lost the race for the idempotency key: the winner's task is the answer.
-    LostKeyRace,
-    UnknownAccount,
-}
-
 impl PostgresStore {
     async fn task_by_key(
         &self,
@@ -114,8 +106,8 @@ impl PostgresStore {
     /// row locked), the task and the hold entry. `existing` is read first and everything
     /// else runs only without it; `hold` only when spendable covers the cost. A racing begin
     /// with the same key that committed first makes the task INSERT fail, and the whole
-    /// statement with it: nothing is held, and the caller reads the winner.
-    async fn begin_plain(&self, task: &NewTask) -> Result<Begin, StoreError> {
+    /// statement with it: nothing is held, and `Ok(None)` tells the caller to read the winner.
+    async fn begin_plain(&self, task: &NewTask) -> Result<Option<BeginOutcome>, TaskError> {
         let (reference, memo) = LedgerEntry::task_reference(&task.id, EntryKind::Hold);
         let row = sqlx::query(
             r#"
@@ -175,34 +167,33 @@ impl PostgresStore {
         .await;
         let row = match row {
             Ok(row) => row,
-            Err(e) if is_unique_violation(&e) && task.idempotency_key.is_some() => {
-                return Ok(Begin::LostKeyRace);
-            }
-            Err(e) if is_foreign_key_violation(&e) => return Ok(Begin::UnknownAccount),
-            Err(e) => return Err(backend(e, "beginning task")),
+            Err(e) if is_unique_violation(&e) && task.idempotency_key.is_some() => return Ok(None),
+            Err(e) if is_foreign_key_violation(&e) => return Err(TaskError::UnknownAccount),
+            Err(e) => return Err(backend(e, "beginning task").into()),
         };
         if col::<Option<String>>(&row, "id")?.is_some() {
             let existing = task_from_row(&row)?;
-            return Ok(Begin::Outcome(existing_outcome(
-                existing,
-                &task.fingerprint,
-            )));
+            return Ok(Some(existing_outcome(existing, &task.fingerprint)));
         }
         if col::<Option<i64>>(&row, "held_spendable")?.is_some() {
-            return Ok(Begin::Outcome(BeginOutcome::Started(started(task))));
+            return Ok(Some(BeginOutcome::Started(started(task))));
         }
-        Ok(match col::<Option<i64>>(&row, "account_spendable")? {
-            Some(spendable) => Begin::Outcome(BeginOutcome::InsufficientCredits { spendable }),
-            None => Begin::UnknownAccount,
-        })
+        match col::<Option<i64>>(&row, "account_spendable")? {
+            Some(spendable) => Ok(Some(BeginOutcome::InsufficientCredits { spendable })),
+            None => Err(TaskError::UnknownAccount),
+        }
     }
 
     /// A begin under a payment authority: one transaction, in the order unknown account,
-    /// authority, balance. The task row goes first, so a concurrent begin with the same key
+    /// authority, balance (`Ok(None)` as for `begin_plain`). The task row goes first, so a concurrent begin with the same key
     /// waits on the unique index and then fails; either refusal drops the transaction,
     /// taking the task row and the spend back.
-    async fn begin_with_authority(&self, task: &NewTask) -> Result<Begin, sqlx::Error> {
-        let mut tx = self.pool.begin().await?;
+    async fn begin_with_authority(
+        &self,
+        task: &NewTask,
+    ) -> Result<Option<BeginOutcome>, TaskError> {
+        let err = |e| TaskError::from(backend(e, "beginning task"));
+        let mut tx = self.pool.begin().await.map_err(err)?;
         if let Some(key) = &task.idempotency_key {
             let row = sqlx::query(
                 "SELECT id, account_id, key_id, domain, action, cost, idempotency_key, \
@@ -213,13 +204,11 @@ impl PostgresStore {
             .bind(task.account_id.as_str())
             .bind(key)
             .fetch_optional(&mut *tx)
-            .await?;
+            .await
+            .map_err(err)?;
             if let Some(r) = row {
-                let existing = task_from_row(&r).map_err(|e| sqlx::Error::Decode(e.0.into()))?;
-                return Ok(Begin::Outcome(existing_outcome(
-                    existing,
-                    &task.fingerprint,
-                )));
+                let existing = task_from_row(&r)?;
+                return Ok(Some(existing_outcome(existing, &task.fingerprint)));
             }
         }
         let inserted = sqlx::query(
@@ -240,30 +229,28 @@ impl PostgresStore {
         .await;
         match inserted {
             Ok(_) => {}
-            Err(e) if is_unique_violation(&e) && task.idempotency_key.is_some() => {
-                return Ok(Begin::LostKeyRace);
-            }
-            Err(e) if is_foreign_key_violation(&e) => return Ok(Begin::UnknownAccount),
-            Err(e) => return Err(e),
+            Err(e) if is_unique_violation(&e) && task.idempotency_key.is_some() => return Ok(None),
+            Err(e) if is_foreign_key_violation(&e) => return Err(TaskError::UnknownAccount),
+            Err(e) => return Err(err(e)),
         }
-        if let Err(refusal) = spend_authority(&mut tx, task).await? {
-            return Ok(Begin::Outcome(BeginOutcome::AuthorityRefused(refusal)));
+        if let Err(refusal) = spend_authority(&mut tx, task).await.map_err(err)? {
+            return Ok(Some(BeginOutcome::AuthorityRefused(refusal)));
         }
-        let held = hold_on(&mut tx, task).await?;
-        if held.is_none() {
+        if hold_on(&mut tx, task).await.map_err(err)?.is_none() {
             let current: Option<i64> =
                 sqlx::query_scalar("SELECT spendable FROM accounts WHERE id = $1")
                     .bind(task.account_id.as_str())
                     .fetch_optional(&mut *tx)
-                    .await?;
+                    .await
+                    .map_err(err)?;
             // Dropping the transaction takes the task row and the spend back.
-            return Ok(match current {
-                Some(spendable) => Begin::Outcome(BeginOutcome::InsufficientCredits { spendable }),
-                None => Begin::UnknownAccount,
-            });
+            return match current {
+                Some(spendable) => Ok(Some(BeginOutcome::InsufficientCredits { spendable })),
+                None => Err(TaskError::UnknownAccount),
+            };
         }
-        tx.commit().await?;
-        Ok(Begin::Outcome(BeginOutcome::Started(started(task))))
+        tx.commit().await.map_err(err)?;
+        Ok(Some(BeginOutcome::Started(started(task))))
     }
 }
 
@@ -301,23 +288,16 @@ impl TaskStore for PostgresStore {
     async fn begin_task(&self, task: &NewTask) -> Result<BeginOutcome, TaskError> {
         let begun = match task.authority_spend {
             None => self.begin_plain(task).await?,
-            Some(_) => self
-                .begin_with_authority(task)
-                .await
-                .map_err(|e| backend(e, "beginning task"))?,
+            Some(_) => self.begin_with_authority(task).await?,
         };
-        match begun {
-            Begin::Outcome(outcome) => Ok(outcome),
-            Begin::UnknownAccount => Err(TaskError::UnknownAccount),
-            Begin::LostKeyRace => {
-                let key = task.idempotency_key.as_deref().unwrap_or_default();
-                match self.task_by_key(&task.account_id, key).await? {
-                    Some(existing) => Ok(existing_outcome(existing, &task.fingerprint)),
-                    None => {
-                        Err(StoreError(anyhow::anyhow!("idempotency key race left no task")).into())
-                    }
-                }
-            }
+        if let Some(outcome) = begun {
+            return Ok(outcome);
+        }
+        // Lost the race for the idempotency key: the winner's task is the answer.
+        let key = task.idempotency_key.as_deref().unwrap_or_default();
+        match self.task_by_key(&task.account_id, key).await? {
+            Some(existing) => Ok(existing_outcome(existing, &task.fingerprint)),
+            None => Err(StoreError(anyhow::anyhow!("idempotency key race left no task")).into()),
         }
     }
 
