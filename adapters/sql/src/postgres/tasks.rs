@@ -185,15 +185,25 @@ impl PostgresStore {
     }
 
     /// A begin under a payment authority: one transaction, in the order unknown account,
-    /// authority, balance (`Ok(None)` as for `begin_plain`). The task row goes first, so a concurrent begin with the same key
-    /// waits on the unique index and then fails; either refusal drops the transaction,
-    /// taking the task row and the spend back.
+    /// authority, balance (`Ok(None)` as for `begin_plain`). The account row is locked first,
+    /// as `begin_plain` locks it, so begins of one account take their locks in one order
+    /// (account, idempotency key, authority) and never deadlock. Either refusal drops the
+    /// transaction, taking the task row and the spend back.
     async fn begin_with_authority(
         &self,
         task: &NewTask,
     ) -> Result<Option<BeginOutcome>, TaskError> {
         let err = |e| TaskError::from(backend(e, "beginning task"));
         let mut tx = self.pool.begin().await.map_err(err)?;
+        let spendable: Option<i64> =
+            sqlx::query_scalar("SELECT spendable FROM accounts WHERE id = $1 FOR UPDATE")
+                .bind(task.account_id.as_str())
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(err)?;
+        let Some(spendable) = spendable else {
+            return Err(TaskError::UnknownAccount);
+        };
         if let Some(key) = &task.idempotency_key {
             let row = sqlx::query(
                 "SELECT id, account_id, key_id, domain, action, cost, idempotency_key, \
@@ -211,6 +221,7 @@ impl PostgresStore {
                 return Ok(Some(existing_outcome(existing, &task.fingerprint)));
             }
         }
+        // The task before its spend, which references it.
         let inserted = sqlx::query(
             "INSERT INTO tasks (id, account_id, key_id, domain, action, cost, idempotency_key, \
              fingerprint, status, created_at) \
@@ -230,24 +241,14 @@ impl PostgresStore {
         match inserted {
             Ok(_) => {}
             Err(e) if is_unique_violation(&e) && task.idempotency_key.is_some() => return Ok(None),
-            Err(e) if is_foreign_key_violation(&e) => return Err(TaskError::UnknownAccount),
             Err(e) => return Err(err(e)),
         }
         if let Err(refusal) = spend_authority(&mut tx, task).await.map_err(err)? {
             return Ok(Some(BeginOutcome::AuthorityRefused(refusal)));
         }
         if hold_on(&mut tx, task).await.map_err(err)?.is_none() {
-            let current: Option<i64> =
-                sqlx::query_scalar("SELECT spendable FROM accounts WHERE id = $1")
-                    .bind(task.account_id.as_str())
-                    .fetch_optional(&mut *tx)
-                    .await
-                    .map_err(err)?;
-            // Dropping the transaction takes the task row and the spend back.
-            return match current {
-                Some(spendable) => Ok(Some(BeginOutcome::InsufficientCredits { spendable })),
-                None => Err(TaskError::UnknownAccount),
-            };
+            // The account is locked: `spendable` is still what it was.
+            return Ok(Some(BeginOutcome::InsufficientCredits { spendable }));
         }
         tx.commit().await.map_err(err)?;
         Ok(Some(BeginOutcome::Started(started(task))))
