@@ -109,6 +109,16 @@ impl KeyHash {
         self.0.iter().map(|b| format!("{b:02x}")).collect()
     }
 
+    /// The 32 bytes of the digest (what a store keeps where it has a bytes type).
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// `None` unless `bytes` is exactly 32 long.
+    pub fn from_bytes(bytes: &[u8]) -> Option<Self> {
+        bytes.try_into().ok().map(Self)
+    }
+
     pub fn from_hex(hex: &str) -> Option<Self> {
         if hex.len() != 64 {
             return None;

@@ -140,16 +140,26 @@ impl LedgerEntry {
         balance_after: i64,
         at: DateTime<Utc>,
     ) -> Self {
+        let (reference, memo) = Self::task_reference(task, kind);
         Self {
             id,
             account_id,
             kind,
             delta,
             balance_after,
-            reference: Some(format!("task:{task}:{}", kind.as_str())),
-            memo: format!("{} for {task}", kind.as_str()),
+            reference: Some(reference),
+            memo,
             created_at: at,
         }
+    }
+
+    /// The reference and the memo of a task's entry of `kind` (see [`Self::for_task`]), for a
+    /// store that writes the entry in SQL.
+    pub fn task_reference(task: &crate::ids::TaskId, kind: EntryKind) -> (String, String) {
+        (
+            format!("task:{task}:{}", kind.as_str()),
+            format!("{} for {task}", kind.as_str()),
+        )
     }
 }
 

@@ -1,0 +1,236 @@
+//! `AccountStore`: accounts and their API keys (kept only as the SHA-256 of the key, BYTEA).
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::{PgConnection, postgres::PgRow};
+use svc_ports::{
+    Account, AccountId, ApiKeyId, ApiKeyRecord, Email, Environment, KeyHash, KeyPrefix, Scopes,
+    store::{AccountError, AccountStore, KeyError, StoreError},
+};
+
+use super::{
+    PostgresStore, backend, col, hash, is_foreign_key_violation, is_unique_violation, ms, parsed,
+};
+
+/// Column names of an account in a row: its own, or aliased beside another table's.
+pub(super) type AccountColumns = [&'static str; 5];
+pub(super) const ACCOUNT: AccountColumns = ["id", "email", "plan", "environment", "created_at"];
+pub(super) const JOINED_ACCOUNT: AccountColumns =
+    ["a_id", "a_email", "a_plan", "a_environment", "a_created_at"];
+
+pub(super) fn account_from_row(r: &PgRow, c: AccountColumns) -> Result<Account, StoreError> {
+    Ok(Account {
+        id: parsed(r, c[0], AccountId::parse)?,
+        email: parsed(r, c[1], Email::parse)?,
+        plan: parsed(r, c[2], str::parse)?,
+        environment: parsed(r, c[3], str::parse)?,
+        created_at: col(r, c[4])?,
+    })
+}
+
+fn key_from_row(r: &PgRow) -> Result<ApiKeyRecord, StoreError> {
+    Ok(ApiKeyRecord {
+        id: parsed(r, "id", ApiKeyId::parse)?,
+        account_id: parsed(r, "account_id", AccountId::parse)?,
+        prefix: parsed(r, "prefix", KeyPrefix::parse)?,
+        hash: hash(r, "hash")?,
+        scopes: parsed(r, "scopes", Scopes::parse_list)?,
+        label: col(r, "label")?,
+        created_at: col(r, "created_at")?,
+        revoked_at: col(r, "revoked_at")?,
+    })
+}
+
+/// Stores a key on a connection or inside a transaction (`&mut tx`).
+pub(super) async fn insert_key(
+    conn: &mut PgConnection,
+    key: &ApiKeyRecord,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO api_keys (id, account_id, prefix, hash, scopes, label, created_at, revoked_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+    )
+    .bind(key.id.as_str())
+    .bind(key.account_id.as_str())
+    .bind(key.prefix.as_str())
+    .bind(key.hash.as_bytes().as_slice())
+    .bind(key.scopes.to_list_string())
+    .bind(&key.label)
+    .bind(ms(key.created_at))
+    .bind(key.revoked_at.map(ms))
+    .execute(conn)
+    .await
+    .map(|_| ())
+}
+
+pub(super) fn key_error(e: sqlx::Error) -> KeyError {
+    if is_unique_violation(&e) {
+        KeyError::Duplicate
+    } else if is_foreign_key_violation(&e) {
+        KeyError::UnknownAccount
+    } else {
+        backend(e, "storing key").into()
+    }
+}
+
+#[async_trait]
+impl AccountStore for PostgresStore {
+    async fn create_account(&self, account: &Account) -> Result<(), AccountError> {
+        let r = sqlx::query(
+            "INSERT INTO accounts (id, email, plan, environment, created_at) \
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(account.id.as_str())
+        .bind(account.email.as_str())
+        .bind(account.plan.as_str())
+        .bind(account.environment.as_str())
+        .bind(ms(account.created_at))
+        .execute(&self.pool)
+        .await;
+        match r {
+            Ok(_) => Ok(()),
+            Err(e) if is_unique_violation(&e) => Err(AccountError::EmailTaken),
+            Err(e) => Err(backend(e, "creating account").into()),
+        }
+    }
+
+    async fn account(&self, id: &AccountId) -> Result<Option<Account>, StoreError> {
+        sqlx::query("SELECT id, email, plan, environment, created_at FROM accounts WHERE id = $1")
+            .bind(id.as_str())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| backend(e, "reading account"))?
+            .map(|r| account_from_row(&r, ACCOUNT))
+            .transpose()
+    }
+
+    async fn account_by_email(
+        &self,
+        environment: Environment,
+        email: &Email,
+    ) -> Result<Option<Account>, StoreError> {
+        sqlx::query(
+            "SELECT id, email, plan, environment, created_at FROM accounts \
+             WHERE environment = $1 AND email = $2",
+        )
+        .bind(environment.as_str())
+        .bind(email.as_str())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| backend(e, "reading account by email"))?
+        .map(|r| account_from_row(&r, ACCOUNT))
+        .transpose()
+    }
+
+    async fn insert_key(&self, key: &ApiKeyRecord) -> Result<(), KeyError> {
+        let mut conn = self
+            .pool
+            .acquire()
+            .await
+            .map_err(|e| backend(e, "inserting key"))?;
+        insert_key(&mut conn, key).await.map_err(key_error)
+    }
+
+    async fn key_by_hash(
+        &self,
+        hash: &KeyHash,
+    ) -> Result<Option<(ApiKeyRecord, Account)>, StoreError> {
+        let row = sqlx::query(
+            "SELECT k.id, k.account_id, k.prefix, k.hash, k.scopes, k.label, k.created_at, \
+             k.revoked_at, a.id AS a_id, a.email AS a_email, a.plan AS a_plan, \
+             a.environment AS a_environment, a.created_at AS a_created_at \
+             FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.hash = $1",
+        )
+        .bind(hash.as_bytes().as_slice())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| backend(e, "looking up key"))?;
+        row.map(|r| Ok((key_from_row(&r)?, account_from_row(&r, JOINED_ACCOUNT)?)))
+            .transpose()
+    }
+
+    async fn keys(&self, account: Option<AccountId>) -> Result<Vec<ApiKeyRecord>, StoreError> {
+        sqlx::query(
+            "SELECT id, account_id, prefix, hash, scopes, label, created_at, revoked_at \
+             FROM api_keys WHERE ($1::TEXT IS NULL OR account_id = $1) ORDER BY created_at, id",
+        )
+        .bind(account.as_ref().map(AccountId::as_str))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| backend(e, "listing keys"))?
+        .iter()
+        .map(key_from_row)
+        .collect()
+    }
+
+    async fn revoke_key(
+        &self,
+        prefix: &KeyPrefix,
+        at: DateTime<Utc>,
+    ) -> Result<ApiKeyRecord, KeyError> {
+        // One statement: only the first revocation matches `revoked_at IS NULL`.
+        let row = sqlx::query(
+            "UPDATE api_keys SET revoked_at = $1 WHERE prefix = $2 AND revoked_at IS NULL \
+             RETURNING id, account_id, prefix, hash, scopes, label, created_at, revoked_at",
+        )
+        .bind(ms(at))
+        .bind(prefix.as_str())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| backend(e, "revoking key"))?;
+        if let Some(r) = row {
+            return Ok(key_from_row(&r)?);
+        }
+        let exists: bool =
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM api_keys WHERE prefix = $1)")
+                .bind(prefix.as_str())
+                .fetch_one(&self.pool)
+                .await
+                .map_err(|e| backend(e, "revoking key"))?;
+        Err(if exists {
+            KeyError::AlreadyRevoked
+        } else {
+            KeyError::NotFound
+        })
+    }
+
+    async fn rotate_key(
+        &self,
+        prefix: &KeyPrefix,
+        replacement: &ApiKeyRecord,
+        at: DateTime<Utc>,
+    ) -> Result<ApiKeyRecord, KeyError> {
+        let err = |e| backend(e, "rotating key");
+        let mut tx = self.pool.begin().await.map_err(err)?;
+        let row = sqlx::query(
+            "UPDATE api_keys SET revoked_at = $1 \
+             WHERE prefix = $2 AND account_id = $3 AND revoked_at IS NULL \
+             RETURNING id, account_id, prefix, hash, scopes, label, created_at, revoked_at",
+        )
+        .bind(ms(at))
+        .bind(prefix.as_str())
+        .bind(replacement.account_id.as_str())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(err)?;
+        let Some(row) = row else {
+            let exists: bool = sqlx::query_scalar(
+                "SELECT EXISTS (SELECT 1 FROM api_keys WHERE prefix = $1 AND account_id = $2)",
+            )
+            .bind(prefix.as_str())
+            .bind(replacement.account_id.as_str())
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(err)?;
+            return Err(if exists {
+                KeyError::AlreadyRevoked
+            } else {
+                KeyError::NotFound
+            });
+        };
+        let old = key_from_row(&row)?;
+        insert_key(&mut tx, replacement).await.map_err(key_error)?;
+        tx.commit().await.map_err(err)?;
+        Ok(old)
+    }
+}

@@ -1,0 +1,484 @@
+//! `BillingStore`: checkouts, verified payment events (their fact JSONB, their body BYTEA),
+//! receipts, checkout handoffs and meter events. Applying a payment event is one transaction
+//! that stores the event (`(provider, webhook_id)` is unique) and every movement it calls for
+//! (each receipt and ledger entry unique per account and reference), so a replay, or the same
+//! event delivered to two instances at once, moves nothing twice.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::{PgConnection, Postgres, Transaction, postgres::PgRow, types::Json};
+use svc_ports::{
+    AccountId, CheckoutId, KeyHash, MeterEventId, ReceiptId,
+    billing::{
+        AppliedMovement, CheckoutHandoff, CheckoutOutcome, CheckoutRecord, Currency, EventOutcome,
+        MeterEvent, MeterOutcome, PaymentEvent, PaymentFact, PaymentPlan, Receipt, ReceiptKind,
+        named_checkouts, payment_checkout, plan_payment, task_receipt,
+    },
+    store::{BillingError, BillingStore, StoreError},
+};
+
+use super::{
+    PostgresStore, backend, col, corrupt, is_foreign_key_violation, is_unique_violation,
+    jsonb_safe, known, ledger::insert_entry, ms, parsed, parsed_opt, tasks::task_from_row,
+};
+
+fn checkout_from_row(r: &PgRow) -> Result<CheckoutRecord, StoreError> {
+    Ok(CheckoutRecord {
+        id: parsed(r, "id", CheckoutId::parse)?,
+        account_id: parsed(r, "account_id", AccountId::parse)?,
+        sku: col(r, "sku")?,
+        plan: parsed(r, "plan", str::parse)?,
+        credits: col(r, "credits")?,
+        amount: col(r, "amount")?,
+        currency: parsed(r, "currency", Currency::parse)?,
+        provider_session_id: col(r, "provider_session_id")?,
+        checkout_url: col(r, "checkout_url")?,
+        idempotency_key: col(r, "idempotency_key")?,
+        created_at: col(r, "created_at")?,
+        expires_at: col(r, "expires_at")?,
+    })
+}
+
+fn receipt_from_row(r: &PgRow) -> Result<Receipt, StoreError> {
+    Ok(Receipt {
+        id: parsed(r, "id", ReceiptId::parse)?,
+        account_id: parsed(r, "account_id", AccountId::parse)?,
+        kind: parsed(r, "kind", |s| known(ReceiptKind::parse(s)))?,
+        credits: col(r, "credits")?,
+        spendable_delta: col(r, "spendable_delta")?,
+        frozen_delta: col(r, "frozen_delta")?,
+        shortfall: col(r, "shortfall")?,
+        amount: col(r, "amount")?,
+        currency: parsed_opt(r, "currency", Currency::parse)?,
+        payment_id: col(r, "payment_id")?,
+        checkout_id: parsed_opt(r, "checkout_id", CheckoutId::parse)?,
+        task_id: None,
+        artifact_id: None,
+        reference: col(r, "reference")?,
+        note: col(r, "note")?,
+        created_at: col(r, "created_at")?,
+    })
+}
+
+fn meter_from_row(r: &PgRow) -> Result<MeterEvent, StoreError> {
+    Ok(MeterEvent {
+        id: parsed(r, "id", MeterEventId::parse)?,
+        identifier: col(r, "identifier")?,
+        event_name: col(r, "event_name")?,
+        account_id: parsed_opt(r, "account_id", AccountId::parse)?,
+        value: col(r, "value")?,
+        occurred_at: col(r, "occurred_at")?,
+        recorded_at: col(r, "recorded_at")?,
+        forwarded_at: col(r, "forwarded_at")?,
+    })
+}
+
+async fn insert_receipt(conn: &mut PgConnection, r: &Receipt) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO receipts (id, account_id, kind, credits, spendable_delta, frozen_delta, \
+         shortfall, amount, currency, payment_id, checkout_id, reference, note, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+    )
+    .bind(r.id.as_str())
+    .bind(r.account_id.as_str())
+    .bind(r.kind.as_str())
+    .bind(r.credits)
+    .bind(r.spendable_delta)
+    .bind(r.frozen_delta)
+    .bind(r.shortfall)
+    .bind(r.amount)
+    .bind(r.currency.as_ref().map(Currency::as_str))
+    .bind(r.payment_id.as_deref())
+    .bind(r.checkout_id.as_ref().map(CheckoutId::as_str))
+    .bind(&r.reference)
+    .bind(&r.note)
+    .bind(ms(r.created_at))
+    .execute(conn)
+    .await
+    .map(|_| ())
+}
+
+fn decode(e: StoreError) -> sqlx::Error {
+    sqlx::Error::Decode(e.0.into())
+}
+
+impl PostgresStore {
+    async fn try_apply_payment_event(
+        &self,
+        event: &PaymentEvent,
+        fact: &serde_json::Value,
+    ) -> Result<EventOutcome, sqlx::Error> {
+        let mut tx = self.pool.begin().await?;
+        let payment_id = event.fact.payment_id();
+        if let Some(pid) = payment_id {
+            // Events of one payment are applied one at a time across every instance: a
+            // transaction advisory lock on the payment, released at commit or rollback.
+            sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+                .bind(format!("{}\n{pid}", event.provider))
+                .execute(&mut *tx)
+                .await?;
+        }
+        let seen: Option<String> = sqlx::query_scalar(
+            "SELECT status FROM payment_events WHERE provider = $1 AND webhook_id = $2",
+        )
+        .bind(&event.provider)
+        .bind(&event.webhook_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if let Some(status) = seen {
+            return Ok(EventOutcome::Duplicate { status });
+        }
+        let outcome = match (&event.fact, payment_id) {
+            (PaymentFact::Malformed { reason }, _) => EventOutcome::Rejected(reason.clone()),
+            (_, None) => EventOutcome::Acknowledged,
+            (fact, Some(pid)) => {
+                let earlier: Vec<Json<PaymentFact>> = sqlx::query_scalar(
+                    "SELECT fact FROM payment_events WHERE provider = $1 AND payment_id = $2 \
+                     ORDER BY seq",
+                )
+                .bind(&event.provider)
+                .bind(pid)
+                .fetch_all(&mut *tx)
+                .await?;
+                let mut facts: Vec<PaymentFact> = earlier.into_iter().map(|f| f.0).collect();
+                facts.push(fact.clone());
+                apply_facts(&mut tx, event, pid, &facts).await?
+            }
+        };
+        let detail = match &outcome {
+            EventOutcome::Rejected(reason) => Some(reason.as_str()),
+            _ => None,
+        };
+        sqlx::query(
+            "INSERT INTO payment_events (provider, webhook_id, event_type, payment_id, fact, \
+             body, status, detail, received_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        )
+        .bind(&event.provider)
+        .bind(&event.webhook_id)
+        .bind(&event.event_type)
+        .bind(payment_id)
+        .bind(fact)
+        .bind(&event.body)
+        .bind(outcome.status())
+        .bind(detail)
+        .bind(ms(event.received_at))
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(outcome)
+    }
+}
+
+/// Works out and applies what all of a payment's events call for, inside the event's
+/// transaction (the payment is locked).
+async fn apply_facts(
+    tx: &mut Transaction<'static, Postgres>,
+    event: &PaymentEvent,
+    payment_id: &str,
+    facts: &[PaymentFact],
+) -> Result<EventOutcome, sqlx::Error> {
+    let ids: Vec<String> = named_checkouts(facts)
+        .into_iter()
+        .map(|id| id.as_str().to_owned())
+        .collect();
+    // In the order the facts name them.
+    let checkouts = sqlx::query(
+        "SELECT id, account_id, sku, plan, credits, amount, currency, provider_session_id, \
+         checkout_url, idempotency_key, created_at, expires_at \
+         FROM checkouts WHERE id = ANY($1) ORDER BY array_position($1, id)",
+    )
+    .bind(&ids)
+    .fetch_all(&mut **tx)
+    .await?
+    .iter()
+    .map(checkout_from_row)
+    .collect::<Result<Vec<_>, _>>()
+    .map_err(decode)?;
+    let (applied, spendable) = match payment_checkout(facts, &checkouts) {
+        Some(c) => {
+            let applied = sqlx::query(
+                "SELECT reference, spendable_delta, frozen_delta, shortfall FROM receipts \
+                 WHERE account_id = $1 AND payment_id = $2",
+            )
+            .bind(c.account_id.as_str())
+            .bind(payment_id)
+            .fetch_all(&mut **tx)
+            .await?
+            .iter()
+            .map(|r| {
+                Ok(AppliedMovement {
+                    reference: col(r, "reference")?,
+                    spendable_delta: col(r, "spendable_delta")?,
+                    frozen_delta: col(r, "frozen_delta")?,
+                    shortfall: col(r, "shortfall")?,
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()
+            .map_err(decode)?;
+            let spendable: i64 =
+                sqlx::query_scalar("SELECT spendable FROM accounts WHERE id = $1 FOR UPDATE")
+                    .bind(c.account_id.as_str())
+                    .fetch_one(&mut **tx)
+                    .await?;
+            (applied, spendable)
+        }
+        None => (Vec::new(), 0),
+    };
+    let (checkout, moves) = match plan_payment(facts, &checkouts, &applied, spendable) {
+        PaymentPlan::Pending => return Ok(EventOutcome::Pending),
+        PaymentPlan::Rejected(reason) => return Ok(EventOutcome::Rejected(reason)),
+        PaymentPlan::Moves { checkout, moves } => (checkout, moves),
+    };
+    // Events that waited for this payment are now accounted for.
+    sqlx::query(
+        "UPDATE payment_events SET status = 'applied' \
+         WHERE provider = $1 AND payment_id = $2 AND status = 'pending'",
+    )
+    .bind(&event.provider)
+    .bind(payment_id)
+    .execute(&mut **tx)
+    .await?;
+    if moves.is_empty() {
+        return Ok(EventOutcome::Acknowledged);
+    }
+    let mut receipts = Vec::with_capacity(moves.len());
+    for m in &moves {
+        // The plan is raised from `free` to the checkout's with a purchase.
+        let balance_after: i64 = sqlx::query_scalar(
+            "UPDATE accounts SET spendable = spendable + $1, frozen = frozen + $2, \
+             plan = CASE WHEN $4 AND plan = 'free' THEN $5 ELSE plan END \
+             WHERE id = $3 RETURNING spendable",
+        )
+        .bind(m.spendable_delta)
+        .bind(m.frozen_delta)
+        .bind(checkout.account_id.as_str())
+        .bind(m.kind == ReceiptKind::Purchase)
+        .bind(checkout.plan.as_str())
+        .fetch_one(&mut **tx)
+        .await?;
+        let (entry, receipt) = m.records(&checkout, payment_id, balance_after, event.received_at);
+        insert_entry(tx, &entry).await?;
+        insert_receipt(tx, &receipt).await?;
+        receipts.push(receipt);
+    }
+    Ok(EventOutcome::Applied(receipts))
+}
+
+#[async_trait]
+impl BillingStore for PostgresStore {
+    async fn insert_checkout(
+        &self,
+        checkout: &CheckoutRecord,
+    ) -> Result<CheckoutOutcome, BillingError> {
+        let r = sqlx::query(
+            "INSERT INTO checkouts (id, account_id, sku, plan, credits, amount, currency, \
+             provider_session_id, checkout_url, idempotency_key, created_at, expires_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+        )
+        .bind(checkout.id.as_str())
+        .bind(checkout.account_id.as_str())
+        .bind(&checkout.sku)
+        .bind(checkout.plan.as_str())
+        .bind(checkout.credits)
+        .bind(checkout.amount)
+        .bind(checkout.currency.as_str())
+        .bind(&checkout.provider_session_id)
+        .bind(&checkout.checkout_url)
+        .bind(checkout.idempotency_key.as_deref())
+        .bind(ms(checkout.created_at))
+        .bind(ms(checkout.expires_at))
+        .execute(&self.pool)
+        .await;
+        match r {
+            Ok(_) => Ok(CheckoutOutcome::Created(checkout.clone())),
+            Err(e) if is_foreign_key_violation(&e) => Err(BillingError::UnknownAccount),
+            Err(e) if is_unique_violation(&e) => {
+                let key = checkout.idempotency_key.as_deref().unwrap_or_default();
+                match self.checkout_by_key(&checkout.account_id, key).await? {
+                    Some(existing) => Ok(CheckoutOutcome::Existing(existing)),
+                    None => Err(backend(e, "storing checkout").into()),
+                }
+            }
+            Err(e) => Err(backend(e, "storing checkout").into()),
+        }
+    }
+
+    async fn checkout_by_key(
+        &self,
+        account: &AccountId,
+        idempotency_key: &str,
+    ) -> Result<Option<CheckoutRecord>, StoreError> {
+        sqlx::query(
+            "SELECT id, account_id, sku, plan, credits, amount, currency, provider_session_id, \
+             checkout_url, idempotency_key, created_at, expires_at \
+             FROM checkouts WHERE account_id = $1 AND idempotency_key = $2",
+        )
+        .bind(account.as_str())
+        .bind(idempotency_key)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| backend(e, "reading checkout"))?
+        .map(|r| checkout_from_row(&r))
+        .transpose()
+    }
+
+    async fn checkout(&self, id: &CheckoutId) -> Result<Option<CheckoutRecord>, StoreError> {
+        sqlx::query(
+            "SELECT id, account_id, sku, plan, credits, amount, currency, provider_session_id, \
+             checkout_url, idempotency_key, created_at, expires_at FROM checkouts WHERE id = $1",
+        )
+        .bind(id.as_str())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| backend(e, "reading checkout"))?
+        .map(|r| checkout_from_row(&r))
+        .transpose()
+    }
+
+    async fn apply_payment_event(&self, event: &PaymentEvent) -> Result<EventOutcome, StoreError> {
+        let fact = serde_json::to_value(&event.fact).map_err(corrupt("payment fact"))?;
+        jsonb_safe(&fact, "a payment fact")?;
+        // A lost race with the same delivery (unique webhook id) or the same movement
+        // (unique reference) rolled back whole: what is stored now is the answer.
+        let mut last = None;
+        for _ in 0..3 {
+            match self.try_apply_payment_event(event, &fact).await {
+                Ok(outcome) => return Ok(outcome),
+                Err(e) if is_unique_violation(&e) => last = Some(e),
+                Err(e) => return Err(backend(e, "applying payment event")),
+            }
+        }
+        Err(backend(
+            last.unwrap_or(sqlx::Error::RowNotFound),
+            "applying payment event",
+        ))
+    }
+
+    async fn receipts(&self, account: &AccountId, limit: u32) -> Result<Vec<Receipt>, StoreError> {
+        let mut out = sqlx::query(
+            "SELECT id, account_id, kind, credits, spendable_delta, frozen_delta, shortfall, \
+             amount, currency, payment_id, checkout_id, reference, note, created_at \
+             FROM receipts WHERE account_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2",
+        )
+        .bind(account.as_str())
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| backend(e, "listing receipts"))?
+        .iter()
+        .map(receipt_from_row)
+        .collect::<Result<Vec<_>, _>>()?;
+        let tasks = sqlx::query(
+            "SELECT id, account_id, key_id, domain, action, cost, idempotency_key, fingerprint, \
+             status, response_status, response_body, artifact_id, artifact, created_at, \
+             settled_at, verified_artifact, verified_at \
+             FROM tasks WHERE account_id = $1 AND settled_at IS NOT NULL \
+             ORDER BY settled_at DESC LIMIT $2",
+        )
+        .bind(account.as_str())
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| backend(e, "listing task receipts"))?;
+        for row in &tasks {
+            out.extend(task_receipt(&task_from_row(row)?));
+        }
+        out.sort_by(|a, b| (b.created_at, &b.id).cmp(&(a.created_at, &a.id)));
+        out.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+        Ok(out)
+    }
+
+    async fn insert_handoff(&self, handoff: &CheckoutHandoff) -> Result<(), BillingError> {
+        let r = sqlx::query(
+            "INSERT INTO checkout_handoffs (token_hash, account_id, sku, created_at, expires_at) \
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(handoff.token_hash.as_bytes().as_slice())
+        .bind(handoff.account_id.as_str())
+        .bind(&handoff.sku)
+        .bind(ms(handoff.created_at))
+        .bind(ms(handoff.expires_at))
+        .execute(&self.pool)
+        .await;
+        match r {
+            Ok(_) => Ok(()),
+            Err(e) if is_foreign_key_violation(&e) => Err(BillingError::UnknownAccount),
+            Err(e) => Err(backend(e, "storing checkout handoff").into()),
+        }
+    }
+
+    async fn take_handoff(
+        &self,
+        token_hash: &KeyHash,
+        now: DateTime<Utc>,
+    ) -> Result<Option<CheckoutHandoff>, StoreError> {
+        // One statement: only the first take matches `taken_at IS NULL`.
+        let row = sqlx::query(
+            "UPDATE checkout_handoffs SET taken_at = $1 \
+             WHERE token_hash = $2 AND taken_at IS NULL AND expires_at > $1 \
+             RETURNING account_id, sku, created_at, expires_at",
+        )
+        .bind(ms(now))
+        .bind(token_hash.as_bytes().as_slice())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| backend(e, "taking checkout handoff"))?;
+        let Some(r) = row else { return Ok(None) };
+        Ok(Some(CheckoutHandoff {
+            token_hash: *token_hash,
+            account_id: parsed(&r, "account_id", AccountId::parse)?,
+            sku: col(&r, "sku")?,
+            created_at: col(&r, "created_at")?,
+            expires_at: col(&r, "expires_at")?,
+        }))
+    }
+
+    async fn record_meter_event(&self, event: &MeterEvent) -> Result<MeterOutcome, StoreError> {
+        let done = sqlx::query(
+            "INSERT INTO meter_events (id, identifier, event_name, account_id, value, \
+             occurred_at, recorded_at, forwarded_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+             ON CONFLICT (identifier) DO NOTHING",
+        )
+        .bind(event.id.as_str())
+        .bind(&event.identifier)
+        .bind(&event.event_name)
+        .bind(event.account_id.as_ref().map(AccountId::as_str))
+        .bind(event.value)
+        .bind(ms(event.occurred_at))
+        .bind(ms(event.recorded_at))
+        .bind(event.forwarded_at.map(ms))
+        .execute(&self.pool)
+        .await
+        .map_err(|e| backend(e, "recording meter event"))?;
+        if done.rows_affected() == 1 {
+            return Ok(MeterOutcome::Recorded(event.clone()));
+        }
+        // A new statement sees the row that conflicted (it may have committed after this
+        // INSERT's snapshot was taken).
+        let row = sqlx::query(
+            "SELECT id, identifier, event_name, account_id, value, occurred_at, recorded_at, \
+             forwarded_at FROM meter_events WHERE identifier = $1",
+        )
+        .bind(&event.identifier)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|e| backend(e, "reading meter event"))?;
+        Ok(MeterOutcome::Existing(meter_from_row(&row)?))
+    }
+
+    async fn mark_meter_forwarded(
+        &self,
+        id: &MeterEventId,
+        at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE meter_events SET forwarded_at = $1 WHERE id = $2 AND forwarded_at IS NULL",
+        )
+        .bind(ms(at))
+        .bind(id.as_str())
+        .execute(&self.pool)
+        .await
+        .map_err(|e| backend(e, "marking meter event forwarded"))?;
+        Ok(())
+    }
+}

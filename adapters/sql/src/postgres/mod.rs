@@ -1,0 +1,173 @@
+//! Postgres: the store for more than one machine. Every statement is plain text next to the
+//! Rust that runs it, one file per port family; values are bound as Postgres types
+//! (TIMESTAMPTZ, BYTEA, JSONB, BOOLEAN; see `migrations/postgres/0011_postgres_types.sql`).
+//!
+//! Read committed is enough everywhere: balance changes are single `UPDATE ... RETURNING`
+//! statements (row-locked), and uniqueness that guards money is a constraint. The execution
+//! path (`begin_task` without an authority, `settle_task`) is one statement each.
+
+mod accounts;
+mod authority;
+mod billing;
+mod connections;
+mod identity;
+mod ledger;
+mod maps;
+mod pages;
+mod readiness;
+mod tasks;
+mod telemetry;
+
+use std::{fmt::Display, time::Duration};
+
+use anyhow::{Context, anyhow};
+use chrono::{DateTime, SubsecRound, Utc};
+use sqlx::{
+    PgPool, Postgres, Row,
+    postgres::{PgPoolOptions, PgRow},
+};
+use svc_ports::{KeyHash, StoreError};
+
+#[derive(Clone)]
+pub struct PostgresStore {
+    pool: PgPool,
+}
+
+impl PostgresStore {
+    /// Connects to `postgres://...` without migrating.
+    pub async fn connect(url: &str, max_connections: u32) -> anyhow::Result<Self> {
+        let pool = PgPoolOptions::new()
+            .max_connections(max_connections)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect(url)
+            .await
+            .with_context(|| "connecting to Postgres")?;
+        Ok(Self { pool })
+    }
+
+    /// Applies pending migrations from `migrations/postgres`. sqlx takes an advisory lock, so
+    /// instances starting together migrate once.
+    pub async fn migrate(&self) -> anyhow::Result<()> {
+        crate::migrations::postgres()
+            .run(&self.pool)
+            .await
+            .with_context(|| "applying Postgres migrations")
+    }
+
+    pub async fn open(url: &str, max_connections: u32) -> anyhow::Result<Self> {
+        let store = Self::connect(url, max_connections).await?;
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// Times are kept to the millisecond, as the SQLite store keeps them and as every row written
+/// before migration 0011 was, so both stores answer alike.
+fn ms(t: DateTime<Utc>) -> DateTime<Utc> {
+    t.trunc_subsecs(3)
+}
+
+fn backend(e: sqlx::Error, what: &'static str) -> StoreError {
+    StoreError(anyhow::Error::new(e).context(what))
+}
+
+fn corrupt<E: Display>(what: &'static str) -> impl FnOnce(E) -> StoreError {
+    move |e| StoreError(anyhow!("corrupt {what} in store: {e}"))
+}
+
+fn is_unique_violation(e: &sqlx::Error) -> bool {
+    e.as_database_error()
+        .is_some_and(|d| d.is_unique_violation())
+}
+
+fn is_foreign_key_violation(e: &sqlx::Error) -> bool {
+    e.as_database_error()
+        .is_some_and(|d| d.is_foreign_key_violation())
+}
+
+/// One column of a row, as the Rust type its Postgres type decodes to.
+fn col<'r, T>(row: &'r PgRow, name: &str) -> Result<T, StoreError>
+where
+    T: sqlx::Decode<'r, Postgres> + sqlx::Type<Postgres>,
+{
+    row.try_get(name)
+        .map_err(|e| StoreError(anyhow::Error::new(e).context(format!("reading `{name}`"))))
+}
+
+/// A TEXT column parsed into a domain type.
+fn parsed<T, E: Display>(
+    row: &PgRow,
+    name: &str,
+    parse: impl FnOnce(&str) -> Result<T, E>,
+) -> Result<T, StoreError> {
+    parse(&col::<String>(row, name)?)
+        .map_err(|e| StoreError(anyhow!("corrupt `{name}` in store: {e}")))
+}
+
+/// A nullable TEXT column parsed into a domain type.
+fn parsed_opt<T, E: Display>(
+    row: &PgRow,
+    name: &str,
+    parse: impl FnOnce(&str) -> Result<T, E>,
+) -> Result<Option<T>, StoreError> {
+    col::<Option<String>>(row, name)?
+        .map(|s| parse(&s))
+        .transpose()
+        .map_err(|e| StoreError(anyhow!("corrupt `{name}` in store: {e}")))
+}
+
+/// A BYTEA SHA-256 column.
+fn hash(row: &PgRow, name: &'static str) -> Result<KeyHash, StoreError> {
+    KeyHash::from_bytes(&col::<Vec<u8>>(row, name)?).ok_or_else(|| corrupt(name)("not 32 bytes"))
+}
+
+/// For enum `parse` functions that answer `Option`.
+fn known<T>(value: Option<T>) -> Result<T, &'static str> {
+    value.ok_or("unknown value")
+}
+
+/// JSONB cannot hold a NUL (`\u0000`): refused here with a clear error instead of a failed
+/// statement. The callers never produce one (see migration 0011).
+fn jsonb_safe(value: &serde_json::Value, what: &'static str) -> Result<(), StoreError> {
+    use serde_json::Value;
+    fn has_nul(v: &Value) -> bool {
+        match v {
+            Value::String(s) => s.contains('\0'),
+            Value::Array(items) => items.iter().any(has_nul),
+            Value::Object(map) => map.iter().any(|(k, v)| k.contains('\0') || has_nul(v)),
+            _ => false,
+        }
+    }
+    if has_nul(value) {
+        return Err(StoreError(anyhow!(
+            "{what} holds a NUL character (U+0000), which Postgres JSONB cannot store"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+    use serde_json::json;
+
+    #[test]
+    fn times_keep_milliseconds() {
+        let t = chrono::Utc.timestamp_nanos(1_780_000_000_123_456_789);
+        assert_eq!(
+            super::ms(t).timestamp_nanos_opt(),
+            Some(1_780_000_000_123_000_000)
+        );
+    }
+
+    #[test]
+    fn a_nul_anywhere_in_a_document_is_refused() {
+        assert!(super::jsonb_safe(&json!({"a": ["x", {"b": 1}]}), "doc").is_ok());
+        assert!(super::jsonb_safe(&json!({"a": ["x\u{0}"]}), "doc").is_err());
+        assert!(super::jsonb_safe(&json!({"k\u{0}": 1}), "doc").is_err());
+    }
+}

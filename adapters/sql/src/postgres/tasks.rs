@@ -1,0 +1,470 @@
+//! `TaskStore`: execution tasks and the credits they hold, charge or refund.
+//!
+//! The execution path is two statements, each one round trip in autocommit: `begin_task`
+//! (without an authority spend) and `settle_task` are each a single statement of
+//! data-modifying CTEs, so they happen whole or not at all without a transaction around them.
+//! A task under a payment authority begins in a transaction, because the spend rules are
+//! Rust (`svc_ports::authority::check_spend`) run with the authority row locked.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::{PgConnection, postgres::PgRow};
+use svc_ports::{
+    AccountId, ApiKeyId, ArtifactId, BeginOutcome, LedgerEntry, NewTask, SettleOutcome, Settlement,
+    TaskId, TaskRecord, TaskStatus, VerifyOutcome,
+    ledger::EntryKind,
+    store::{StoreError, TaskError, TaskStore},
+};
+
+use super::{
+    PostgresStore, authority::spend_authority, backend, col, corrupt, is_foreign_key_violation,
+    is_unique_violation, known, ms, parsed, parsed_opt,
+};
+
+pub(super) fn task_from_row(r: &PgRow) -> Result<TaskRecord, StoreError> {
+    let response_status: Option<i64> = col(r, "response_status")?;
+    Ok(TaskRecord {
+        id: parsed(r, "id", TaskId::parse)?,
+        account_id: parsed(r, "account_id", AccountId::parse)?,
+        key_id: parsed(r, "key_id", ApiKeyId::parse)?,
+        domain: col(r, "domain")?,
+        action: col(r, "action")?,
+        cost: col(r, "cost")?,
+        idempotency_key: col(r, "idempotency_key")?,
+        fingerprint: col(r, "fingerprint")?,
+        status: parsed(r, "status", |s| known(TaskStatus::parse(s)))?,
+        response_status: response_status
+            .map(u16::try_from)
+            .transpose()
+            .map_err(corrupt("response status"))?,
+        response_body: col(r, "response_body")?,
+        artifact_id: parsed_opt(r, "artifact_id", ArtifactId::parse)?,
+        artifact: col(r, "artifact")?,
+        created_at: col(r, "created_at")?,
+        settled_at: col(r, "settled_at")?,
+        verified_artifact: col(r, "verified_artifact")?,
+        verified_at: col(r, "verified_at")?,
+    })
+}
+
+/// What an existing task under the same idempotency key means for a new request.
+fn existing_outcome(existing: TaskRecord, fingerprint: &str) -> BeginOutcome {
+    if existing.fingerprint != fingerprint {
+        BeginOutcome::Conflict(existing)
+    } else if existing.status == TaskStatus::InFlight {
+        BeginOutcome::InFlight(existing)
+    } else {
+        BeginOutcome::Replay(existing)
+    }
+}
+
+/// The record of a task that just began.
+fn started(task: &NewTask) -> TaskRecord {
+    TaskRecord {
+        id: task.id.clone(),
+        account_id: task.account_id.clone(),
+        key_id: task.key_id.clone(),
+        domain: task.domain.clone(),
+        action: task.action.clone(),
+        cost: task.cost,
+        idempotency_key: task.idempotency_key.clone(),
+        fingerprint: task.fingerprint.clone(),
+        status: TaskStatus::InFlight,
+        response_status: None,
+        response_body: None,
+        artifact_id: None,
+        artifact: None,
+        created_at: task.created_at,
+        settled_at: None,
+        verified_artifact: None,
+        verified_at: None,
+    }
+}
+
+impl PostgresStore {
+    async fn task_by_key(
+        &self,
+        account: &AccountId,
+        key: &str,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        sqlx::query(
+            "SELECT id, account_id, key_id, domain, action, cost, idempotency_key, fingerprint, \
+             status, response_status, response_body, artifact_id, artifact, created_at, \
+             settled_at, verified_artifact, verified_at \
+             FROM tasks WHERE account_id = $1 AND idempotency_key = $2",
+        )
+        .bind(account.as_str())
+        .bind(key)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| backend(e, "reading task by key"))?
+        .map(|r| task_from_row(&r))
+        .transpose()
+    }
+
+    /// One statement: the idempotency lookup, the balance check and hold (with the account
+    /// row locked), the task and the hold entry. `existing` is read first and everything
+    /// else runs only without it; `hold` only when spendable covers the cost. A racing begin
+    /// with the same key that committed first makes the task INSERT fail, and the whole
+    /// statement with it: nothing is held, and `Ok(None)` tells the caller to read the winner.
+    async fn begin_plain(&self, task: &NewTask) -> Result<Option<BeginOutcome>, TaskError> {
+        let (reference, memo) = LedgerEntry::task_reference(&task.id, EntryKind::Hold);
+        let row = sqlx::query(
+            r#"
+            WITH existing AS (
+                SELECT id, account_id, key_id, domain, action, cost, idempotency_key,
+                    fingerprint, status, response_status, response_body, artifact_id, artifact,
+                    created_at, settled_at, verified_artifact, verified_at
+                FROM tasks
+                WHERE account_id = $2 AND idempotency_key = $7
+            ),
+            account AS (
+                SELECT id, spendable FROM accounts WHERE id = $2 FOR UPDATE
+            ),
+            hold AS (
+                UPDATE accounts
+                SET spendable = accounts.spendable - $6, held = accounts.held + $6
+                FROM account
+                WHERE accounts.id = account.id AND accounts.spendable >= $6
+                    AND NOT EXISTS (SELECT 1 FROM existing)
+                RETURNING accounts.spendable
+            ),
+            task AS (
+                INSERT INTO tasks (id, account_id, key_id, domain, action, cost,
+                    idempotency_key, fingerprint, status, created_at)
+                SELECT $1, $2, $3, $4, $5, $6, $7, $8, 'in_flight', $9 FROM hold
+            ),
+            entry AS (
+                INSERT INTO ledger_entries
+                    (id, account_id, kind, delta, balance_after, reference, memo, created_at)
+                SELECT $10, $2, 'hold', -$6, spendable, $11, $12, $9 FROM hold WHERE $6 > 0
+            )
+            SELECT account.spendable AS account_spendable, hold.spendable AS held_spendable,
+                existing.id, existing.account_id, existing.key_id, existing.domain,
+                existing.action, existing.cost, existing.idempotency_key, existing.fingerprint,
+                existing.status, existing.response_status, existing.response_body,
+                existing.artifact_id, existing.artifact, existing.created_at,
+                existing.settled_at, existing.verified_artifact, existing.verified_at
+            FROM (SELECT) AS one
+            LEFT JOIN account ON TRUE
+            LEFT JOIN hold ON TRUE
+            LEFT JOIN existing ON TRUE
+            "#,
+        )
+        .bind(task.id.as_str())
+        .bind(task.account_id.as_str())
+        .bind(task.key_id.as_str())
+        .bind(&task.domain)
+        .bind(&task.action)
+        .bind(task.cost)
+        .bind(task.idempotency_key.as_deref())
+        .bind(&task.fingerprint)
+        .bind(ms(task.created_at))
+        .bind(task.hold_entry.as_str())
+        .bind(reference)
+        .bind(memo)
+        .fetch_one(&self.pool)
+        .await;
+        let row = match row {
+            Ok(row) => row,
+            Err(e) if is_unique_violation(&e) && task.idempotency_key.is_some() => return Ok(None),
+            Err(e) if is_foreign_key_violation(&e) => return Err(TaskError::UnknownAccount),
+            Err(e) => return Err(backend(e, "beginning task").into()),
+        };
+        if col::<Option<String>>(&row, "id")?.is_some() {
+            let existing = task_from_row(&row)?;
+            return Ok(Some(existing_outcome(existing, &task.fingerprint)));
+        }
+        if col::<Option<i64>>(&row, "held_spendable")?.is_some() {
+            return Ok(Some(BeginOutcome::Started(started(task))));
+        }
+        match col::<Option<i64>>(&row, "account_spendable")? {
+            Some(spendable) => Ok(Some(BeginOutcome::InsufficientCredits { spendable })),
+            None => Err(TaskError::UnknownAccount),
+        }
+    }
+
+    /// A begin under a payment authority: one transaction, in the order unknown account,
+    /// authority, balance (`Ok(None)` as for `begin_plain`). The account row is locked first,
+    /// as `begin_plain` locks it, so begins of one account take their locks in one order
+    /// (account, idempotency key, authority) and never deadlock. Either refusal drops the
+    /// transaction, taking the task row and the spend back.
+    async fn begin_with_authority(
+        &self,
+        task: &NewTask,
+    ) -> Result<Option<BeginOutcome>, TaskError> {
+        let err = |e| TaskError::from(backend(e, "beginning task"));
+        let mut tx = self.pool.begin().await.map_err(err)?;
+        let spendable: Option<i64> =
+            sqlx::query_scalar("SELECT spendable FROM accounts WHERE id = $1 FOR UPDATE")
+                .bind(task.account_id.as_str())
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(err)?;
+        let Some(spendable) = spendable else {
+            return Err(TaskError::UnknownAccount);
+        };
+        if let Some(key) = &task.idempotency_key {
+            let row = sqlx::query(
+                "SELECT id, account_id, key_id, domain, action, cost, idempotency_key, \
+                 fingerprint, status, response_status, response_body, artifact_id, artifact, \
+                 created_at, settled_at, verified_artifact, verified_at \
+                 FROM tasks WHERE account_id = $1 AND idempotency_key = $2",
+            )
+            .bind(task.account_id.as_str())
+            .bind(key)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(err)?;
+            if let Some(r) = row {
+                let existing = task_from_row(&r)?;
+                return Ok(Some(existing_outcome(existing, &task.fingerprint)));
+            }
+        }
+        // The task before its spend, which references it.
+        let inserted = sqlx::query(
+            "INSERT INTO tasks (id, account_id, key_id, domain, action, cost, idempotency_key, \
+             fingerprint, status, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'in_flight', $9)",
+        )
+        .bind(task.id.as_str())
+        .bind(task.account_id.as_str())
+        .bind(task.key_id.as_str())
+        .bind(&task.domain)
+        .bind(&task.action)
+        .bind(task.cost)
+        .bind(task.idempotency_key.as_deref())
+        .bind(&task.fingerprint)
+        .bind(ms(task.created_at))
+        .execute(&mut *tx)
+        .await;
+        match inserted {
+            Ok(_) => {}
+            Err(e) if is_unique_violation(&e) && task.idempotency_key.is_some() => return Ok(None),
+            Err(e) => return Err(err(e)),
+        }
+        if let Err(refusal) = spend_authority(&mut tx, task).await.map_err(err)? {
+            return Ok(Some(BeginOutcome::AuthorityRefused(refusal)));
+        }
+        if hold_on(&mut tx, task).await.map_err(err)?.is_none() {
+            // The account is locked: `spendable` is still what it was.
+            return Ok(Some(BeginOutcome::InsufficientCredits { spendable }));
+        }
+        tx.commit().await.map_err(err)?;
+        Ok(Some(BeginOutcome::Started(started(task))))
+    }
+}
+
+/// Holds the task's cost and writes the hold entry, in one statement inside the caller's
+/// transaction. `None`: spendable is below the cost (nothing changed).
+async fn hold_on(conn: &mut PgConnection, task: &NewTask) -> Result<Option<i64>, sqlx::Error> {
+    let (reference, memo) = LedgerEntry::task_reference(&task.id, EntryKind::Hold);
+    sqlx::query_scalar(
+        r#"
+        WITH hold AS (
+            UPDATE accounts SET spendable = spendable - $3, held = held + $3
+            WHERE id = $2 AND spendable >= $3
+            RETURNING spendable
+        ),
+        entry AS (
+            INSERT INTO ledger_entries
+                (id, account_id, kind, delta, balance_after, reference, memo, created_at)
+            SELECT $1, $2, 'hold', -$3, spendable, $4, $5, $6 FROM hold WHERE $3 > 0
+        )
+        SELECT spendable FROM hold
+        "#,
+    )
+    .bind(task.hold_entry.as_str())
+    .bind(task.account_id.as_str())
+    .bind(task.cost)
+    .bind(reference)
+    .bind(memo)
+    .bind(ms(task.created_at))
+    .fetch_optional(conn)
+    .await
+}
+
+#[async_trait]
+impl TaskStore for PostgresStore {
+    async fn begin_task(&self, task: &NewTask) -> Result<BeginOutcome, TaskError> {
+        let begun = match task.authority_spend {
+            None => self.begin_plain(task).await?,
+            Some(_) => self.begin_with_authority(task).await?,
+        };
+        if let Some(outcome) = begun {
+            return Ok(outcome);
+        }
+        // Lost the race for the idempotency key: the winner's task is the answer.
+        let key = task.idempotency_key.as_deref().unwrap_or_default();
+        match self.task_by_key(&task.account_id, key).await? {
+            Some(existing) => Ok(existing_outcome(existing, &task.fingerprint)),
+            None => Err(StoreError(anyhow::anyhow!("idempotency key race left no task")).into()),
+        }
+    }
+
+    async fn settle_task(&self, s: &Settlement) -> Result<SettleOutcome, TaskError> {
+        // One statement. `settled` matches only a task in flight (a racing settlement waits
+        // for the row and then matches nothing); everything else reads from it, so nothing
+        // is written for a task that was not in flight. `moved` captures (completed) or
+        // refunds (failed) the hold and returns the spendable balance the entry records;
+        // `released` gives a failed task's authority spend back when asked.
+        let kind = if s.completed {
+            EntryKind::Capture
+        } else {
+            EntryKind::Refund
+        };
+        let status = if s.completed {
+            TaskStatus::Completed
+        } else {
+            TaskStatus::Failed
+        };
+        let (reference, memo) = LedgerEntry::task_reference(&s.task_id, kind);
+        let row = sqlx::query(
+            r#"
+            WITH settled AS (
+                UPDATE tasks SET status = $1, response_status = $2, response_body = $3,
+                    artifact_id = $4, artifact = $5, settled_at = $6
+                WHERE id = $7 AND status = 'in_flight'
+                RETURNING id, account_id, key_id, domain, action, cost, idempotency_key,
+                    fingerprint, status, response_status, response_body, artifact_id, artifact,
+                    created_at, settled_at, verified_artifact, verified_at
+            ),
+            moved AS (
+                UPDATE accounts
+                SET held = accounts.held - settled.cost,
+                    spendable = accounts.spendable + CASE WHEN $8 THEN 0 ELSE settled.cost END
+                FROM settled
+                WHERE accounts.id = settled.account_id AND settled.cost > 0
+                RETURNING accounts.spendable
+            ),
+            entry AS (
+                INSERT INTO ledger_entries
+                    (id, account_id, kind, delta, balance_after, reference, memo, created_at)
+                SELECT $9, settled.account_id, $10, CASE WHEN $8 THEN 0 ELSE settled.cost END,
+                    moved.spendable, $11, $12, $6
+                FROM settled, moved
+            ),
+            released AS (
+                UPDATE authority_spends SET released_at = $6
+                FROM settled
+                WHERE authority_spends.task_id = settled.id
+                    AND authority_spends.released_at IS NULL AND $13
+            )
+            SELECT id, account_id, key_id, domain, action, cost, idempotency_key, fingerprint,
+                status, response_status, response_body, artifact_id, artifact, created_at,
+                settled_at, verified_artifact, verified_at
+            FROM settled
+            "#,
+        )
+        .bind(status.as_str())
+        .bind(i64::from(s.response_status))
+        .bind(&s.response_body)
+        .bind(s.artifact_id.as_str())
+        .bind(&s.artifact)
+        .bind(ms(s.at))
+        .bind(s.task_id.as_str())
+        .bind(s.completed)
+        .bind(s.entry.as_str())
+        .bind(kind.as_str())
+        .bind(reference)
+        .bind(memo)
+        // A payment that surely did not happen gives its authority spend back.
+        .bind(s.release_spend && !s.completed)
+        .fetch_optional(&self.pool)
+        .await;
+        match row {
+            Ok(Some(row)) => Ok(SettleOutcome::Settled(task_from_row(&row)?)),
+            // Not in flight; or lost a race with another settlement (a unique entry
+            // reference): whatever is stored stands.
+            Ok(None) => self.already_settled(&s.task_id).await,
+            Err(e) if is_unique_violation(&e) => self.already_settled(&s.task_id).await,
+            Err(e) => Err(backend(e, "settling task").into()),
+        }
+    }
+
+    async fn record_verification(
+        &self,
+        task_id: &TaskId,
+        artifact_id: &ArtifactId,
+        artifact: &str,
+        at: DateTime<Utc>,
+    ) -> Result<VerifyOutcome, TaskError> {
+        // Whether a task is verifiable never changes once it settled, so it is read first;
+        // the store is the compare-and-set on `verified_artifact IS NULL`.
+        let task = self.task(task_id, None).await?.ok_or(TaskError::NotFound)?;
+        if task.verified_artifact.is_some() {
+            return Ok(VerifyOutcome::AlreadyVerified(task));
+        }
+        if !task.verifiable() {
+            return Ok(VerifyOutcome::NotVerifiable(task));
+        }
+        let row = sqlx::query(
+            "UPDATE tasks SET verified_artifact_id = $1, verified_artifact = $2, verified_at = $3 \
+             WHERE id = $4 AND status = 'completed' AND verified_artifact IS NULL \
+             RETURNING id, account_id, key_id, domain, action, cost, idempotency_key, \
+             fingerprint, status, response_status, response_body, artifact_id, artifact, \
+             created_at, settled_at, verified_artifact, verified_at",
+        )
+        .bind(artifact_id.as_str())
+        .bind(artifact)
+        .bind(ms(at))
+        .bind(task_id.as_str())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| backend(e, "recording verification"))?;
+        match row {
+            Some(r) => Ok(VerifyOutcome::Verified(task_from_row(&r)?)),
+            // Another verification landed in between: it stands.
+            None => match self.task(task_id, None).await? {
+                Some(t) if t.verified_artifact.is_some() => Ok(VerifyOutcome::AlreadyVerified(t)),
+                Some(t) => Ok(VerifyOutcome::NotVerifiable(t)),
+                None => Err(TaskError::NotFound),
+            },
+        }
+    }
+
+    async fn task(
+        &self,
+        id: &TaskId,
+        account: Option<AccountId>,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        sqlx::query(
+            "SELECT id, account_id, key_id, domain, action, cost, idempotency_key, fingerprint, \
+             status, response_status, response_body, artifact_id, artifact, created_at, \
+             settled_at, verified_artifact, verified_at \
+             FROM tasks WHERE id = $1 AND ($2::TEXT IS NULL OR account_id = $2)",
+        )
+        .bind(id.as_str())
+        .bind(account.as_ref().map(AccountId::as_str))
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| backend(e, "reading task"))?
+        .map(|r| task_from_row(&r))
+        .transpose()
+    }
+
+    async fn unsettled_tasks(&self, before: DateTime<Utc>) -> Result<Vec<TaskRecord>, StoreError> {
+        sqlx::query(
+            "SELECT id, account_id, key_id, domain, action, cost, idempotency_key, fingerprint, \
+             status, response_status, response_body, artifact_id, artifact, created_at, \
+             settled_at, verified_artifact, verified_at \
+             FROM tasks WHERE status = 'in_flight' AND created_at < $1 ORDER BY created_at",
+        )
+        .bind(ms(before))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| backend(e, "listing unsettled tasks"))?
+        .iter()
+        .map(task_from_row)
+        .collect()
+    }
+}
+
+impl PostgresStore {
+    async fn already_settled(&self, id: &TaskId) -> Result<SettleOutcome, TaskError> {
+        match self.task(id, None).await? {
+            Some(task) => Ok(SettleOutcome::AlreadySettled(task)),
+            None => Err(TaskError::NotFound),
+        }
+    }
+}
