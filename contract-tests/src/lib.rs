@@ -12,6 +12,7 @@ pub mod billing_model;
 pub mod connections;
 pub mod identity;
 pub mod scenarios;
+pub mod text;
 
 use std::sync::Arc;
 
@@ -218,6 +219,11 @@ macro_rules! contract_suite {
         #[test]
         fn balance_always_equals_the_sum_of_entries() {
             $crate::scenarios::ledger_property(|| Box::pin($backend()));
+        }
+
+        #[test]
+        fn text_with_nul_and_any_unicode_reads_back_unchanged() {
+            $crate::text::text_property(|| Box::pin($backend()));
         }
     };
     (@actions $backend:path; $($name:ident),+) => {

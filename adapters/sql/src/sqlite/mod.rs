@@ -1,12 +1,33 @@
-//! The embedded default: one SQLite file in WAL mode.
+//! The embedded default: one SQLite file in WAL mode. Every statement is written out next to
+//! the code that runs it, one file per port family. Times are stored as INTEGER milliseconds
+//! (UTC), hashes as hex TEXT and JSON as TEXT.
+//!
+//! Reads go to `pool`; every write goes to the one connection of `write_pool`, so writes are
+//! serialised in order. A write of more than one statement runs in a `BEGIN IMMEDIATE`
+//! transaction; a write of one statement needs none.
+
+mod accounts;
+mod actions;
+mod authority;
+mod billing;
+mod connections;
+mod identity;
+mod ledger;
+mod pages;
+mod readiness;
+mod telemetry;
 
 use std::{str::FromStr, time::Duration};
 
-use anyhow::Context;
+use anyhow::{Context, anyhow};
+use chrono::{DateTime, TimeZone, Utc};
 use sqlx::{
     Sqlite, SqlitePool, Transaction,
     sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous},
 };
+use svc_ports::StoreError;
+
+type Tx = Transaction<'static, Sqlite>;
 
 #[derive(Clone)]
 pub struct SqliteStore {
@@ -70,10 +91,10 @@ impl SqliteStore {
 
     /// Applies pending migrations from `migrations/sqlite`.
     pub async fn migrate(&self) -> anyhow::Result<()> {
-        crate::common::migrate_context(
-            crate::migrations::sqlite().run(&self.write_pool).await,
-            "SQLite",
-        )
+        crate::migrations::sqlite()
+            .run(&self.write_pool)
+            .await
+            .context("applying SQLite migrations")
     }
 
     /// Connects and migrates: what `svc serve` does at start.
@@ -90,16 +111,8 @@ impl SqliteStore {
 
     /// `BEGIN IMMEDIATE` takes the write lock up front, so a transaction that reads and then
     /// writes never fails half-way with SQLITE_BUSY.
-    async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>, sqlx::Error> {
+    async fn begin_write(&self) -> Result<Tx, sqlx::Error> {
         self.write_pool.begin_with("BEGIN IMMEDIATE").await
-    }
-
-    /// Events of one payment are applied one at a time: SQLite's one writer already does that.
-    async fn lock_payment(
-        _tx: &mut Transaction<'static, Sqlite>,
-        _key: &str,
-    ) -> Result<(), sqlx::Error> {
-        Ok(())
     }
 
     /// Where single-statement writes go.
@@ -108,11 +121,35 @@ impl SqliteStore {
     }
 }
 
-crate::common::impl_sql_stores!(SqliteStore, sqlx::Sqlite);
-crate::identity::impl_sql_identity!(SqliteStore, sqlx::Sqlite);
-crate::actions::impl_sql_actions!(SqliteStore, sqlx::Sqlite);
-crate::telemetry::impl_sql_telemetry!(SqliteStore, sqlx::Sqlite);
-crate::readiness::impl_sql_readiness!(SqliteStore);
-crate::billing::impl_sql_billing!(SqliteStore, sqlx::Sqlite, "");
-crate::connections::impl_sql_connections!(SqliteStore, sqlx::Sqlite);
-crate::authority::impl_sql_authority!(SqliteStore, sqlx::Sqlite, "");
+fn millis(t: DateTime<Utc>) -> i64 {
+    t.timestamp_millis()
+}
+
+fn from_millis(ms: i64) -> Result<DateTime<Utc>, StoreError> {
+    Utc.timestamp_millis_opt(ms)
+        .single()
+        .ok_or_else(|| StoreError(anyhow!("timestamp {ms} out of range")))
+}
+
+fn backend(e: sqlx::Error, what: &'static str) -> StoreError {
+    StoreError(anyhow::Error::new(e).context(what))
+}
+
+fn corrupt<E: std::fmt::Display>(what: &'static str) -> impl FnOnce(E) -> StoreError {
+    move |e| StoreError(anyhow!("corrupt {what} in store: {e}"))
+}
+
+/// A row that does not decode, inside code that speaks `sqlx::Error`.
+fn undecodable(e: StoreError) -> sqlx::Error {
+    sqlx::Error::Decode(e.0.into())
+}
+
+fn is_unique_violation(e: &sqlx::Error) -> bool {
+    e.as_database_error()
+        .is_some_and(|d| d.is_unique_violation())
+}
+
+fn is_foreign_key_violation(e: &sqlx::Error) -> bool {
+    e.as_database_error()
+        .is_some_and(|d| d.is_foreign_key_violation())
+}

@@ -1,0 +1,507 @@
+//! `BillingStore`: checkouts, verified payment events, receipts, checkout handoffs and meter
+//! events. Applying a payment event is one transaction that stores the event (its
+//! `(provider, webhook_id)` is unique) and every movement it calls for (each receipt and
+//! ledger entry unique per account and reference), so a replay moves nothing twice. SQLite's
+//! one writer applies the events of a payment one at a time.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::{Row, SqliteConnection, sqlite::SqliteRow};
+use svc_ports::{
+    AccountId, CheckoutId, KeyHash, MeterEventId, ReceiptId,
+    billing::{
+        AppliedMovement, CheckoutHandoff, CheckoutOutcome, CheckoutRecord, Currency, EventOutcome,
+        MeterEvent, MeterOutcome, PaymentEvent, PaymentFact, PaymentPlan, Receipt, ReceiptKind,
+        named_checkouts, payment_checkout, plan_payment, task_receipt,
+    },
+    store::{BillingError, BillingStore, StoreError},
+};
+
+use super::{
+    SqliteStore, Tx, actions::task_from_row, backend, corrupt, from_millis,
+    is_foreign_key_violation, is_unique_violation, ledger::insert_entry, millis, undecodable,
+};
+
+/// A checkout from a row holding `id, account_id, sku, plan, credits, amount, currency,
+/// provider_session_id, checkout_url, idempotency_key, created_at, expires_at`.
+fn checkout_from_row(r: &SqliteRow) -> Result<CheckoutRecord, StoreError> {
+    let err = |e| backend(e, "reading checkout");
+    Ok(CheckoutRecord {
+        id: CheckoutId::parse(r.try_get("id").map_err(err)?).map_err(corrupt("checkout id"))?,
+        account_id: AccountId::parse(r.try_get("account_id").map_err(err)?)
+            .map_err(corrupt("account id"))?,
+        sku: r.try_get("sku").map_err(err)?,
+        plan: r
+            .try_get::<&str, _>("plan")
+            .map_err(err)?
+            .parse()
+            .map_err(corrupt("plan"))?,
+        credits: r.try_get("credits").map_err(err)?,
+        amount: r.try_get("amount").map_err(err)?,
+        currency: Currency::parse(r.try_get("currency").map_err(err)?)
+            .map_err(corrupt("currency"))?,
+        provider_session_id: r.try_get("provider_session_id").map_err(err)?,
+        checkout_url: r.try_get("checkout_url").map_err(err)?,
+        idempotency_key: r.try_get("idempotency_key").map_err(err)?,
+        created_at: from_millis(r.try_get("created_at").map_err(err)?)?,
+        expires_at: from_millis(r.try_get("expires_at").map_err(err)?)?,
+    })
+}
+
+/// A receipt from a row holding `id, account_id, kind, credits, spendable_delta,
+/// frozen_delta, shortfall, amount, currency, payment_id, checkout_id, reference, note,
+/// created_at`.
+fn receipt_from_row(r: &SqliteRow) -> Result<Receipt, StoreError> {
+    let err = |e| backend(e, "reading receipt");
+    let currency: Option<&str> = r.try_get("currency").map_err(err)?;
+    let checkout: Option<&str> = r.try_get("checkout_id").map_err(err)?;
+    Ok(Receipt {
+        id: ReceiptId::parse(r.try_get("id").map_err(err)?).map_err(corrupt("receipt id"))?,
+        account_id: AccountId::parse(r.try_get("account_id").map_err(err)?)
+            .map_err(corrupt("account id"))?,
+        kind: ReceiptKind::parse(r.try_get("kind").map_err(err)?)
+            .ok_or_else(|| corrupt("receipt kind")("unknown"))?,
+        credits: r.try_get("credits").map_err(err)?,
+        spendable_delta: r.try_get("spendable_delta").map_err(err)?,
+        frozen_delta: r.try_get("frozen_delta").map_err(err)?,
+        shortfall: r.try_get("shortfall").map_err(err)?,
+        amount: r.try_get("amount").map_err(err)?,
+        currency: currency
+            .map(Currency::parse)
+            .transpose()
+            .map_err(corrupt("currency"))?,
+        payment_id: r.try_get("payment_id").map_err(err)?,
+        checkout_id: checkout
+            .map(CheckoutId::parse)
+            .transpose()
+            .map_err(corrupt("checkout id"))?,
+        task_id: None,
+        artifact_id: None,
+        reference: r.try_get("reference").map_err(err)?,
+        note: r.try_get("note").map_err(err)?,
+        created_at: from_millis(r.try_get("created_at").map_err(err)?)?,
+    })
+}
+
+/// A meter event from a row holding `id, identifier, event_name, account_id, value,
+/// occurred_at, recorded_at, forwarded_at`.
+fn meter_from_row(r: &SqliteRow) -> Result<MeterEvent, StoreError> {
+    let err = |e| backend(e, "reading meter event");
+    let account: Option<&str> = r.try_get("account_id").map_err(err)?;
+    let forwarded: Option<i64> = r.try_get("forwarded_at").map_err(err)?;
+    Ok(MeterEvent {
+        id: MeterEventId::parse(r.try_get("id").map_err(err)?)
+            .map_err(corrupt("meter event id"))?,
+        identifier: r.try_get("identifier").map_err(err)?,
+        event_name: r.try_get("event_name").map_err(err)?,
+        account_id: account
+            .map(AccountId::parse)
+            .transpose()
+            .map_err(corrupt("account id"))?,
+        value: r.try_get("value").map_err(err)?,
+        occurred_at: from_millis(r.try_get("occurred_at").map_err(err)?)?,
+        recorded_at: from_millis(r.try_get("recorded_at").map_err(err)?)?,
+        forwarded_at: forwarded.map(from_millis).transpose()?,
+    })
+}
+
+async fn insert_receipt(tx: &mut SqliteConnection, r: &Receipt) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO receipts (id, account_id, kind, credits, spendable_delta, frozen_delta, \
+         shortfall, amount, currency, payment_id, checkout_id, reference, note, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+    )
+    .bind(r.id.as_str())
+    .bind(r.account_id.as_str())
+    .bind(r.kind.as_str())
+    .bind(r.credits)
+    .bind(r.spendable_delta)
+    .bind(r.frozen_delta)
+    .bind(r.shortfall)
+    .bind(r.amount)
+    .bind(r.currency.as_ref().map(Currency::as_str))
+    .bind(r.payment_id.as_deref())
+    .bind(r.checkout_id.as_ref().map(CheckoutId::as_str))
+    .bind(&r.reference)
+    .bind(&r.note)
+    .bind(millis(r.created_at))
+    .execute(tx)
+    .await
+    .map(|_| ())
+}
+
+impl SqliteStore {
+    async fn try_apply_payment_event(
+        &self,
+        event: &PaymentEvent,
+    ) -> Result<EventOutcome, sqlx::Error> {
+        let payment_id = event.fact.payment_id();
+        let mut tx = self.begin_write().await?;
+        // This delivery if it was stored before, and the earlier events of its payment, in
+        // one read.
+        let rows = sqlx::query(
+            "SELECT webhook_id = $2 AS this_delivery, status, fact FROM payment_events \
+             WHERE provider = $1 AND (webhook_id = $2 OR payment_id = $3) ORDER BY seq",
+        )
+        .bind(&event.provider)
+        .bind(&event.webhook_id)
+        .bind(payment_id)
+        .fetch_all(&mut *tx)
+        .await?;
+        for r in &rows {
+            if r.try_get::<bool, _>("this_delivery")? {
+                return Ok(EventOutcome::Duplicate {
+                    status: r.try_get("status")?,
+                });
+            }
+        }
+        let outcome = match (&event.fact, payment_id) {
+            (PaymentFact::Malformed { reason }, _) => EventOutcome::Rejected(reason.clone()),
+            (_, None) => EventOutcome::Acknowledged,
+            (fact, Some(pid)) => {
+                let mut facts = rows
+                    .iter()
+                    .map(|r| {
+                        serde_json::from_str::<PaymentFact>(r.try_get("fact")?)
+                            .map_err(|e| undecodable(corrupt("payment fact")(e)))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                facts.push(fact.clone());
+                self.apply_facts(&mut tx, event, pid, &facts).await?
+            }
+        };
+        let fact = serde_json::to_string(&event.fact).unwrap_or_default();
+        let detail = match &outcome {
+            EventOutcome::Rejected(reason) => Some(reason.as_str()),
+            _ => None,
+        };
+        sqlx::query(
+            "INSERT INTO payment_events (provider, webhook_id, event_type, payment_id, fact, \
+             body, status, detail, received_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        )
+        .bind(&event.provider)
+        .bind(&event.webhook_id)
+        .bind(&event.event_type)
+        .bind(payment_id)
+        .bind(fact)
+        .bind(&event.body)
+        .bind(outcome.status())
+        .bind(detail)
+        .bind(millis(event.received_at))
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(outcome)
+    }
+
+    /// Applies what the payment's events (`facts`, the new one last) call for.
+    async fn apply_facts(
+        &self,
+        tx: &mut Tx,
+        event: &PaymentEvent,
+        payment_id: &str,
+        facts: &[PaymentFact],
+    ) -> Result<EventOutcome, sqlx::Error> {
+        let mut checkouts = Vec::new();
+        for id in named_checkouts(facts) {
+            let found = sqlx::query(
+                "SELECT id, account_id, sku, plan, credits, amount, currency, \
+                 provider_session_id, checkout_url, idempotency_key, created_at, expires_at \
+                 FROM checkouts WHERE id = $1",
+            )
+            .bind(id.as_str())
+            .fetch_optional(&mut **tx)
+            .await?;
+            if let Some(r) = found {
+                checkouts.push(checkout_from_row(&r).map_err(undecodable)?);
+            }
+        }
+        let (applied, spendable) = match payment_checkout(facts, &checkouts) {
+            Some(c) => {
+                let rows = sqlx::query(
+                    "SELECT reference, spendable_delta, frozen_delta, shortfall FROM receipts \
+                     WHERE account_id = $1 AND payment_id = $2",
+                )
+                .bind(c.account_id.as_str())
+                .bind(payment_id)
+                .fetch_all(&mut **tx)
+                .await?;
+                let applied = rows
+                    .iter()
+                    .map(|r| {
+                        Ok(AppliedMovement {
+                            reference: r.try_get("reference")?,
+                            spendable_delta: r.try_get("spendable_delta")?,
+                            frozen_delta: r.try_get("frozen_delta")?,
+                            shortfall: r.try_get("shortfall")?,
+                        })
+                    })
+                    .collect::<Result<Vec<_>, sqlx::Error>>()?;
+                let spendable: i64 =
+                    sqlx::query_scalar("SELECT spendable FROM accounts WHERE id = $1")
+                        .bind(c.account_id.as_str())
+                        .fetch_one(&mut **tx)
+                        .await?;
+                (applied, spendable)
+            }
+            None => (Vec::new(), 0),
+        };
+        let (checkout, moves) = match plan_payment(facts, &checkouts, &applied, spendable) {
+            PaymentPlan::Pending => return Ok(EventOutcome::Pending),
+            PaymentPlan::Rejected(reason) => return Ok(EventOutcome::Rejected(reason)),
+            PaymentPlan::Moves { checkout, moves } => (checkout, moves),
+        };
+        // Events that waited for this payment are now accounted for.
+        sqlx::query(
+            "UPDATE payment_events SET status = 'applied' \
+             WHERE provider = $1 AND payment_id = $2 AND status = 'pending'",
+        )
+        .bind(&event.provider)
+        .bind(payment_id)
+        .execute(&mut **tx)
+        .await?;
+        if moves.is_empty() {
+            return Ok(EventOutcome::Acknowledged);
+        }
+        let mut receipts = Vec::with_capacity(moves.len());
+        for m in &moves {
+            // A purchase also raises a free account to the checkout's plan.
+            let balance_after: i64 = sqlx::query_scalar(
+                "UPDATE accounts SET spendable = spendable + $1, frozen = frozen + $2, \
+                 plan = CASE WHEN $3 AND plan = 'free' THEN $4 ELSE plan END \
+                 WHERE id = $5 RETURNING spendable",
+            )
+            .bind(m.spendable_delta)
+            .bind(m.frozen_delta)
+            .bind(m.kind == ReceiptKind::Purchase)
+            .bind(checkout.plan.as_str())
+            .bind(checkout.account_id.as_str())
+            .fetch_one(&mut **tx)
+            .await?;
+            let (entry, receipt) =
+                m.records(&checkout, payment_id, balance_after, event.received_at);
+            insert_entry(tx, &entry).await?;
+            insert_receipt(tx, &receipt).await?;
+            receipts.push(receipt);
+        }
+        Ok(EventOutcome::Applied(receipts))
+    }
+}
+
+#[async_trait]
+impl BillingStore for SqliteStore {
+    async fn insert_checkout(
+        &self,
+        checkout: &CheckoutRecord,
+    ) -> Result<CheckoutOutcome, BillingError> {
+        let r = sqlx::query(
+            "INSERT INTO checkouts (id, account_id, sku, plan, credits, amount, currency, \
+             provider_session_id, checkout_url, idempotency_key, created_at, expires_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+        )
+        .bind(checkout.id.as_str())
+        .bind(checkout.account_id.as_str())
+        .bind(&checkout.sku)
+        .bind(checkout.plan.as_str())
+        .bind(checkout.credits)
+        .bind(checkout.amount)
+        .bind(checkout.currency.as_str())
+        .bind(&checkout.provider_session_id)
+        .bind(&checkout.checkout_url)
+        .bind(checkout.idempotency_key.as_deref())
+        .bind(millis(checkout.created_at))
+        .bind(millis(checkout.expires_at))
+        .execute(self.writer())
+        .await;
+        match r {
+            Ok(_) => Ok(CheckoutOutcome::Created(checkout.clone())),
+            Err(e) if is_foreign_key_violation(&e) => Err(BillingError::UnknownAccount),
+            Err(e) if is_unique_violation(&e) => {
+                let key = checkout.idempotency_key.as_deref().unwrap_or_default();
+                match self.checkout_by_key(&checkout.account_id, key).await? {
+                    Some(existing) => Ok(CheckoutOutcome::Existing(existing)),
+                    None => Err(backend(e, "storing checkout").into()),
+                }
+            }
+            Err(e) => Err(backend(e, "storing checkout").into()),
+        }
+    }
+
+    async fn checkout_by_key(
+        &self,
+        account: &AccountId,
+        idempotency_key: &str,
+    ) -> Result<Option<CheckoutRecord>, StoreError> {
+        sqlx::query(
+            "SELECT id, account_id, sku, plan, credits, amount, currency, provider_session_id, \
+             checkout_url, idempotency_key, created_at, expires_at \
+             FROM checkouts WHERE account_id = $1 AND idempotency_key = $2",
+        )
+        .bind(account.as_str())
+        .bind(idempotency_key)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| backend(e, "reading checkout"))?
+        .map(|r| checkout_from_row(&r))
+        .transpose()
+    }
+
+    async fn checkout(&self, id: &CheckoutId) -> Result<Option<CheckoutRecord>, StoreError> {
+        sqlx::query(
+            "SELECT id, account_id, sku, plan, credits, amount, currency, provider_session_id, \
+             checkout_url, idempotency_key, created_at, expires_at FROM checkouts WHERE id = $1",
+        )
+        .bind(id.as_str())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| backend(e, "reading checkout"))?
+        .map(|r| checkout_from_row(&r))
+        .transpose()
+    }
+
+    async fn apply_payment_event(&self, event: &PaymentEvent) -> Result<EventOutcome, StoreError> {
+        // A lost race with the same delivery (unique webhook id) or the same movement (unique
+        // reference) rolled back whole: what is stored now is the answer.
+        let mut last = None;
+        for _ in 0..3 {
+            match self.try_apply_payment_event(event).await {
+                Ok(outcome) => return Ok(outcome),
+                Err(e) if is_unique_violation(&e) => last = Some(e),
+                Err(e) => return Err(backend(e, "applying payment event")),
+            }
+        }
+        Err(backend(
+            last.unwrap_or(sqlx::Error::RowNotFound),
+            "applying payment event",
+        ))
+    }
+
+    async fn receipts(&self, account: &AccountId, limit: u32) -> Result<Vec<Receipt>, StoreError> {
+        let mut out = sqlx::query(
+            "SELECT id, account_id, kind, credits, spendable_delta, frozen_delta, shortfall, \
+             amount, currency, payment_id, checkout_id, reference, note, created_at \
+             FROM receipts WHERE account_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2",
+        )
+        .bind(account.as_str())
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| backend(e, "listing receipts"))?
+        .iter()
+        .map(receipt_from_row)
+        .collect::<Result<Vec<_>, _>>()?;
+        // Settled tasks are receipts too (their charge or refund).
+        for row in sqlx::query(
+            "SELECT id, account_id, key_id, domain, action, cost, idempotency_key, fingerprint, \
+             status, response_status, response_body, artifact_id, artifact, created_at, \
+             settled_at, verified_artifact, verified_at \
+             FROM tasks WHERE account_id = $1 AND settled_at IS NOT NULL \
+             ORDER BY settled_at DESC LIMIT $2",
+        )
+        .bind(account.as_str())
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| backend(e, "listing task receipts"))?
+        {
+            out.extend(task_receipt(&task_from_row(&row)?));
+        }
+        out.sort_by(|a, b| (b.created_at, &b.id).cmp(&(a.created_at, &a.id)));
+        out.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+        Ok(out)
+    }
+
+    async fn insert_handoff(&self, handoff: &CheckoutHandoff) -> Result<(), BillingError> {
+        let r = sqlx::query(
+            "INSERT INTO checkout_handoffs (token_hash, account_id, sku, created_at, expires_at) \
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(handoff.token_hash.to_hex())
+        .bind(handoff.account_id.as_str())
+        .bind(&handoff.sku)
+        .bind(millis(handoff.created_at))
+        .bind(millis(handoff.expires_at))
+        .execute(self.writer())
+        .await;
+        match r {
+            Ok(_) => Ok(()),
+            Err(e) if is_foreign_key_violation(&e) => Err(BillingError::UnknownAccount),
+            Err(e) => Err(backend(e, "storing checkout handoff").into()),
+        }
+    }
+
+    async fn take_handoff(
+        &self,
+        token_hash: &KeyHash,
+        now: DateTime<Utc>,
+    ) -> Result<Option<CheckoutHandoff>, StoreError> {
+        // One statement: only the first take matches `taken_at IS NULL`.
+        let row = sqlx::query(
+            "UPDATE checkout_handoffs SET taken_at = $1 \
+             WHERE token_hash = $2 AND taken_at IS NULL AND expires_at > $1 \
+             RETURNING account_id, sku, created_at, expires_at",
+        )
+        .bind(millis(now))
+        .bind(token_hash.to_hex())
+        .fetch_optional(self.writer())
+        .await
+        .map_err(|e| backend(e, "taking checkout handoff"))?;
+        let Some(r) = row else { return Ok(None) };
+        let err = |e| backend(e, "reading checkout handoff");
+        Ok(Some(CheckoutHandoff {
+            token_hash: *token_hash,
+            account_id: AccountId::parse(r.try_get("account_id").map_err(err)?)
+                .map_err(corrupt("account id"))?,
+            sku: r.try_get("sku").map_err(err)?,
+            created_at: from_millis(r.try_get("created_at").map_err(err)?)?,
+            expires_at: from_millis(r.try_get("expires_at").map_err(err)?)?,
+        }))
+    }
+
+    async fn record_meter_event(&self, event: &MeterEvent) -> Result<MeterOutcome, StoreError> {
+        let done = sqlx::query(
+            "INSERT INTO meter_events (id, identifier, event_name, account_id, value, \
+             occurred_at, recorded_at, forwarded_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+             ON CONFLICT (identifier) DO NOTHING",
+        )
+        .bind(event.id.as_str())
+        .bind(&event.identifier)
+        .bind(&event.event_name)
+        .bind(event.account_id.as_ref().map(AccountId::as_str))
+        .bind(event.value)
+        .bind(millis(event.occurred_at))
+        .bind(millis(event.recorded_at))
+        .bind(event.forwarded_at.map(millis))
+        .execute(self.writer())
+        .await
+        .map_err(|e| backend(e, "recording meter event"))?;
+        if done.rows_affected() == 1 {
+            return Ok(MeterOutcome::Recorded(event.clone()));
+        }
+        let row = sqlx::query(
+            "SELECT id, identifier, event_name, account_id, value, occurred_at, recorded_at, \
+             forwarded_at FROM meter_events WHERE identifier = $1",
+        )
+        .bind(&event.identifier)
+        .fetch_one(self.writer())
+        .await
+        .map_err(|e| backend(e, "reading meter event"))?;
+        Ok(MeterOutcome::Existing(meter_from_row(&row)?))
+    }
+
+    async fn mark_meter_forwarded(
+        &self,
+        id: &MeterEventId,
+        at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE meter_events SET forwarded_at = $1 WHERE id = $2 AND forwarded_at IS NULL",
+        )
+        .bind(millis(at))
+        .bind(id.as_str())
+        .execute(self.writer())
+        .await
+        .map_err(|e| backend(e, "marking meter event forwarded"))?;
+        Ok(())
+    }
+}

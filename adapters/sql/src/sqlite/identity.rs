@@ -1,0 +1,476 @@
+//! `IdentityStore`: device grants, emailed one-time codes and web sessions. A state change is
+//! one conditional statement (so a race has one winner) or one transaction with the key it
+//! hands out. Secrets are stored only as their hex SHA-256.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::{Row, sqlite::SqliteRow};
+use svc_ports::{
+    Account, AccountId, ApiKeyId, ApiKeyRecord, ChallengeId, ChallengePurpose, DeviceDecision,
+    DeviceGrant, DeviceGrantId, DeviceGrantStatus, Email, EmailChallenge, KeyHash, Scopes,
+    UserCode, WebSession,
+    identity::MAX_CODE_ATTEMPTS,
+    store::{IdentityError, IdentityStore, KeyError, StoreError},
+};
+
+use super::{
+    SqliteStore,
+    accounts::{account_from_row, insert_key, key_error},
+    backend, corrupt, from_millis, is_foreign_key_violation, is_unique_violation, millis,
+};
+
+fn hash_col(r: &SqliteRow, c: &str) -> Result<KeyHash, StoreError> {
+    let hex: &str = r.try_get(c).map_err(|e| backend(e, "reading hash"))?;
+    KeyHash::from_hex(hex).ok_or_else(|| corrupt("hash")("bad hex"))
+}
+
+/// A grant from a row holding `id, device_code_hash, user_code, client_id, agent_name,
+/// scopes, status, account_id, key_id, interval_secs, created_at, expires_at, last_polled_at`.
+fn grant_from_row(r: &SqliteRow) -> Result<DeviceGrant, StoreError> {
+    let err = |e| backend(e, "reading device grant");
+    let interval: i64 = r.try_get("interval_secs").map_err(err)?;
+    let account: Option<&str> = r.try_get("account_id").map_err(err)?;
+    let key: Option<&str> = r.try_get("key_id").map_err(err)?;
+    let polled: Option<i64> = r.try_get("last_polled_at").map_err(err)?;
+    Ok(DeviceGrant {
+        id: DeviceGrantId::parse(r.try_get("id").map_err(err)?).map_err(corrupt("grant id"))?,
+        device_code_hash: hash_col(r, "device_code_hash")?,
+        user_code: UserCode::parse(r.try_get("user_code").map_err(err)?)
+            .map_err(corrupt("user code"))?,
+        client_id: r.try_get("client_id").map_err(err)?,
+        agent_name: r.try_get("agent_name").map_err(err)?,
+        scopes: Scopes::parse_list(r.try_get("scopes").map_err(err)?).map_err(corrupt("scopes"))?,
+        status: DeviceGrantStatus::parse(r.try_get("status").map_err(err)?)
+            .ok_or_else(|| corrupt("grant status")("unknown"))?,
+        account_id: account
+            .map(AccountId::parse)
+            .transpose()
+            .map_err(corrupt("account id"))?,
+        key_id: key
+            .map(ApiKeyId::parse)
+            .transpose()
+            .map_err(corrupt("key id"))?,
+        interval_secs: u32::try_from(interval).map_err(corrupt("interval"))?,
+        created_at: from_millis(r.try_get("created_at").map_err(err)?)?,
+        expires_at: from_millis(r.try_get("expires_at").map_err(err)?)?,
+        last_polled_at: polled.map(from_millis).transpose()?,
+    })
+}
+
+/// A challenge from a row holding `id, purpose, email, code_hash, agent_name, scopes,
+/// attempts, created_at, expires_at, consumed_at`.
+fn challenge_from_row(r: &SqliteRow) -> Result<EmailChallenge, StoreError> {
+    let err = |e| backend(e, "reading email challenge");
+    let attempts: i64 = r.try_get("attempts").map_err(err)?;
+    let consumed: Option<i64> = r.try_get("consumed_at").map_err(err)?;
+    Ok(EmailChallenge {
+        id: ChallengeId::parse(r.try_get("id").map_err(err)?).map_err(corrupt("challenge id"))?,
+        purpose: ChallengePurpose::parse(r.try_get("purpose").map_err(err)?)
+            .ok_or_else(|| corrupt("challenge purpose")("unknown"))?,
+        email: Email::parse(r.try_get("email").map_err(err)?).map_err(corrupt("email"))?,
+        code_hash: hash_col(r, "code_hash")?,
+        agent_name: r.try_get("agent_name").map_err(err)?,
+        scopes: Scopes::parse_list(r.try_get("scopes").map_err(err)?).map_err(corrupt("scopes"))?,
+        attempts: u32::try_from(attempts).map_err(corrupt("attempts"))?,
+        created_at: from_millis(r.try_get("created_at").map_err(err)?)?,
+        expires_at: from_millis(r.try_get("expires_at").map_err(err)?)?,
+        consumed_at: consumed.map(from_millis).transpose()?,
+    })
+}
+
+/// Why a challenge cannot take a try now.
+fn challenge_refusal(c: &EmailChallenge, at: DateTime<Utc>) -> IdentityError {
+    if c.consumed_at.is_some() {
+        IdentityError::AlreadyUsed
+    } else if at >= c.expires_at {
+        IdentityError::Expired
+    } else {
+        IdentityError::Exhausted
+    }
+}
+
+impl SqliteStore {
+    async fn grant_by_id(&self, id: &DeviceGrantId) -> Result<Option<DeviceGrant>, StoreError> {
+        sqlx::query(
+            "SELECT id, device_code_hash, user_code, client_id, agent_name, scopes, status, \
+             account_id, key_id, interval_secs, created_at, expires_at, last_polled_at \
+             FROM device_grants WHERE id = $1",
+        )
+        .bind(id.as_str())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| backend(e, "reading device grant"))?
+        .map(|r| grant_from_row(&r))
+        .transpose()
+    }
+
+    /// `Ok(false)`: the grant is not approved for the key's account (nothing was stored).
+    async fn try_issue_device_key(
+        &self,
+        id: &DeviceGrantId,
+        key: &ApiKeyRecord,
+    ) -> Result<bool, IdentityError> {
+        let err = |e| IdentityError::Store(backend(e, "issuing device key"));
+        let mut tx = self.begin_write().await.map_err(err)?;
+        // The key first: the grant's `key_id` references it.
+        insert_key(&mut *tx, key)
+            .await
+            .map_err(|e| IdentityError::Key(key_error(e)))?;
+        let done = sqlx::query(
+            "UPDATE device_grants SET status = 'issued', key_id = $1 \
+             WHERE id = $2 AND status = 'approved' AND account_id = $3",
+        )
+        .bind(key.id.as_str())
+        .bind(id.as_str())
+        .bind(key.account_id.as_str())
+        .execute(&mut *tx)
+        .await
+        .map_err(err)?;
+        if done.rows_affected() == 0 {
+            // Dropping the transaction takes the key back.
+            return Ok(false);
+        }
+        tx.commit().await.map_err(err)?;
+        Ok(true)
+    }
+
+    /// `Ok(None)`: the challenge is unknown, used or expired (nothing was stored).
+    async fn try_consume(
+        &self,
+        id: &ChallengeId,
+        at: DateTime<Utc>,
+        key: Option<&ApiKeyRecord>,
+    ) -> Result<Option<EmailChallenge>, IdentityError> {
+        let err = |e| IdentityError::Store(backend(e, "consuming challenge"));
+        let mut tx = self.begin_write().await.map_err(err)?;
+        let row = sqlx::query(
+            "UPDATE email_challenges SET consumed_at = $1 \
+             WHERE id = $2 AND consumed_at IS NULL AND expires_at > $1 \
+             RETURNING id, purpose, email, code_hash, agent_name, scopes, attempts, created_at, \
+             expires_at, consumed_at",
+        )
+        .bind(millis(at))
+        .bind(id.as_str())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(err)?;
+        let Some(row) = row else { return Ok(None) };
+        let challenge = challenge_from_row(&row)?;
+        if let Some(key) = key {
+            insert_key(&mut *tx, key)
+                .await
+                .map_err(|e| IdentityError::Key(key_error(e)))?;
+        }
+        tx.commit().await.map_err(err)?;
+        Ok(Some(challenge))
+    }
+}
+
+#[async_trait]
+impl IdentityStore for SqliteStore {
+    async fn insert_device_grant(&self, g: &DeviceGrant) -> Result<(), IdentityError> {
+        let r = sqlx::query(
+            "INSERT INTO device_grants (id, device_code_hash, user_code, client_id, agent_name, \
+             scopes, status, account_id, key_id, interval_secs, created_at, expires_at, \
+             last_polled_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+        )
+        .bind(g.id.as_str())
+        .bind(g.device_code_hash.to_hex())
+        .bind(g.user_code.as_str())
+        .bind(&g.client_id)
+        .bind(g.agent_name.as_deref())
+        .bind(g.scopes.to_list_string())
+        .bind(g.status.as_str())
+        .bind(g.account_id.as_ref().map(AccountId::as_str))
+        .bind(g.key_id.as_ref().map(ApiKeyId::as_str))
+        .bind(i64::from(g.interval_secs))
+        .bind(millis(g.created_at))
+        .bind(millis(g.expires_at))
+        .bind(g.last_polled_at.map(millis))
+        .execute(self.writer())
+        .await;
+        match r {
+            Ok(_) => Ok(()),
+            Err(e) if is_unique_violation(&e) => Err(IdentityError::Duplicate),
+            Err(e) => Err(backend(e, "storing device grant").into()),
+        }
+    }
+
+    async fn device_grant_by_code(
+        &self,
+        device_code_hash: &KeyHash,
+    ) -> Result<Option<DeviceGrant>, StoreError> {
+        sqlx::query(
+            "SELECT id, device_code_hash, user_code, client_id, agent_name, scopes, status, \
+             account_id, key_id, interval_secs, created_at, expires_at, last_polled_at \
+             FROM device_grants WHERE device_code_hash = $1",
+        )
+        .bind(device_code_hash.to_hex())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| backend(e, "reading device grant"))?
+        .map(|r| grant_from_row(&r))
+        .transpose()
+    }
+
+    async fn device_grant_by_user_code(
+        &self,
+        user_code: &UserCode,
+    ) -> Result<Option<DeviceGrant>, StoreError> {
+        sqlx::query(
+            "SELECT id, device_code_hash, user_code, client_id, agent_name, scopes, status, \
+             account_id, key_id, interval_secs, created_at, expires_at, last_polled_at \
+             FROM device_grants WHERE user_code = $1",
+        )
+        .bind(user_code.as_str())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| backend(e, "reading device grant"))?
+        .map(|r| grant_from_row(&r))
+        .transpose()
+    }
+
+    async fn record_device_poll(
+        &self,
+        id: &DeviceGrantId,
+        at: DateTime<Utc>,
+        interval_secs: u32,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE device_grants SET last_polled_at = $1, interval_secs = $2 WHERE id = $3",
+        )
+        .bind(millis(at))
+        .bind(i64::from(interval_secs))
+        .bind(id.as_str())
+        .execute(self.writer())
+        .await
+        .map_err(|e| backend(e, "recording device poll"))?;
+        Ok(())
+    }
+
+    async fn decide_device_grant(
+        &self,
+        id: &DeviceGrantId,
+        decision: &DeviceDecision,
+        at: DateTime<Utc>,
+    ) -> Result<DeviceGrant, IdentityError> {
+        let (status, account) = match decision {
+            DeviceDecision::Approve(a) => (DeviceGrantStatus::Approved, Some(a.as_str())),
+            DeviceDecision::Deny => (DeviceGrantStatus::Denied, None),
+        };
+        let row = sqlx::query(
+            "UPDATE device_grants SET status = $1, account_id = $2 \
+             WHERE id = $3 AND status = 'pending' AND expires_at > $4 \
+             RETURNING id, device_code_hash, user_code, client_id, agent_name, scopes, status, \
+             account_id, key_id, interval_secs, created_at, expires_at, last_polled_at",
+        )
+        .bind(status.as_str())
+        .bind(account)
+        .bind(id.as_str())
+        .bind(millis(at))
+        .fetch_optional(self.writer())
+        .await
+        .map_err(|e| backend(e, "deciding device grant"))?;
+        if let Some(r) = row {
+            return Ok(grant_from_row(&r)?);
+        }
+        match self.grant_by_id(id).await? {
+            None => Err(IdentityError::NotFound),
+            Some(g) if g.status != DeviceGrantStatus::Pending => Err(IdentityError::NotPending),
+            Some(_) => Err(IdentityError::Expired),
+        }
+    }
+
+    async fn issue_device_key(
+        &self,
+        id: &DeviceGrantId,
+        key: &ApiKeyRecord,
+    ) -> Result<(), IdentityError> {
+        if self.try_issue_device_key(id, key).await? {
+            return Ok(());
+        }
+        match self.grant_by_id(id).await? {
+            None => Err(IdentityError::NotFound),
+            Some(g) => Err(match g.status {
+                DeviceGrantStatus::Issued => IdentityError::AlreadyUsed,
+                DeviceGrantStatus::Pending | DeviceGrantStatus::Denied => {
+                    IdentityError::NotApproved
+                }
+                DeviceGrantStatus::Approved => IdentityError::Key(KeyError::UnknownAccount),
+            }),
+        }
+    }
+
+    async fn insert_challenge(&self, c: &EmailChallenge) -> Result<(), IdentityError> {
+        let r = sqlx::query(
+            "INSERT INTO email_challenges (id, purpose, email, code_hash, agent_name, scopes, \
+             attempts, created_at, expires_at, consumed_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        )
+        .bind(c.id.as_str())
+        .bind(c.purpose.as_str())
+        .bind(c.email.as_str())
+        .bind(c.code_hash.to_hex())
+        .bind(c.agent_name.as_deref())
+        .bind(c.scopes.to_list_string())
+        .bind(i64::from(c.attempts))
+        .bind(millis(c.created_at))
+        .bind(millis(c.expires_at))
+        .bind(c.consumed_at.map(millis))
+        .execute(self.writer())
+        .await;
+        match r {
+            Ok(_) => Ok(()),
+            Err(e) if is_unique_violation(&e) => Err(IdentityError::Duplicate),
+            Err(e) => Err(backend(e, "storing email challenge").into()),
+        }
+    }
+
+    async fn challenge(&self, id: &ChallengeId) -> Result<Option<EmailChallenge>, StoreError> {
+        sqlx::query(
+            "SELECT id, purpose, email, code_hash, agent_name, scopes, attempts, created_at, \
+             expires_at, consumed_at FROM email_challenges WHERE id = $1",
+        )
+        .bind(id.as_str())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| backend(e, "reading email challenge"))?
+        .map(|r| challenge_from_row(&r))
+        .transpose()
+    }
+
+    async fn challenges_sent_since(
+        &self,
+        email: &Email,
+        since: DateTime<Utc>,
+    ) -> Result<u32, StoreError> {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM email_challenges WHERE email = $1 AND created_at >= $2",
+        )
+        .bind(email.as_str())
+        .bind(millis(since))
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|e| backend(e, "counting email challenges"))?;
+        Ok(u32::try_from(n).unwrap_or(u32::MAX))
+    }
+
+    async fn attempt_challenge(
+        &self,
+        id: &ChallengeId,
+        at: DateTime<Utc>,
+    ) -> Result<EmailChallenge, IdentityError> {
+        let row = sqlx::query(
+            "UPDATE email_challenges SET attempts = attempts + 1 \
+             WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 AND attempts < $3 \
+             RETURNING id, purpose, email, code_hash, agent_name, scopes, attempts, created_at, \
+             expires_at, consumed_at",
+        )
+        .bind(id.as_str())
+        .bind(millis(at))
+        .bind(i64::from(MAX_CODE_ATTEMPTS))
+        .fetch_optional(self.writer())
+        .await
+        .map_err(|e| backend(e, "counting a code try"))?;
+        if let Some(r) = row {
+            return Ok(challenge_from_row(&r)?);
+        }
+        match self.challenge(id).await? {
+            None => Err(IdentityError::NotFound),
+            Some(c) => Err(challenge_refusal(&c, at)),
+        }
+    }
+
+    async fn consume_challenge<'a>(
+        &self,
+        id: &ChallengeId,
+        at: DateTime<Utc>,
+        key: Option<&'a ApiKeyRecord>,
+    ) -> Result<EmailChallenge, IdentityError> {
+        if let Some(c) = self.try_consume(id, at, key).await? {
+            return Ok(c);
+        }
+        match self.challenge(id).await? {
+            None => Err(IdentityError::NotFound),
+            Some(c) if c.consumed_at.is_some() => Err(IdentityError::AlreadyUsed),
+            Some(_) => Err(IdentityError::Expired),
+        }
+    }
+
+    async fn insert_session(&self, w: &WebSession) -> Result<(), IdentityError> {
+        let r = sqlx::query(
+            "INSERT INTO web_sessions (token_hash, account_id, created_at, expires_at) \
+             VALUES ($1, $2, $3, $4)",
+        )
+        .bind(w.token_hash.to_hex())
+        .bind(w.account_id.as_str())
+        .bind(millis(w.created_at))
+        .bind(millis(w.expires_at))
+        .execute(self.writer())
+        .await;
+        match r {
+            Ok(_) => Ok(()),
+            Err(e) if is_unique_violation(&e) => Err(IdentityError::Duplicate),
+            Err(e) if is_foreign_key_violation(&e) => Err(IdentityError::NotFound),
+            Err(e) => Err(backend(e, "storing web session").into()),
+        }
+    }
+
+    async fn session(
+        &self,
+        token_hash: &KeyHash,
+        now: DateTime<Utc>,
+    ) -> Result<Option<(WebSession, Account)>, StoreError> {
+        let err = |e| backend(e, "reading web session");
+        let row = sqlx::query(
+            "SELECT s.token_hash, s.account_id, s.created_at, s.expires_at, a.email, a.plan, \
+             a.environment, a.created_at AS account_created_at \
+             FROM web_sessions s JOIN accounts a ON a.id = s.account_id \
+             WHERE s.token_hash = $1 AND s.expires_at > $2",
+        )
+        .bind(token_hash.to_hex())
+        .bind(millis(now))
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(err)?;
+        let Some(r) = row else { return Ok(None) };
+        let session = WebSession {
+            token_hash: hash_col(&r, "token_hash")?,
+            account_id: AccountId::parse(r.try_get("account_id").map_err(err)?)
+                .map_err(corrupt("account id"))?,
+            created_at: from_millis(r.try_get("created_at").map_err(err)?)?,
+            expires_at: from_millis(r.try_get("expires_at").map_err(err)?)?,
+        };
+        let account = account_from_row(&r, "account_id", "account_created_at")?;
+        Ok(Some((session, account)))
+    }
+
+    async fn delete_session(&self, token_hash: &KeyHash) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM web_sessions WHERE token_hash = $1")
+            .bind(token_hash.to_hex())
+            .execute(self.writer())
+            .await
+            .map_err(|e| backend(e, "deleting web session"))?;
+        Ok(())
+    }
+
+    async fn purge_identity(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
+        let err = |e| backend(e, "purging identity records");
+        let grants = sqlx::query("DELETE FROM device_grants WHERE expires_at < $1")
+            .bind(millis(before))
+            .execute(self.writer())
+            .await
+            .map_err(err)?;
+        let challenges = sqlx::query("DELETE FROM email_challenges WHERE expires_at < $1")
+            .bind(millis(before))
+            .execute(self.writer())
+            .await
+            .map_err(err)?;
+        let sessions = sqlx::query("DELETE FROM web_sessions WHERE expires_at < $1")
+            .bind(millis(before))
+            .execute(self.writer())
+            .await
+            .map_err(err)?;
+        Ok(grants.rows_affected() + challenges.rows_affected() + sessions.rows_affected())
+    }
+}
