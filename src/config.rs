@@ -165,6 +165,12 @@ pub struct RuntimeSettings {
     #[arg(long, env = "SVC_RECOVER_AFTER_SECONDS", default_value_t = 60)]
     pub recover_after_seconds: i64,
 
+    /// How long an authenticated API key is remembered, in milliseconds (0 to 1,000): the
+    /// longest a key revoked through another instance (or `svc keys revoke`) keeps working
+    /// here. 0 reads every key from the store.
+    #[arg(long, env = "SVC_KEY_CACHE_MILLIS", default_value_t = 1000)]
+    pub key_cache_millis: u64,
+
     /// On SIGTERM, how long requests in flight may take to finish (20 to 600 s; at least the
     /// 15 s request deadline and a margin, so a running action still gets its answer).
     #[arg(long, env = "SVC_SHUTDOWN_GRACE_SECONDS", default_value_t = 20)]
@@ -254,6 +260,7 @@ impl RuntimeSettings {
             self.recover_after_seconds,
             MIN_RECOVER_AFTER_SECONDS..=86_400,
         )?;
+        in_range("SVC_KEY_CACHE_MILLIS", self.key_cache_millis, 0..=1000)?;
         in_range(
             "SVC_SHUTDOWN_GRACE_SECONDS",
             self.shutdown_grace_seconds,
@@ -312,6 +319,7 @@ impl Default for RuntimeSettings {
             mcp_allowed_origins: Vec::new(),
             mcp_disable_host_check: false,
             recover_after_seconds: 60,
+            key_cache_millis: 1000,
             shutdown_grace_seconds: 20,
             starter_price: 900,
             starter_currency: "usd".into(),

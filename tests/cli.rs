@@ -167,7 +167,9 @@ async fn serve_creates_svc_db_and_keys_survive_a_restart() {
         status.success(),
         "svc serve exited with {status} on SIGTERM"
     );
-    let (_server, base) = serve(dir.path(), &[]).await;
+    // A revocation by another process (the CLI) lands within SVC_KEY_CACHE_MILLIS; with 0 it
+    // lands on the next request.
+    let (_server, base) = serve(dir.path(), &[("SVC_KEY_CACHE_MILLIS", "0")]).await;
     let after = usage(&base, &key).await;
     assert_eq!(after.status(), 200, "key lost across restart");
 
@@ -794,6 +796,7 @@ fn settings_out_of_range_stop_the_start_naming_the_variable() {
         ("serve", "SVC_RECOVER_AFTER_SECONDS", "-5"),
         ("serve", "SVC_RECOVER_AFTER_SECONDS", "20"),
         ("serve", "SVC_SHUTDOWN_GRACE_SECONDS", "10"),
+        ("serve", "SVC_KEY_CACHE_MILLIS", "1001"),
         ("serve", "SVC_DATABASE_MAX_CONNECTIONS", "0"),
         ("serve", "SVC_MAX_BODY_BYTES", "10"),
         ("serve", "SVC_RATE_LIMIT_PER_KEY", "0"),

@@ -113,6 +113,24 @@ pub async fn postgres_database() -> String {
     with_database(&server, &name)
 }
 
+/// Drops every other connection to the database at `url`, as a restarting server would;
+/// answers how many it dropped (0 when the database cannot be reached).
+pub async fn drop_connections(url: &str) -> u64 {
+    use sqlx::Connection;
+    let Ok(mut admin) = sqlx::PgConnection::connect(url).await else {
+        return 0;
+    };
+    let dropped: Vec<bool> = sqlx::query_scalar(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = current_database() AND pid <> pg_backend_pid()",
+    )
+    .fetch_all(&mut admin)
+    .await
+    .unwrap_or_default();
+    admin.close().await.ok();
+    dropped.into_iter().filter(|d| *d).count() as u64
+}
+
 fn with_database(server: &str, name: &str) -> String {
     let (base, query) = match server.split_once('?') {
         Some((b, q)) => (b, format!("?{q}")),

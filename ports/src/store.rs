@@ -36,7 +36,7 @@ pub struct StoreError(#[from] pub anyhow::Error);
 /// restarting): nothing of the operation was stored, and the same request can succeed later.
 /// Adapters put it at the root of a [`StoreError`]; faces answer it with a retryable 503.
 #[derive(Debug, thiserror::Error)]
-#[error("the store cannot be reached: {0}")]
+#[error("the store cannot be reached")]
 pub struct StoreUnreachable(#[source] pub Box<dyn std::error::Error + Send + Sync>);
 
 impl StoreError {

@@ -45,16 +45,20 @@ pub enum AuthError {
 /// [`KeyCache::MAX_ENTRIES`].
 pub struct KeyCache {
     clock: Arc<dyn Clock>,
+    ttl: TimeDelta,
     entries: Mutex<HashMap<KeyHash, (Principal, DateTime<Utc>)>>,
 }
 
 impl KeyCache {
-    pub const TTL: TimeDelta = TimeDelta::seconds(1);
+    /// The default and the longest allowed: a revocation lands everywhere within a second.
+    pub const TTL: std::time::Duration = std::time::Duration::from_secs(1);
     pub const MAX_ENTRIES: usize = 10_000;
 
-    pub fn new(clock: Arc<dyn Clock>) -> Self {
+    /// Keys kept for `ttl`, at most [`KeyCache::TTL`]; zero keeps none.
+    pub fn new(clock: Arc<dyn Clock>, ttl: std::time::Duration) -> Self {
         Self {
             clock,
+            ttl: TimeDelta::from_std(ttl.min(Self::TTL)).unwrap_or_default(),
             entries: Mutex::new(HashMap::new()),
         }
     }
@@ -64,15 +68,18 @@ impl KeyCache {
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         entries
             .get(hash)
-            .filter(|(_, at)| now - *at < Self::TTL && now >= *at)
+            .filter(|(_, at)| now - *at < self.ttl && now >= *at)
             .map(|(p, _)| p.clone())
     }
 
     fn put(&self, hash: KeyHash, principal: &Principal) {
+        if self.ttl.is_zero() {
+            return;
+        }
         let now = self.clock.now();
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         if entries.len() >= Self::MAX_ENTRIES {
-            entries.retain(|_, (_, at)| now - *at < Self::TTL);
+            entries.retain(|_, (_, at)| now - *at < self.ttl);
             if entries.len() >= Self::MAX_ENTRIES {
                 entries.clear();
             }
@@ -199,7 +206,10 @@ mod tests {
     }
 
     fn cache() -> Arc<KeyCache> {
-        Arc::new(KeyCache::new(Arc::new(ManualClock::at(Utc::now()))))
+        Arc::new(KeyCache::new(
+            Arc::new(ManualClock::at(Utc::now())),
+            KeyCache::TTL,
+        ))
     }
 
     /// A store that answers the key lookup from a shared slot and counts the lookups.
@@ -224,7 +234,7 @@ mod tests {
         let auth = Authenticator::new(
             counting_store(slot.clone(), lookups.clone()),
             Environment::Live,
-            Arc::new(KeyCache::new(clock.clone())),
+            Arc::new(KeyCache::new(clock.clone(), KeyCache::TTL)),
         );
         let count = || lookups.load(std::sync::atomic::Ordering::SeqCst);
         for _ in 0..5 {
@@ -273,7 +283,7 @@ mod tests {
     #[test]
     fn the_cache_never_outgrows_its_bound() {
         let clock = Arc::new(ManualClock::at(Utc::now()));
-        let cache = KeyCache::new(clock);
+        let cache = KeyCache::new(clock, KeyCache::TTL);
         let secret = ApiKeySecret::parse(LIVE).unwrap();
         let (key, account) = record(&secret, false, Environment::Live);
         let principal = Principal { account, key };

@@ -81,7 +81,7 @@ impl Services {
         identity: IdentitySettings,
         billing: BillingSettings,
     ) -> Self {
-        let key_cache = Arc::new(auth::KeyCache::new(ports.clock.clone()));
+        let key_cache = Arc::new(auth::KeyCache::new(ports.clock.clone(), identity.key_cache));
         let keys = Arc::new(KeyService::new(
             ports.clone(),
             environment,

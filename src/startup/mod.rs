@@ -219,6 +219,9 @@ pub struct World {
     /// The target sites' OAuth providers (`auth_provider` ids with their endpoints).
     pub connection_providers: Vec<ProviderConfig>,
     pub sealing: Sealing,
+    /// How long an authenticated key is remembered (`SVC_KEY_CACHE_MILLIS`): the longest a
+    /// revocation made elsewhere goes unnoticed here. `None`: one second.
+    pub key_cache: Option<Duration>,
 }
 
 fn signer(signing: &Signing) -> anyhow::Result<Ed25519Signer> {
@@ -361,7 +364,10 @@ pub fn services(
         anyhow::bail!("the sandbox payment provider is allowed only in the sandbox");
     }
     let (ports, outbox) = ports(stores, world)?;
-    let identity = IdentitySettings::new(&origins.site_url, &origins.mcp_url);
+    let mut identity = IdentitySettings::new(&origins.site_url, &origins.mcp_url);
+    if let Some(ttl) = world.key_cache {
+        identity.key_cache = ttl;
+    }
     let webhook_secrets = match &world.payments {
         Payments::Disabled => Vec::new(),
         Payments::Http {
@@ -436,6 +442,7 @@ impl Application {
             runtime.max_body_bytes,
         );
         let mut world = world;
+        world.key_cache = Some(Duration::from_millis(runtime.key_cache_millis));
         if environment == Environment::Test && !world.sandbox_hosts.is_empty() {
             // In the sandbox the service may read (and scan) itself when its origins are named
             // under `.sandbox.test`: those names are pinned to the bound address.

@@ -14,6 +14,7 @@ mod openapi;
 mod read;
 mod readiness;
 mod signup;
+mod store_outage;
 mod telemetry;
 mod usage;
 mod verdicts;

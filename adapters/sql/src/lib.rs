@@ -1,19 +1,17 @@
 //! SQLite (the embedded default) and Postgres (for more than one machine) behind the same
-//! store ports. Both run the same statements (`$N` placeholders work in both dialects); each has
-//! its own migrations under `migrations/`. Money-guarding uniqueness lives in constraints, so
-//! several instances on one Postgres cannot apply the same grant twice.
+//! store ports, one plain module per store (`sqlite/`, `postgres/`), each a file per port
+//! family with its statements written out beside the Rust that runs them, and its own
+//! migrations under `migrations/`. Both pass one contract suite (`contract-tests/`); every
+//! statement is prepared against its migrated schema by a test (`statements.rs`).
+//! Money-guarding uniqueness lives in constraints, so several instances on one Postgres cannot
+//! apply the same grant twice.
 
-mod actions;
-mod authority;
-mod billing;
-mod common;
-mod connections;
-mod identity;
+mod errors;
 mod migrations;
 mod postgres;
-mod readiness;
 mod sqlite;
-mod telemetry;
+#[cfg(test)]
+mod statements;
 
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;

@@ -31,6 +31,9 @@ pub struct IdentitySettings {
     /// Wrong codes (user or email) from one IP address per window, before `locked_out`.
     pub wrong_codes_per_ip: u32,
     pub lockout_window: Duration,
+    /// How long an authenticated key is remembered: the longest a revocation made through
+    /// another instance goes unnoticed (0: every request reads the key from the store).
+    pub key_cache: Duration,
 }
 
 impl IdentitySettings {
@@ -45,6 +48,7 @@ impl IdentitySettings {
             codes_per_address_per_hour: 5,
             wrong_codes_per_ip: 20,
             lockout_window: Duration::from_secs(15 * 60),
+            key_cache: Duration::from_secs(1),
         }
     }
 }

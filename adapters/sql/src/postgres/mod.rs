@@ -20,6 +20,7 @@ mod telemetry;
 
 use std::{fmt::Display, time::Duration};
 
+pub(crate) use crate::errors::{backend, corrupt, is_foreign_key_violation, is_unique_violation};
 use anyhow::{Context, anyhow};
 use chrono::{DateTime, SubsecRound, Utc};
 use sqlx::{
@@ -27,6 +28,9 @@ use sqlx::{
     postgres::{PgPoolOptions, PgRow},
 };
 use svc_ports::{KeyHash, StoreError};
+
+/// How long a pooled connection may sit unused before it is pinged on its next use.
+const IDLE_BEFORE_PING: Duration = Duration::from_secs(1);
 
 #[derive(Clone)]
 pub struct PostgresStore {
@@ -36,9 +40,23 @@ pub struct PostgresStore {
 impl PostgresStore {
     /// Connects to `postgres://...` without migrating.
     pub async fn connect(url: &str, max_connections: u32) -> anyhow::Result<Self> {
+        // sqlx pings every connection before each use by default: a round trip per query, as
+        // many as the execution path's statements. Only a connection idle for a while is
+        // checked (one the server may have dropped, e.g. across a restart); one in steady use
+        // is known alive, and if it died just now its statement fails as unreachable (503).
         let pool = PgPoolOptions::new()
             .max_connections(max_connections)
             .acquire_timeout(Duration::from_secs(10))
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for > IDLE_BEFORE_PING {
+                        use sqlx::Connection;
+                        conn.ping().await?;
+                    }
+                    Ok(true)
+                })
+            })
             .connect(url)
             .await
             .with_context(|| "connecting to Postgres")?;
@@ -69,24 +87,6 @@ impl PostgresStore {
 /// before migration 0011 was, so both stores answer alike.
 fn ms(t: DateTime<Utc>) -> DateTime<Utc> {
     t.trunc_subsecs(3)
-}
-
-fn backend(e: sqlx::Error, what: &'static str) -> StoreError {
-    StoreError(anyhow::Error::new(e).context(what))
-}
-
-fn corrupt<E: Display>(what: &'static str) -> impl FnOnce(E) -> StoreError {
-    move |e| StoreError(anyhow!("corrupt {what} in store: {e}"))
-}
-
-fn is_unique_violation(e: &sqlx::Error) -> bool {
-    e.as_database_error()
-        .is_some_and(|d| d.is_unique_violation())
-}
-
-fn is_foreign_key_violation(e: &sqlx::Error) -> bool {
-    e.as_database_error()
-        .is_some_and(|d| d.is_foreign_key_violation())
 }
 
 /// One column of a row, as the Rust type its Postgres type decodes to.

@@ -19,6 +19,7 @@ mod telemetry;
 
 use std::{str::FromStr, time::Duration};
 
+pub(crate) use crate::errors::{backend, corrupt, is_foreign_key_violation, is_unique_violation};
 use anyhow::{Context, anyhow};
 use chrono::{DateTime, TimeZone, Utc};
 use sqlx::{
@@ -65,8 +66,11 @@ impl SqliteStore {
         }
         // A private in-memory database lives in one connection; more would each see their own.
         let max = if in_memory { 1 } else { 8 };
+        // No ping before each use (sqlx's default): a connection to a local file does not go
+        // stale, and the ping is a round trip to the connection's thread on every query.
         let pool = SqlitePoolOptions::new()
             .max_connections(max)
+            .test_before_acquire(false)
             .min_connections(1)
             .idle_timeout(None)
             .max_lifetime(None)
@@ -78,6 +82,7 @@ impl SqliteStore {
         } else {
             SqlitePoolOptions::new()
                 .max_connections(1)
+                .test_before_acquire(false)
                 .min_connections(1)
                 .idle_timeout(None)
                 .max_lifetime(None)
@@ -131,25 +136,7 @@ fn from_millis(ms: i64) -> Result<DateTime<Utc>, StoreError> {
         .ok_or_else(|| StoreError(anyhow!("timestamp {ms} out of range")))
 }
 
-fn backend(e: sqlx::Error, what: &'static str) -> StoreError {
-    StoreError(anyhow::Error::new(e).context(what))
-}
-
-fn corrupt<E: std::fmt::Display>(what: &'static str) -> impl FnOnce(E) -> StoreError {
-    move |e| StoreError(anyhow!("corrupt {what} in store: {e}"))
-}
-
 /// A row that does not decode, inside code that speaks `sqlx::Error`.
 fn undecodable(e: StoreError) -> sqlx::Error {
     sqlx::Error::Decode(e.0.into())
-}
-
-fn is_unique_violation(e: &sqlx::Error) -> bool {
-    e.as_database_error()
-        .is_some_and(|d| d.is_unique_violation())
-}
-
-fn is_foreign_key_violation(e: &sqlx::Error) -> bool {
-    e.as_database_error()
-        .is_some_and(|d| d.is_foreign_key_violation())
 }

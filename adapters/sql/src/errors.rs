@@ -1,0 +1,70 @@
+//! How both stores report a failed statement: a database that cannot be reached (the caller
+//! may retry; nothing was stored) apart from everything else, and the constraint violations
+//! that mean "exists already" or "belongs to nothing".
+
+use std::fmt::Display;
+
+use anyhow::anyhow;
+use svc_ports::StoreError;
+
+/// A failed statement as the ports see it; connection failures become
+/// [`svc_ports::StoreUnreachable`], which every face answers with a retryable 503.
+pub(crate) fn backend(e: sqlx::Error, what: &'static str) -> StoreError {
+    if unreachable(&e) {
+        return StoreError::unreachable(e, what);
+    }
+    StoreError(anyhow::Error::new(e).context(what))
+}
+
+/// The connection failed, or the server is going away or not accepting connections yet:
+/// SQLSTATE class 08 (connection exception), 57P01-57P03 (admin shutdown, crash shutdown,
+/// cannot connect now).
+fn unreachable(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(d) => d
+            .code()
+            .is_some_and(|c| c.starts_with("08") || matches!(&*c, "57P01" | "57P02" | "57P03")),
+        _ => false,
+    }
+}
+
+pub(crate) fn corrupt<E: Display>(what: &'static str) -> impl FnOnce(E) -> StoreError {
+    move |e| StoreError(anyhow!("corrupt {what} in store: {e}"))
+}
+
+pub(crate) fn is_unique_violation(e: &sqlx::Error) -> bool {
+    e.as_database_error()
+        .is_some_and(|d| d.is_unique_violation())
+}
+
+pub(crate) fn is_foreign_key_violation(e: &sqlx::Error) -> bool {
+    e.as_database_error()
+        .is_some_and(|d| d.is_foreign_key_violation())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connection_failures_are_unreachable_and_others_are_not() {
+        let io = sqlx::Error::Io(std::io::Error::new(
+            std::io::ErrorKind::ConnectionReset,
+            "reset",
+        ));
+        assert!(svc_ports::store::is_unreachable(&backend(io, "reading")));
+        assert!(svc_ports::store::is_unreachable(&backend(
+            sqlx::Error::PoolTimedOut,
+            "reading"
+        )));
+        assert!(!svc_ports::store::is_unreachable(&backend(
+            sqlx::Error::RowNotFound,
+            "reading"
+        )));
+    }
+}
