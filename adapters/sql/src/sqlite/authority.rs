@@ -156,22 +156,6 @@ pub(super) async fn spend_authority(
     }
 }
 
-/// Gives back a failed task's spend, inside its settlement's transaction.
-pub(super) async fn release_spend(
-    tx: &mut SqliteConnection,
-    task: &TaskId,
-    at: DateTime<Utc>,
-) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "UPDATE authority_spends SET released_at = $1 WHERE task_id = $2 AND released_at IS NULL",
-    )
-    .bind(millis(at))
-    .bind(task.as_str())
-    .execute(tx)
-    .await
-    .map(|_| ())
-}
-
 #[async_trait]
 impl AuthorityStore for SqliteStore {
     async fn insert_authority(&self, a: &PaymentAuthority) -> Result<(), AuthorityError> {

@@ -18,8 +18,8 @@ use svc_ports::{
 };
 
 use super::{
-    SqliteStore, Tx, actions::task_from_row, backend, corrupt, from_millis,
-    is_foreign_key_violation, is_unique_violation, ledger::insert_entry, millis, undecodable,
+    SqliteStore, Tx, backend, corrupt, from_millis, is_foreign_key_violation, is_unique_violation,
+    ledger::insert_entry, millis, tasks::task_from_row, undecodable,
 };
 
 /// A checkout from a row holding `id, account_id, sku, plan, credits, amount, currency,

@@ -7,14 +7,15 @@
 //! transaction; a write of one statement needs none.
 
 mod accounts;
-mod actions;
 mod authority;
 mod billing;
 mod connections;
 mod identity;
 mod ledger;
+mod maps;
 mod pages;
 mod readiness;
+mod tasks;
 mod telemetry;
 
 use std::{str::FromStr, time::Duration};

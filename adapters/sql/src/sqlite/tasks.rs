@@ -1,45 +1,25 @@
-//! `MapStore` and `TaskStore`: Agent Maps, versioned per domain with at most one published,
-//! and execution tasks with the credits they hold, charge or refund. Beginning and settling a
-//! task are each one transaction; the unique constraints on tasks and ledger references make a
-//! second charge impossible.
+//! `TaskStore`: execution tasks and the credits they hold, charge or refund. Beginning and
+//! settling a task are each one `BEGIN IMMEDIATE` transaction on the single writer; the unique
+//! constraints on tasks and ledger references make a second charge impossible.
 //!
-//! Beginning, settling and reading the published map run on every execution: each does only
-//! the statements it needs and reads back nothing it just wrote.
+//! Both run on every execution, and every statement is a round trip to the writer's thread:
+//! each is a transaction of one multi-statement query (the statements guard one another with
+//! `EXISTS` on what the earlier ones wrote, since SQLite has no data-modifying CTEs), so an
+//! execution costs the writer six round trips (begin, body, commit, twice).
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::{Row, sqlite::SqliteRow};
 use svc_ports::{
-    AccountId, AgentMap, ApiKeyId, ArtifactId, BeginOutcome, Domain, EntryKind, LedgerEntry,
-    MapDocument, MapStatus, NewTask, SettleOutcome, Settlement, TaskId, TaskRecord, TaskStatus,
-    VerifyOutcome,
-    store::{MapStore, MapStoreError, StoreError, TaskError, TaskStore},
+    AccountId, ApiKeyId, ArtifactId, BeginOutcome, EntryKind, LedgerEntry, NewTask, SettleOutcome,
+    Settlement, TaskId, TaskRecord, TaskStatus, VerifyOutcome,
+    store::{StoreError, TaskError, TaskStore},
 };
 
 use super::{
-    SqliteStore,
-    authority::{release_spend, spend_authority},
-    backend, corrupt, from_millis, is_foreign_key_violation, is_unique_violation,
-    ledger::insert_entry,
-    millis, undecodable,
+    SqliteStore, authority::spend_authority, backend, corrupt, from_millis,
+    is_foreign_key_violation, is_unique_violation, ledger::insert_entry, millis, undecodable,
 };
-
-/// A map from a row holding `domain, version, status, origin, document, created_at,
-/// updated_at`.
-fn map_from_row(r: &SqliteRow) -> Result<AgentMap, StoreError> {
-    let err = |e| backend(e, "reading agent map");
-    let version: i64 = r.try_get("version").map_err(err)?;
-    Ok(AgentMap {
-        document: serde_json::from_str::<MapDocument>(r.try_get("document").map_err(err)?)
-            .map_err(corrupt("map document"))?,
-        version: u32::try_from(version).map_err(corrupt("map version"))?,
-        status: MapStatus::parse(r.try_get("status").map_err(err)?)
-            .ok_or_else(|| corrupt("map status")("unknown"))?,
-        origin: r.try_get("origin").map_err(err)?,
-        created_at: from_millis(r.try_get("created_at").map_err(err)?)?,
-        updated_at: from_millis(r.try_get("updated_at").map_err(err)?)?,
-    })
-}
 
 /// A task from a row holding `id, account_id, key_id, domain, action, cost, idempotency_key,
 /// fingerprint, status, response_status, response_body, artifact_id, artifact, created_at,
@@ -111,6 +91,29 @@ fn settled_task(
     })
 }
 
+/// The record of a task that just began.
+fn started(task: &NewTask) -> TaskRecord {
+    TaskRecord {
+        id: task.id.clone(),
+        account_id: task.account_id.clone(),
+        key_id: task.key_id.clone(),
+        domain: task.domain.clone(),
+        action: task.action.clone(),
+        cost: task.cost,
+        idempotency_key: task.idempotency_key.clone(),
+        fingerprint: task.fingerprint.clone(),
+        status: TaskStatus::InFlight,
+        response_status: None,
+        response_body: None,
+        artifact_id: None,
+        artifact: None,
+        created_at: task.created_at,
+        settled_at: None,
+        verified_artifact: None,
+        verified_at: None,
+    }
+}
+
 /// What an existing task under the same idempotency key means for a new request.
 fn existing_outcome(existing: TaskRecord, fingerprint: &str) -> BeginOutcome {
     if existing.fingerprint != fingerprint {
@@ -123,8 +126,72 @@ fn existing_outcome(existing: TaskRecord, fingerprint: &str) -> BeginOutcome {
 }
 
 impl SqliteStore {
-    /// `Err(RowNotFound)`: the account does not exist.
-    async fn try_begin(&self, task: &NewTask) -> Result<BeginOutcome, sqlx::Error> {
+    /// A begin without an authority: one multi-statement query in one transaction. The task
+    /// is inserted only when the key is new and the balance covers the cost; the hold and its
+    /// entry only when the task was inserted; the last statement says what happened (the task
+    /// began, or the earlier task under the key, or the balance, or no account).
+    async fn begin_plain(&self, task: &NewTask) -> Result<BeginOutcome, sqlx::Error> {
+        let (reference, memo) = LedgerEntry::task_reference(&task.id, EntryKind::Hold);
+        let mut tx = self.begin_write().await?;
+        let rows = sqlx::query(
+            r#"
+            INSERT INTO tasks (id, account_id, key_id, domain, action, cost, idempotency_key,
+                fingerprint, status, created_at)
+            SELECT $1, $2, $3, $4, $5, $6, $7, $8, 'in_flight', $9
+            FROM accounts WHERE id = $2 AND spendable >= $6
+            ON CONFLICT (account_id, idempotency_key) DO NOTHING;
+
+            UPDATE accounts SET spendable = spendable - $6, held = held + $6
+            WHERE id = $2 AND $6 > 0 AND EXISTS (SELECT 1 FROM tasks WHERE id = $1);
+
+            INSERT INTO ledger_entries
+                (id, account_id, kind, delta, balance_after, reference, memo, created_at)
+            SELECT $10, $2, 'hold', -$6, spendable, $11, $12, $9
+            FROM accounts WHERE id = $2 AND $6 > 0 AND EXISTS (SELECT 1 FROM tasks WHERE id = $1);
+
+            SELECT EXISTS (SELECT 1 FROM tasks WHERE id = $1) AS started,
+                (SELECT spendable FROM accounts WHERE id = $2) AS spendable,
+                t.id, t.account_id, t.key_id, t.domain, t.action, t.cost, t.idempotency_key,
+                t.fingerprint, t.status, t.response_status, t.response_body, t.artifact_id,
+                t.artifact, t.created_at, t.settled_at, t.verified_artifact, t.verified_at
+            FROM (SELECT 1) AS one
+            LEFT JOIN tasks AS t ON t.account_id = $2 AND t.idempotency_key = $7 AND t.id <> $1
+            "#,
+        )
+        .bind(task.id.as_str())
+        .bind(task.account_id.as_str())
+        .bind(task.key_id.as_str())
+        .bind(&task.domain)
+        .bind(&task.action)
+        .bind(task.cost)
+        .bind(task.idempotency_key.as_deref())
+        .bind(&task.fingerprint)
+        .bind(millis(task.created_at))
+        .bind(task.hold_entry.as_str())
+        .bind(reference)
+        .bind(memo)
+        // Every row of every statement: a `fetch_one` would stop the query at its first row.
+        .fetch_all(&mut *tx)
+        .await?;
+        let row = rows.first().ok_or(sqlx::Error::RowNotFound)?;
+        if row.try_get::<bool, _>("started")? {
+            tx.commit().await?;
+            return Ok(BeginOutcome::Started(started(task)));
+        }
+        // Nothing was written: the transaction ends without a commit.
+        if row.try_get::<Option<&str>, _>("id")?.is_some() {
+            let existing = task_from_row(row).map_err(undecodable)?;
+            return Ok(existing_outcome(existing, &task.fingerprint));
+        }
+        match row.try_get::<Option<i64>, _>("spendable")? {
+            Some(spendable) => Ok(BeginOutcome::InsufficientCredits { spendable }),
+            None => Err(sqlx::Error::RowNotFound),
+        }
+    }
+
+    /// A begin under a payment authority (the spend rules are Rust, run inside the
+    /// transaction). `Err(RowNotFound)`: the account does not exist.
+    async fn begin_with_authority(&self, task: &NewTask) -> Result<BeginOutcome, sqlx::Error> {
         let mut tx = self.begin_write().await?;
         // The task first: an idempotency key used before inserts nothing (its task is the
         // answer), and an unknown account fails the foreign key.
@@ -198,43 +265,46 @@ impl SqliteStore {
             insert_entry(&mut tx, &hold).await?;
         }
         tx.commit().await?;
-        Ok(BeginOutcome::Started(TaskRecord {
-            id: task.id.clone(),
-            account_id: task.account_id.clone(),
-            key_id: task.key_id.clone(),
-            domain: task.domain.clone(),
-            action: task.action.clone(),
-            cost: task.cost,
-            idempotency_key: task.idempotency_key.clone(),
-            fingerprint: task.fingerprint.clone(),
-            status: TaskStatus::InFlight,
-            response_status: None,
-            response_body: None,
-            artifact_id: None,
-            artifact: None,
-            created_at: task.created_at,
-            settled_at: None,
-            verified_artifact: None,
-            verified_at: None,
-        }))
+        Ok(BeginOutcome::Started(started(task)))
     }
 
-    /// `Ok(None)`: the task was not in flight (unknown, or settled before).
+    /// `Ok(None)`: the task was not in flight (unknown, or settled before). One multi-statement
+    /// query: the task's UPDATE matches only a task in flight and stores this settlement's
+    /// artifact id, which is new; every later statement acts only on the task holding that
+    /// artifact id, so nothing moves when the UPDATE matched nothing.
     async fn try_settle(&self, s: &Settlement) -> Result<Option<TaskRecord>, sqlx::Error> {
-        let status = if s.completed {
-            TaskStatus::Completed
+        let (status, kind) = if s.completed {
+            (TaskStatus::Completed, EntryKind::Capture)
         } else {
-            TaskStatus::Failed
+            (TaskStatus::Failed, EntryKind::Refund)
         };
+        let (reference, memo) = LedgerEntry::task_reference(&s.task_id, kind);
         let mut tx = self.begin_write().await?;
-        // Only the columns the settlement does not say come back (an in-flight task has no
-        // verification yet).
-        let row = sqlx::query(
-            "UPDATE tasks SET status = $1, response_status = $2, response_body = $3, \
-             artifact_id = $4, artifact = $5, settled_at = $6 \
-             WHERE id = $7 AND status = 'in_flight' \
-             RETURNING account_id, key_id, domain, action, cost, idempotency_key, fingerprint, \
-             created_at",
+        let rows = sqlx::query(
+            r#"
+            UPDATE tasks SET status = $1, response_status = $2, response_body = $3,
+                artifact_id = $4, artifact = $5, settled_at = $6
+            WHERE id = $7 AND status = 'in_flight'
+            RETURNING account_id, key_id, domain, action, cost, idempotency_key, fingerprint,
+                created_at;
+
+            UPDATE authority_spends SET released_at = $6
+            WHERE task_id = $7 AND released_at IS NULL AND $8
+                AND EXISTS (SELECT 1 FROM tasks WHERE id = $7 AND artifact_id = $4);
+
+            UPDATE accounts
+            SET held = held - t.cost, spendable = spendable + CASE WHEN $9 THEN 0 ELSE t.cost END
+            FROM (SELECT account_id, cost FROM tasks
+                  WHERE id = $7 AND artifact_id = $4 AND cost > 0) AS t
+            WHERE accounts.id = t.account_id;
+
+            INSERT INTO ledger_entries
+                (id, account_id, kind, delta, balance_after, reference, memo, created_at)
+            SELECT $10, t.account_id, $11, CASE WHEN $9 THEN 0 ELSE t.cost END, a.spendable,
+                $12, $13, $6
+            FROM tasks AS t JOIN accounts AS a ON a.id = t.account_id
+            WHERE t.id = $7 AND t.artifact_id = $4 AND t.cost > 0
+            "#,
         )
         .bind(status.as_str())
         .bind(i64::from(s.response_status))
@@ -243,174 +313,32 @@ impl SqliteStore {
         .bind(&s.artifact)
         .bind(millis(s.at))
         .bind(s.task_id.as_str())
-        .fetch_optional(&mut *tx)
+        // A payment that surely did not happen gives its authority spend back.
+        .bind(s.release_spend && !s.completed)
+        .bind(s.completed)
+        .bind(s.entry.as_str())
+        .bind(kind.as_str())
+        .bind(reference)
+        .bind(memo)
+        .fetch_all(&mut *tx)
         .await?;
-        let Some(row) = row else { return Ok(None) };
-        let task = settled_task(&row, s, status).map_err(undecodable)?;
-        if s.release_spend && !s.completed {
-            // A payment that surely did not happen gives its authority spend back.
-            release_spend(&mut tx, &task.id, s.at).await?;
-        }
-        if task.cost > 0 {
-            let (kind, refund) = if s.completed {
-                (EntryKind::Capture, 0)
-            } else {
-                (EntryKind::Refund, task.cost)
-            };
-            let balance_after: i64 = sqlx::query_scalar(
-                "UPDATE accounts SET held = held - $1, spendable = spendable + $2 \
-                 WHERE id = $3 RETURNING spendable",
-            )
-            .bind(task.cost)
-            .bind(refund)
-            .bind(task.account_id.as_str())
-            .fetch_one(&mut *tx)
-            .await?;
-            let entry = LedgerEntry::for_task(
-                s.entry.clone(),
-                task.account_id.clone(),
-                &task.id,
-                kind,
-                refund,
-                balance_after,
-                s.at,
-            );
-            insert_entry(&mut tx, &entry).await?;
-        }
+        let Some(row) = rows.first() else {
+            return Ok(None);
+        };
+        let task = settled_task(row, s, status).map_err(undecodable)?;
         tx.commit().await?;
         Ok(Some(task))
     }
 }
 
 #[async_trait]
-impl MapStore for SqliteStore {
-    async fn insert_map(
-        &self,
-        document: &MapDocument,
-        origin: &str,
-        at: DateTime<Utc>,
-    ) -> Result<AgentMap, StoreError> {
-        let json = serde_json::to_string(document).map_err(corrupt("map document"))?;
-        // One statement picks the next version and stores it: no transaction needed.
-        let version: i64 = sqlx::query_scalar(
-            "INSERT INTO agent_maps (domain, version, status, origin, document, created_at, \
-             updated_at) \
-             SELECT $1, COALESCE(MAX(version), 0) + 1, 'candidate', $2, $3, $4, $4 \
-             FROM agent_maps WHERE domain = $1 \
-             RETURNING version",
-        )
-        .bind(document.domain.as_str())
-        .bind(origin)
-        .bind(&json)
-        .bind(millis(at))
-        .fetch_one(self.writer())
-        .await
-        .map_err(|e| backend(e, "storing agent map"))?;
-        Ok(AgentMap {
-            document: document.clone(),
-            version: u32::try_from(version).map_err(corrupt("map version"))?,
-            status: MapStatus::Candidate,
-            origin: origin.to_owned(),
-            created_at: at,
-            updated_at: at,
-        })
-    }
-
-    async fn maps(&self, domain: Option<Domain>) -> Result<Vec<AgentMap>, StoreError> {
-        sqlx::query(
-            "SELECT domain, version, status, origin, document, created_at, updated_at \
-             FROM agent_maps WHERE ($1 IS NULL OR domain = $1) ORDER BY domain, version DESC",
-        )
-        .bind(domain.as_ref().map(Domain::as_str))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(|e| backend(e, "listing agent maps"))?
-        .iter()
-        .map(map_from_row)
-        .collect()
-    }
-
-    async fn published_map(&self, domain: &Domain) -> Result<Option<AgentMap>, StoreError> {
-        // The partial unique index on published maps answers this.
-        sqlx::query(
-            "SELECT domain, version, status, origin, document, created_at, updated_at \
-             FROM agent_maps WHERE domain = $1 AND status = 'published'",
-        )
-        .bind(domain.as_str())
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(|e| backend(e, "reading published map"))?
-        .map(|r| map_from_row(&r))
-        .transpose()
-    }
-
-    async fn publish_map(
-        &self,
-        domain: &Domain,
-        version: Option<u32>,
-        at: DateTime<Utc>,
-    ) -> Result<AgentMap, MapStoreError> {
-        let err = |e| MapStoreError::Store(backend(e, "publishing agent map"));
-        // The target is the version asked for, or the newest. Retire first (one published
-        // version at a time), then publish; no target rolls the retirement back.
-        let version = version.map(i64::from);
-        let mut tx = self.begin_write().await.map_err(err)?;
-        sqlx::query(
-            "UPDATE agent_maps SET status = 'retired', updated_at = $1 \
-             WHERE domain = $2 AND status = 'published' \
-             AND version <> COALESCE($3, (SELECT MAX(version) FROM agent_maps WHERE domain = $2))",
-        )
-        .bind(millis(at))
-        .bind(domain.as_str())
-        .bind(version)
-        .execute(&mut *tx)
-        .await
-        .map_err(err)?;
-        let row = sqlx::query(
-            "UPDATE agent_maps SET status = 'published', updated_at = $1 \
-             WHERE domain = $2 \
-             AND version = COALESCE($3, (SELECT MAX(version) FROM agent_maps WHERE domain = $2)) \
-             RETURNING domain, version, status, origin, document, created_at, updated_at",
-        )
-        .bind(millis(at))
-        .bind(domain.as_str())
-        .bind(version)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(err)?;
-        let Some(row) = row else {
-            return Err(MapStoreError::NotFound);
-        };
-        let map = map_from_row(&row)?;
-        tx.commit().await.map_err(err)?;
-        Ok(map)
-    }
-
-    async fn retire_map(
-        &self,
-        domain: &Domain,
-        at: DateTime<Utc>,
-    ) -> Result<AgentMap, MapStoreError> {
-        sqlx::query(
-            "UPDATE agent_maps SET status = 'retired', updated_at = $1 \
-             WHERE domain = $2 AND status = 'published' \
-             RETURNING domain, version, status, origin, document, created_at, updated_at",
-        )
-        .bind(millis(at))
-        .bind(domain.as_str())
-        .fetch_optional(self.writer())
-        .await
-        .map_err(|e| MapStoreError::Store(backend(e, "retiring agent map")))?
-        .map(|r| map_from_row(&r).map_err(MapStoreError::Store))
-        .transpose()?
-        .ok_or(MapStoreError::NotFound)
-    }
-}
-
-#[async_trait]
 impl TaskStore for SqliteStore {
     async fn begin_task(&self, task: &NewTask) -> Result<BeginOutcome, TaskError> {
-        match self.try_begin(task).await {
+        let begun = match task.authority_spend {
+            None => self.begin_plain(task).await,
+            Some(_) => self.begin_with_authority(task).await,
+        };
+        match begun {
             Ok(outcome) => Ok(outcome),
             Err(sqlx::Error::RowNotFound) => Err(TaskError::UnknownAccount),
             Err(e) => Err(backend(e, "beginning task").into()),
