@@ -104,8 +104,42 @@ pub struct ServeSettings {
     )]
     pub payment_webhook_secrets: Vec<String>,
 
+    /// Names the guarded client reaches at a fixed address even when that address is private
+    /// or loopback: `name=ip:port`, comma separated. Off by default and named in a warning at
+    /// start: for a test site on loopback (`scripts/cluster.sh`) or a partner on a private
+    /// network; a caller still cannot name an address, only these names.
+    #[arg(long, env = "SVC_PINNED_HOSTS", value_delimiter = ',')]
+    pub pinned_hosts: Vec<String>,
+
     #[command(flatten)]
     pub runtime: RuntimeSettings,
+}
+
+/// `SVC_PINNED_HOSTS` entries (`name=ip:port`) as a map; the error names the variable.
+pub fn pinned_hosts(
+    entries: &[String],
+) -> anyhow::Result<std::collections::HashMap<String, std::net::SocketAddr>> {
+    entries
+        .iter()
+        .filter(|e| !e.trim().is_empty())
+        .map(|e| {
+            let (name, addr) = e
+                .trim()
+                .split_once('=')
+                .ok_or_else(|| anyhow::anyhow!("SVC_PINNED_HOSTS: `{e}` is not `name=ip:port`"))?;
+            let name = name.trim().to_ascii_lowercase();
+            let valid = !name.is_empty()
+                && name.len() <= 253
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.');
+            anyhow::ensure!(valid, "SVC_PINNED_HOSTS: `{name}` is not a host name");
+            let addr = addr.trim().parse().map_err(|_| {
+                anyhow::anyhow!("SVC_PINNED_HOSTS: `{addr}` (for {name}) is not `ip:port`")
+            })?;
+            Ok((name, addr))
+        })
+        .collect()
 }
 
 /// Settings shared by `svc serve` and `svc sandbox`.
@@ -232,6 +266,7 @@ impl ServeSettings {
             self.database_max_connections,
             1..=1000,
         )?;
+        pinned_hosts(&self.pinned_hosts)?;
         self.runtime.check()
     }
 }
@@ -360,6 +395,28 @@ impl RuntimeSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pinned_hosts_are_names_at_socket_addresses() {
+        let ok = pinned_hosts(&[
+            "Shop.Example=127.0.0.1:8080".into(),
+            " b.test=[::1]:9 ".into(),
+        ])
+        .unwrap();
+        assert_eq!(ok["shop.example"], "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(ok["b.test"], "[::1]:9".parse().unwrap());
+        assert!(pinned_hosts(&[]).unwrap().is_empty());
+        for bad in [
+            "shop.example",
+            "=127.0.0.1:1",
+            "a b=127.0.0.1:1",
+            "a=127.0.0.1",
+            "a=x:1",
+        ] {
+            let e = pinned_hosts(&[bad.into()]).unwrap_err().to_string();
+            assert!(e.contains("SVC_PINNED_HOSTS"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn the_defaults_are_in_range_and_each_bound_names_its_variable() {

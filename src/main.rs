@@ -200,6 +200,13 @@ enum MapsCommand {
 
 #[derive(Subcommand)]
 enum SandboxCommand {
+    /// Serve only the sandbox's action sites (the shop, the booking site, ...), for `svc serve`
+    /// instances to call: writes each site's Agent Map to `--maps-dir` (`{host}.json`), prints
+    /// `SVC_PINNED_HOSTS=...` for the instances, and serves until stopped.
+    Sites {
+        #[arg(long)]
+        maps_dir: PathBuf,
+    },
     /// Play QA payment scenario files against a running sandbox (the values it printed):
     /// PASS or FAIL per step; exit 1 when any step failed.
     Play {
@@ -288,7 +295,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             };
             let connection_providers =
                 startup::connection_providers(s.connection_providers.as_deref())?;
+            let pinned_hosts = svc::config::pinned_hosts(&s.pinned_hosts)?;
+            for (name, addr) in &pinned_hosts {
+                tracing::warn!(
+                    "SVC_PINNED_HOSTS: the guarded client reaches {name} at {addr}, \
+                     whatever the address; leave it unset in production unless you mean it"
+                );
+            }
             let world = World {
+                pinned_hosts,
                 mail,
                 signing,
                 sealing,
@@ -329,6 +344,27 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 files.len()
             );
             anyhow::ensure!(failed == 0, "{failed} scenario(s) failed");
+            Ok(())
+        }
+        Command::Sandbox {
+            command: Some(SandboxCommand::Sites { maps_dir }),
+            ..
+        } => {
+            let sites = ActionSites::start().await;
+            std::fs::create_dir_all(&maps_dir)
+                .with_context(|| format!("creating {}", maps_dir.display()))?;
+            let mut pinned = Vec::new();
+            for site in &sites.sites {
+                let file = maps_dir.join(format!("{}.json", site.host));
+                std::fs::write(&file, site.map_json())
+                    .with_context(|| format!("writing {}", file.display()))?;
+                pinned.push(format!("{}={}", site.host, site.address()));
+            }
+            println!("SVC_PINNED_HOSTS={}", pinned.join(","));
+            if let Some(shop) = sites.site(startup::SHOP_HOST) {
+                println!("SVC_SHOP_SITE={}", shop.origin());
+            }
+            startup::stopped().await;
             Ok(())
         }
         Command::Sandbox {

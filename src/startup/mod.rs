@@ -208,6 +208,9 @@ pub struct World {
     /// Demo hosts the sandbox may read, by exact name, pinned to these loopback addresses.
     /// Must stay empty in the live environment.
     pub sandbox_hosts: HashMap<String, SocketAddr>,
+    /// Names the operator pinned to addresses the guard would refuse (`SVC_PINNED_HOSTS`):
+    /// allowed in the live environment, announced at start.
+    pub pinned_hosts: HashMap<String, SocketAddr>,
     /// Overall time limit of one fetch (default 15 s).
     pub fetch_timeout: Option<Duration>,
     pub mail: Mail,
@@ -283,8 +286,10 @@ impl World {
 
 /// The driven ports, and the outbox when mail stays in the sandbox.
 pub fn ports(stores: &Stores, world: &World) -> anyhow::Result<(Ports, Option<Arc<dyn Outbox>>)> {
+    let mut pinned = world.pinned_hosts.clone();
+    pinned.extend(world.sandbox_hosts.clone());
     let mut config = FetcherConfig {
-        sandbox_hosts: world.sandbox_hosts.clone(),
+        sandbox_hosts: pinned,
         ..FetcherConfig::default()
     };
     if let Some(t) = world.fetch_timeout {
@@ -550,6 +555,11 @@ async fn shutdown_signal() {
         _ = terminate => {}
     }
     tracing::info!("shutting down");
+}
+
+/// Resolves on SIGTERM or Ctrl-C (for processes that serve no app, like `svc sandbox sites`).
+pub async fn stopped() {
+    shutdown_signal().await
 }
 
 pub use svc_services::keys::{SANDBOX_CREDITS, SANDBOX_EMAIL};
