@@ -306,3 +306,19 @@ mod tests {
         assert!(store.fresh_page("k0", epoch).await.unwrap().is_none());
     }
 }
+
+/// Memory always answers, has no schema to migrate and no pool.
+#[async_trait]
+impl svc_ports::StoreHealth for MemoryStore {
+    async fn ping(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    async fn migrations_current(&self) -> Result<bool, StoreError> {
+        Ok(true)
+    }
+
+    fn pool_usage(&self) -> Option<svc_ports::PoolUsage> {
+        None
+    }
+}
