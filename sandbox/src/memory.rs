@@ -264,6 +264,22 @@ impl PageCache for MemoryStore {
     }
 }
 
+/// Memory always answers, has no schema to migrate and no pool.
+#[async_trait]
+impl svc_ports::StoreHealth for MemoryStore {
+    async fn ping(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    async fn migrations_current(&self) -> Result<bool, StoreError> {
+        Ok(true)
+    }
+
+    fn pool_usage(&self) -> Option<svc_ports::PoolUsage> {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,21 +320,5 @@ mod tests {
         assert_eq!(kept, ["k2", "k3", "k4", "k5", "k6", "k7"]);
         assert!(store.fresh_page("k7", epoch).await.unwrap().is_some());
         assert!(store.fresh_page("k0", epoch).await.unwrap().is_none());
-    }
-}
-
-/// Memory always answers, has no schema to migrate and no pool.
-#[async_trait]
-impl svc_ports::StoreHealth for MemoryStore {
-    async fn ping(&self) -> Result<(), StoreError> {
-        Ok(())
-    }
-
-    async fn migrations_current(&self) -> Result<bool, StoreError> {
-        Ok(true)
-    }
-
-    fn pool_usage(&self) -> Option<svc_ports::PoolUsage> {
-        None
     }
 }

@@ -298,8 +298,9 @@ fn which(name: &str) -> Option<std::path::PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// rmcp serves each MCP request on a task of its own: the tool's log lines still carry the
-/// request's id (here the caller's `X-Request-Id`).
+/// A log line from inside a handler carries the request's id (here the caller's
+/// `X-Request-Id`), also through MCP, where rmcp serves each request on a task of its own (it
+/// instruments those tasks with the span they were spawned in, the edge's request span).
 #[tokio::test]
 async fn log_lines_of_an_mcp_tool_carry_the_request_id() {
     crate::helpers::capture_logs();

@@ -25,12 +25,6 @@ pub const REQUEST_ID: &str = "x-request-id";
 #[derive(Debug, Default)]
 pub struct AllowedMethods(Vec<(Vec<String>, String)>);
 
-/// The span of the request being served, in the request's extensions: work a face hands to
-/// another task (rmcp serves each MCP request on a task of its own) enters it, so its log lines
-/// carry the request id too.
-#[derive(Clone)]
-pub struct RequestSpan(pub tracing::Span);
-
 /// The label of a route in metrics for paths the OpenAPI document does not name.
 pub const UNMATCHED_ROUTE: &str = "unmatched";
 
@@ -209,7 +203,6 @@ pub async fn edge<E: Endpoint>(next: E, mut req: Request) -> poem::Result<Respon
         path = %req.uri().path(),
         account_id = tracing::field::Empty,
     );
-    req.extensions_mut().insert(RequestSpan(span.clone()));
     async move {
         let started = std::time::Instant::now();
         let path = req.uri().path().to_owned();

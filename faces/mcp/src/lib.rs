@@ -161,17 +161,8 @@ impl ServerHandler for SvcMcp {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        // rmcp serves each request on a task of its own, outside the edge's request span: the
-        // call enters that span again, so the tool's log lines carry the request id.
-        use tracing::Instrument;
-        let span = context
-            .extensions
-            .get::<http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<kit::edge::RequestSpan>())
-            .map(|s| s.0.clone())
-            .unwrap_or_else(tracing::Span::current);
         let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
-        let response = tools::router().call(call).instrument(span).await?;
+        let response = tools::router().call(call).await?;
         Ok(tools::argument_problem(response))
     }
 }
