@@ -210,6 +210,20 @@ pub struct RuntimeSettings {
     #[arg(long, env = "SVC_SHUTDOWN_GRACE_SECONDS", default_value_t = 20)]
     pub shutdown_grace_seconds: u64,
 
+    /// On SIGTERM, how long readiness answers 503 before the listener closes (0 to 60 s), so a
+    /// load balancer polling `/health/ready` takes the instance out before connections are
+    /// refused. Requests keep being served meanwhile. Set it to the balancer's probe interval
+    /// times its failure threshold.
+    #[arg(long, env = "SVC_SHUTDOWN_DELAY_SECONDS", default_value_t = 0)]
+    pub shutdown_delay_seconds: u64,
+
+    /// Address serving `GET /metrics` (Prometheus text format) on its own, e.g.
+    /// `127.0.0.1:9100`, without credentials: bind it where only the scraper reaches. Unset, the
+    /// main address serves `/metrics` to `Authorization: Bearer $SVC_INTERNAL_TOKEN` only (404
+    /// without the token).
+    #[arg(long, env = "SVC_METRICS_BIND")]
+    pub metrics_bind: Option<String>,
+
     /// Price of the Starter plan, in minor units of `SVC_STARTER_CURRENCY` (1 to 100,000,000).
     #[arg(long, env = "SVC_STARTER_PRICE", default_value_t = 900)]
     pub starter_price: i64,
@@ -230,7 +244,8 @@ pub struct RuntimeSettings {
     )]
     pub enterprise_contact_url: String,
 
-    /// Bearer token of the internal `/api/billing/report-meter-event`; unset closes it.
+    /// Bearer token of the internal `/api/billing/report-meter-event` and, without
+    /// `SVC_METRICS_BIND`, of `/metrics`; unset closes both.
     #[arg(long, env = "SVC_INTERNAL_TOKEN", hide_env_values = true)]
     pub internal_token: Option<String>,
 }
@@ -257,6 +272,9 @@ where
 pub const MIN_RECOVER_AFTER_SECONDS: i64 = 2 * svc_ports::fetch::FETCH_DEADLINE.as_secs() as i64;
 /// The shortest shutdown grace: the request deadline and five seconds to answer.
 pub const MIN_SHUTDOWN_GRACE_SECONDS: u64 = svc_ports::fetch::FETCH_DEADLINE.as_secs() + 5;
+
+/// The longest wait between readiness turning 503 and the listener closing.
+pub const MAX_SHUTDOWN_DELAY_SECONDS: u64 = 60;
 
 impl ServeSettings {
     /// Every numeric setting within its documented range; the error names the variable.
@@ -300,6 +318,11 @@ impl RuntimeSettings {
             "SVC_SHUTDOWN_GRACE_SECONDS",
             self.shutdown_grace_seconds,
             MIN_SHUTDOWN_GRACE_SECONDS..=600,
+        )?;
+        in_range(
+            "SVC_SHUTDOWN_DELAY_SECONDS",
+            self.shutdown_delay_seconds,
+            0..=MAX_SHUTDOWN_DELAY_SECONDS,
         )?;
         in_range("SVC_STARTER_PRICE", self.starter_price, 1..=100_000_000)?;
         in_range("SVC_STARTER_CREDITS", self.starter_credits, 1..=100_000_000)?;
@@ -356,6 +379,8 @@ impl Default for RuntimeSettings {
             recover_after_seconds: 60,
             key_cache_millis: 1000,
             shutdown_grace_seconds: 20,
+            shutdown_delay_seconds: 0,
+            metrics_bind: None,
             starter_price: 900,
             starter_currency: "usd".into(),
             starter_credits: 1000,
@@ -432,6 +457,10 @@ mod tests {
         assert!(edge(|s| s.shutdown_grace_seconds = MIN_SHUTDOWN_GRACE_SECONDS).is_ok());
         let grace = edge(|s| s.shutdown_grace_seconds = 14).unwrap_err();
         assert!(grace.contains("SVC_SHUTDOWN_GRACE_SECONDS"), "{grace}");
+        assert!(edge(|s| s.shutdown_delay_seconds = MAX_SHUTDOWN_DELAY_SECONDS).is_ok());
+        let delay =
+            edge(|s| s.shutdown_delay_seconds = MAX_SHUTDOWN_DELAY_SECONDS + 1).unwrap_err();
+        assert!(delay.contains("SVC_SHUTDOWN_DELAY_SECONDS"), "{delay}");
         // The recovery window and the grace both outlast the request deadline.
         assert!(
             MIN_RECOVER_AFTER_SECONDS as u64 > svc_ports::fetch::FETCH_DEADLINE.as_secs()

@@ -96,7 +96,9 @@ pub fn init() {
                 fmt::layer()
                     .json()
                     .with_current_span(true)
-                    .with_span_list(false)
+                    // Every enclosing span, so the request's (its `id`) is on each line even
+                    // when a line is logged inside a narrower span.
+                    .with_span_list(true)
                     .with_writer(Redacting),
             )
             .try_init()

@@ -796,6 +796,7 @@ fn settings_out_of_range_stop_the_start_naming_the_variable() {
         ("serve", "SVC_RECOVER_AFTER_SECONDS", "-5"),
         ("serve", "SVC_RECOVER_AFTER_SECONDS", "20"),
         ("serve", "SVC_SHUTDOWN_GRACE_SECONDS", "10"),
+        ("serve", "SVC_SHUTDOWN_DELAY_SECONDS", "61"),
         ("serve", "SVC_KEY_CACHE_MILLIS", "1001"),
         ("serve", "SVC_PINNED_HOSTS", "shop.example"),
         ("serve", "SVC_PINNED_HOSTS", "shop.example=localhost:80"),

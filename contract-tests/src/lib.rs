@@ -10,6 +10,7 @@ pub mod authority;
 pub mod billing;
 pub mod billing_model;
 pub mod connections;
+pub mod health;
 pub mod identity;
 pub mod scenarios;
 pub mod text;
@@ -18,7 +19,7 @@ use std::sync::Arc;
 
 use svc_ports::{
     AccountStore, AuthorityStore, BillingStore, ConnectionStore, IdentityStore, LedgerStore,
-    MapStore, PageCache, ScanStore, TaskStore, TelemetryStore,
+    MapStore, PageCache, ScanStore, StoreHealth, TaskStore, TelemetryStore,
 };
 
 pub struct Backend {
@@ -34,6 +35,7 @@ pub struct Backend {
     pub scans: Arc<dyn ScanStore>,
     pub connections: Arc<dyn ConnectionStore>,
     pub authorities: Arc<dyn AuthorityStore>,
+    pub health: Arc<dyn StoreHealth>,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -52,6 +54,7 @@ impl Backend {
             + ScanStore
             + ConnectionStore
             + AuthorityStore
+            + StoreHealth
             + 'static,
     {
         Self {
@@ -66,7 +69,8 @@ impl Backend {
             billing: store.clone(),
             scans: store.clone(),
             connections: store.clone(),
-            authorities: store,
+            authorities: store.clone(),
+            health: store,
             _dir: dir,
         }
     }
@@ -209,6 +213,9 @@ macro_rules! contract_suite {
             connections_expire_once,
             newer_attempts_do_not_hide_a_connected_one
         );
+        $crate::contract_suite!(@health $backend;
+            a_migrated_store_answers_and_is_current
+        );
         $crate::contract_suite!(@authority $backend;
             authorities_are_stored_listed_and_revoked,
             refused_spends_store_nothing,
@@ -259,6 +266,15 @@ macro_rules! contract_suite {
             async fn $name() {
                 let backend = $backend().await;
                 $crate::connections::$name(&backend).await;
+            }
+        )+
+    };
+    (@health $backend:path; $($name:ident),+) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let backend = $backend().await;
+                $crate::health::$name(&backend).await;
             }
         )+
     };

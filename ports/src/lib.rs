@@ -13,6 +13,7 @@ pub mod billing;
 pub mod connections;
 pub mod failure;
 pub mod fetch;
+pub mod health;
 pub mod identity;
 pub mod ids;
 pub mod keys;
@@ -51,6 +52,7 @@ pub use fetch::{
     ActionRequest, ActionResponse, ActionTransport, FetchError, FetchRequest, FetchedPage,
     PageFetcher, RobotsDecision, UrlRefusal,
 };
+pub use health::{PoolUsage, StoreHealth};
 pub use identity::{
     ChallengePurpose, DeviceDecision, DeviceGrant, DeviceGrantStatus, EmailChallenge, UserCode,
     WebSession,

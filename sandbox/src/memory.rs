@@ -264,6 +264,22 @@ impl PageCache for MemoryStore {
     }
 }
 
+/// Memory always answers, has no schema to migrate and no pool.
+#[async_trait]
+impl svc_ports::StoreHealth for MemoryStore {
+    async fn ping(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    async fn migrations_current(&self) -> Result<bool, StoreError> {
+        Ok(true)
+    }
+
+    fn pool_usage(&self) -> Option<svc_ports::PoolUsage> {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -420,6 +420,7 @@ impl BillingService {
                 check = "configuration",
                 "webhook rejected: billing is not configured"
             );
+            metrics::counter!(crate::metrics::WEBHOOKS, "result" => "not_configured").increment(1);
             return Err(WebhookError::Rejected(WebhookRejection::NoSecret));
         };
         let now = self.clock.now();
@@ -429,15 +430,21 @@ impl BillingService {
             body,
             now.timestamp(),
         ) {
-            Ok(id) => id.to_owned(),
+            Ok(id) => {
+                metrics::counter!(crate::metrics::WEBHOOKS, "result" => "verified").increment(1);
+                id.to_owned()
+            }
             Err(rejection) => {
-                let check = match &rejection {
-                    WebhookRejection::MissingHeader(_) => "missing header",
-                    WebhookRejection::MalformedHeader(_) => "header format",
-                    WebhookRejection::OutsideWindow { .. } => "timestamp window",
-                    WebhookRejection::BadSignature => "signature",
-                    WebhookRejection::NoSecret => "secret configuration",
+                let (check, result) = match &rejection {
+                    WebhookRejection::MissingHeader(_) => ("missing header", "missing_header"),
+                    WebhookRejection::MalformedHeader(_) => ("header format", "malformed_header"),
+                    WebhookRejection::OutsideWindow { .. } => {
+                        ("timestamp window", "outside_window")
+                    }
+                    WebhookRejection::BadSignature => ("signature", "bad_signature"),
+                    WebhookRejection::NoSecret => ("secret configuration", "not_configured"),
                 };
+                metrics::counter!(crate::metrics::WEBHOOKS, "result" => result).increment(1);
                 tracing::warn!(check, reason = %rejection, "webhook rejected");
                 return Err(WebhookError::Rejected(rejection));
             }

@@ -5,9 +5,11 @@ pub mod auth;
 pub mod authority;
 pub mod billing;
 pub mod connections;
+pub mod health;
 pub mod identity;
 pub mod keys;
 pub mod learn;
+pub mod metrics;
 pub mod read;
 pub mod readiness;
 pub mod telemetry;
@@ -58,6 +60,8 @@ pub struct Ports {
     pub extractor: Arc<dyn PageExtractor>,
     pub clock: Arc<dyn Clock>,
     pub entropy: Arc<dyn Entropy>,
+    /// Whether the store can serve (readiness) and its pools.
+    pub store_health: Arc<dyn svc_ports::StoreHealth>,
 }
 
 pub struct Services {
@@ -72,6 +76,7 @@ pub struct Services {
     pub readiness: readiness::ReadinessService,
     pub connections: connections::ConnectionService,
     pub authorities: AuthorityService,
+    pub health: health::HealthService,
 }
 
 impl Services {
@@ -104,6 +109,7 @@ impl Services {
             &site_url,
         );
         Self {
+            health: health::HealthService::new(ports.store_health.clone()),
             auth: Authenticator::new(ports.accounts.clone(), environment, key_cache),
             identity: IdentityService::new(ports.clone(), keys.clone(), identity)
                 .with_telemetry(telemetry.clone()),

@@ -245,6 +245,15 @@ impl ReadService {
     }
 
     pub async fn read(&self, request: &ReadRequest) -> Result<ReadOutcome, ReadError> {
+        let outcome = self.read_uncounted(request).await;
+        if let Ok(ReadOutcome::Blocked(b)) = &outcome {
+            metrics::counter!(crate::metrics::READS_BLOCKED, "reason" => b.reason.as_str())
+                .increment(1);
+        }
+        outcome
+    }
+
+    async fn read_uncounted(&self, request: &ReadRequest) -> Result<ReadOutcome, ReadError> {
         if request.max_age_seconds > MAX_CACHE_AGE_SECONDS {
             return Err(ReadError::MaxAgeTooLarge);
         }
@@ -265,7 +274,10 @@ impl ReadService {
                 })
         };
         let (page, state) = match cached {
-            Some(page) => (page, CacheState::Hit),
+            Some(page) => {
+                metrics::counter!(crate::metrics::FETCHES, "outcome" => "cache_hit").increment(1);
+                (page, CacheState::Hit)
+            }
             None => {
                 let fetched = self
                     .fetcher
@@ -275,6 +287,16 @@ impl ReadService {
                         accept: None,
                     })
                     .await;
+                let fetch_outcome = match &fetched {
+                    Ok(_) => "fetched",
+                    Err(FetchError::Refused(_)) => "refused",
+                    Err(FetchError::RobotsDisallowed(_)) => "robots_disallowed",
+                    Err(FetchError::TooManyRedirects { .. }) => "too_many_redirects",
+                    Err(FetchError::Timeout { .. }) => "timeout",
+                    Err(FetchError::Connect { .. }) => "connect",
+                    Err(FetchError::Protocol { .. }) => "protocol",
+                };
+                metrics::counter!(crate::metrics::FETCHES, "outcome" => fetch_outcome).increment(1);
                 let page = match fetched {
                     Ok(page) => page,
                     Err(FetchError::Refused(r)) => return Err(ReadError::Refused(r)),
@@ -388,10 +410,14 @@ impl ReadService {
                 let options = request.extract.clone();
                 let (body, url) = (page.body.clone(), page.final_url.clone());
                 // Parsing a 10 MiB page takes milliseconds of CPU: keep it off the runtime.
-                tokio::task::spawn_blocking(move || extractor.extract(&body, &url, &options))
-                    .await
-                    .map_err(|e| ReadError::Internal(anyhow::anyhow!("extraction task: {e}")))?
-                    .map_err(ReadError::InvalidSelector)?
+                tokio::task::spawn_blocking({
+                    // The request's span (and its id) follows the work to the blocking pool.
+                    let span = tracing::Span::current();
+                    move || span.in_scope(|| extractor.extract(&body, &url, &options))
+                })
+                .await
+                .map_err(|e| ReadError::Internal(anyhow::anyhow!("extraction task: {e}")))?
+                .map_err(ReadError::InvalidSelector)?
             }
             Body::Text => plain_text_extraction(&page.body),
             Body::Other => {

@@ -590,6 +590,11 @@ impl TelemetryService {
         }
     }
 
+    /// Events (and flush requests) waiting in the queue for the writer.
+    pub fn queue_depth(&self) -> usize {
+        self.queue.max_capacity() - self.queue.capacity()
+    }
+
     /// Waits until everything queued so far is written (for tests and benchmarks that read
     /// back what they sent, and for a clean shutdown). Returns at once when no writer runs.
     pub async fn flushed(&self) {

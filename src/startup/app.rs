@@ -10,8 +10,13 @@ use kit::{
 };
 use poem::{Endpoint, EndpointExt, Route, get};
 
-/// Every route of the service behind the edge middleware.
-pub fn app(ctx: AppContext, mcp_config: mcp::McpConfig) -> poem::endpoint::BoxEndpoint<'static> {
+/// Every route of the service behind the edge middleware. `/metrics` is mounted only with a
+/// token (`SVC_INTERNAL_TOKEN` when no `SVC_METRICS_BIND` is set), and answers only to it.
+pub fn app(
+    ctx: AppContext,
+    mcp_config: mcp::McpConfig,
+    metrics_token: Option<&str>,
+) -> poem::endpoint::BoxEndpoint<'static> {
     let published = wellknown::Published {
         openapi: rest::openapi_document(&ctx),
         mcp: mcp::listing(),
@@ -35,7 +40,19 @@ pub fn app(ctx: AppContext, mcp_config: mcp::McpConfig) -> poem::endpoint::BoxEn
         .into(),
         allowed,
     };
-    let mut routes = web::mount(Route::new());
+    // Probes and metrics: plain routes, not in the public OpenAPI document.
+    let mut routes = web::mount(Route::new())
+        .at("/health/live", get(rest::meta::live))
+        .at("/health/ready", get(rest::meta::ready));
+    if let Some(token) = metrics_token {
+        routes = routes.at(
+            "/metrics",
+            get(super::metrics::MetricsEndpoint::guarded(
+                ctx.services.clone(),
+                token,
+            )),
+        );
+    }
     if let Some(outbox) = ctx.outbox.clone() {
         routes = routes.at(
             "/sandbox/outbox",

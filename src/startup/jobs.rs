@@ -1,17 +1,31 @@
 //! Background jobs: page-cache and identity purges, orphaned-task recovery, the telemetry
 //! writer, and rate-limit housekeeping.
+//!
+//! The store jobs stop when `stop` turns true (at shutdown), and only between two runs: a run
+//! in progress (a recovery settling a task) is finished, never cut off half-way.
 
 use std::{sync::Arc, time::Duration};
 
 use kit::limits::RateLimits;
 use svc_ports::PageCache;
 use svc_services::Services;
+use tokio::{sync::watch, time::Interval};
+
+/// Waits for the next tick; `false` once the service stops.
+async fn next_run(every: &mut Interval, stop: &mut watch::Receiver<bool>) -> bool {
+    if *stop.borrow_and_update() {
+        return false;
+    }
+    tokio::select! {
+        _ = every.tick() => !*stop.borrow(),
+        _ = stop.changed() => false,
+    }
+}
 
 /// Hourly, drops cached pages older than the longest `max_age` a read may ask for.
-pub async fn purge_page_cache(pages: Arc<dyn PageCache>) {
+pub async fn purge_page_cache(pages: Arc<dyn PageCache>, mut stop: watch::Receiver<bool>) {
     let mut every_hour = tokio::time::interval(Duration::from_secs(3600));
-    loop {
-        every_hour.tick().await;
+    while next_run(&mut every_hour, &mut stop).await {
         let cutoff = chrono::Utc::now()
             - chrono::Duration::seconds(svc_services::read::MAX_CACHE_AGE_SECONDS as i64);
         match pages.purge_pages(cutoff).await {
@@ -22,10 +36,9 @@ pub async fn purge_page_cache(pages: Arc<dyn PageCache>) {
 }
 
 /// Hourly, drops device grants, emailed codes and sessions a day past their expiry.
-pub async fn purge_identity(services: Arc<Services>) {
+pub async fn purge_identity(services: Arc<Services>, mut stop: watch::Receiver<bool>) {
     let mut every_hour = tokio::time::interval(Duration::from_secs(3600));
-    loop {
-        every_hour.tick().await;
+    while next_run(&mut every_hour, &mut stop).await {
         match services.identity.purge_expired().await {
             Ok(n) => tracing::debug!(purged = n, "expired identity records purged"),
             Err(e) => tracing::warn!(error = %e, "identity purge failed"),
@@ -35,13 +48,16 @@ pub async fn purge_identity(services: Arc<Services>) {
 
 /// At start and every third of the window: tasks that began but never settled (their process
 /// died) are settled as failed and refunded once they are older than any action may run.
-pub async fn recover_tasks(services: Arc<Services>, after_seconds: i64) {
+pub async fn recover_tasks(
+    services: Arc<Services>,
+    after_seconds: i64,
+    mut stop: watch::Receiver<bool>,
+) {
     // A third of the window: an orphan waits at most a third longer than the window.
     let mut every = tokio::time::interval(Duration::from_secs(
         u64::try_from(after_seconds / 3).unwrap_or(10).clamp(1, 30),
     ));
-    loop {
-        every.tick().await;
+    while next_run(&mut every, &mut stop).await {
         match services.actions.recover(after_seconds).await {
             Ok(0) => {}
             Ok(n) => tracing::warn!(recovered = n, "orphaned tasks refunded"),
@@ -60,5 +76,30 @@ pub fn spawn_housekeeping(limits: RateLimits) {
                 limits.housekeep();
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stop is seen between runs: the loop ends instead of waiting for its next tick.
+    #[tokio::test]
+    async fn jobs_stop_between_runs() {
+        let (tx, mut rx) = watch::channel(false);
+        let mut every = tokio::time::interval(Duration::from_secs(3600));
+        assert!(
+            next_run(&mut every, &mut rx).await,
+            "the first tick is at once"
+        );
+        tx.send(true).unwrap();
+        assert!(!next_run(&mut every, &mut rx).await);
+        let (tx, mut rx) = watch::channel(false);
+        let waiting = tokio::spawn(async move { next_run(&mut every, &mut rx).await });
+        tx.send(true).unwrap();
+        assert!(
+            !waiting.await.unwrap(),
+            "a stop ends the wait for the next tick"
+        );
     }
 }

@@ -3,6 +3,7 @@
 
 mod app;
 mod jobs;
+pub mod metrics;
 
 use std::{collections::HashMap, net::SocketAddr, sync::Arc, time::Duration};
 
@@ -19,7 +20,7 @@ use svc_payments::HttpPaymentProvider;
 use svc_ports::{
     AccountStore, AuthorityStore, BillingStore, Clock, ConnectionStore, Environment, IdentityStore,
     LedgerStore, Mailer, MapStore, Outbox, PageCache, PaymentProvider, ScanStore, Signer,
-    TaskStore, TelemetryStore, webhooks::WebhookSecret,
+    StoreHealth, TaskStore, TelemetryStore, webhooks::WebhookSecret,
 };
 pub use svc_sandbox::{
     ACCESS_TOKEN_SECONDS, ActionSites, BOOKING_ACCOUNT, DemoSite, LACKING, OTHER_BOOKING_ACCOUNT,
@@ -51,13 +52,15 @@ pub struct Stores {
     pub scans: Arc<dyn ScanStore>,
     pub connections: Arc<dyn ConnectionStore>,
     pub authorities: Arc<dyn AuthorityStore>,
+    /// Whether the store answers and is migrated (readiness), and its pools (metrics).
+    pub health: Arc<dyn StoreHealth>,
     /// What the store is, for logs (never the URL, which may hold a password).
     pub kind: &'static str,
 }
 
 impl Stores {
     /// Every port served by one store.
-    fn all_in<S>(store: Arc<S>, kind: &'static str) -> Self
+    pub fn all_in<S>(store: Arc<S>, kind: &'static str) -> Self
     where
         S: AccountStore
             + LedgerStore
@@ -70,6 +73,7 @@ impl Stores {
             + ScanStore
             + ConnectionStore
             + AuthorityStore
+            + StoreHealth
             + 'static,
     {
         Self {
@@ -83,7 +87,8 @@ impl Stores {
             billing: store.clone(),
             scans: store.clone(),
             connections: store.clone(),
-            authorities: store,
+            authorities: store.clone(),
+            health: store,
             kind,
         }
     }
@@ -345,6 +350,7 @@ pub fn ports(stores: &Stores, world: &World) -> anyhow::Result<(Ports, Option<Ar
         extractor: Arc::new(HtmlExtractor::new()),
         clock,
         entropy: Arc::new(OsEntropy::new()),
+        store_health: stores.health.clone(),
     };
     Ok((ports, outbox))
 }
@@ -418,7 +424,16 @@ pub struct Application {
     ctx: AppContext,
     mcp: mcp::McpConfig,
     pages: Arc<dyn PageCache>,
+    /// `SVC_METRICS_BIND`'s listener, when set.
+    metrics: Option<(TcpAcceptor, SocketAddr)>,
+    /// Where `/metrics` is served on the main address: for this token only.
+    metrics_token: Option<String>,
+    /// Between readiness turning 503 and the listener closing.
+    shutdown_delay: Duration,
 }
+
+/// How long the background jobs may take to finish their current run at shutdown.
+const JOBS_STOP_WAIT: Duration = Duration::from_secs(10);
 
 impl Application {
     pub async fn build(
@@ -438,6 +453,25 @@ impl Application {
             .first()
             .and_then(|a| a.as_socket_addr().copied())
             .context("listener has no address")?;
+        let metrics = match &runtime.metrics_bind {
+            Some(bind) => {
+                let acceptor = TcpListener::bind(bind.to_owned())
+                    .into_acceptor()
+                    .await
+                    .with_context(|| format!("binding SVC_METRICS_BIND {bind}"))?;
+                let addr = acceptor
+                    .local_addr()
+                    .first()
+                    .and_then(|a| a.as_socket_addr().copied())
+                    .context("metrics listener has no address")?;
+                Some((acceptor, addr))
+            }
+            None => None,
+        };
+        let metrics_token = match &metrics {
+            Some(_) => None,
+            None => runtime.internal_token.clone().filter(|t| !t.is_empty()),
+        };
         let origins = runtime.origins(local_addr);
         let mcp = mcp::McpConfig::new(
             &origins,
@@ -487,13 +521,24 @@ impl Application {
             },
         };
         tracing::info!(store = stores.kind, environment = environment.as_str(), address = %local_addr, base_url = %ctx.origins.base_url, "service bound");
+        if let Some((_, addr)) = &metrics {
+            tracing::info!(address = %addr, "metrics bound");
+        }
         Ok(Self {
             acceptor,
             local_addr,
             ctx,
             mcp,
             pages: stores.pages,
+            metrics,
+            metrics_token,
+            shutdown_delay: Duration::from_secs(runtime.shutdown_delay_seconds),
         })
+    }
+
+    /// `SVC_METRICS_BIND`'s bound address, when set.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics.as_ref().map(|(_, addr)| *addr)
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -504,23 +549,75 @@ impl Application {
         &self.ctx
     }
 
-    /// Serves until SIGINT or SIGTERM, then lets requests in flight finish (up to
-    /// `SVC_SHUTDOWN_GRACE_SECONDS`, which outlasts the request deadline).
+    /// Serves until SIGINT or SIGTERM, then drains: readiness answers 503 at once, the
+    /// listener closes after `SVC_SHUTDOWN_DELAY_SECONDS` (requests are served meanwhile),
+    /// requests in flight finish (up to `SVC_SHUTDOWN_GRACE_SECONDS`, which outlasts the
+    /// request deadline), the background jobs finish their current run, and queued agent
+    /// events are written. Then it returns (and `svc` exits 0).
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        let purge = tokio::spawn(jobs::purge_page_cache(self.pages));
-        let purge_identity = tokio::spawn(jobs::purge_identity(self.ctx.services.clone()));
+        self.run_until(shutdown_signal()).await
+    }
+
+    /// [`Self::run_until_stopped`], with `stop` in place of the signals.
+    pub async fn run_until(
+        self,
+        stop: impl std::future::Future<Output = ()>,
+    ) -> std::io::Result<()> {
+        let (stop_jobs, jobs_stopped) = tokio::sync::watch::channel(false);
+        let jobs = [
+            tokio::spawn(jobs::purge_page_cache(self.pages, jobs_stopped.clone())),
+            tokio::spawn(jobs::purge_identity(
+                self.ctx.services.clone(),
+                jobs_stopped.clone(),
+            )),
+            tokio::spawn(jobs::recover_tasks(
+                self.ctx.services.clone(),
+                self.ctx.limits.recover_after_seconds,
+                jobs_stopped,
+            )),
+        ];
         let services = self.ctx.services.clone();
         let telemetry = tokio::spawn(async move { services.telemetry.run_writer().await });
-        let recovery = tokio::spawn(jobs::recover_tasks(
-            self.ctx.services.clone(),
-            self.ctx.limits.recover_after_seconds,
-        ));
-        let grace = Duration::from_secs(self.ctx.limits.shutdown_grace_seconds);
         let services = self.ctx.services.clone();
-        let app = app::app(self.ctx, self.mcp);
+        let metrics_server = self.metrics.map(|(acceptor, _)| {
+            let route = poem::Route::new().at(
+                "/metrics",
+                poem::get(metrics::MetricsEndpoint::open(services.clone())),
+            );
+            tokio::spawn(Server::new_with_acceptor(acceptor).run(route))
+        });
+        let grace = Duration::from_secs(self.ctx.limits.shutdown_grace_seconds);
+        let delay = self.shutdown_delay;
+        let draining = services.clone();
+        let signal = async move {
+            stop.await;
+            draining.health.drain();
+            if !delay.is_zero() {
+                tracing::info!(
+                    delay_seconds = delay.as_secs(),
+                    "serving on while the load balancer notices"
+                );
+                tokio::time::sleep(delay).await;
+            }
+            tracing::info!(
+                grace_seconds = grace.as_secs(),
+                "closing the listener; requests in flight may finish"
+            );
+        };
+        let app = app::app(self.ctx, self.mcp, self.metrics_token.as_deref());
         let served = Server::new_with_acceptor(self.acceptor)
-            .run_with_graceful_shutdown(app, shutdown_signal(), Some(grace))
+            .run_with_graceful_shutdown(app, signal, Some(grace))
             .await;
+        // The jobs finish the run they are in (a recovery settling a task), bounded.
+        let _ = stop_jobs.send(true);
+        let aborts: Vec<_> = jobs.iter().map(|j| j.abort_handle()).collect();
+        if tokio::time::timeout(JOBS_STOP_WAIT, futures_util::future::join_all(jobs))
+            .await
+            .is_err()
+        {
+            tracing::warn!("background jobs did not finish in time; stopped");
+            aborts.iter().for_each(tokio::task::AbortHandle::abort);
+        }
         // Queued agent events are written before the process goes (bounded: a store that is
         // gone does not hold the exit).
         if tokio::time::timeout(Duration::from_secs(5), services.telemetry.flushed())
@@ -529,10 +626,11 @@ impl Application {
         {
             tracing::warn!("queued agent events could not all be written before exit");
         }
-        purge.abort();
-        purge_identity.abort();
-        recovery.abort();
         telemetry.abort();
+        if let Some(server) = metrics_server {
+            server.abort();
+        }
+        tracing::info!("stopped");
         served
     }
 }

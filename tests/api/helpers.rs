@@ -46,6 +46,8 @@ pub struct TestApp {
     /// The sandbox's payment provider, when asked for.
     pub payments: Option<Arc<startup::SandboxPaymentProvider>>,
     pub base_url: String,
+    /// `SVC_METRICS_BIND`'s origin, when the runtime set one.
+    pub metrics_url: Option<String>,
     pub api_key: String,
     pub services: Arc<Services>,
     pub http: reqwest::Client,
@@ -279,6 +281,7 @@ impl TestAppBuilder {
         .await
         .unwrap();
         let base_url = format!("http://{}", app.local_addr());
+        let metrics_url = app.metrics_addr().map(|a| format!("http://{a}"));
         let services = app.context().services.clone();
         let api_key = match self.environment {
             Environment::Test => startup::seed_sandbox(&services)
@@ -301,6 +304,7 @@ impl TestAppBuilder {
             _sites: self.sites,
             payments: self.payments,
             base_url,
+            metrics_url,
             api_key,
             services,
             http: reqwest::Client::new(),

@@ -11,6 +11,7 @@ mod execution_property;
 mod helpers;
 mod mcp;
 mod openapi;
+mod operations;
 mod read;
 mod readiness;
 mod signup;

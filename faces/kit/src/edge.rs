@@ -7,7 +7,7 @@ use svc_ports::ClientAddress;
 
 use futures_util::StreamExt;
 use poem::{
-    Body, Endpoint, IntoResponse, Request, Response,
+    Body, Endpoint, IntoResponse, PathPattern, Request, Response,
     http::{HeaderValue, header},
 };
 use svc_ports::FailureClass;
@@ -20,9 +20,13 @@ use super::{
 
 pub const REQUEST_ID: &str = "x-request-id";
 
-/// Paths and the methods they accept, from the OpenAPI document, for `Allow` on 405.
+/// Paths and the methods they accept, from the OpenAPI document, for `Allow` on 405 and for
+/// the route label of metrics.
 #[derive(Debug, Default)]
 pub struct AllowedMethods(Vec<(Vec<String>, String)>);
+
+/// The label of a route in metrics for paths the OpenAPI document does not name.
+pub const UNMATCHED_ROUTE: &str = "unmatched";
 
 impl AllowedMethods {
     pub fn from_openapi(doc: &serde_json::Value) -> Self {
@@ -46,15 +50,59 @@ impl AllowedMethods {
     }
 
     pub fn for_path(&self, path: &str) -> Option<String> {
+        self.find(path).map(|(_, methods)| methods.clone())
+    }
+
+    /// The OpenAPI path template `path` matches (`/api/tasks/{task_id}`).
+    pub fn template_for(&self, path: &str) -> Option<String> {
+        self.find(path).map(|(pattern, _)| pattern.join("/"))
+    }
+
+    fn find(&self, path: &str) -> Option<&(Vec<String>, String)> {
         let segs: Vec<&str> = path.split('/').collect();
-        self.0.iter().find_map(|(pattern, methods)| {
-            let matches = pattern.len() == segs.len()
+        self.0.iter().find(|(pattern, _)| {
+            pattern.len() == segs.len()
                 && pattern
                     .iter()
                     .zip(&segs)
-                    .all(|(p, s)| p == s || (p.starts_with('{') && p.ends_with('}')));
-            matches.then(|| methods.clone())
+                    .all(|(p, s)| p == s || (p.starts_with('{') && p.ends_with('}')))
         })
+    }
+
+    /// The route label of a request: its OpenAPI template, else the pattern poem's router
+    /// matched (pages, discovery files, `/mcp`), else [`UNMATCHED_ROUTE`]. Never the raw path,
+    /// so the label takes a bounded set of values.
+    pub fn route_label(&self, path: &str, matched: Option<&str>) -> String {
+        if let Some(template) = self.template_for(path) {
+            return template;
+        }
+        match matched {
+            Some(pattern) if !pattern.contains('*') && (pattern == path || pattern.len() > 1) => {
+                pattern
+                    .split('/')
+                    .map(|seg| match seg.strip_prefix(':') {
+                        Some(name) => format!("{{{name}}}"),
+                        None => seg.to_owned(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("/")
+            }
+            _ => UNMATCHED_ROUTE.to_owned(),
+        }
+    }
+}
+
+fn method_label(method: &poem::http::Method) -> &'static str {
+    use poem::http::Method;
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
     }
 }
 
@@ -158,6 +206,7 @@ pub async fn edge<E: Endpoint>(next: E, mut req: Request) -> poem::Result<Respon
     async move {
         let started = std::time::Instant::now();
         let path = req.uri().path().to_owned();
+        let method = method_label(req.method());
         let authorization_sent = req.headers().contains_key(header::AUTHORIZATION);
         let outcome = async {
             if let Some(ip) = client_ip_of(&req, edge.trust_forwarded_for) {
@@ -167,6 +216,11 @@ pub async fn edge<E: Endpoint>(next: E, mut req: Request) -> poem::Result<Respon
             next.call(req).await.map(IntoResponse::into_response)
         }
         .await;
+        let matched = match &outcome {
+            Ok(resp) => resp.data::<PathPattern>(),
+            Err(err) => err.data::<PathPattern>(),
+        }
+        .map(|p| p.0.clone());
         let mut resp = match outcome {
             Ok(resp) => resp,
             Err(err) => classify(&err, authorization_sent, || edge.allowed.for_path(&path))
@@ -176,7 +230,22 @@ pub async fn edge<E: Endpoint>(next: E, mut req: Request) -> poem::Result<Respon
             resp.headers_mut().insert(REQUEST_ID, v);
         }
         let status = resp.status().as_u16();
-        let ms = started.elapsed().as_secs_f64() * 1000.0;
+        let elapsed = started.elapsed().as_secs_f64();
+        let route = edge.allowed.route_label(&path, matched.as_deref());
+        metrics::counter!(
+            svc_services::metrics::HTTP_REQUESTS,
+            "method" => method,
+            "route" => route.clone(),
+            "status" => status.to_string(),
+        )
+        .increment(1);
+        metrics::histogram!(
+            svc_services::metrics::HTTP_DURATION,
+            "method" => method,
+            "route" => route,
+        )
+        .record(elapsed);
+        let ms = elapsed * 1000.0;
         if status >= 500 {
             tracing::error!(status, latency_ms = ms, "request failed");
         } else {
@@ -203,6 +272,32 @@ mod tests {
             Some("DELETE, GET")
         );
         assert_eq!(a.for_path("/api/nope"), None);
+    }
+
+    #[test]
+    fn route_labels_are_templates_never_raw_paths() {
+        let doc =
+            json!({"paths": {"/api/usage": {"get": {}}, "/api/tasks/{task_id}": {"get": {}}}});
+        let a = AllowedMethods::from_openapi(&doc);
+        assert_eq!(
+            a.route_label("/api/tasks/task_01", None),
+            "/api/tasks/{task_id}"
+        );
+        // Not in the document: the router's pattern, with its parameters as templates.
+        assert_eq!(
+            a.route_label("/readiness/scan_01", Some("/readiness/:scan_id")),
+            "/readiness/{scan_id}"
+        );
+        assert_eq!(a.route_label("/mcp", Some("/mcp")), "/mcp");
+        assert_eq!(a.route_label("/", Some("/")), "/");
+        // A catch-all (the API nest at `/` that did not match) or nothing: one label.
+        assert_eq!(a.route_label("/nope/123", Some("/")), UNMATCHED_ROUTE);
+        assert_eq!(a.route_label("/nope/123", Some("")), UNMATCHED_ROUTE);
+        assert_eq!(
+            a.route_label("/static/x.css", Some("/static/*")),
+            UNMATCHED_ROUTE
+        );
+        assert_eq!(a.route_label("/x/y", None), UNMATCHED_ROUTE);
     }
 
     #[test]

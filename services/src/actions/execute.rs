@@ -57,11 +57,15 @@ impl ActionService {
         face: crate::telemetry::Face,
     ) -> Result<Executed, ExecuteRefusal> {
         let executed = self.run_execute(principal, request).await;
-        if let Ok(e) = &executed
-            && !e.replayed
-        {
-            self.funnel
-                .record_execution(face, &principal.account.id, e.completed, &e.body);
+        match &executed {
+            Ok(e) if !e.replayed => {
+                self.funnel
+                    .record_execution(face, &principal.account.id, e.completed, &e.body);
+            }
+            // Settled executions are counted where they settle (recovery settles some too).
+            Ok(_) => crate::metrics::execution("replayed", 0, 0),
+            Err(ExecuteRefusal::Internal(_)) => crate::metrics::execution("error", 0, 0),
+            Err(_) => crate::metrics::execution("refused", 0, 0),
         }
         executed
     }

@@ -102,6 +102,13 @@ impl ActionService {
         match settled {
             Ok(SettleOutcome::Settled(t)) => {
                 tracing::info!(task_id = %t.id, status = t.status.as_str(), "task settled");
+                if observed.completed {
+                    crate::metrics::execution("completed", task.cost, 0);
+                } else if matches!(observed.failure, Some((FailureClass::Interrupted, _))) {
+                    crate::metrics::execution("recovered", 0, task.cost);
+                } else {
+                    crate::metrics::execution("failed", 0, task.cost);
+                }
                 Ok(Executed {
                     task_id: t.id,
                     completed: observed.completed,

@@ -10,6 +10,7 @@ mod accounts;
 mod authority;
 mod billing;
 mod connections;
+mod health;
 mod identity;
 mod ledger;
 mod maps;

@@ -10,6 +10,7 @@ mod accounts;
 mod authority;
 mod billing;
 mod connections;
+mod health;
 mod identity;
 mod ledger;
 mod maps;
@@ -38,6 +39,8 @@ pub struct SqliteStore {
     /// One connection for every write: writers queue here, in order, instead of spinning in
     /// SQLite's busy handler (which sleeps, and made the slowest writes wait ~100 ms).
     write_pool: SqlitePool,
+    /// A private in-memory database: `write_pool` is `pool` (one connection for both).
+    shared_writer: bool,
 }
 
 impl SqliteStore {
@@ -92,7 +95,11 @@ impl SqliteStore {
                 .await
                 .with_context(|| "opening the SQLite database for writing")?
         };
-        Ok(Self { pool, write_pool })
+        Ok(Self {
+            pool,
+            write_pool,
+            shared_writer: in_memory,
+        })
     }
 
     /// Applies pending migrations from `migrations/sqlite`.

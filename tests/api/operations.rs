@@ -1,0 +1,331 @@
+//! Running it in production: the load balancer's probes (`/health/live`, `/health/ready`),
+//! `/metrics` in the Prometheus text format (its access rules, bounded route labels, the
+//! business counters, `promtool check metrics`), and the request id on every log line.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, bearer, problem};
+
+const TOKEN: &str = "ops-token-0123456789";
+
+async fn get(url: String, token: Option<&str>) -> reqwest::Response {
+    let mut req = reqwest::Client::new().get(url);
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    req.send().await.unwrap()
+}
+
+/// The scrape, checked to be the Prometheus text format.
+async fn scrape(url: String, token: Option<&str>) -> String {
+    let resp = get(url, token).await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(
+        resp.headers()["content-type"],
+        "text/plain; version=0.0.4; charset=utf-8"
+    );
+    resp.text().await.unwrap()
+}
+
+/// The value of the sample of `name` whose labels include every one of `labels`.
+fn sample(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter(|l| l.starts_with(&format!("{name}{{")) || l.starts_with(&format!("{name} ")))
+        .find(|l| labels.iter().all(|want| l.contains(want)))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
+#[tokio::test]
+async fn probes_answer_live_and_ready_then_draining() {
+    let app = TestApp::spawn().await;
+    let live = get(app.url("/health/live"), None).await;
+    assert_eq!(live.status(), 200);
+    assert_eq!(live.headers()["cache-control"], "no-store");
+    assert_eq!(live.json::<Value>().await.unwrap()["status"], "live");
+    let ready = get(app.url("/health/ready"), None).await;
+    assert_eq!(ready.status(), 200);
+    assert_eq!(ready.json::<Value>().await.unwrap()["status"], "ready");
+
+    // What SIGTERM does first: readiness turns 503 while everything else is still served.
+    app.services.health.drain();
+    let draining = get(app.url("/health/ready"), None).await;
+    assert_eq!(draining.headers()["retry-after"], "1");
+    let body = problem(draining, 503, "unavailable").await;
+    assert_eq!(body["reason"], "draining", "{body}");
+    assert_eq!(get(app.url("/health/live"), None).await.status(), 200);
+    assert_eq!(
+        app.get_usage(Some(&bearer(&app.api_key))).await.status(),
+        200
+    );
+    // `/health` is unchanged.
+    assert_eq!(app.get_json("/health").await["status"], "ok");
+}
+
+/// A store that stops answering makes the instance unready (the balancer sends its traffic
+/// elsewhere); liveness does not depend on it.
+#[tokio::test]
+async fn a_store_that_does_not_answer_is_not_ready() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("ready.db").display());
+    let store = svc_sql::SqliteStore::open(&url).await.unwrap();
+    let stores = svc::startup::Stores::all_in(Arc::new(store.clone()), "sqlite");
+    let app = TestApp::builder().stores(stores).spawn().await;
+    assert_eq!(get(app.url("/health/ready"), None).await.status(), 200);
+    store.close().await;
+    let body = problem(
+        get(app.url("/health/ready"), None).await,
+        503,
+        "unavailable",
+    )
+    .await;
+    assert_eq!(body["reason"], "store_unreachable", "{body}");
+    assert_eq!(get(app.url("/health/live"), None).await.status(), 200);
+}
+
+#[tokio::test]
+async fn metrics_on_the_main_address_answer_only_the_internal_token() {
+    // No token, no metrics address: there is no `/metrics`.
+    let closed = TestApp::spawn().await;
+    problem(get(closed.url("/metrics"), None).await, 404, "not_found").await;
+
+    let app = TestApp::builder()
+        .runtime(|r| r.internal_token = Some(TOKEN.into()))
+        .spawn()
+        .await;
+    for token in [None, Some("wrong"), Some(&app.api_key[..])] {
+        problem(get(app.url("/metrics"), token).await, 404, "not_found").await;
+    }
+    let text = scrape(app.url("/metrics"), Some(TOKEN)).await;
+    assert!(text.contains("# TYPE svc_build_info gauge"), "{text}");
+    let version = format!("version=\"{}\"", env!("CARGO_PKG_VERSION"));
+    assert_eq!(
+        sample(&text, "svc_build_info", &[&version]),
+        Some(1.0),
+        "{text}"
+    );
+    assert!(text.contains("# HELP svc_http_requests_total"), "{text}");
+    assert_eq!(sample(&text, "svc_draining", &[]), Some(0.0), "{text}");
+    assert!(
+        sample(&text, "svc_telemetry_queue_depth", &[]).is_some(),
+        "{text}"
+    );
+    // Neither the metrics nor the probes are in the public OpenAPI document.
+    let doc: Value = app.get_json("/openapi.json").await;
+    for path in ["/metrics", "/health/live", "/health/ready"] {
+        assert!(doc["paths"][path].is_null(), "{path} is in the document");
+    }
+}
+
+#[tokio::test]
+async fn metrics_on_their_own_address_leave_the_main_one_closed() {
+    let app = TestApp::builder()
+        .runtime(|r| {
+            r.internal_token = Some(TOKEN.into());
+            r.metrics_bind = Some("127.0.0.1:0".into());
+        })
+        .spawn()
+        .await;
+    let metrics = app.metrics_url.clone().expect("the metrics address");
+    problem(
+        get(app.url("/metrics"), Some(TOKEN)).await,
+        404,
+        "not_found",
+    )
+    .await;
+    let text = scrape(format!("{metrics}/metrics"), None).await;
+    assert!(text.contains("svc_build_info"), "{text}");
+}
+
+/// Routes are labelled by their template, unknown paths by one label: the raw path (an id, a
+/// probe for `/wp-admin`) never becomes a series.
+#[tokio::test]
+async fn requests_are_counted_by_route_template_and_status() {
+    let app = TestApp::builder()
+        .runtime(|r| r.internal_token = Some(TOKEN.into()))
+        .spawn()
+        .await;
+    let key = Some(&app.api_key[..]);
+    let task = get(app.url("/api/tasks/task_01J0000000000000000000ZZZZ"), key).await;
+    assert_eq!(task.status(), 404);
+    assert_eq!(get(app.url("/nowhere/x7q3z"), None).await.status(), 404);
+    assert_eq!(
+        get(app.url("/.well-known/jwks.json"), None).await.status(),
+        200
+    );
+    let text = scrape(app.url("/metrics"), Some(TOKEN)).await;
+    let tasks = [
+        "method=\"GET\"",
+        "route=\"/api/tasks/{task_id}\"",
+        "status=\"404\"",
+    ];
+    assert!(
+        sample(&text, "svc_http_requests_total", &tasks) >= Some(1.0),
+        "{text}"
+    );
+    let unknown = ["route=\"unmatched\"", "status=\"404\""];
+    assert!(
+        sample(&text, "svc_http_requests_total", &unknown) >= Some(1.0),
+        "{text}"
+    );
+    let jwks = ["route=\"/.well-known/jwks.json\"", "status=\"200\""];
+    assert!(
+        sample(&text, "svc_http_requests_total", &jwks) >= Some(1.0),
+        "{text}"
+    );
+    let latency = ["route=\"/api/tasks/{task_id}\"", "le=\"+Inf\""];
+    assert!(
+        sample(&text, "svc_http_request_duration_seconds_bucket", &latency) >= Some(1.0),
+        "{text}"
+    );
+    for raw in ["x7q3z", "task_01J", "nowhere"] {
+        assert!(!text.contains(raw), "a raw path became a label: {raw}");
+    }
+}
+
+/// Executions, credits and webhook verifications are counted by the services, so every face
+/// counts alike (here: one through REST, one through MCP).
+#[tokio::test]
+async fn executions_credits_and_webhooks_are_counted() {
+    let app = TestApp::builder()
+        .runtime(|r| r.internal_token = Some(TOKEN.into()))
+        .action_sites()
+        .await
+        .payments()
+        .await
+        .spawn()
+        .await;
+    let before = scrape(app.url("/metrics"), Some(TOKEN)).await;
+    let completed =
+        |t: &str| sample(t, "svc_executions_total", &["outcome=\"completed\""]).unwrap_or(0.0);
+    let charged = |t: &str| sample(t, "svc_credits_charged_total", &[]).unwrap_or(0.0);
+    let body = json!({"domain": "shop.sandbox.test", "action": "search_products", "params": {"query": "tea"}});
+    let rest = reqwest::Client::new()
+        .post(app.url("/api/execute"))
+        .bearer_auth(&app.api_key)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rest.status(), 200);
+    let (status, answer) = app
+        .mcp(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                   "params": {"name": "execute", "arguments": body}}),
+            Some(&bearer(&app.api_key)),
+            "2025-11-25",
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert_ne!(answer["result"]["isError"], true, "{answer}");
+    let unsigned = reqwest::Client::new()
+        .post(app.url("/api/billing/webhook"))
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unsigned.status(), 400);
+    let after = scrape(app.url("/metrics"), Some(TOKEN)).await;
+    assert_eq!(completed(&after) - completed(&before), 2.0, "{after}");
+    assert!(charged(&after) - charged(&before) >= 2.0, "{after}");
+    let missing = ["result=\"missing_header\""];
+    assert!(
+        sample(&after, "svc_webhook_verifications_total", &missing) >= Some(1.0),
+        "{after}"
+    );
+}
+
+/// `promtool check metrics` (Debian's `prometheus` package; `.ci/run` installs it) finds
+/// nothing to say about a scrape with every kind of series in it.
+#[tokio::test]
+async fn promtool_accepts_the_scrape() {
+    let Some(promtool) = which("promtool") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "promtool is missing in CI: .ci/run installs the prometheus package"
+        );
+        eprintln!("skipped: promtool is not installed (apt-get install prometheus)");
+        return;
+    };
+    let app = TestApp::builder()
+        .runtime(|r| r.internal_token = Some(TOKEN.into()))
+        .action_sites()
+        .await
+        .spawn()
+        .await;
+    let body = json!({"domain": "shop.sandbox.test", "action": "search_products", "params": {"query": "tea"}});
+    reqwest::Client::new()
+        .post(app.url("/api/execute"))
+        .bearer_auth(&app.api_key)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let text = scrape(app.url("/metrics"), Some(TOKEN)).await;
+    use std::io::Write;
+    let mut child = std::process::Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && said.trim().is_empty(),
+        "promtool: {said}\n{text}"
+    );
+}
+
+fn which(name: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}
+
+/// A log line from inside a handler carries the request's id (here the caller's
+/// `X-Request-Id`), also through MCP, where rmcp serves each request on a task of its own (it
+/// instruments those tasks with the span they were spawned in, the edge's request span).
+#[tokio::test]
+async fn log_lines_of_an_mcp_tool_carry_the_request_id() {
+    crate::helpers::capture_logs();
+    let app = TestApp::builder().action_sites().await.spawn().await;
+    let resp = reqwest::Client::new()
+        .post(app.url("/mcp"))
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .header("X-Request-Id", "req-mcp-log-7")
+        .bearer_auth(&app.api_key)
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "execute",
+            "arguments": {"domain": "shop.sandbox.test", "action": "search_products",
+                          "params": {"query": "tea"}}}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.headers()["x-request-id"], "req-mcp-log-7");
+    assert_eq!(resp.status(), 200);
+    let logs = crate::helpers::captured_logs();
+    let begun: Vec<&str> = logs.lines().filter(|l| l.contains("task begun")).collect();
+    assert_eq!(begun.len(), 1, "{logs}");
+    assert!(begun[0].contains("req-mcp-log-7"), "{}", begun[0]);
+    let settled = logs.lines().find(|l| l.contains("task settled")).unwrap();
+    assert!(settled.contains("req-mcp-log-7"), "{settled}");
+}
