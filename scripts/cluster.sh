@@ -8,7 +8,8 @@
 # restart under load, a code brute force with forged X-Forwarded-For, and the metrics against
 # the ledger (checked by promtool).
 #
-# Usage: scripts/cluster.sh [full|short]   (short: the CI version, fewer requests)
+# Usage: scripts/cluster.sh [full|short|bench]   (short: the CI version, fewer requests; bench:
+# executions per second through the balancer with 3 and with 1 instance, beside /health)
 # Needs haproxy and Postgres (Debian's packages), promtool (Debian's prometheus) for the
 # metrics check, and a built binary (SVC_CLUSTER_BIN, default target/debug/svc).
 set -euo pipefail
@@ -38,7 +39,7 @@ eval "$(SVC_TEST_PG_PORT=$pg_port SVC_TEST_PG_DIR=$pg_dir \
   SVC_TEST_PG_SETTINGS="-c fsync=off -c synchronous_commit=on" scripts/postgres.sh start)"
 psql -q "$SVC_TEST_POSTGRES_URL" -c "CREATE DATABASE cluster"
 db=${SVC_TEST_POSTGRES_URL%/postgres}/cluster
-export SVC_DATABASE_URL=$db
+export SVC_DATABASE_URL=$db SVC_LOG=${SVC_LOG:-warn}
 
 # The target sites, once, as their own process; the instances reach them by name only because
 # SVC_PINNED_HOSTS says so (and they warn about it at start).
@@ -64,6 +65,7 @@ export SVC_TRUSTED_PROXIES=127.0.0.1
 export SVC_RATE_LIMIT_PER_IP=1000000
 export SVC_RATE_LIMIT_PER_KEY=1000000
 export SVC_RECOVER_AFTER_SECONDS=30
+export SVC_SHUTDOWN_DELAY_SECONDS=1
 export SVC_LOG=${SVC_LOG:-warn}
 ENV
 nodes=() metrics=()
@@ -100,6 +102,32 @@ lb=http://127.0.0.1:$lb_port
 for _ in $(seq 1 100); do curl -sf "$lb/health/ready" >/dev/null && break; sleep 0.1; done
 
 echo "cluster: Postgres $(psql "$db" -Atc 'SHOW server_version'), 3 instances (${nodes[*]}), haproxy $(haproxy -v | head -n 1 | awk '{print $3}') at $lb, commit $(git rev-parse --short HEAD)"
+if [ "$mode" = bench ]; then
+  # Executions per second through the balancer with three instances, then with one (the other
+  # two drained), each beside GET /health through the same balancer, in this one run.
+  command -v wrk >/dev/null || { echo "wrk is missing (apt-get install wrk)"; exit 1; }
+  cat >"$work/exec.lua" <<LUA
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer $key"
+wrk.body = '{"domain":"shop.sandbox.test","action":"get_product","params":{"sku":"TEA-GREEN"}}'
+LUA
+  duration=${SVC_CLUSTER_BENCH_SECONDS:-10}
+  echo "machine: $(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1); binary $bin"
+  measure() { # label
+    local h e
+    h=$(wrk -t2 -c32 -d"${duration}s" "$lb/health" | awk '/Requests\/sec/ {print $2}')
+    e=$(wrk -t2 -c32 -d"${duration}s" --latency -s "$work/exec.lua" "$lb/api/execute" >"$work/exec.txt"; awk '/Requests\/sec/ {print $2}' "$work/exec.txt")
+    printf '%-12s /health %8.0f/s   executions %7.0f/s (%.2f%% of /health, p99 %s)   non-2xx: %s\n' \
+      "$1" "$h" "$e" "$(python3 -c "print(100 * $e / $h)")" "$(awk '$1=="99%" {print $2}' "$work/exec.txt")" \
+      "$(awk '/Non-2xx/ {print $NF}' "$work/exec.txt")"
+  }
+  measure "3 instances"
+  for n in 2 3; do kill -TERM "$(cat "$work/node-$n.pid")"; done
+  sleep 3
+  measure "1 instance"
+  exit 0
+fi
 if [ "$mode" = short ]; then sizes=(--same-key 50 --distinct 300 --roll-seconds 1); else sizes=(); fi
 status=0
 python3 scripts/cluster_check.py --lb "$lb" --key "$key" --work "$work" --db "$db" \
