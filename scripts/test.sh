@@ -24,3 +24,6 @@ else
 fi
 cargo build --locked --bin svc
 scripts/clients.sh
+# Three instances on one Postgres behind haproxy: one-key concurrency, SIGKILL under load, a
+# rolling restart, metrics against the ledger (the short version; `scripts/cluster.sh` is full).
+scripts/cluster.sh short
