@@ -11,6 +11,7 @@ pub mod billing;
 pub mod billing_model;
 pub mod connections;
 pub mod identity;
+pub mod limits;
 pub mod scenarios;
 pub mod text;
 
@@ -18,7 +19,7 @@ use std::sync::Arc;
 
 use svc_ports::{
     AccountStore, AuthorityStore, BillingStore, ConnectionStore, IdentityStore, LedgerStore,
-    MapStore, PageCache, ScanStore, TaskStore, TelemetryStore,
+    LimitStore, MapStore, PageCache, ScanStore, TaskStore, TelemetryStore,
 };
 
 pub struct Backend {
@@ -34,6 +35,7 @@ pub struct Backend {
     pub scans: Arc<dyn ScanStore>,
     pub connections: Arc<dyn ConnectionStore>,
     pub authorities: Arc<dyn AuthorityStore>,
+    pub limits: Arc<dyn LimitStore>,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -52,6 +54,7 @@ impl Backend {
             + ScanStore
             + ConnectionStore
             + AuthorityStore
+            + LimitStore
             + 'static,
     {
         Self {
@@ -66,7 +69,8 @@ impl Backend {
             billing: store.clone(),
             scans: store.clone(),
             connections: store.clone(),
-            authorities: store,
+            authorities: store.clone(),
+            limits: store,
             _dir: dir,
         }
     }
@@ -209,6 +213,13 @@ macro_rules! contract_suite {
             connections_expire_once,
             newer_attempts_do_not_hide_a_connected_one
         );
+        $crate::contract_suite!(@limits $backend;
+            hits_are_allowed_up_to_the_limit_then_limited_until_the_window_ends,
+            buckets_and_keys_are_independent,
+            a_released_hit_is_given_back_within_its_window_only,
+            purging_deletes_only_ended_windows,
+            concurrent_hits_allow_exactly_the_limit
+        );
         $crate::contract_suite!(@authority $backend;
             authorities_are_stored_listed_and_revoked,
             refused_spends_store_nothing,
@@ -259,6 +270,15 @@ macro_rules! contract_suite {
             async fn $name() {
                 let backend = $backend().await;
                 $crate::connections::$name(&backend).await;
+            }
+        )+
+    };
+    (@limits $backend:path; $($name:ident),+) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let backend = $backend().await;
+                $crate::limits::$name(&backend).await;
             }
         )+
     };

@@ -17,10 +17,12 @@ pub mod identity;
 pub mod ids;
 pub mod keys;
 pub mod ledger;
+pub mod limits;
 pub mod mail;
 pub mod network;
 pub mod page;
 pub mod payments;
+pub mod proxies;
 pub mod readiness;
 pub mod system;
 pub mod tasks;
@@ -62,11 +64,13 @@ pub use ids::{
 pub use keys::{ApiKeyRecord, ApiKeySecret, KeyHash, KeyPrefix, Scope, Scopes};
 pub use ledger::{Balance, CreditAmount, EntryKind, Grant, GrantOutcome, LedgerEntry};
 pub use mail::{MailError, MailMessage, Mailer, Outbox, SentMail};
+pub use limits::{LimitBucket, LimitDecision, LimitKey, LimitStore};
 pub use network::ClientAddress;
 pub use page::{
     ExtractError, ExtractOptions, Extraction, FieldOption, Form, FormField, Link, MainContent,
     PageExtractor, PageMetadata, PageSignals,
 };
+pub use proxies::{ForwardingHeader, TrustedProxies};
 pub use payments::{CheckoutRequest, HostedCheckout, PaymentProvider, ProviderError};
 pub use readiness::{CheckId, CheckResult, CheckStatus, Evidence, ReadinessLevel, ScanReport};
 pub use system::{Clock, Entropy};

@@ -1,4 +1,4 @@
-//! Background jobs: page-cache and identity purges, orphaned-task recovery, the telemetry
+//! Background jobs: page-cache, identity and limit-window purges, orphaned-task recovery, the telemetry
 //! writer, and rate-limit housekeeping.
 
 use std::{sync::Arc, time::Duration};
@@ -29,6 +29,19 @@ pub async fn purge_identity(services: Arc<Services>) {
         match services.identity.purge_expired().await {
             Ok(n) => tracing::debug!(purged = n, "expired identity records purged"),
             Err(e) => tracing::warn!(error = %e, "identity purge failed"),
+        }
+    }
+}
+
+/// Every five minutes, deletes the ended windows of the shared limits (wrong codes, scans):
+/// an ended window decides nothing, so this only keeps the table small.
+pub async fn purge_limits(services: Arc<Services>) {
+    let mut every = tokio::time::interval(Duration::from_secs(300));
+    loop {
+        every.tick().await;
+        match services.purge_limits().await {
+            Ok(n) => tracing::debug!(purged = n, "ended limit windows purged"),
+            Err(e) => tracing::warn!(error = %e, "limit purge failed"),
         }
     }
 }

@@ -18,7 +18,7 @@ use svc_oauth::{AesGcmSealer, OAuthProviders, ProviderConfig};
 use svc_payments::HttpPaymentProvider;
 use svc_ports::{
     AccountStore, AuthorityStore, BillingStore, Clock, ConnectionStore, Environment, IdentityStore,
-    LedgerStore, Mailer, MapStore, Outbox, PageCache, PaymentProvider, ScanStore, Signer,
+    LedgerStore, LimitStore, Mailer, MapStore, Outbox, PageCache, PaymentProvider, ScanStore, Signer,
     TaskStore, TelemetryStore, webhooks::WebhookSecret,
 };
 pub use svc_sandbox::{
@@ -51,6 +51,8 @@ pub struct Stores {
     pub scans: Arc<dyn ScanStore>,
     pub connections: Arc<dyn ConnectionStore>,
     pub authorities: Arc<dyn AuthorityStore>,
+    /// Limits shared by every instance on the store.
+    pub limits: Arc<dyn LimitStore>,
     /// What the store is, for logs (never the URL, which may hold a password).
     pub kind: &'static str,
 }
@@ -70,6 +72,7 @@ impl Stores {
             + ScanStore
             + ConnectionStore
             + AuthorityStore
+            + LimitStore
             + 'static,
     {
         Self {
@@ -83,7 +86,8 @@ impl Stores {
             billing: store.clone(),
             scans: store.clone(),
             connections: store.clone(),
-            authorities: store,
+            authorities: store.clone(),
+            limits: store,
             kind,
         }
     }
@@ -222,6 +226,9 @@ pub struct World {
     /// How long an authenticated key is remembered (`SVC_KEY_CACHE_MILLIS`): the longest a
     /// revocation made elsewhere goes unnoticed here. `None`: one second.
     pub key_cache: Option<Duration>,
+    /// Readiness scans per client address per minute (`SVC_SCAN_RATE_LIMIT_PER_IP`), shared by
+    /// every instance on the store. `None`: the default, 10.
+    pub scans_per_minute: Option<u32>,
 }
 
 fn signer(signing: &Signing) -> anyhow::Result<Ed25519Signer> {
@@ -332,6 +339,7 @@ pub fn ports(stores: &Stores, world: &World) -> anyhow::Result<(Ports, Option<Ar
         ),
         sealer: Arc::new(sealer(&world.sealing)?),
         authorities: stores.authorities.clone(),
+        limits: stores.limits.clone(),
         payments,
         mailer,
         transport: fetcher.clone(),
@@ -391,10 +399,11 @@ pub fn services(
         internal_token: world.billing.internal_token.clone(),
         site_url: origins.site_url.clone(),
     };
-    Ok((
-        Arc::new(Services::new(ports, environment, identity, billing)),
-        outbox,
-    ))
+    let mut services = Services::new(ports, environment, identity, billing);
+    if let Some(per_minute) = world.scans_per_minute {
+        services = services.with_scans_per_minute(per_minute);
+    }
+    Ok((Arc::new(services), outbox))
 }
 
 /// Services for one-shot CLI commands that serve nothing (`svc keys`, `svc read`).
@@ -443,6 +452,15 @@ impl Application {
         );
         let mut world = world;
         world.key_cache = Some(Duration::from_millis(runtime.key_cache_millis));
+        world.scans_per_minute = Some(runtime.scan_rate_limit_per_ip);
+        let proxies = Arc::new(runtime.trusted_proxies()?);
+        if runtime.trust_forwarded_for {
+            tracing::warn!(
+                trusted = %proxies,
+                "SVC_TRUST_FORWARDED_FOR is deprecated: it trusts whatever peer connects for one hop; \
+                 list the proxies in SVC_TRUSTED_PROXIES instead"
+            );
+        }
         if environment == Environment::Test && !world.sandbox_hosts.is_empty() {
             // In the sandbox the service may read (and scan) itself when its origins are named
             // under `.sandbox.test`: those names are pinned to the bound address.
@@ -471,12 +489,12 @@ impl Application {
             outbox,
             origins: Arc::new(origins),
             environment,
+            proxies,
             limits: Limits {
                 max_body_bytes: runtime.max_body_bytes,
                 rate_limit_per_key: runtime.rate_limit_per_key,
                 rate_limit_per_ip: runtime.rate_limit_per_ip,
                 scan_rate_limit_per_ip: runtime.scan_rate_limit_per_ip,
-                trust_forwarded_for: runtime.trust_forwarded_for,
                 recover_after_seconds: runtime.recover_after_seconds,
                 shutdown_grace_seconds: runtime.shutdown_grace_seconds,
             },
@@ -504,6 +522,7 @@ impl Application {
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let purge = tokio::spawn(jobs::purge_page_cache(self.pages));
         let purge_identity = tokio::spawn(jobs::purge_identity(self.ctx.services.clone()));
+        let purge_limits = tokio::spawn(jobs::purge_limits(self.ctx.services.clone()));
         let services = self.ctx.services.clone();
         let telemetry = tokio::spawn(async move { services.telemetry.run_writer().await });
         let recovery = tokio::spawn(jobs::recover_tasks(
@@ -526,6 +545,7 @@ impl Application {
         }
         purge.abort();
         purge_identity.abort();
+        purge_limits.abort();
         recovery.abort();
         telemetry.abort();
         served

@@ -13,6 +13,7 @@ mod mcp;
 mod openapi;
 mod read;
 mod readiness;
+mod shared_limits;
 mod signup;
 mod store_outage;
 mod telemetry;

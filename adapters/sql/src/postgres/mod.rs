@@ -12,6 +12,7 @@ mod billing;
 mod connections;
 mod identity;
 mod ledger;
+mod limits;
 mod maps;
 mod pages;
 mod readiness;
