@@ -33,7 +33,13 @@ async fn measure(name: &str, stores: &Stores, hits: usize) {
         let started = Instant::now();
         stores
             .limits
-            .hit(LimitBucket::Scan, &keys[i % KEYS], window, 1_000_000, chrono::Utc::now())
+            .hit(
+                LimitBucket::Scan,
+                &keys[i % KEYS],
+                window,
+                1_000_000,
+                chrono::Utc::now(),
+            )
             .await
             .expect("hit");
         each.push(started.elapsed());
@@ -49,7 +55,13 @@ async fn measure(name: &str, stores: &Stores, hits: usize) {
             tokio::spawn(async move {
                 for i in 0..hits / callers {
                     limits
-                        .hit(LimitBucket::Scan, &keys[(c * 31 + i) % KEYS], window, 1_000_000, chrono::Utc::now())
+                        .hit(
+                            LimitBucket::Scan,
+                            &keys[(c * 31 + i) % KEYS],
+                            window,
+                            1_000_000,
+                            chrono::Utc::now(),
+                        )
                         .await
                         .expect("hit");
                 }

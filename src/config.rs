@@ -296,7 +296,9 @@ impl RuntimeSettings {
             .context("SVC_FORWARDED_HEADER")?;
         let list = self.trusted_proxies.as_deref().unwrap_or("");
         let proxies = svc_ports::TrustedProxies::parse(list)
-            .context("SVC_TRUSTED_PROXIES must be a comma-separated list of CIDR blocks or addresses")?
+            .context(
+                "SVC_TRUSTED_PROXIES must be a comma-separated list of CIDR blocks or addresses",
+            )?
             .reading(header);
         if proxies.is_empty() && self.trust_forwarded_for {
             return Ok(svc_ports::TrustedProxies::immediate_peer_only());
@@ -410,7 +412,8 @@ mod tests {
         assert!(edge(|s| s.shutdown_grace_seconds = MIN_SHUTDOWN_GRACE_SECONDS).is_ok());
         let grace = edge(|s| s.shutdown_grace_seconds = 14).unwrap_err();
         assert!(grace.contains("SVC_SHUTDOWN_GRACE_SECONDS"), "{grace}");
-        let proxies = edge(|s| s.trusted_proxies = Some("10.0.0.0/8, nonsense".into())).unwrap_err();
+        let proxies =
+            edge(|s| s.trusted_proxies = Some("10.0.0.0/8, nonsense".into())).unwrap_err();
         assert!(proxies.contains("SVC_TRUSTED_PROXIES"), "{proxies}");
         let header = edge(|s| s.forwarded_header = "x-real-ip".into()).unwrap_err();
         assert!(header.contains("SVC_FORWARDED_HEADER"), "{header}");

@@ -29,7 +29,13 @@ fn limited(seconds: u64) -> LimitDecision {
     }
 }
 
-async fn hit(b: &Backend, bucket: LimitBucket, k: &str, limit: u32, now: DateTime<Utc>) -> LimitDecision {
+async fn hit(
+    b: &Backend,
+    bucket: LimitBucket,
+    k: &str,
+    limit: u32,
+    now: DateTime<Utc>,
+) -> LimitDecision {
     b.limits
         .hit(bucket, &key(k), MINUTE, limit, now)
         .await
@@ -91,7 +97,10 @@ pub async fn a_released_hit_is_given_back_within_its_window_only(b: &Backend) {
     assert_eq!(hit(b, w, "192.0.2.1", 2, at(4)).await, allowed(0));
     assert_eq!(hit(b, w, "192.0.2.1", 2, at(5)).await, limited(55));
     // Another bucket's release does not touch this one.
-    b.limits.release(LimitBucket::Scan, &k, at(6)).await.unwrap();
+    b.limits
+        .release(LimitBucket::Scan, &k, at(6))
+        .await
+        .unwrap();
     assert_eq!(hit(b, w, "192.0.2.1", 2, at(7)).await, limited(53));
     // The count never goes below zero.
     for _ in 0..5 {
@@ -138,10 +147,18 @@ pub async fn concurrent_hits_allow_exactly_the_limit(b: &Backend) {
         })
         .collect();
     remaining.sort_unstable();
-    assert_eq!(remaining, (0..L).collect::<Vec<_>>(), "each count seen once");
+    assert_eq!(
+        remaining,
+        (0..L).collect::<Vec<_>>(),
+        "each count seen once"
+    );
     // Concurrent give-backs and hits keep the count exact too.
     let gives = (0..3).map(|_| b.limits.release(LimitBucket::Scan, &k, at(1)));
     join_all(gives).await.into_iter().for_each(Result::unwrap);
     // 40 counted, 3 given back: 37, still over.
-    assert!(!hit(b, LimitBucket::Scan, "203.0.113.200", L, at(2)).await.is_allowed());
+    assert!(
+        !hit(b, LimitBucket::Scan, "203.0.113.200", L, at(2))
+            .await
+            .is_allowed()
+    );
 }

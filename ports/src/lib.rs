@@ -63,15 +63,15 @@ pub use ids::{
 };
 pub use keys::{ApiKeyRecord, ApiKeySecret, KeyHash, KeyPrefix, Scope, Scopes};
 pub use ledger::{Balance, CreditAmount, EntryKind, Grant, GrantOutcome, LedgerEntry};
-pub use mail::{MailError, MailMessage, Mailer, Outbox, SentMail};
 pub use limits::{LimitBucket, LimitDecision, LimitKey, LimitStore};
+pub use mail::{MailError, MailMessage, Mailer, Outbox, SentMail};
 pub use network::ClientAddress;
 pub use page::{
     ExtractError, ExtractOptions, Extraction, FieldOption, Form, FormField, Link, MainContent,
     PageExtractor, PageMetadata, PageSignals,
 };
-pub use proxies::{ForwardingHeader, TrustedProxies};
 pub use payments::{CheckoutRequest, HostedCheckout, PaymentProvider, ProviderError};
+pub use proxies::{ForwardingHeader, TrustedProxies};
 pub use readiness::{CheckId, CheckResult, CheckStatus, Evidence, ReadinessLevel, ScanReport};
 pub use system::{Clock, Entropy};
 pub use tasks::{

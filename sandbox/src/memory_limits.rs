@@ -42,9 +42,7 @@ impl LimitStore for MemoryStore {
         if windows.len() > TIDY_ABOVE {
             windows.retain(|_, (_, ends_at)| *ends_at > now);
         }
-        let entry = windows
-            .entry((bucket, key.clone()))
-            .or_insert((0, now));
+        let entry = windows.entry((bucket, key.clone())).or_insert((0, now));
         if entry.1 <= now {
             *entry = (0, window_end(now, window));
         }

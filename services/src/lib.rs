@@ -18,8 +18,8 @@ use std::sync::Arc;
 
 use svc_ports::{
     AccountStore, ActionTransport, AuthorityStore, BillingStore, Clock, Entropy, Environment,
-    IdentityStore, LedgerStore, LimitStore, Mailer, MapStore, PageCache, PageExtractor, PageFetcher,
-    PaymentProvider, ScanStore, Signer, TaskStore, TelemetryStore,
+    IdentityStore, LedgerStore, LimitStore, Mailer, MapStore, PageCache, PageExtractor,
+    PageFetcher, PaymentProvider, ScanStore, Signer, TaskStore, TelemetryStore,
 };
 
 pub use actions::{

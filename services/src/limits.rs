@@ -102,9 +102,6 @@ impl SharedLimit {
 }
 
 /// Deletes the windows of every shared limit that ended; run on a timer.
-pub async fn purge_expired(
-    store: &dyn LimitStore,
-    clock: &dyn Clock,
-) -> Result<u64, StoreError> {
+pub async fn purge_expired(store: &dyn LimitStore, clock: &dyn Clock) -> Result<u64, StoreError> {
     store.purge_limits(clock.now()).await
 }

@@ -18,8 +18,8 @@ use svc_oauth::{AesGcmSealer, OAuthProviders, ProviderConfig};
 use svc_payments::HttpPaymentProvider;
 use svc_ports::{
     AccountStore, AuthorityStore, BillingStore, Clock, ConnectionStore, Environment, IdentityStore,
-    LedgerStore, LimitStore, Mailer, MapStore, Outbox, PageCache, PaymentProvider, ScanStore, Signer,
-    TaskStore, TelemetryStore, webhooks::WebhookSecret,
+    LedgerStore, LimitStore, Mailer, MapStore, Outbox, PageCache, PaymentProvider, ScanStore,
+    Signer, TaskStore, TelemetryStore, webhooks::WebhookSecret,
 };
 pub use svc_sandbox::{
     ACCESS_TOKEN_SECONDS, ActionSites, BOOKING_ACCOUNT, DemoSite, LACKING, OTHER_BOOKING_ACCOUNT,

@@ -182,9 +182,15 @@ async fn behind_a_trusted_proxy_forged_left_entries_are_ignored() {
 #[tokio::test]
 async fn without_trusted_proxies_forwarding_headers_are_ignored() {
     let app = app_trusting(None, "x-forwarded-for", false).await;
-    assert_eq!(scan(&app, &[("X-Forwarded-For", "198.51.100.3")]).await, 422);
+    assert_eq!(
+        scan(&app, &[("X-Forwarded-For", "198.51.100.3")]).await,
+        422
+    );
     // A different claimed address is still the same peer.
-    assert_eq!(scan(&app, &[("X-Forwarded-For", "198.51.100.4")]).await, 429);
+    assert_eq!(
+        scan(&app, &[("X-Forwarded-For", "198.51.100.4")]).await,
+        429
+    );
     assert_eq!(scan(&app, &[("Forwarded", "for=198.51.100.5")]).await, 429);
     assert_eq!(scan(&app, &[]).await, 429);
 }
@@ -194,13 +200,23 @@ async fn rfc_7239_forwarded_is_read_when_configured() {
     let app = app_trusting(Some("127.0.0.1"), "forwarded", false).await;
     let fwd = |v: &'static str| [("Forwarded", v)];
     assert_eq!(
-        scan(&app, &fwd(r#"for=6.6.6.6, for="[2001:db8:7:7::1]:4711";proto=https"#)).await,
+        scan(
+            &app,
+            &fwd(r#"for=6.6.6.6, for="[2001:db8:7:7::1]:4711";proto=https"#)
+        )
+        .await,
         422
     );
     // Another host of the same /64 is the same client; X-Forwarded-For is not read.
     assert_eq!(scan(&app, &fwd(r#"for="[2001:db8:7:7::2]""#)).await, 429);
-    assert_eq!(scan(&app, &[("X-Forwarded-For", "198.51.100.9")]).await, 422);
-    assert_eq!(scan(&app, &[("X-Forwarded-For", "198.51.100.10")]).await, 429);
+    assert_eq!(
+        scan(&app, &[("X-Forwarded-For", "198.51.100.9")]).await,
+        422
+    );
+    assert_eq!(
+        scan(&app, &[("X-Forwarded-For", "198.51.100.10")]).await,
+        429
+    );
 }
 
 /// The deprecated switch now means one hop: the entry the immediate peer appended.

@@ -163,11 +163,7 @@ struct ScanForm {
 
 /// `POST /readiness`: runs a scan and shows its report (303 to the report page).
 #[handler]
-async fn scan_submit(
-    req: &Request,
-    ctx: Data<&AppContext>,
-    form: Form<ScanForm>,
-) -> Response {
+async fn scan_submit(req: &Request, ctx: Data<&AppContext>, form: Form<ScanForm>) -> Response {
     let visit = visit!(req, &ctx);
     let ip = client_ip_of(req, &ctx.proxies);
     if let Err(problem) = shared_limit(

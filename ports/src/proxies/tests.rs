@@ -33,7 +33,11 @@ fn lists_parse_blocks_and_bare_addresses_and_refuse_the_rest() {
         "an IPv4-mapped peer is its IPv4 address"
     );
     assert!(TrustedProxies::parse("").unwrap().is_empty());
-    assert!(TrustedProxies::parse("0.0.0.0/0").unwrap().trusts(ip("8.8.8.8")));
+    assert!(
+        TrustedProxies::parse("0.0.0.0/0")
+            .unwrap()
+            .trusts(ip("8.8.8.8"))
+    );
     for bad in [
         "10.0.0.0/33",
         "2001:db8::/129",
@@ -52,9 +56,15 @@ fn lists_parse_blocks_and_bare_addresses_and_refuse_the_rest() {
 #[test]
 fn an_untrusted_peer_is_the_client_whatever_the_headers_say() {
     let none = TrustedProxies::none();
-    assert_eq!(xff(&none, "203.0.113.9", &["198.51.100.1"]), ip("203.0.113.9"));
+    assert_eq!(
+        xff(&none, "203.0.113.9", &["198.51.100.1"]),
+        ip("203.0.113.9")
+    );
     let some = TrustedProxies::parse("10.0.0.0/8").unwrap();
-    assert_eq!(xff(&some, "203.0.113.9", &["198.51.100.1"]), ip("203.0.113.9"));
+    assert_eq!(
+        xff(&some, "203.0.113.9", &["198.51.100.1"]),
+        ip("203.0.113.9")
+    );
     assert_eq!(
         fwd("10.0.0.0/8").client(ip("203.0.113.9"), ["for=198.51.100.1"]),
         ip("203.0.113.9")
@@ -66,7 +76,11 @@ fn the_walk_goes_right_to_left_through_trusted_proxies() {
     let p = TrustedProxies::parse("10.0.0.0/8, 192.0.2.1").unwrap();
     // The client forged the left part; the proxies appended the rest.
     assert_eq!(
-        xff(&p, "10.0.0.5", &["6.6.6.6, 198.51.100.7, 192.0.2.1, 10.1.1.1"]),
+        xff(
+            &p,
+            "10.0.0.5",
+            &["6.6.6.6, 198.51.100.7, 192.0.2.1, 10.1.1.1"]
+        ),
         ip("198.51.100.7")
     );
     // Several headers are one list, in order.
@@ -157,7 +171,10 @@ fn the_old_switch_trusts_the_immediate_peer_for_one_hop() {
         xff(&p, "203.0.113.1", &["6.6.6.6, 198.51.100.7"]),
         ip("198.51.100.7")
     );
-    assert_eq!(xff(&p, "203.0.113.1", &["6.6.6.6, junk"]), ip("203.0.113.1"));
+    assert_eq!(
+        xff(&p, "203.0.113.1", &["6.6.6.6, junk"]),
+        ip("203.0.113.1")
+    );
     assert_eq!(xff(&p, "203.0.113.1", &[]), ip("203.0.113.1"));
 }
 

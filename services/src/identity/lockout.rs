@@ -81,13 +81,9 @@ mod tests {
             })
             .times(3)
             .returning(move |_, _, _, _, _| answers.pop().unwrap());
-        store
-            .expect_release()
-            .times(1)
-            .returning(|_, _, _| Ok(()));
+        store.expect_release().times(1).returning(|_, _, _| Ok(()));
         let clock = Arc::new(ManualClock::at(DateTime::<Utc>::UNIX_EPOCH));
-        let counter =
-            WrongCodeCounter::new(Arc::new(store), clock, 20, Duration::from_secs(900));
+        let counter = WrongCodeCounter::new(Arc::new(store), clock, 20, Duration::from_secs(900));
         let ip = Some("2001:db8:5:6::1".parse().unwrap());
         assert!(matches!(
             counter.take(ip).await,
