@@ -8,6 +8,7 @@ when any failed. Instances are controlled through the work directory cluster.sh 
 
 import argparse
 import concurrent.futures as cf
+import http.client
 import json
 import os
 import signal
@@ -253,6 +254,56 @@ class Cluster:
             f"({sorted(set(bad))})",
         )
 
+    def brute_force(self, limit):
+        """Wrong e-mail codes through the balancer, each request with another forged
+        X-Forwarded-For entry, from 127.0.0.2 (not the trusted proxy's address): the instances
+        take the address haproxy saw, and the lockout, kept in the store, holds across all three."""
+        host, port = self.lb.split("//")[1].split(":")
+
+        def post(path, doc, forged, source="127.0.0.2"):
+            conn = http.client.HTTPConnection(host, int(port), timeout=30,
+                                              source_address=(source, 0))
+            conn.request("POST", path, json.dumps(doc), {
+                "Content-Type": "application/json", "X-Forwarded-For": forged,
+                "Forwarded": f"for={forged}"})
+            r = conn.getresponse()
+            body = r.read()
+            conn.close()
+            return r.status, body
+
+        wrong, locked, device, seen = 0, None, None, set()
+        for i in range(limit * 2):
+            forged = f"203.0.113.{i % 250 + 1}"
+            if i % 5 == 0:  # a code dies after 5 wrong tries: ask for another
+                status, body = post("/api/register", {"email": f"victim{i}@cluster.example"},
+                                    forged)
+                if status != 200:
+                    locked = (wrong, status, body[:160])
+                    break
+                device = json.loads(body)["deviceId"]
+            status, body = post("/api/verify", {"deviceId": device, "code": "000000"}, forged)
+            doc = json.loads(body or b"{}")
+            seen.add(doc.get("failure_class"))
+            if doc.get("failure_class") == "locked_out":
+                locked = (wrong, status, doc.get("detail"))
+                break
+            wrong += 1
+        # Another client (127.0.0.3) is not locked out by the first one's failures.
+        status, body = post("/api/register", {"email": "other@cluster.example"}, "198.51.100.7",
+                            source="127.0.0.3")
+        other = json.loads(body).get("deviceId") if status == 200 else None
+        other_status = post("/api/verify", {"deviceId": other, "code": "000000"}, "198.51.100.7",
+                            source="127.0.0.3")[1] if other else b""
+        other_ok = other is not None and b"locked_out" not in other_status
+        ok = locked is not None and locked[0] == limit and other_ok
+        self.check(
+            "code brute force through three instances with forged X-Forwarded-For",
+            ok,
+            f"locked out after {locked[0] if locked else wrong} wrong codes (limit {limit}; "
+            f"answer {locked[1] if locked else '-'}), failure classes seen {sorted(map(str, seen))}"
+            f", another client unaffected: {other_ok}",
+        )
+
     def metrics_agree(self, n):
         def scrape():
             total = {}
@@ -296,12 +347,14 @@ def main():
     p.add_argument("--distinct", type=int, default=2000)
     p.add_argument("--recover-after", type=int, default=30)
     p.add_argument("--roll-seconds", type=float, default=3)
+    p.add_argument("--code-limit", type=int, default=20)
     args = p.parse_args()
     c = Cluster(args)
     c.one_key_many_instances(args.same_key)
     outcomes, failed = c.kill_one_under_load(args.distinct)
     c.settled_after_recovery(outcomes, failed, args.recover_after)
     c.rolling_restart(args.roll_seconds)
+    c.brute_force(args.code_limit)
     c.metrics_agree(200)
     if c.failures:
         print(f"{len(c.failures)} scenario(s) failed: {', '.join(c.failures)}")

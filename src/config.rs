@@ -175,7 +175,21 @@ pub struct RuntimeSettings {
     #[arg(long, env = "SVC_SCAN_RATE_LIMIT_PER_IP", default_value_t = 10)]
     pub scan_rate_limit_per_ip: u32,
 
-    /// Take the client IP from the first `X-Forwarded-For` entry (only behind a trusted proxy).
+    /// Proxies (load balancers) whose forwarding header names the client: a comma-separated
+    /// list of CIDR blocks or addresses (`10.0.0.0/8,2001:db8::/32,192.0.2.7`). When the
+    /// connecting peer is one of them, the client is the right-most address of the header that
+    /// is not one of them; from any other peer the header is ignored. Default: none.
+    #[arg(long, env = "SVC_TRUSTED_PROXIES")]
+    pub trusted_proxies: Option<String>,
+
+    /// The header the trusted proxies write: `x-forwarded-for` or `forwarded` (RFC 7239). Only
+    /// that one is read: a proxy passes the other through from the client unchanged.
+    #[arg(long, env = "SVC_FORWARDED_HEADER", default_value = "x-forwarded-for")]
+    pub forwarded_header: String,
+
+    /// Deprecated (use `SVC_TRUSTED_PROXIES`): trusts whatever peer connects as a proxy, for
+    /// one hop (the right-most `X-Forwarded-For` entry is the client). Ignored when
+    /// `SVC_TRUSTED_PROXIES` is set.
     #[arg(long, env = "SVC_TRUST_FORWARDED_FOR", default_value_t = false)]
     pub trust_forwarded_for: bool,
 
@@ -326,7 +340,28 @@ impl RuntimeSettings {
         )?;
         in_range("SVC_STARTER_PRICE", self.starter_price, 1..=100_000_000)?;
         in_range("SVC_STARTER_CREDITS", self.starter_credits, 1..=100_000_000)?;
+        self.trusted_proxies()?;
         Ok(())
+    }
+
+    /// Whose forwarding headers name the client; the error names the variable.
+    pub fn trusted_proxies(&self) -> anyhow::Result<svc_ports::TrustedProxies> {
+        use anyhow::Context;
+        let header: svc_ports::ForwardingHeader = self
+            .forwarded_header
+            .parse()
+            .map_err(|e: String| anyhow::anyhow!(e))
+            .context("SVC_FORWARDED_HEADER")?;
+        let list = self.trusted_proxies.as_deref().unwrap_or("");
+        let proxies = svc_ports::TrustedProxies::parse(list)
+            .context(
+                "SVC_TRUSTED_PROXIES must be a comma-separated list of CIDR blocks or addresses",
+            )?
+            .reading(header);
+        if proxies.is_empty() && self.trust_forwarded_for {
+            return Ok(svc_ports::TrustedProxies::immediate_peer_only());
+        }
+        Ok(proxies)
     }
 
     /// The catalog and internal token these settings describe.
@@ -372,6 +407,8 @@ impl Default for RuntimeSettings {
             rate_limit_per_key: 1200,
             rate_limit_per_ip: 3000,
             scan_rate_limit_per_ip: 10,
+            trusted_proxies: None,
+            forwarded_header: "x-forwarded-for".into(),
             trust_forwarded_for: false,
             mcp_allowed_hosts: Vec::new(),
             mcp_allowed_origins: Vec::new(),
@@ -461,6 +498,12 @@ mod tests {
         let delay =
             edge(|s| s.shutdown_delay_seconds = MAX_SHUTDOWN_DELAY_SECONDS + 1).unwrap_err();
         assert!(delay.contains("SVC_SHUTDOWN_DELAY_SECONDS"), "{delay}");
+        let proxies =
+            edge(|s| s.trusted_proxies = Some("10.0.0.0/8, nonsense".into())).unwrap_err();
+        assert!(proxies.contains("SVC_TRUSTED_PROXIES"), "{proxies}");
+        let header = edge(|s| s.forwarded_header = "x-real-ip".into()).unwrap_err();
+        assert!(header.contains("SVC_FORWARDED_HEADER"), "{header}");
+        assert!(edge(|s| s.trusted_proxies = Some("10.0.0.0/8,::1".into())).is_ok());
         // The recovery window and the grace both outlast the request deadline.
         assert!(
             MIN_RECOVER_AFTER_SECONDS as u64 > svc_ports::fetch::FETCH_DEADLINE.as_secs()

@@ -808,6 +808,10 @@ fn settings_out_of_range_stop_the_start_naming_the_variable() {
         ("serve", "SVC_SCAN_RATE_LIMIT_PER_IP", "0"),
         ("serve", "SVC_STARTER_PRICE", "0"),
         ("serve", "SVC_STARTER_CREDITS", "-1"),
+        ("serve", "SVC_TRUSTED_PROXIES", "10.0.0.0/8,proxy.internal"),
+        ("serve", "SVC_TRUSTED_PROXIES", "10.0.0.0/33"),
+        ("serve", "SVC_FORWARDED_HEADER", "x-real-ip"),
+        ("sandbox", "SVC_TRUSTED_PROXIES", "::1/200"),
         ("sandbox", "SVC_RECOVER_AFTER_SECONDS", "1"),
         ("sandbox", "SVC_SANDBOX_SEED_CREDITS", "-1"),
     ];

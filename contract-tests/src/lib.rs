@@ -12,6 +12,7 @@ pub mod billing_model;
 pub mod connections;
 pub mod health;
 pub mod identity;
+pub mod limits;
 pub mod scenarios;
 pub mod text;
 
@@ -19,7 +20,7 @@ use std::sync::Arc;
 
 use svc_ports::{
     AccountStore, AuthorityStore, BillingStore, ConnectionStore, IdentityStore, LedgerStore,
-    MapStore, PageCache, ScanStore, StoreHealth, TaskStore, TelemetryStore,
+    LimitStore, MapStore, PageCache, ScanStore, StoreHealth, TaskStore, TelemetryStore,
 };
 
 pub struct Backend {
@@ -36,6 +37,7 @@ pub struct Backend {
     pub connections: Arc<dyn ConnectionStore>,
     pub authorities: Arc<dyn AuthorityStore>,
     pub health: Arc<dyn StoreHealth>,
+    pub limits: Arc<dyn LimitStore>,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -55,6 +57,7 @@ impl Backend {
             + ConnectionStore
             + AuthorityStore
             + StoreHealth
+            + LimitStore
             + 'static,
     {
         Self {
@@ -70,7 +73,8 @@ impl Backend {
             scans: store.clone(),
             connections: store.clone(),
             authorities: store.clone(),
-            health: store,
+            health: store.clone(),
+            limits: store,
             _dir: dir,
         }
     }
@@ -216,6 +220,13 @@ macro_rules! contract_suite {
         $crate::contract_suite!(@health $backend;
             a_migrated_store_answers_and_is_current
         );
+        $crate::contract_suite!(@limits $backend;
+            hits_are_allowed_up_to_the_limit_then_limited_until_the_window_ends,
+            buckets_and_keys_are_independent,
+            a_released_hit_is_given_back_within_its_window_only,
+            purging_deletes_only_ended_windows,
+            concurrent_hits_allow_exactly_the_limit
+        );
         $crate::contract_suite!(@authority $backend;
             authorities_are_stored_listed_and_revoked,
             refused_spends_store_nothing,
@@ -275,6 +286,15 @@ macro_rules! contract_suite {
             async fn $name() {
                 let backend = $backend().await;
                 $crate::health::$name(&backend).await;
+            }
+        )+
+    };
+    (@limits $backend:path; $($name:ident),+) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let backend = $backend().await;
+                $crate::limits::$name(&backend).await;
             }
         )+
     };

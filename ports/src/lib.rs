@@ -18,10 +18,12 @@ pub mod identity;
 pub mod ids;
 pub mod keys;
 pub mod ledger;
+pub mod limits;
 pub mod mail;
 pub mod network;
 pub mod page;
 pub mod payments;
+pub mod proxies;
 pub mod readiness;
 pub mod system;
 pub mod tasks;
@@ -63,6 +65,7 @@ pub use ids::{
 };
 pub use keys::{ApiKeyRecord, ApiKeySecret, KeyHash, KeyPrefix, Scope, Scopes};
 pub use ledger::{Balance, CreditAmount, EntryKind, Grant, GrantOutcome, LedgerEntry};
+pub use limits::{LimitBucket, LimitDecision, LimitKey, LimitStore};
 pub use mail::{MailError, MailMessage, Mailer, Outbox, SentMail};
 pub use network::ClientAddress;
 pub use page::{
@@ -70,6 +73,7 @@ pub use page::{
     PageExtractor, PageMetadata, PageSignals,
 };
 pub use payments::{CheckoutRequest, HostedCheckout, PaymentProvider, ProviderError};
+pub use proxies::{ForwardingHeader, TrustedProxies};
 pub use readiness::{CheckId, CheckResult, CheckStatus, Evidence, ReadinessLevel, ScanReport};
 pub use system::{Clock, Entropy};
 pub use tasks::{

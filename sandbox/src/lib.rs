@@ -10,6 +10,7 @@ mod memory_authority;
 mod memory_billing;
 mod memory_connections;
 mod memory_identity;
+mod memory_limits;
 mod memory_readiness;
 mod memory_telemetry;
 mod outbox;

@@ -34,6 +34,7 @@ pub(crate) struct State {
     pub(crate) readiness: crate::memory_readiness::ReadinessState,
     pub(crate) connections: crate::memory_connections::ConnectionsState,
     pub(crate) authority: crate::memory_authority::AuthorityState,
+    pub(crate) limits: crate::memory_limits::LimitState,
 }
 
 impl State {

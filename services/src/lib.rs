@@ -10,6 +10,7 @@ pub mod identity;
 pub mod keys;
 pub mod learn;
 pub mod metrics;
+pub mod limits;
 pub mod read;
 pub mod readiness;
 pub mod telemetry;
@@ -19,8 +20,8 @@ use std::sync::Arc;
 
 use svc_ports::{
     AccountStore, ActionTransport, AuthorityStore, BillingStore, Clock, Entropy, Environment,
-    IdentityStore, LedgerStore, Mailer, MapStore, PageCache, PageExtractor, PageFetcher,
-    PaymentProvider, ScanStore, Signer, TaskStore, TelemetryStore,
+    IdentityStore, LedgerStore, LimitStore, Mailer, MapStore, PageCache, PageExtractor,
+    PageFetcher, PaymentProvider, ScanStore, Signer, TaskStore, TelemetryStore,
 };
 
 pub use actions::{
@@ -51,6 +52,8 @@ pub struct Ports {
     pub connection_provider: Arc<dyn svc_ports::ConnectionProvider>,
     pub sealer: Arc<dyn svc_ports::SecretSealer>,
     pub authorities: Arc<dyn AuthorityStore>,
+    /// Limits shared by every instance on the store (wrong codes, readiness scans).
+    pub limits: Arc<dyn LimitStore>,
     /// The payment provider; `None` when billing is not configured.
     pub payments: Option<Arc<dyn PaymentProvider>>,
     pub mailer: Arc<dyn Mailer>,
@@ -77,9 +80,34 @@ pub struct Services {
     pub connections: connections::ConnectionService,
     pub authorities: AuthorityService,
     pub health: health::HealthService,
+    /// Readiness scans per client address, shared by every instance on the store.
+    pub scans: limits::SharedLimit,
+    /// The store of the shared limits, for the purge of ended windows.
+    pub limit_store: Arc<dyn LimitStore>,
+    pub clock: Arc<dyn Clock>,
 }
 
+/// Readiness scans allowed per client address per minute unless set otherwise.
+pub const DEFAULT_SCANS_PER_MINUTE: u32 = 10;
+
 impl Services {
+    /// Sets the readiness scans allowed per client address per minute.
+    pub fn with_scans_per_minute(mut self, per_minute: u32) -> Self {
+        self.scans = limits::SharedLimit::new(
+            self.limit_store.clone(),
+            self.clock.clone(),
+            svc_ports::LimitBucket::Scan,
+            std::time::Duration::from_secs(60),
+            per_minute,
+        );
+        self
+    }
+
+    /// Deletes the ended windows of the shared limits; answers how many.
+    pub async fn purge_limits(&self) -> Result<u64, svc_ports::StoreError> {
+        limits::purge_expired(self.limit_store.as_ref(), self.clock.as_ref()).await
+    }
+
     pub fn new(
         ports: Ports,
         environment: Environment,
@@ -108,8 +136,20 @@ impl Services {
             ports.entropy.clone(),
             &site_url,
         );
+        let scans = limits::SharedLimit::new(
+            ports.limits.clone(),
+            ports.clock.clone(),
+            svc_ports::LimitBucket::Scan,
+            std::time::Duration::from_secs(60),
+            DEFAULT_SCANS_PER_MINUTE,
+        );
+        let limit_store = ports.limits.clone();
+        let clock = ports.clock.clone();
         Self {
             health: health::HealthService::new(ports.store_health.clone()),
+            scans,
+            limit_store,
+            clock,
             auth: Authenticator::new(ports.accounts.clone(), environment, key_cache),
             identity: IdentityService::new(ports.clone(), keys.clone(), identity)
                 .with_telemetry(telemetry.clone()),

@@ -23,16 +23,12 @@ pub fn app(
         agent_card: a2a::agent_card(&ctx),
     };
     let allowed = Arc::new(AllowedMethods::from_openapi(&published.openapi));
-    let limits = RateLimits::with_scans(
-        ctx.limits.rate_limit_per_ip,
-        ctx.limits.rate_limit_per_key,
-        ctx.limits.scan_rate_limit_per_ip,
-    );
+    let limits = RateLimits::new(ctx.limits.rate_limit_per_ip, ctx.limits.rate_limit_per_key);
     super::jobs::spawn_housekeeping(limits.clone());
     let edge = Edge {
         limits: limits.clone(),
         max_body_bytes: ctx.limits.max_body_bytes,
-        trust_forwarded_for: ctx.limits.trust_forwarded_for,
+        proxies: ctx.proxies.clone(),
         www_authenticate: format!(
             "Bearer realm=\"svc\", resource_metadata=\"{}/.well-known/oauth-protected-resource\"",
             ctx.origins.base_url

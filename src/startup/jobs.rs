@@ -1,4 +1,4 @@
-//! Background jobs: page-cache and identity purges, orphaned-task recovery, the telemetry
+//! Background jobs: page-cache, identity and limit-window purges, orphaned-task recovery, the telemetry
 //! writer, and rate-limit housekeeping.
 //!
 //! The store jobs stop when `stop` turns true (at shutdown), and only between two runs: a run
@@ -42,6 +42,18 @@ pub async fn purge_identity(services: Arc<Services>, mut stop: watch::Receiver<b
         match services.identity.purge_expired().await {
             Ok(n) => tracing::debug!(purged = n, "expired identity records purged"),
             Err(e) => tracing::warn!(error = %e, "identity purge failed"),
+        }
+    }
+}
+
+/// Every five minutes, deletes the ended windows of the shared limits (wrong codes, scans):
+/// an ended window decides nothing, so this only keeps the table small.
+pub async fn purge_limits(services: Arc<Services>, mut stop: watch::Receiver<bool>) {
+    let mut every = tokio::time::interval(Duration::from_secs(300));
+    while next_run(&mut every, &mut stop).await {
+        match services.purge_limits().await {
+            Ok(n) => tracing::debug!(purged = n, "ended limit windows purged"),
+            Err(e) => tracing::warn!(error = %e, "limit purge failed"),
         }
     }
 }

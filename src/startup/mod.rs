@@ -19,8 +19,8 @@ use svc_oauth::{AesGcmSealer, OAuthProviders, ProviderConfig};
 use svc_payments::HttpPaymentProvider;
 use svc_ports::{
     AccountStore, AuthorityStore, BillingStore, Clock, ConnectionStore, Environment, IdentityStore,
-    LedgerStore, Mailer, MapStore, Outbox, PageCache, PaymentProvider, ScanStore, Signer,
-    StoreHealth, TaskStore, TelemetryStore, webhooks::WebhookSecret,
+    LedgerStore, LimitStore, Mailer, MapStore, Outbox, PageCache, PaymentProvider, ScanStore,
+    Signer, StoreHealth, TaskStore, TelemetryStore, webhooks::WebhookSecret,
 };
 pub use svc_sandbox::{
     ACCESS_TOKEN_SECONDS, ActionSites, BOOKING_ACCOUNT, DemoSite, LACKING, OTHER_BOOKING_ACCOUNT,
@@ -54,6 +54,8 @@ pub struct Stores {
     pub authorities: Arc<dyn AuthorityStore>,
     /// Whether the store answers and is migrated (readiness), and its pools (metrics).
     pub health: Arc<dyn StoreHealth>,
+    /// Limits shared by every instance on the store.
+    pub limits: Arc<dyn LimitStore>,
     /// What the store is, for logs (never the URL, which may hold a password).
     pub kind: &'static str,
 }
@@ -74,6 +76,7 @@ impl Stores {
             + ConnectionStore
             + AuthorityStore
             + StoreHealth
+            + LimitStore
             + 'static,
     {
         Self {
@@ -88,7 +91,8 @@ impl Stores {
             scans: store.clone(),
             connections: store.clone(),
             authorities: store.clone(),
-            health: store,
+            health: store.clone(),
+            limits: store,
             kind,
         }
     }
@@ -230,6 +234,9 @@ pub struct World {
     /// How long an authenticated key is remembered (`SVC_KEY_CACHE_MILLIS`): the longest a
     /// revocation made elsewhere goes unnoticed here. `None`: one second.
     pub key_cache: Option<Duration>,
+    /// Readiness scans per client address per minute (`SVC_SCAN_RATE_LIMIT_PER_IP`), shared by
+    /// every instance on the store. `None`: the default, 10.
+    pub scans_per_minute: Option<u32>,
 }
 
 fn signer(signing: &Signing) -> anyhow::Result<Ed25519Signer> {
@@ -342,6 +349,7 @@ pub fn ports(stores: &Stores, world: &World) -> anyhow::Result<(Ports, Option<Ar
         ),
         sealer: Arc::new(sealer(&world.sealing)?),
         authorities: stores.authorities.clone(),
+        limits: stores.limits.clone(),
         payments,
         mailer,
         transport: fetcher.clone(),
@@ -402,10 +410,11 @@ pub fn services(
         internal_token: world.billing.internal_token.clone(),
         site_url: origins.site_url.clone(),
     };
-    Ok((
-        Arc::new(Services::new(ports, environment, identity, billing)),
-        outbox,
-    ))
+    let mut services = Services::new(ports, environment, identity, billing);
+    if let Some(per_minute) = world.scans_per_minute {
+        services = services.with_scans_per_minute(per_minute);
+    }
+    Ok((Arc::new(services), outbox))
 }
 
 /// Services for one-shot CLI commands that serve nothing (`svc keys`, `svc read`).
@@ -482,6 +491,15 @@ impl Application {
         );
         let mut world = world;
         world.key_cache = Some(Duration::from_millis(runtime.key_cache_millis));
+        world.scans_per_minute = Some(runtime.scan_rate_limit_per_ip);
+        let proxies = Arc::new(runtime.trusted_proxies()?);
+        if runtime.trust_forwarded_for {
+            tracing::warn!(
+                trusted = %proxies,
+                "SVC_TRUST_FORWARDED_FOR is deprecated: it trusts whatever peer connects for one hop; \
+                 list the proxies in SVC_TRUSTED_PROXIES instead"
+            );
+        }
         if environment == Environment::Test && !world.sandbox_hosts.is_empty() {
             // In the sandbox the service may read (and scan) itself when its origins are named
             // under `.sandbox.test`: those names are pinned to the bound address.
@@ -510,12 +528,12 @@ impl Application {
             outbox,
             origins: Arc::new(origins),
             environment,
+            proxies,
             limits: Limits {
                 max_body_bytes: runtime.max_body_bytes,
                 rate_limit_per_key: runtime.rate_limit_per_key,
                 rate_limit_per_ip: runtime.rate_limit_per_ip,
                 scan_rate_limit_per_ip: runtime.scan_rate_limit_per_ip,
-                trust_forwarded_for: runtime.trust_forwarded_for,
                 recover_after_seconds: runtime.recover_after_seconds,
                 shutdown_grace_seconds: runtime.shutdown_grace_seconds,
             },
@@ -567,6 +585,10 @@ impl Application {
         let jobs = [
             tokio::spawn(jobs::purge_page_cache(self.pages, jobs_stopped.clone())),
             tokio::spawn(jobs::purge_identity(
+                self.ctx.services.clone(),
+                jobs_stopped.clone(),
+            )),
+            tokio::spawn(jobs::purge_limits(
                 self.ctx.services.clone(),
                 jobs_stopped.clone(),
             )),

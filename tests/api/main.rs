@@ -14,6 +14,7 @@ mod openapi;
 mod operations;
 mod read;
 mod readiness;
+mod shared_limits;
 mod signup;
 mod store_outage;
 mod telemetry;

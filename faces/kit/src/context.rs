@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use svc_ports::{Environment, Outbox};
+use svc_ports::{Environment, Outbox, TrustedProxies};
 
 use svc_services::Services;
 
@@ -25,6 +25,8 @@ pub struct AppContext {
     pub origins: Arc<Origins>,
     /// Live for `svc serve`, test for `svc sandbox`: keys of the other kind are refused.
     pub environment: Environment,
+    /// Whose forwarding headers name the client (`SVC_TRUSTED_PROXIES`).
+    pub proxies: Arc<TrustedProxies>,
     pub limits: Limits,
 }
 
@@ -34,7 +36,6 @@ pub struct Limits {
     pub rate_limit_per_key: u32,
     pub rate_limit_per_ip: u32,
     pub scan_rate_limit_per_ip: u32,
-    pub trust_forwarded_for: bool,
     pub recover_after_seconds: i64,
     pub shutdown_grace_seconds: u64,
 }

@@ -3,7 +3,7 @@
 
 use std::{net::IpAddr, sync::Arc};
 
-use svc_ports::ClientAddress;
+use svc_ports::{ClientAddress, TrustedProxies};
 
 use futures_util::StreamExt;
 use poem::{
@@ -118,7 +118,8 @@ fn is_method(k: &str) -> bool {
 pub struct Edge {
     pub limits: RateLimits,
     pub max_body_bytes: usize,
-    pub trust_forwarded_for: bool,
+    /// Whose forwarding headers name the client (`SVC_TRUSTED_PROXIES`).
+    pub proxies: Arc<TrustedProxies>,
     pub www_authenticate: Arc<str>,
     pub allowed: Arc<AllowedMethods>,
 }
@@ -129,23 +130,24 @@ fn valid_request_id(v: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-/// The caller's address as limits count it (an IPv6 client by its /64): the socket's peer, or
-/// the first `X-Forwarded-For` entry behind a trusted proxy.
-pub fn client_ip_of(req: &Request, trust_forwarded_for: bool) -> Option<ClientAddress> {
-    client_peer_of(req, trust_forwarded_for).map(ClientAddress::of)
+/// The caller's address as limits count it (an IPv6 client by its /64): the socket's peer, or,
+/// when the peer is a trusted proxy, the right-most address in the forwarding header that is
+/// not a trusted proxy itself (see [`TrustedProxies::client`]).
+pub fn client_ip_of(req: &Request, proxies: &TrustedProxies) -> Option<ClientAddress> {
+    client_peer_of(req, proxies).map(ClientAddress::of)
 }
 
-fn client_peer_of(req: &Request, trust_forwarded_for: bool) -> Option<IpAddr> {
-    if trust_forwarded_for {
-        let forwarded = req
-            .header("x-forwarded-for")
-            .and_then(|v| v.split(',').next())
-            .and_then(|v| v.trim().parse().ok());
-        if forwarded.is_some() {
-            return forwarded;
-        }
-    }
-    req.remote_addr().as_socket_addr().map(|a| a.ip())
+fn client_peer_of(req: &Request, proxies: &TrustedProxies) -> Option<IpAddr> {
+    let peer = req.remote_addr().as_socket_addr().map(|a| a.ip())?;
+    // Lossy: bytes a client put in its part of a value make that entry malformed, and must
+    // not hide what a trusted proxy appended to the same value.
+    let values: Vec<String> = req
+        .headers()
+        .get_all(proxies.header().as_str())
+        .iter()
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .collect();
+    Some(proxies.client(peer, values.iter().map(String::as_str)))
 }
 
 /// Reads the body up to the cap; `Err` when it is larger. Bodies announced larger are refused
@@ -209,7 +211,7 @@ pub async fn edge<E: Endpoint>(next: E, mut req: Request) -> poem::Result<Respon
         let method = method_label(req.method());
         let authorization_sent = req.headers().contains_key(header::AUTHORIZATION);
         let outcome = async {
-            if let Some(ip) = client_ip_of(&req, edge.trust_forwarded_for) {
+            if let Some(ip) = client_ip_of(&req, &edge.proxies) {
                 edge.limits.check_ip(ip)?;
             }
             cap_body(&mut req, edge.max_body_bytes).await?;

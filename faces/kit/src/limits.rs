@@ -1,6 +1,10 @@
-//! Per-IP and per-key rate limits (governor, GCRA), answered with 429 and `Retry-After`.
+//! Per-IP and per-key request rate limits (governor, GCRA), answered with 429 and
+//! `Retry-After`. They only shed load, so each instance counts its own share: with N instances
+//! behind a balancer that spreads requests evenly, a client gets up to about N times the
+//! setting. The limits that protect accounts (wrong codes, readiness scans) are counted in the
+//! store instead, shared by every instance (`svc_services::limits`).
 
-use std::{net::IpAddr, num::NonZeroU32, sync::Arc, time::Duration};
+use std::{num::NonZeroU32, sync::Arc, time::Duration};
 
 use governor::{
     DefaultKeyedRateLimiter, Quota, RateLimiter,
@@ -14,8 +18,6 @@ use super::problem::ApiProblem;
 pub struct RateLimits {
     per_ip: Arc<DefaultKeyedRateLimiter<ClientAddress>>,
     per_key: Arc<DefaultKeyedRateLimiter<ApiKeyId>>,
-    /// Readiness scans: each makes many requests to a third party, so far fewer are allowed.
-    scans_per_ip: Arc<DefaultKeyedRateLimiter<ClientAddress>>,
 }
 
 fn quota(per_minute: u32) -> Quota {
@@ -25,30 +27,10 @@ fn quota(per_minute: u32) -> Quota {
 
 impl RateLimits {
     pub fn new(per_ip_per_minute: u32, per_key_per_minute: u32) -> Self {
-        Self::with_scans(per_ip_per_minute, per_key_per_minute, 10)
-    }
-
-    pub fn with_scans(
-        per_ip_per_minute: u32,
-        per_key_per_minute: u32,
-        scans_per_ip_per_minute: u32,
-    ) -> Self {
         Self {
             per_ip: Arc::new(RateLimiter::keyed(quota(per_ip_per_minute))),
             per_key: Arc::new(RateLimiter::keyed(quota(per_key_per_minute))),
-            scans_per_ip: Arc::new(RateLimiter::keyed(quota(scans_per_ip_per_minute))),
         }
-    }
-
-    /// One readiness scan from `ip` (requests without a known address share one budget).
-    pub fn check_scan(&self, ip: Option<ClientAddress>) -> Result<(), ApiProblem> {
-        let ip = ip.unwrap_or(ClientAddress::of(IpAddr::V4(
-            std::net::Ipv4Addr::UNSPECIFIED,
-        )));
-        self.scans_per_ip.check_key(&ip).map_err(|not_until| {
-            let wait = not_until.wait_time_from(DefaultClock::default().now());
-            limited("Too many readiness scans from this address.", wait)
-        })
     }
 
     pub fn check_ip(&self, ip: ClientAddress) -> Result<(), ApiProblem> {
@@ -71,8 +53,22 @@ impl RateLimits {
         self.per_ip.shrink_to_fit();
         self.per_key.retain_recent();
         self.per_key.shrink_to_fit();
-        self.scans_per_ip.retain_recent();
-        self.scans_per_ip.shrink_to_fit();
+    }
+}
+
+/// The answer to a shared limit (`svc_services::limits::SharedLimit`): 429 with `Retry-After`
+/// when over it, 503 when the store that counts it cannot be reached (nothing is let through
+/// uncounted).
+pub fn shared_limit(
+    outcome: Result<(), svc_services::limits::Limited>,
+    detail: &str,
+) -> Result<(), ApiProblem> {
+    match outcome {
+        Ok(()) => Ok(()),
+        Err(svc_services::limits::Limited::Over { retry_after }) => {
+            Err(limited(detail, retry_after))
+        }
+        Err(svc_services::limits::Limited::Store(e)) => Err(ApiProblem::failure(&e)),
     }
 }
 
@@ -103,22 +99,6 @@ mod tests {
         limits.check_key(&key).unwrap();
         limits.check_key(&key).unwrap();
         assert!(limits.check_key(&key).is_err());
-    }
-
-    #[test]
-    fn scans_share_one_budget_per_ipv6_64() {
-        let limits = RateLimits::with_scans(100, 100, 2);
-        let a: ClientAddress = "2001:db8:1:2::1".parse().unwrap();
-        let b: ClientAddress = "2001:db8:1:2:ffff::9".parse().unwrap();
-        limits.check_scan(Some(a)).unwrap();
-        limits.check_scan(Some(b)).unwrap();
-        assert!(limits.check_scan(Some(a)).is_err(), "same /64, one budget");
-        limits
-            .check_scan(Some("2001:db8:1:3::1".parse().unwrap()))
-            .unwrap();
-        limits
-            .check_scan(Some("203.0.113.7".parse().unwrap()))
-            .unwrap();
     }
 
     /// Issue 15: the request limit keyed IPv6 clients by their full address, so one client

@@ -4,7 +4,7 @@
 use crate::Tags;
 use kit::context::AppContext;
 use kit::edge::client_ip_of;
-use kit::limits::RateLimits;
+use kit::limits::shared_limit;
 use kit::problem::ApiProblem;
 use kit::wire::readiness::*;
 use poem::Request;
@@ -44,14 +44,12 @@ impl ReadinessApi {
     /// score (0-100), a level, and per check pass/warn/fail with evidence and a
     /// recommendation. Limited per client address (429 with `Retry-After`).
     #[oai(path = "/api/readiness/scan", method = "post")]
-    async fn scan(
-        &self,
-        req: &Request,
-        limits: poem::web::Data<&RateLimits>,
-        body: Json<ScanBody>,
-    ) -> Result<ScanResponse, ApiProblem> {
-        let ip = client_ip_of(req, self.ctx.limits.trust_forwarded_for);
-        limits.check_scan(ip)?;
+    async fn scan(&self, req: &Request, body: Json<ScanBody>) -> Result<ScanResponse, ApiProblem> {
+        let ip = client_ip_of(req, &self.ctx.proxies);
+        shared_limit(
+            self.ctx.services.scans.hit(ip).await,
+            "Too many readiness scans from this address.",
+        )?;
         let who = ip.map(|ip| ip.to_string()).unwrap_or_default();
         let report = svc_services::readiness::scan_recorded(
             &self.ctx.services,

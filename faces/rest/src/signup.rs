@@ -216,7 +216,7 @@ impl SignupApi {
         req: &Request,
         body: Json<VerifyBody>,
     ) -> Result<VerifyApiResponse, ApiProblem> {
-        let ip = client_ip_of(req, self.ctx.limits.trust_forwarded_for);
+        let ip = client_ip_of(req, &self.ctx.proxies);
         let key = self
             .ctx
             .services

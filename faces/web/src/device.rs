@@ -76,7 +76,7 @@ pub(crate) async fn device_page(
         };
         return visit.page(StatusCode::OK, &page);
     }
-    let ip = client_ip_of(req, ctx.limits.trust_forwarded_for);
+    let ip = client_ip_of(req, &ctx.proxies);
     match ctx.services.identity.pending_device(&code, ip).await {
         Ok(grant) => {
             let page = DeviceApprovePage {
@@ -147,7 +147,7 @@ pub(crate) async fn device_submit(
             );
         }
     };
-    let ip = client_ip_of(req, ctx.limits.trust_forwarded_for);
+    let ip = client_ip_of(req, &ctx.proxies);
     match ctx
         .services
         .identity

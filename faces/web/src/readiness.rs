@@ -13,7 +13,7 @@ use svc_ports::{CheckResult, ScanId};
 
 use super::Visit;
 use kit::context::AppContext;
-use kit::{edge::client_ip_of, limits::RateLimits, problem::ApiProblem};
+use kit::{edge::client_ip_of, limits::shared_limit, problem::ApiProblem};
 use svc_services::readiness::ScanFailure;
 
 const DESCRIPTION: &str = "AI agents read public web pages, discover the actions learned for a site, execute one mapped action with a signed verification artifact, sign up, connect accounts and buy credits here.";
@@ -163,14 +163,13 @@ struct ScanForm {
 
 /// `POST /readiness`: runs a scan and shows its report (303 to the report page).
 #[handler]
-async fn scan_submit(
-    req: &Request,
-    ctx: Data<&AppContext>,
-    limits: Data<&RateLimits>,
-    form: Form<ScanForm>,
-) -> Response {
+async fn scan_submit(req: &Request, ctx: Data<&AppContext>, form: Form<ScanForm>) -> Response {
     let visit = visit!(req, &ctx);
-    if let Err(problem) = limits.check_scan(client_ip_of(req, ctx.limits.trust_forwarded_for)) {
+    let ip = client_ip_of(req, &ctx.proxies);
+    if let Err(problem) = shared_limit(
+        ctx.services.scans.hit(ip).await,
+        "Too many readiness scans from this address.",
+    ) {
         return home_page(
             visit,
             &ctx,
@@ -179,9 +178,7 @@ async fn scan_submit(
             form.0.url,
         );
     }
-    let who = client_ip_of(req, ctx.limits.trust_forwarded_for)
-        .map(|ip| ip.to_string())
-        .unwrap_or_default();
+    let who = ip.map(|ip| ip.to_string()).unwrap_or_default();
     let scanned = svc_services::readiness::scan_recorded(
         &ctx.services,
         svc_services::telemetry::Face::Web,

@@ -164,7 +164,7 @@ pub(crate) async fn code_submit(
         return visit.finish(*refusal);
     }
     let next = safe_next(form.next.as_deref());
-    let ip = client_ip_of(req, ctx.limits.trust_forwarded_for);
+    let ip = client_ip_of(req, &ctx.proxies);
     let code: String = form.code.chars().filter(|c| !c.is_whitespace()).collect();
     match ctx
         .services

@@ -46,7 +46,7 @@ pub fn serve_static(
     ctx: Data<&AppContext>,
 ) -> Response {
     if let Some(surface) = file.surface {
-        let who = kit::edge::client_ip_of(req, ctx.limits.trust_forwarded_for)
+        let who = kit::edge::client_ip_of(req, &ctx.proxies)
             .map(|ip| ip.to_string())
             .unwrap_or_default();
         ctx.services.telemetry.record(

@@ -177,26 +177,30 @@ impl IdentityService {
         user_code: &str,
         ip: Option<ClientAddress>,
     ) -> Result<DeviceGrant, IdentityFailure> {
-        self.wrong_codes
-            .check(ip)
-            .map_err(|retry_after| IdentityFailure::LockedOut { retry_after })?;
+        self.wrong_codes.take(ip).await?;
         let found = match UserCode::parse(user_code) {
-            Ok(code) => self.ports.identity.device_grant_by_user_code(&code).await?,
-            Err(_) => None,
+            Ok(code) => self.ports.identity.device_grant_by_user_code(&code).await,
+            Err(_) => Ok(None),
         };
+        let found = match found {
+            Ok(Some(g)) => g,
+            Ok(None) => return Err(IdentityFailure::UnknownUserCode),
+            Err(e) => {
+                self.wrong_codes.give_back(ip).await;
+                return Err(e.into());
+            }
+        };
+        // The code exists: not a wrong code, whatever its state.
+        self.wrong_codes.give_back(ip).await;
         let now = self.now();
         match found {
-            Some(g) if g.status == DeviceGrantStatus::Pending && !g.is_expired(now) => Ok(g),
-            Some(g) if g.status == DeviceGrantStatus::Pending => Err(IdentityFailure::CodeDead(
+            g if g.status == DeviceGrantStatus::Pending && !g.is_expired(now) => Ok(g),
+            g if g.status == DeviceGrantStatus::Pending => Err(IdentityFailure::CodeDead(
                 "this request expired; ask the agent to start again",
             )),
-            Some(_) => Err(IdentityFailure::CodeDead(
+            _ => Err(IdentityFailure::CodeDead(
                 "this request was already answered",
             )),
-            None => {
-                self.wrong_codes.record_failure(ip);
-                Err(IdentityFailure::UnknownUserCode)
-            }
         }
     }
 

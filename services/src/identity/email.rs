@@ -1,5 +1,5 @@
 //! Emailed codes: the API-key signup fallback and the web sign-in both send a 6-digit code and
-//! check it (per code in the store, per IP in process).
+//! check it (per code and per IP, both in the store).
 
 use std::time::Duration;
 
@@ -114,7 +114,8 @@ impl IdentityService {
     }
 
     /// Takes one try and compares the code in constant time. Wrong codes count per challenge
-    /// (in the store) and per IP.
+    /// and per IP (both in the store): the attempt holds a slot of the IP's lockout count,
+    /// which it gives back unless it presented a wrong code.
     async fn check_code(
         &self,
         purpose: ChallengePurpose,
@@ -122,42 +123,61 @@ impl IdentityService {
         code: &str,
         ip: Option<ClientAddress>,
     ) -> Result<EmailChallenge, IdentityFailure> {
-        self.wrong_codes
-            .check(ip)
-            .map_err(|retry_after| IdentityFailure::LockedOut { retry_after })?;
+        self.wrong_codes.take(ip).await?;
+        let (outcome, wrong_code) = self.try_code(purpose, challenge_id, code).await;
+        if !wrong_code {
+            self.wrong_codes.give_back(ip).await;
+        }
+        outcome
+    }
+
+    /// One try of a code; the flag says whether a wrong code was presented.
+    async fn try_code(
+        &self,
+        purpose: ChallengePurpose,
+        challenge_id: &str,
+        code: &str,
+    ) -> (Result<EmailChallenge, IdentityFailure>, bool) {
         let unknown = || IdentityFailure::InvalidRequest("no signup has this deviceId".into());
-        let id = ChallengeId::parse(challenge_id.trim()).map_err(|_| unknown())?;
+        let Ok(id) = ChallengeId::parse(challenge_id.trim()) else {
+            return (Err(unknown()), false);
+        };
         let now = self.now();
+        let refused = |f: IdentityFailure| (Err(f), false);
         let challenge = match self.ports.identity.attempt_challenge(&id, now).await {
             Ok(c) if c.purpose == purpose => c,
-            Ok(_) | Err(IdentityError::NotFound) => return Err(unknown()),
+            Ok(_) | Err(IdentityError::NotFound) => return refused(unknown()),
             Err(IdentityError::Expired) => {
-                return Err(IdentityFailure::CodeDead(
+                return refused(IdentityFailure::CodeDead(
                     "the code expired; start again to get a new one",
                 ));
             }
             Err(IdentityError::Exhausted) => {
-                return Err(IdentityFailure::CodeDead(
+                return refused(IdentityFailure::CodeDead(
                     "too many wrong codes; this code is dead, start again to get a new one",
                 ));
             }
             Err(IdentityError::AlreadyUsed) => {
-                return Err(IdentityFailure::CodeDead("this code was already used"));
+                return refused(IdentityFailure::CodeDead("this code was already used"));
             }
-            Err(e) => return Err(anyhow::Error::new(e).context("taking a code try").into()),
+            Err(e) => {
+                return refused(anyhow::Error::new(e).context("taking a code try").into());
+            }
         };
         let presented = EmailChallenge::code_hash_of(&id, code.trim());
         if presented.ct_eq(&challenge.code_hash) {
-            return Ok(challenge);
+            return (Ok(challenge), false);
         }
-        self.wrong_codes.record_failure(ip);
         let tries_left = MAX_CODE_ATTEMPTS.saturating_sub(challenge.attempts);
         if tries_left == 0 {
-            return Err(IdentityFailure::CodeDead(
-                "too many wrong codes; this code is dead, start again to get a new one",
-            ));
+            return (
+                Err(IdentityFailure::CodeDead(
+                    "too many wrong codes; this code is dead, start again to get a new one",
+                )),
+                true,
+            );
         }
-        Err(IdentityFailure::WrongCode { tries_left })
+        (Err(IdentityFailure::WrongCode { tries_left }), true)
     }
 
     /// `/api/verify`: the right code proves the address, so the account is found or created

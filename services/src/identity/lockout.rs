@@ -1,76 +1,56 @@
-//! The in-process lockout of a client address after too many wrong codes.
+//! The lockout of a client address after too many wrong codes, counted in the store so that
+//! every instance on it shares one count.
+//!
+//! Each attempt takes a slot before its code is looked at and gives it back when the code
+//! turns out right (or the attempt was about something else than a code): a wrong code keeps
+//! its slot. So even concurrent attempts spread over many instances get at most the limit of
+//! wrong codes checked per window; the next attempt is `locked_out` until the window ends.
 
-use std::{collections::HashMap, sync::Arc, sync::Mutex, time::Duration};
+use std::{sync::Arc, time::Duration};
 
-use chrono::{DateTime, Utc};
-use svc_ports::{ClientAddress, Clock};
+use svc_ports::{ClientAddress, Clock, LimitBucket, LimitStore};
 
-/// Counts wrong codes per client address in a fixed window (read from the `Clock` port) and
-/// locks the address out past the limit. In process: each instance counts its own share (the
-/// per-code limits are in the store).
-pub struct WrongCodeCounter {
-    limit: u32,
-    window: chrono::Duration,
-    clock: Arc<dyn Clock>,
-    by_ip: Mutex<HashMap<ClientAddress, (u32, DateTime<Utc>)>>,
-}
+use super::IdentityFailure;
+use crate::limits::{Limited, SharedLimit};
 
-impl std::fmt::Debug for WrongCodeCounter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WrongCodeCounter")
-            .field("limit", &self.limit)
-            .field("window", &self.window)
-            .finish_non_exhaustive()
-    }
-}
+#[derive(Debug, Clone)]
+pub struct WrongCodeCounter(SharedLimit);
 
 impl WrongCodeCounter {
-    pub fn new(limit: u32, window: Duration, clock: Arc<dyn Clock>) -> Self {
-        Self {
-            limit,
-            window: chrono::Duration::from_std(window).unwrap_or(chrono::Duration::MAX),
+    pub fn new(
+        store: Arc<dyn LimitStore>,
+        clock: Arc<dyn Clock>,
+        limit: u32,
+        window: Duration,
+    ) -> Self {
+        Self(SharedLimit::new(
+            store,
             clock,
-            by_ip: Mutex::new(HashMap::new()),
+            LimitBucket::WrongCode,
+            window,
+            limit,
+        ))
+    }
+
+    /// Takes the slot of one attempt: `LockedOut` while the address is locked out. An attempt
+    /// without a known address (the MCP and A2A faces do not pass one) is not counted here:
+    /// one shared count would let anyone lock every such caller out; the per-code tries still
+    /// bound it.
+    pub async fn take(&self, ip: Option<ClientAddress>) -> Result<(), IdentityFailure> {
+        if ip.is_none() {
+            return Ok(());
+        }
+        match self.0.hit(ip).await {
+            Ok(()) => Ok(()),
+            Err(Limited::Over { retry_after }) => Err(IdentityFailure::LockedOut { retry_after }),
+            Err(Limited::Store(e)) => Err(e.into()),
         }
     }
 
-    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<ClientAddress, (u32, DateTime<Utc>)>> {
-        self.by_ip.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// `Err(wait)` while the address is locked out.
-    pub fn check(&self, ip: Option<ClientAddress>) -> Result<(), Duration> {
-        let Some(ip) = ip else { return Ok(()) };
-        let now = self.clock.now();
-        let mut map = self.entries();
-        match map.get(&ip) {
-            Some((_, start)) if now - *start >= self.window => {
-                map.remove(&ip);
-                Ok(())
-            }
-            Some((n, start)) if *n >= self.limit => {
-                Err((self.window - (now - *start)).to_std().unwrap_or_default())
-            }
-            _ => Ok(()),
-        }
-    }
-
-    pub fn record_failure(&self, ip: Option<ClientAddress>) {
-        let Some(ip) = ip else { return };
-        let now = self.clock.now();
-        let mut map = self.entries();
-        // Bound memory under a flood of addresses: forget finished windows first.
-        if map.len() > 100_000 {
-            let window = self.window;
-            map.retain(|_, (_, start)| now - *start < window);
-        }
-        let entry = map.entry(ip).or_insert((0, now));
-        if now - entry.1 >= self.window {
-            *entry = (0, now);
-        }
-        entry.0 += 1;
-        if entry.0 == self.limit {
-            tracing::warn!(client_ip = %ip, "address locked out after too many wrong codes");
+    /// Gives the slot back: the attempt did not present a wrong code.
+    pub async fn give_back(&self, ip: Option<ClientAddress>) {
+        if ip.is_some() {
+            self.0.release(ip).await;
         }
     }
 }
@@ -78,45 +58,47 @@ impl WrongCodeCounter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chrono::{DateTime, Utc};
+    use svc_ports::{LimitDecision, limits::MockLimitStore, system::ManualClock};
 
-    /// A clock the test moves.
-    struct Manual(Mutex<DateTime<Utc>>);
-
-    impl Clock for Manual {
-        fn now(&self) -> DateTime<Utc> {
-            *self.0.lock().unwrap()
+    #[tokio::test]
+    async fn a_limited_slot_is_a_lockout_and_a_store_failure_is_no_pass() {
+        let mut store = MockLimitStore::new();
+        let mut answers = vec![
+            Ok(LimitDecision::Limited {
+                retry_after: Duration::from_secs(800),
+            }),
+            Ok(LimitDecision::Allowed { remaining: 3 }),
+            Err(svc_ports::StoreError(anyhow::anyhow!("down"))),
+        ];
+        store
+            .expect_hit()
+            .withf(|bucket, key, window, limit, _| {
+                *bucket == LimitBucket::WrongCode
+                    && key.as_str() == "2001:db8:5:6::/64"
+                    && *window == Duration::from_secs(900)
+                    && *limit == 20
+            })
+            .times(3)
+            .returning(move |_, _, _, _, _| answers.pop().unwrap());
+        store.expect_release().times(1).returning(|_, _, _| Ok(()));
+        let clock = Arc::new(ManualClock::at(DateTime::<Utc>::UNIX_EPOCH));
+        let counter = WrongCodeCounter::new(Arc::new(store), clock, 20, Duration::from_secs(900));
+        let ip = Some("2001:db8:5:6::1".parse().unwrap());
+        assert!(matches!(
+            counter.take(ip).await,
+            Err(IdentityFailure::Internal(_))
+        ));
+        counter.take(ip).await.unwrap();
+        counter.give_back(ip).await;
+        // Without an address nothing is counted (the mock would refuse a fourth hit).
+        counter.take(None).await.unwrap();
+        counter.give_back(None).await;
+        match counter.take(ip).await {
+            Err(IdentityFailure::LockedOut { retry_after }) => {
+                assert_eq!(retry_after, Duration::from_secs(800))
+            }
+            other => panic!("{other:?}"),
         }
-    }
-
-    #[test]
-    fn wrong_codes_lock_an_address_out_and_the_window_ends() {
-        let clock = Arc::new(Manual(Mutex::new(DateTime::UNIX_EPOCH)));
-        let counter = WrongCodeCounter::new(3, Duration::from_secs(900), clock.clone());
-        let ip: Option<ClientAddress> = Some("203.0.113.7".parse().unwrap());
-        let other: Option<ClientAddress> = Some("203.0.113.8".parse().unwrap());
-        // Another host of the same IPv6 /64 is the same client (issue 15).
-        let v6: Option<ClientAddress> = Some("2001:db8:5:6::1".parse().unwrap());
-        let v6_other_host: Option<ClientAddress> = Some("2001:db8:5:6:abcd::9".parse().unwrap());
-        for _ in 0..3 {
-            counter.record_failure(v6);
-        }
-        assert!(counter.check(v6_other_host).is_err());
-        for _ in 0..2 {
-            counter.record_failure(ip);
-            assert!(counter.check(ip).is_ok());
-        }
-        counter.record_failure(ip);
-        *clock.0.lock().unwrap() += chrono::Duration::seconds(100);
-        assert_eq!(counter.check(ip), Err(Duration::from_secs(800)));
-        assert!(
-            counter.check(other).is_ok(),
-            "other addresses are not affected"
-        );
-        assert!(counter.check(None).is_ok());
-        *clock.0.lock().unwrap() += chrono::Duration::seconds(800);
-        assert!(
-            counter.check(ip).is_ok(),
-            "the lockout ends with the window"
-        );
     }
 }

@@ -28,7 +28,8 @@ pub struct IdentitySettings {
     pub session_ttl: Duration,
     /// Codes sent to one address per hour, before `rate_limited`.
     pub codes_per_address_per_hour: u32,
-    /// Wrong codes (user or email) from one IP address per window, before `locked_out`.
+    /// Wrong codes (user or email) from one IP address per window, before `locked_out`;
+    /// counted in the store, so shared by every instance on it.
     pub wrong_codes_per_ip: u32,
     pub lockout_window: Duration,
     /// How long an authenticated key is remembered: the longest a revocation made through
@@ -158,9 +159,10 @@ fn clean_text(
 impl IdentityService {
     pub fn new(ports: Ports, keys: Arc<KeyService>, settings: IdentitySettings) -> Self {
         let wrong_codes = WrongCodeCounter::new(
+            ports.limits.clone(),
+            ports.clock.clone(),
             settings.wrong_codes_per_ip,
             settings.lockout_window,
-            ports.clock.clone(),
         );
         Self {
             ports,

@@ -13,6 +13,7 @@ mod connections;
 mod health;
 mod identity;
 mod ledger;
+mod limits;
 mod maps;
 mod pages;
 mod readiness;
