@@ -12,13 +12,14 @@ pub mod billing_model;
 pub mod connections;
 pub mod identity;
 pub mod scenarios;
+pub mod shared;
 pub mod text;
 
 use std::sync::Arc;
 
 use svc_ports::{
-    AccountStore, AuthorityStore, BillingStore, ConnectionStore, IdentityStore, LedgerStore,
-    MapStore, PageCache, ScanStore, TaskStore, TelemetryStore,
+    A2aTaskStore, AccountStore, AuthorityStore, BillingStore, ConnectionStore, IdentityStore,
+    KeySetStore, LedgerStore, MapStore, PageCache, ScanStore, TaskStore, TelemetryStore,
 };
 
 pub struct Backend {
@@ -34,6 +35,8 @@ pub struct Backend {
     pub scans: Arc<dyn ScanStore>,
     pub connections: Arc<dyn ConnectionStore>,
     pub authorities: Arc<dyn AuthorityStore>,
+    pub a2a_tasks: Arc<dyn A2aTaskStore>,
+    pub key_set: Arc<dyn KeySetStore>,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -52,6 +55,8 @@ impl Backend {
             + ScanStore
             + ConnectionStore
             + AuthorityStore
+            + A2aTaskStore
+            + KeySetStore
             + 'static,
     {
         Self {
@@ -66,7 +71,9 @@ impl Backend {
             billing: store.clone(),
             scans: store.clone(),
             connections: store.clone(),
-            authorities: store,
+            authorities: store.clone(),
+            a2a_tasks: store.clone(),
+            key_set: store,
             _dir: dir,
         }
     }
@@ -209,6 +216,14 @@ macro_rules! contract_suite {
             connections_expire_once,
             newer_attempts_do_not_hide_a_connected_one
         );
+        $crate::contract_suite!(@shared $backend;
+            a2a_tasks_read_back_exactly_until_they_expire,
+            a2a_tasks_are_never_replaced,
+            a2a_purge_removes_only_expired_tasks,
+            the_first_key_is_recorded_once_per_kind,
+            rotated_keys_join_the_record_once,
+            racing_first_starts_record_exactly_one_key
+        );
         $crate::contract_suite!(@authority $backend;
             authorities_are_stored_listed_and_revoked,
             refused_spends_store_nothing,
@@ -259,6 +274,15 @@ macro_rules! contract_suite {
             async fn $name() {
                 let backend = $backend().await;
                 $crate::connections::$name(&backend).await;
+            }
+        )+
+    };
+    (@shared $backend:path; $($name:ident),+) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let backend = $backend().await;
+                $crate::shared::$name(&backend).await;
             }
         )+
     };

@@ -1,11 +1,13 @@
 //! Domain services, one module per capability, written against ports only.
 
+pub mod a2a;
 pub mod actions;
 pub mod auth;
 pub mod authority;
 pub mod billing;
 pub mod connections;
 pub mod identity;
+pub mod key_set;
 pub mod keys;
 pub mod learn;
 pub mod read;
@@ -16,9 +18,9 @@ pub mod usage;
 use std::sync::Arc;
 
 use svc_ports::{
-    AccountStore, ActionTransport, AuthorityStore, BillingStore, Clock, Entropy, Environment,
-    IdentityStore, LedgerStore, Mailer, MapStore, PageCache, PageExtractor, PageFetcher,
-    PaymentProvider, ScanStore, Signer, TaskStore, TelemetryStore,
+    A2aTaskStore, AccountStore, ActionTransport, AuthorityStore, BillingStore, Clock, Entropy,
+    Environment, IdentityStore, LedgerStore, Mailer, MapStore, PageCache, PageExtractor,
+    PageFetcher, PaymentProvider, ScanStore, Signer, TaskStore, TelemetryStore,
 };
 
 pub use actions::{
@@ -49,6 +51,8 @@ pub struct Ports {
     pub connection_provider: Arc<dyn svc_ports::ConnectionProvider>,
     pub sealer: Arc<dyn svc_ports::SecretSealer>,
     pub authorities: Arc<dyn AuthorityStore>,
+    /// Finished A2A tasks, readable from any instance until they expire.
+    pub a2a_tasks: Arc<dyn A2aTaskStore>,
     /// The payment provider; `None` when billing is not configured.
     pub payments: Option<Arc<dyn PaymentProvider>>,
     pub mailer: Arc<dyn Mailer>,
@@ -72,6 +76,7 @@ pub struct Services {
     pub readiness: readiness::ReadinessService,
     pub connections: connections::ConnectionService,
     pub authorities: AuthorityService,
+    pub a2a: a2a::A2aTaskService,
 }
 
 impl Services {
@@ -117,6 +122,7 @@ impl Services {
                 &site_url,
             ),
             connections,
+            a2a: a2a::A2aTaskService::new(ports.a2a_tasks.clone(), ports.clock.clone()),
             billing: BillingService::new(
                 ports.billing.clone(),
                 ports.accounts.clone(),

@@ -3,6 +3,7 @@
 
 mod app;
 mod jobs;
+mod keys;
 
 use std::{collections::HashMap, net::SocketAddr, sync::Arc, time::Duration};
 
@@ -17,9 +18,9 @@ use svc_mail::{LogMailer, SmtpMailer};
 use svc_oauth::{AesGcmSealer, OAuthProviders, ProviderConfig};
 use svc_payments::HttpPaymentProvider;
 use svc_ports::{
-    AccountStore, AuthorityStore, BillingStore, Clock, ConnectionStore, Environment, IdentityStore,
-    LedgerStore, Mailer, MapStore, Outbox, PageCache, PaymentProvider, ScanStore, Signer,
-    TaskStore, TelemetryStore, webhooks::WebhookSecret,
+    A2aTaskStore, AccountStore, AuthorityStore, BillingStore, Clock, ConnectionStore, Environment,
+    IdentityStore, KeySetStore, LedgerStore, Mailer, MapStore, Outbox, PageCache, PaymentProvider,
+    ScanStore, Signer, TaskStore, TelemetryStore, webhooks::WebhookSecret,
 };
 pub use svc_sandbox::{
     ACCESS_TOKEN_SECONDS, ActionSites, BOOKING_ACCOUNT, DemoSite, LACKING, OTHER_BOOKING_ACCOUNT,
@@ -51,6 +52,9 @@ pub struct Stores {
     pub scans: Arc<dyn ScanStore>,
     pub connections: Arc<dyn ConnectionStore>,
     pub authorities: Arc<dyn AuthorityStore>,
+    pub a2a_tasks: Arc<dyn A2aTaskStore>,
+    /// The record of the keys the instances sharing the store use (checked at start).
+    pub key_set: Arc<dyn KeySetStore>,
     /// What the store is, for logs (never the URL, which may hold a password).
     pub kind: &'static str,
 }
@@ -70,6 +74,8 @@ impl Stores {
             + ScanStore
             + ConnectionStore
             + AuthorityStore
+            + A2aTaskStore
+            + KeySetStore
             + 'static,
     {
         Self {
@@ -83,7 +89,9 @@ impl Stores {
             billing: store.clone(),
             scans: store.clone(),
             connections: store.clone(),
-            authorities: store,
+            authorities: store.clone(),
+            a2a_tasks: store.clone(),
+            key_set: store,
             kind,
         }
     }
@@ -332,6 +340,7 @@ pub fn ports(stores: &Stores, world: &World) -> anyhow::Result<(Ports, Option<Ar
         ),
         sealer: Arc::new(sealer(&world.sealing)?),
         authorities: stores.authorities.clone(),
+        a2a_tasks: stores.a2a_tasks.clone(),
         payments,
         mailer,
         transport: fetcher.clone(),
@@ -424,6 +433,16 @@ impl Application {
         world: World,
     ) -> anyhow::Result<Self> {
         runtime.check()?;
+        // Before binding: an instance whose keys the store's other instances do not share
+        // stops here, naming the variable to set.
+        let clock: Arc<dyn Clock> = world.clock.clone().unwrap_or_else(|| Arc::new(SystemClock));
+        keys::check_key_set(
+            stores.key_set.as_ref(),
+            clock.as_ref(),
+            &world.signing,
+            &world.sealing,
+        )
+        .await?;
         let acceptor = TcpListener::bind(bind.to_owned())
             .into_acceptor()
             .await

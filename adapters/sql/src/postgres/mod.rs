@@ -6,11 +6,13 @@
 //! statements (row-locked), and uniqueness that guards money is a constraint. The execution
 //! path (`begin_task` without an authority, `settle_task`) is one statement each.
 
+mod a2a;
 mod accounts;
 mod authority;
 mod billing;
 mod connections;
 mod identity;
+mod key_set;
 mod ledger;
 mod maps;
 mod pages;
