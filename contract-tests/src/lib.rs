@@ -14,13 +14,15 @@ pub mod health;
 pub mod identity;
 pub mod limits;
 pub mod scenarios;
+pub mod shared;
 pub mod text;
 
 use std::sync::Arc;
 
 use svc_ports::{
-    AccountStore, AuthorityStore, BillingStore, ConnectionStore, IdentityStore, LedgerStore,
-    LimitStore, MapStore, PageCache, ScanStore, StoreHealth, TaskStore, TelemetryStore,
+    A2aTaskStore, AccountStore, AuthorityStore, BillingStore, ConnectionStore, IdentityStore,
+    KeySetStore, LedgerStore, LimitStore, MapStore, PageCache, ScanStore, StoreHealth, TaskStore,
+    TelemetryStore,
 };
 
 pub struct Backend {
@@ -38,6 +40,8 @@ pub struct Backend {
     pub authorities: Arc<dyn AuthorityStore>,
     pub health: Arc<dyn StoreHealth>,
     pub limits: Arc<dyn LimitStore>,
+    pub a2a_tasks: Arc<dyn A2aTaskStore>,
+    pub key_set: Arc<dyn KeySetStore>,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -58,6 +62,8 @@ impl Backend {
             + AuthorityStore
             + StoreHealth
             + LimitStore
+            + A2aTaskStore
+            + KeySetStore
             + 'static,
     {
         Self {
@@ -74,7 +80,9 @@ impl Backend {
             connections: store.clone(),
             authorities: store.clone(),
             health: store.clone(),
-            limits: store,
+            limits: store.clone(),
+            a2a_tasks: store.clone(),
+            key_set: store,
             _dir: dir,
         }
     }
@@ -227,6 +235,14 @@ macro_rules! contract_suite {
             purging_deletes_only_ended_windows,
             concurrent_hits_allow_exactly_the_limit
         );
+        $crate::contract_suite!(@shared $backend;
+            a2a_tasks_read_back_exactly_until_they_expire,
+            a2a_tasks_are_never_replaced,
+            a2a_purge_removes_only_expired_tasks,
+            the_first_key_is_recorded_once_per_kind,
+            rotated_keys_join_the_record_once,
+            racing_first_starts_record_exactly_one_key
+        );
         $crate::contract_suite!(@authority $backend;
             authorities_are_stored_listed_and_revoked,
             refused_spends_store_nothing,
@@ -295,6 +311,15 @@ macro_rules! contract_suite {
             async fn $name() {
                 let backend = $backend().await;
                 $crate::limits::$name(&backend).await;
+            }
+        )+
+    };
+    (@shared $backend:path; $($name:ident),+) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let backend = $backend().await;
+                $crate::shared::$name(&backend).await;
             }
         )+
     };

@@ -5,6 +5,7 @@
 //! operation, which error an implementation MUST return and when; the contract suite in
 //! `contract-tests/` holds every store to those words.
 
+pub mod a2a;
 pub mod account;
 pub mod actions;
 pub mod artifact;
@@ -16,6 +17,7 @@ pub mod fetch;
 pub mod health;
 pub mod identity;
 pub mod ids;
+pub mod key_set;
 pub mod keys;
 pub mod ledger;
 pub mod limits;
@@ -31,6 +33,7 @@ pub mod telemetry;
 pub mod usage;
 pub mod webhooks;
 
+pub use a2a::{A2aTask, A2aTaskStore};
 pub use account::{Account, Email, Environment, Plan};
 pub use actions::{ActionFamily, ActionSpec, AgentMap, Domain, MapDocument, MapError, MapStatus};
 pub use artifact::{
@@ -63,6 +66,7 @@ pub use ids::{
     AccountId, ApiKeyId, ArtifactId, AuthorityId, ChallengeId, CheckoutId, ConnectionId,
     DeviceGrantId, IdError, LedgerEntryId, MeterEventId, ReceiptId, ScanId, TaskId,
 };
+pub use key_set::{KeyFingerprint, KeyKind, KeySetStore};
 pub use keys::{ApiKeyRecord, ApiKeySecret, KeyHash, KeyPrefix, Scope, Scopes};
 pub use ledger::{Balance, CreditAmount, EntryKind, Grant, GrantOutcome, LedgerEntry};
 pub use limits::{LimitBucket, LimitDecision, LimitKey, LimitStore};

@@ -5,11 +5,13 @@
 mod auth_server;
 mod demo_site;
 mod memory;
+mod memory_a2a;
 mod memory_actions;
 mod memory_authority;
 mod memory_billing;
 mod memory_connections;
 mod memory_identity;
+mod memory_key_set;
 mod memory_limits;
 mod memory_readiness;
 mod memory_telemetry;

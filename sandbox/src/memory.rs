@@ -35,6 +35,8 @@ pub(crate) struct State {
     pub(crate) connections: crate::memory_connections::ConnectionsState,
     pub(crate) authority: crate::memory_authority::AuthorityState,
     pub(crate) limits: crate::memory_limits::LimitState,
+    pub(crate) a2a: crate::memory_a2a::A2aState,
+    pub(crate) key_set: crate::memory_key_set::KeySetState,
 }
 
 impl State {

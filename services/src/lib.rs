@@ -1,5 +1,6 @@
 //! Domain services, one module per capability, written against ports only.
 
+pub mod a2a;
 pub mod actions;
 pub mod auth;
 pub mod authority;
@@ -7,10 +8,11 @@ pub mod billing;
 pub mod connections;
 pub mod health;
 pub mod identity;
+pub mod key_set;
 pub mod keys;
 pub mod learn;
-pub mod metrics;
 pub mod limits;
+pub mod metrics;
 pub mod read;
 pub mod readiness;
 pub mod telemetry;
@@ -19,9 +21,9 @@ pub mod usage;
 use std::sync::Arc;
 
 use svc_ports::{
-    AccountStore, ActionTransport, AuthorityStore, BillingStore, Clock, Entropy, Environment,
-    IdentityStore, LedgerStore, LimitStore, Mailer, MapStore, PageCache, PageExtractor,
-    PageFetcher, PaymentProvider, ScanStore, Signer, TaskStore, TelemetryStore,
+    A2aTaskStore, AccountStore, ActionTransport, AuthorityStore, BillingStore, Clock, Entropy,
+    Environment, IdentityStore, LedgerStore, LimitStore, Mailer, MapStore, PageCache,
+    PageExtractor, PageFetcher, PaymentProvider, ScanStore, Signer, TaskStore, TelemetryStore,
 };
 
 pub use actions::{
@@ -54,6 +56,8 @@ pub struct Ports {
     pub authorities: Arc<dyn AuthorityStore>,
     /// Limits shared by every instance on the store (wrong codes, readiness scans).
     pub limits: Arc<dyn LimitStore>,
+    /// Finished A2A tasks, readable from any instance until they expire.
+    pub a2a_tasks: Arc<dyn A2aTaskStore>,
     /// The payment provider; `None` when billing is not configured.
     pub payments: Option<Arc<dyn PaymentProvider>>,
     pub mailer: Arc<dyn Mailer>,
@@ -85,6 +89,7 @@ pub struct Services {
     /// The store of the shared limits, for the purge of ended windows.
     pub limit_store: Arc<dyn LimitStore>,
     pub clock: Arc<dyn Clock>,
+    pub a2a: a2a::A2aTaskService,
 }
 
 /// Readiness scans allowed per client address per minute unless set otherwise.
@@ -163,6 +168,7 @@ impl Services {
                 &site_url,
             ),
             connections,
+            a2a: a2a::A2aTaskService::new(ports.a2a_tasks.clone(), ports.clock.clone()),
             billing: BillingService::new(
                 ports.billing.clone(),
                 ports.accounts.clone(),

@@ -35,13 +35,18 @@ pub async fn purge_page_cache(pages: Arc<dyn PageCache>, mut stop: watch::Receiv
     }
 }
 
-/// Hourly, drops device grants, emailed codes and sessions a day past their expiry.
+/// Hourly, drops device grants, emailed codes and sessions a day past their expiry, and A2A
+/// tasks past theirs.
 pub async fn purge_identity(services: Arc<Services>, mut stop: watch::Receiver<bool>) {
     let mut every_hour = tokio::time::interval(Duration::from_secs(3600));
     while next_run(&mut every_hour, &mut stop).await {
         match services.identity.purge_expired().await {
             Ok(n) => tracing::debug!(purged = n, "expired identity records purged"),
             Err(e) => tracing::warn!(error = %e, "identity purge failed"),
+        }
+        match services.a2a.purge_expired().await {
+            Ok(n) => tracing::debug!(purged = n, "expired A2A tasks purged"),
+            Err(e) => tracing::warn!(error = %e, "A2A task purge failed"),
         }
     }
 }

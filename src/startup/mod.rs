@@ -3,6 +3,7 @@
 
 mod app;
 mod jobs;
+mod keys;
 pub mod metrics;
 
 use std::{collections::HashMap, net::SocketAddr, sync::Arc, time::Duration};
@@ -18,9 +19,10 @@ use svc_mail::{LogMailer, SmtpMailer};
 use svc_oauth::{AesGcmSealer, OAuthProviders, ProviderConfig};
 use svc_payments::HttpPaymentProvider;
 use svc_ports::{
-    AccountStore, AuthorityStore, BillingStore, Clock, ConnectionStore, Environment, IdentityStore,
-    LedgerStore, LimitStore, Mailer, MapStore, Outbox, PageCache, PaymentProvider, ScanStore,
-    Signer, StoreHealth, TaskStore, TelemetryStore, webhooks::WebhookSecret,
+    A2aTaskStore, AccountStore, AuthorityStore, BillingStore, Clock, ConnectionStore, Environment,
+    IdentityStore, KeySetStore, LedgerStore, LimitStore, Mailer, MapStore, Outbox, PageCache,
+    PaymentProvider, ScanStore, Signer, StoreHealth, TaskStore, TelemetryStore,
+    webhooks::WebhookSecret,
 };
 pub use svc_sandbox::{
     ACCESS_TOKEN_SECONDS, ActionSites, BOOKING_ACCOUNT, DemoSite, LACKING, OTHER_BOOKING_ACCOUNT,
@@ -56,6 +58,9 @@ pub struct Stores {
     pub health: Arc<dyn StoreHealth>,
     /// Limits shared by every instance on the store.
     pub limits: Arc<dyn LimitStore>,
+    pub a2a_tasks: Arc<dyn A2aTaskStore>,
+    /// The record of the keys the instances sharing the store use (checked at start).
+    pub key_set: Arc<dyn KeySetStore>,
     /// What the store is, for logs (never the URL, which may hold a password).
     pub kind: &'static str,
 }
@@ -77,6 +82,8 @@ impl Stores {
             + AuthorityStore
             + StoreHealth
             + LimitStore
+            + A2aTaskStore
+            + KeySetStore
             + 'static,
     {
         Self {
@@ -92,7 +99,9 @@ impl Stores {
             connections: store.clone(),
             authorities: store.clone(),
             health: store.clone(),
-            limits: store,
+            limits: store.clone(),
+            a2a_tasks: store.clone(),
+            key_set: store,
             kind,
         }
     }
@@ -350,6 +359,7 @@ pub fn ports(stores: &Stores, world: &World) -> anyhow::Result<(Ports, Option<Ar
         sealer: Arc::new(sealer(&world.sealing)?),
         authorities: stores.authorities.clone(),
         limits: stores.limits.clone(),
+        a2a_tasks: stores.a2a_tasks.clone(),
         payments,
         mailer,
         transport: fetcher.clone(),
@@ -453,6 +463,16 @@ impl Application {
         world: World,
     ) -> anyhow::Result<Self> {
         runtime.check()?;
+        // Before binding: an instance whose keys the store's other instances do not share
+        // stops here, naming the variable to set.
+        let clock: Arc<dyn Clock> = world.clock.clone().unwrap_or_else(|| Arc::new(SystemClock));
+        keys::check_key_set(
+            stores.key_set.as_ref(),
+            clock.as_ref(),
+            &world.signing,
+            &world.sealing,
+        )
+        .await?;
         let acceptor = TcpListener::bind(bind.to_owned())
             .into_acceptor()
             .await

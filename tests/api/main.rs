@@ -9,6 +9,7 @@ mod connections;
 mod discovery;
 mod execution_property;
 mod helpers;
+mod instances;
 mod mcp;
 mod openapi;
 mod operations;

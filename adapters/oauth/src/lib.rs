@@ -18,8 +18,8 @@ use oauth2::{
 };
 use serde::Deserialize;
 use svc_ports::{
-    ConnectionProvider, ConnectionProviderError, CredentialKind, ProviderGrant, ProviderId,
-    SealError, SealedSecret, SecretSealer,
+    ConnectionProvider, ConnectionProviderError, CredentialKind, KeyFingerprint, ProviderGrant,
+    ProviderId, SealError, SealedSecret, SecretSealer,
 };
 
 /// One provider's endpoints and this service's client registration there.
@@ -275,17 +275,37 @@ pub struct AesGcmSealer {
 
 const SEAL_VERSION: u8 = 1;
 
+/// A connection key setting: 32 bytes, base64url without padding.
+fn key_bytes(setting: &str) -> Result<[u8; 32], String> {
+    let bytes = URL_SAFE_NO_PAD
+        .decode(setting.trim())
+        .map_err(|_| "a connection key is 32 bytes in base64url".to_owned())?;
+    bytes
+        .try_into()
+        .map_err(|_| "a connection key is 32 bytes in base64url".to_owned())
+}
+
+/// The fingerprints (HMAC-SHA256 of a fixed label under each key, never the key) of the active
+/// and the retired connection keys, as the store's key-set record holds them.
+pub fn key_fingerprints(
+    active: &str,
+    retired: &[String],
+) -> Result<(KeyFingerprint, Vec<KeyFingerprint>), String> {
+    let fingerprint = |s: &str| key_bytes(s).map(|k| KeyFingerprint::of_secret_key(&k));
+    Ok((
+        fingerprint(active)?,
+        retired
+            .iter()
+            .map(|r| fingerprint(r))
+            .collect::<Result<_, _>>()?,
+    ))
+}
+
 impl AesGcmSealer {
     /// Keys are 32 bytes, base64url without padding (`SVC_CONNECTION_KEY`).
     pub fn from_settings(active: &str, retired: &[String]) -> Result<Self, String> {
         let key = |s: &str| -> Result<Aes256Gcm, String> {
-            let bytes = URL_SAFE_NO_PAD
-                .decode(s.trim())
-                .map_err(|_| "a connection key is 32 bytes in base64url".to_owned())?;
-            let bytes: [u8; 32] = bytes
-                .try_into()
-                .map_err(|_| "a connection key is 32 bytes in base64url".to_owned())?;
-            Ok(Aes256Gcm::new(&Key::<Aes256Gcm>::from(bytes)))
+            Ok(Aes256Gcm::new(&Key::<Aes256Gcm>::from(key_bytes(s)?)))
         };
         Ok(Self {
             active: key(active)?,
@@ -386,5 +406,21 @@ mod tests {
         let after = AesGcmSealer::from_settings(&new, &[old]).unwrap();
         assert_eq!(after.open(&sealed).unwrap(), b"token");
         assert!(AesGcmSealer::from_settings("short", &[]).is_err());
+    }
+
+    #[test]
+    fn fingerprints_tell_keys_apart_without_showing_them() {
+        let (a, b) = (AesGcmSealer::new_key(), AesGcmSealer::new_key());
+        let (fa, retired) = key_fingerprints(&a, std::slice::from_ref(&b)).unwrap();
+        let (fb, _) = key_fingerprints(&b, &[]).unwrap();
+        assert_eq!(retired, std::slice::from_ref(&fb));
+        assert_ne!(fa, fb);
+        assert_eq!(key_fingerprints(&a, &[]).unwrap().0, fa, "stable");
+        for (key, f) in [(&a, &fa), (&b, &fb)] {
+            let raw = URL_SAFE_NO_PAD.decode(key).unwrap();
+            let hex: String = raw.iter().map(|x| format!("{x:02x}")).collect();
+            assert!(!f.as_str().contains(key.as_str()) && !f.as_str().contains(&hex[..16]));
+        }
+        assert!(key_fingerprints("short", &[]).is_err());
     }
 }

@@ -6,14 +6,8 @@
 //! `start_api_key_signup` / `complete_api_key_signup`. The task type and its inputs travel as a
 //! data part (`{"data": {"task_type": ..., "email": ...}}`) or, for `tasks/create`, as params.
 //!
-//! Tasks finish within the request; they are kept in process for an hour for `GetTask`, with
-//! the API key removed (a key is shown once).
-
-use std::{
-    collections::{HashMap, VecDeque},
-    sync::{Arc, Mutex},
-    time::{Duration, Instant},
-};
+//! Tasks finish within the request; they are kept in the store for an hour for `GetTask` (any
+//! instance answers for a task another ran), with the API key removed (a key is shown once).
 
 use poem::{
     EndpointExt, Response, handler,
@@ -27,46 +21,6 @@ use svc_ports::ChallengePurpose;
 use kit::context::AppContext;
 use kit::problem::ApiProblem;
 use svc_services::SignupKey;
-
-const TASK_TTL: Duration = Duration::from_secs(3600);
-const MAX_TASKS: usize = 10_000;
-
-#[derive(Default)]
-struct Tasks {
-    by_id: HashMap<String, (Instant, Value)>,
-    order: VecDeque<String>,
-}
-
-/// Recent tasks for `GetTask`, oldest evicted first.
-#[derive(Default)]
-pub struct TaskLog {
-    tasks: Mutex<Tasks>,
-}
-
-impl TaskLog {
-    fn put(&self, id: &str, task: Value) {
-        let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
-        while tasks.by_id.len() >= MAX_TASKS {
-            match tasks.order.pop_front() {
-                Some(old) => {
-                    tasks.by_id.remove(&old);
-                }
-                None => break,
-            }
-        }
-        tasks.by_id.insert(id.to_owned(), (Instant::now(), task));
-        tasks.order.push_back(id.to_owned());
-    }
-
-    fn get(&self, id: &str) -> Option<Value> {
-        let tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
-        tasks
-            .by_id
-            .get(id)
-            .filter(|(at, _)| at.elapsed() < TASK_TTL)
-            .map(|(_, t)| t.clone())
-    }
-}
 
 /// Which wire names the caller used; answers use the same.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -321,7 +275,6 @@ fn task_json(
 /// Runs one signup step as a task; answers the full task and logs the redacted one.
 async fn run_task(
     ctx: &AppContext,
-    log: &TaskLog,
     flavor: Flavor,
     input: &Value,
     context_id: Option<String>,
@@ -345,7 +298,11 @@ async fn run_task(
         outcome.stored_data,
         history.clone(),
     );
-    log.put(&task_id, stored);
+    // The step ran (a key may have been issued, shown only in this answer): a task that cannot
+    // be kept is still answered, and reads as not found later.
+    if let Err(e) = ctx.services.a2a.keep(&task_id, &stored).await {
+        tracing::warn!(error = %e, "an A2A task could not be kept for GetTask");
+    }
     task_json(
         flavor,
         &task_id,
@@ -372,12 +329,7 @@ const HELP: &str = "I handle svc signup. Send a message with a data part {\"task
 a 6-digit code is emailed to the human. Then send {\"task_type\": \"complete_api_key_signup\", \"deviceId\": \"...\", \"code\": \"...\"} \
 to receive the API key. The preferred one-link signup is on MCP (svc_start_claim_link_signup) and RFC 8628 (POST /agent/identity).";
 
-async fn dispatch(
-    ctx: &AppContext,
-    log: &TaskLog,
-    method: &str,
-    params: &Value,
-) -> Result<Value, RpcError> {
+async fn dispatch(ctx: &AppContext, method: &str, params: &Value) -> Result<Value, RpcError> {
     let flavor = match method {
         "SendMessage" | "GetTask" | "CancelTask" | "tasks/create" => Flavor::V10,
         "message/send" | "tasks/get" | "tasks/cancel" => Flavor::V03,
@@ -407,7 +359,7 @@ async fn dispatch(
             match signup_input(message) {
                 Some(input) => {
                     let task =
-                        run_task(ctx, log, flavor, &input, context_id, Some(message.clone())).await;
+                        run_task(ctx, flavor, &input, context_id, Some(message.clone())).await;
                     Ok(match flavor {
                         Flavor::V10 => json!({"task": task}),
                         Flavor::V03 => task,
@@ -429,18 +381,18 @@ async fn dispatch(
                 .get("input")
                 .filter(|i| i.is_object())
                 .unwrap_or(params);
-            Ok(run_task(ctx, log, flavor, input, None, None).await)
+            Ok(run_task(ctx, flavor, input, None, None).await)
         }
         "GetTask" | "tasks/get" => {
             let id = params
                 .get("id")
                 .and_then(Value::as_str)
                 .ok_or_else(|| RpcError::new(-32602, "params.id is required"))?;
-            log.get(id).ok_or_else(|| task_not_found(id))
+            kept_task(ctx, id).await?.ok_or_else(|| task_not_found(id))
         }
         _ => {
             let id = params.get("id").and_then(Value::as_str).unwrap_or_default();
-            if log.get(id).is_some() {
+            if kept_task(ctx, id).await?.is_some() {
                 Err(RpcError::new(
                     -32002,
                     "the task already finished; it cannot be canceled",
@@ -450,6 +402,14 @@ async fn dispatch(
             }
         }
     }
+}
+
+/// A kept task; a store that cannot be read is a JSON-RPC internal error the caller may retry.
+async fn kept_task(ctx: &AppContext, id: &str) -> Result<Option<Value>, RpcError> {
+    ctx.services.a2a.task(id).await.map_err(|e| {
+        tracing::warn!(error = %e, "reading an A2A task failed");
+        RpcError::new(-32603, "the task store is unavailable; try again shortly")
+    })
 }
 
 fn task_not_found(id: &str) -> RpcError {
@@ -466,7 +426,7 @@ fn task_not_found(id: &str) -> RpcError {
 }
 
 #[handler]
-async fn jsonrpc(body: poem::Body, ctx: Data<&AppContext>, log: Data<&Arc<TaskLog>>) -> Response {
+async fn jsonrpc(body: poem::Body, ctx: Data<&AppContext>) -> Response {
     let bytes = match body.into_bytes().await {
         Ok(b) => b,
         Err(_) => {
@@ -493,7 +453,7 @@ async fn jsonrpc(body: poem::Body, ctx: Data<&AppContext>, log: Data<&Arc<TaskLo
         return rpc_error(&id, RpcError::new(-32600, "method is required"));
     };
     let params = request.get("params").cloned().unwrap_or_else(|| json!({}));
-    match dispatch(&ctx, &log, method, &params).await {
+    match dispatch(&ctx, method, &params).await {
         Ok(result) => rpc_result(&id, result),
         Err(e) => rpc_error(&id, e),
     }
@@ -541,10 +501,7 @@ pub fn agent_card(ctx: &AppContext) -> Value {
     })
 }
 
-/// `POST /a2a`, with its task log.
+/// `POST /a2a`.
 pub fn endpoint() -> poem::endpoint::BoxEndpoint<'static, Response> {
-    poem::post(jsonrpc)
-        .data(Arc::new(TaskLog::default()))
-        .map_to_response()
-        .boxed()
+    poem::post(jsonrpc).map_to_response().boxed()
 }

@@ -6,12 +6,14 @@
 //! statements (row-locked), and uniqueness that guards money is a constraint. The execution
 //! path (`begin_task` without an authority, `settle_task`) is one statement each.
 
+mod a2a;
 mod accounts;
 mod authority;
 mod billing;
 mod connections;
 mod health;
 mod identity;
+mod key_set;
 mod ledger;
 mod limits;
 mod maps;

@@ -6,12 +6,14 @@
 //! serialised in order. A write of more than one statement runs in a `BEGIN IMMEDIATE`
 //! transaction; a write of one statement needs none.
 
+mod a2a;
 mod accounts;
 mod authority;
 mod billing;
 mod connections;
 mod health;
 mod identity;
+mod key_set;
 mod ledger;
 mod limits;
 mod maps;

@@ -1,0 +1,72 @@
+//! `KeySetStore`: the keys the instances sharing this database use, by identity (a signing
+//! key's kid, a connection key's HMAC fingerprint), one row per key. The partial unique index
+//! `key_set_one_first` lets exactly one first start win a race (migration 0013).
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use svc_ports::{KeyFingerprint, KeyKind, KeySetStore, StoreError};
+
+use super::{PostgresStore, backend, corrupt, ms};
+
+impl PostgresStore {
+    async fn key_set_of(&self, kind: KeyKind) -> Result<Vec<KeyFingerprint>, StoreError> {
+        let rows: Vec<String> = sqlx::query_scalar(
+            "SELECT fingerprint FROM key_set WHERE kind = $1 \
+             ORDER BY is_first DESC, recorded_at, fingerprint",
+        )
+        .bind(kind.as_str())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| backend(e, "reading the recorded keys"))?;
+        rows.iter()
+            .map(|f| KeyFingerprint::parse(f).map_err(corrupt("key fingerprint")))
+            .collect()
+    }
+}
+
+#[async_trait]
+impl KeySetStore for PostgresStore {
+    async fn recorded_keys(&self, kind: KeyKind) -> Result<Vec<KeyFingerprint>, StoreError> {
+        self.key_set_of(kind).await
+    }
+
+    async fn record_first_key(
+        &self,
+        kind: KeyKind,
+        key: &KeyFingerprint,
+        at: DateTime<Utc>,
+    ) -> Result<Vec<KeyFingerprint>, StoreError> {
+        // A second first key of the kind violates `key_set_one_first`: nothing happens (a racing
+        // insert waits for the other to commit, then does nothing), and the read sees the winner.
+        sqlx::query(
+            "INSERT INTO key_set (kind, fingerprint, is_first, recorded_at) \
+             VALUES ($1, $2, TRUE, $3) ON CONFLICT DO NOTHING",
+        )
+        .bind(kind.as_str())
+        .bind(key.as_str())
+        .bind(ms(at))
+        .execute(&self.pool)
+        .await
+        .map_err(|e| backend(e, "recording the first key"))?;
+        self.key_set_of(kind).await
+    }
+
+    async fn record_rotated_key(
+        &self,
+        kind: KeyKind,
+        key: &KeyFingerprint,
+        at: DateTime<Utc>,
+    ) -> Result<Vec<KeyFingerprint>, StoreError> {
+        sqlx::query(
+            "INSERT INTO key_set (kind, fingerprint, is_first, recorded_at) \
+             VALUES ($1, $2, FALSE, $3) ON CONFLICT DO NOTHING",
+        )
+        .bind(kind.as_str())
+        .bind(key.as_str())
+        .bind(ms(at))
+        .execute(&self.pool)
+        .await
+        .map_err(|e| backend(e, "recording a rotated key"))?;
+        self.key_set_of(kind).await
+    }
+}

@@ -1,0 +1,143 @@
+//! One key set per database: at start, the signing key and the connection-sealing key this
+//! instance was given are checked against the record of the keys the instances sharing its
+//! store use (`svc_ports::key_set`). A process-local key (the sandbox's, tests') is not checked:
+//! nothing it signs or seals outlives it.
+
+use anyhow::Context;
+use svc_ports::{Clock, KeyFingerprint, KeyKind, KeySetStore};
+use svc_services::key_set::{KeyCheck, KeySetError, check_key};
+
+use super::{Sealing, Signing, signer};
+
+/// An instance's key of one kind, by identity, and where it came from (for the message).
+struct Identity {
+    current: KeyFingerprint,
+    retired: Vec<KeyFingerprint>,
+    from_file: Option<std::path::PathBuf>,
+}
+
+fn signing_identity(signing: &Signing) -> anyhow::Result<Option<Identity>> {
+    let from_file = match signing {
+        Signing::Ephemeral => return Ok(None),
+        Signing::Seed { .. } => None,
+        Signing::KeyFile { path, .. } => Some(path.clone()),
+    };
+    let signer = signer(signing)?;
+    let kid = |k: &str| KeyFingerprint::parse(k).context("a signing key's kid");
+    Ok(Some(Identity {
+        current: kid(signer.kid())?,
+        retired: signer
+            .retired()
+            .iter()
+            .map(|r| kid(r.kid()))
+            .collect::<anyhow::Result<_>>()?,
+        from_file,
+    }))
+}
+
+fn connection_identity(sealing: &Sealing) -> anyhow::Result<Option<Identity>> {
+    let (active, retired, from_file) = match sealing {
+        Sealing::Ephemeral => return Ok(None),
+        Sealing::Key { active, retired } => (active.clone(), retired, None),
+        Sealing::KeyFile { path, retired } => (
+            svc_oauth::load_or_create_key_file(path)
+                .with_context(|| format!("connection key file {}", path.display()))?,
+            retired,
+            Some(path.clone()),
+        ),
+    };
+    let (current, retired) = svc_oauth::key_fingerprints(&active, retired)
+        .map_err(|e| anyhow::anyhow!("SVC_CONNECTION_KEY / SVC_CONNECTION_KEYS_RETIRED: {e}"))?;
+    Ok(Some(Identity {
+        current,
+        retired,
+        from_file,
+    }))
+}
+
+/// What the operator reads when a key is refused: the variables to set and the keys by short
+/// identity (a kid or a fingerprint; never key material).
+fn refusal(kind: KeyKind, identity: &Identity, recorded: &[KeyFingerprint]) -> anyhow::Error {
+    let (variable, retired_variable, what, id) = match kind {
+        KeyKind::Signing => (
+            "SVC_SIGNING_KEY",
+            "SVC_SIGNING_KEYS_RETIRED",
+            "signing key",
+            "kid",
+        ),
+        KeyKind::Connection => (
+            "SVC_CONNECTION_KEY",
+            "SVC_CONNECTION_KEYS_RETIRED",
+            "connection key",
+            "fingerprint",
+        ),
+    };
+    let source = match &identity.from_file {
+        Some(path) => format!(" (read from {}, as {variable} is unset)", path.display()),
+        None => format!(" ({variable})"),
+    };
+    let recorded: Vec<String> = recorded
+        .iter()
+        .map(|k| format!("{id} {}…", k.short()))
+        .collect();
+    anyhow::anyhow!(
+        "{variable}: this instance's {what}{source}, {id} {}…, is not one the instances sharing \
+         this database use (recorded: {}). Set {variable} to the {what} every instance shares; to \
+         rotate, set the new key in {variable} and keep the recorded one in {retired_variable}",
+        identity.current.short(),
+        recorded.join(", "),
+    )
+}
+
+async fn check(
+    store: &dyn KeySetStore,
+    clock: &dyn Clock,
+    kind: KeyKind,
+    identity: Option<Identity>,
+) -> anyhow::Result<()> {
+    let Some(identity) = identity else {
+        return Ok(());
+    };
+    match check_key(store, clock, kind, &identity.current, &identity.retired).await {
+        Ok(KeyCheck::Known) => Ok(()),
+        Ok(KeyCheck::Recorded) => {
+            tracing::info!(
+                kind = kind.as_str(),
+                key = identity.current.short(),
+                "key recorded as the store's"
+            );
+            Ok(())
+        }
+        Ok(KeyCheck::Rotated) => {
+            tracing::warn!(
+                kind = kind.as_str(),
+                key = identity.current.short(),
+                "rotated: the new key joined the store's record"
+            );
+            Ok(())
+        }
+        Err(KeySetError::Mismatch { recorded, .. }) => Err(refusal(kind, &identity, &recorded)),
+        Err(KeySetError::Store(e)) => {
+            Err(anyhow::Error::new(e).context("checking the keys against the store's record"))
+        }
+    }
+}
+
+/// Refuses to start (naming the variable to set) when this instance's signing or connection
+/// key is not one the instances sharing the store use; records it on the store's first start
+/// and on a rotation.
+pub(super) async fn check_key_set(
+    store: &dyn KeySetStore,
+    clock: &dyn Clock,
+    signing: &Signing,
+    sealing: &Sealing,
+) -> anyhow::Result<()> {
+    check(store, clock, KeyKind::Signing, signing_identity(signing)?).await?;
+    check(
+        store,
+        clock,
+        KeyKind::Connection,
+        connection_identity(sealing)?,
+    )
+    .await
+}

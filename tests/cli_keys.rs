@@ -1,0 +1,246 @@
+//! One key set per database (issue 18): instances sharing a store must sign with the same key
+//! and seal connection credentials with the same key. An instance started with another key
+//! refuses to start, naming the variable to set and printing no key material; a rotation through
+//! the retired-key settings still works, also while old and new instances run side by side.
+
+use std::{
+    io::{BufRead, BufReader},
+    path::Path,
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use serde_json::Value;
+
+const SVC: &str = env!("CARGO_BIN_EXE_svc");
+
+/// Ed25519 seeds and AES-256-GCM keys: 32 bytes of 1, 2, ... in base64url.
+const KEY_1: &str = "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE";
+const KEY_2: &str = "AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI";
+const KEY_3: &str = "AwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwM";
+const KEY_4: &str = "BAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQ";
+const KEYS: [&str; 4] = [KEY_1, KEY_2, KEY_3, KEY_4];
+
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn svc(dir: &Path, env: &[(&str, &str)]) -> Command {
+    let mut c = Command::new(SVC);
+    c.current_dir(dir)
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .env_remove("SVC_DATABASE_URL")
+        .env_remove("SVC_SIGNING_KEY")
+        .env_remove("SVC_SIGNING_KEYS_RETIRED")
+        .env_remove("SVC_CONNECTION_KEY")
+        .env_remove("SVC_CONNECTION_KEYS_RETIRED")
+        .env_remove("SVC_SMTP_URL")
+        .env("SVC_LOG_FORMAT", "json")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c
+}
+
+/// How a start ended: serving (with its base URL), or exited (with its code and stderr).
+enum Start {
+    Serving(Running, String),
+    Exited(Option<i32>, String),
+}
+
+fn start(dir: &Path, env: &[(&str, &str)]) -> Start {
+    let mut child = Running(svc(dir, env).spawn().unwrap());
+    let stderr = child.0.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(line) if line.contains("service bound") => {
+                let fields = &serde_json::from_str::<Value>(&line).unwrap()["fields"];
+                let base = fields["base_url"].as_str().unwrap().to_owned();
+                // Keep draining the log so the pipe never fills.
+                std::thread::spawn(move || while rx.recv().is_ok() {});
+                return Start::Serving(child, base);
+            }
+            Ok(line) => seen.push(line),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                let status = child.0.wait().unwrap();
+                return Start::Exited(status.code(), seen.join("\n"));
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        assert!(
+            Instant::now() < deadline,
+            "svc serve neither served nor exited: {seen:?}"
+        );
+    }
+}
+
+fn serving(dir: &Path, env: &[(&str, &str)]) -> (Running, String) {
+    match start(dir, env) {
+        Start::Serving(child, base) => (child, base),
+        Start::Exited(code, stderr) => panic!("svc serve exited ({code:?}): {stderr}"),
+    }
+}
+
+/// Asserts the start was refused, naming `variable`, before binding, and without printing any
+/// key material; answers the message.
+fn refused(dir: &Path, env: &[(&str, &str)], variable: &str) -> String {
+    let Start::Exited(code, stderr) = start(dir, env) else {
+        panic!("svc serve started although its {variable} differs from the database's");
+    };
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(variable),
+        "the message does not name {variable}: {stderr}"
+    );
+    assert!(!stderr.contains("service bound"), "{stderr}");
+    for key in KEYS {
+        assert!(
+            !stderr.contains(&key[..12]),
+            "key material in the message: {stderr}"
+        );
+    }
+    for file in ["svc-signing.key", "svc-connection.key"] {
+        if let Ok(content) = std::fs::read_to_string(dir.join(file)) {
+            assert!(
+                !stderr.contains(content.trim()),
+                "the key file's content in the message: {stderr}"
+            );
+        }
+    }
+    stderr
+}
+
+async fn kids(base: &str) -> Vec<String> {
+    let jwks: Value = reqwest::get(format!("{base}/.well-known/jwks.json"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    jwks["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["kid"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_second_instance_with_another_signing_key_refuses_to_start() {
+    let url = svc_contract_tests::postgres_database().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = ("SVC_DATABASE_URL", url.as_str());
+    let conn = ("SVC_CONNECTION_KEY", KEY_3);
+    let (first, _) = serving(dir.path(), &[db, ("SVC_SIGNING_KEY", KEY_1), conn]);
+    let message = refused(
+        dir.path(),
+        &[db, ("SVC_SIGNING_KEY", KEY_2), conn],
+        "SVC_SIGNING_KEY",
+    );
+    assert!(message.contains("SVC_SIGNING_KEYS_RETIRED"), "{message}");
+    // A key file (the single-machine default) is refused the same way, naming the variable.
+    let other = tempfile::tempdir().unwrap();
+    let message = refused(other.path(), &[db, conn], "SVC_SIGNING_KEY");
+    assert!(message.contains("svc-signing.key"), "{message}");
+    // The same key starts, beside the first.
+    let (_second, _) = serving(dir.path(), &[db, ("SVC_SIGNING_KEY", KEY_1), conn]);
+    drop(first);
+}
+
+#[tokio::test]
+async fn a_second_instance_with_another_connection_key_refuses_to_start() {
+    let url = svc_contract_tests::postgres_database().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = ("SVC_DATABASE_URL", url.as_str());
+    let signing = ("SVC_SIGNING_KEY", KEY_1);
+    let (_first, _) = serving(dir.path(), &[db, signing, ("SVC_CONNECTION_KEY", KEY_3)]);
+    let message = refused(
+        dir.path(),
+        &[db, signing, ("SVC_CONNECTION_KEY", KEY_4)],
+        "SVC_CONNECTION_KEY",
+    );
+    assert!(message.contains("SVC_CONNECTION_KEYS_RETIRED"), "{message}");
+    let other = tempfile::tempdir().unwrap();
+    let message = refused(other.path(), &[db, signing], "SVC_CONNECTION_KEY");
+    assert!(message.contains("svc-connection.key"), "{message}");
+}
+
+/// A rolling rotation: new instances (new key, the old one retired) start beside old ones, old
+/// ones may still (re)start, and only a key unrelated to the record is refused.
+#[tokio::test]
+async fn keys_rotate_through_the_retired_settings_while_old_instances_run() {
+    let url = svc_contract_tests::postgres_database().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = ("SVC_DATABASE_URL", url.as_str());
+    let old = [
+        db,
+        ("SVC_SIGNING_KEY", KEY_1),
+        ("SVC_CONNECTION_KEY", KEY_3),
+    ];
+    let new = [
+        db,
+        ("SVC_SIGNING_KEY", KEY_2),
+        ("SVC_SIGNING_KEYS_RETIRED", KEY_1),
+        ("SVC_CONNECTION_KEY", KEY_4),
+        ("SVC_CONNECTION_KEYS_RETIRED", KEY_3),
+    ];
+    let (_old, old_base) = serving(dir.path(), &old);
+    let old_kid = kids(&old_base).await[0].clone();
+    let (_new, new_base) = serving(dir.path(), &new);
+    let new_kids = kids(&new_base).await;
+    assert_eq!(new_kids.len(), 2, "the old key is still published");
+    assert_eq!(new_kids[1], old_kid);
+    // An old instance restarting mid-deploy still starts.
+    let (_old_again, _) = serving(dir.path(), &old);
+    // A key the record does not know is refused, even with a retired key the record lacks.
+    refused(
+        dir.path(),
+        &[
+            db,
+            ("SVC_SIGNING_KEY", KEY_4),
+            ("SVC_SIGNING_KEYS_RETIRED", KEY_3),
+            ("SVC_CONNECTION_KEY", KEY_4),
+        ],
+        "SVC_SIGNING_KEY",
+    );
+    // Rotating on from the new key (the old one dropped from the settings) works too.
+    let (_next, _) = serving(
+        dir.path(),
+        &[
+            db,
+            ("SVC_SIGNING_KEY", KEY_3),
+            ("SVC_SIGNING_KEYS_RETIRED", KEY_2),
+            ("SVC_CONNECTION_KEY", KEY_4),
+        ],
+    );
+}
+
+/// On the single-machine default (SQLite, key files) the keys are recorded too: losing the
+/// signing key file no longer silently starts with a new key, which no earlier artifact was
+/// signed with.
+#[test]
+fn a_lost_key_file_is_noticed_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let (first, _) = serving(dir.path(), &[]);
+    drop(first);
+    let (second, _) = serving(dir.path(), &[]);
+    drop(second);
+    std::fs::remove_file(dir.path().join("svc-signing.key")).unwrap();
+    let message = refused(dir.path(), &[], "SVC_SIGNING_KEY");
+    assert!(message.contains("svc-signing.key"), "{message}");
+}
