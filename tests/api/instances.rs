@@ -37,6 +37,7 @@ async fn second_instance(stores: Stores) -> TestApp {
         _sites: None,
         payments: None,
         base_url,
+        metrics_url: None,
         api_key: String::new(),
         services,
         http: reqwest::Client::new(),

@@ -18,7 +18,9 @@ pub(crate) fn backend(e: sqlx::Error, what: &'static str) -> StoreError {
 
 /// The connection failed, or the server is going away or not accepting connections yet:
 /// SQLSTATE class 08 (connection exception), 57P01-57P03 (admin shutdown, crash shutdown,
-/// cannot connect now).
+/// cannot connect now); or the server rolled the statement back to break a deadlock or a
+/// serialization conflict (40P01, 40001). Each leaves nothing written, and the same request
+/// can succeed a moment later, so each is a retryable 503 (and a settle is tried again).
 fn unreachable(e: &sqlx::Error) -> bool {
     match e {
         sqlx::Error::Io(_)
@@ -28,7 +30,7 @@ fn unreachable(e: &sqlx::Error) -> bool {
         | sqlx::Error::WorkerCrashed => true,
         sqlx::Error::Database(d) => d
             .code()
-            .is_some_and(|c| c.starts_with("08") || matches!(&*c, "57P01" | "57P02" | "57P03")),
+            .is_some_and(|c| c.starts_with("08") || matches!(&*c, "57P01" | "57P02" | "57P03" | "40P01" | "40001")),
         _ => false,
     }
 }

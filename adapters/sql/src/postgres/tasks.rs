@@ -303,7 +303,10 @@ impl TaskStore for PostgresStore {
     }
 
     async fn settle_task(&self, s: &Settlement) -> Result<SettleOutcome, TaskError> {
-        // One statement. `settled` matches only a task in flight (a racing settlement waits
+        // One statement. `locked` takes the account's row lock before the task's, the order
+        // every begin takes them in (account, then the idempotency key's task row): a settle
+        // that locked the task first deadlocked with a begin of the same key waiting on it.
+        // `settled` matches only a task in flight (a racing settlement waits
         // for the row and then matches nothing); everything else reads from it, so nothing
         // is written for a task that was not in flight. `moved` captures (completed) or
         // refunds (failed) the hold and returns the spendable balance the entry records;
@@ -321,13 +324,19 @@ impl TaskStore for PostgresStore {
         let (reference, memo) = LedgerEntry::task_reference(&s.task_id, kind);
         let row = sqlx::query(
             r#"
-            WITH settled AS (
+            WITH locked AS (
+                SELECT accounts.id FROM accounts
+                WHERE accounts.id = (SELECT account_id FROM tasks WHERE id = $7)
+                FOR UPDATE
+            ),
+            settled AS (
                 UPDATE tasks SET status = $1, response_status = $2, response_body = $3,
                     artifact_id = $4, artifact = $5, settled_at = $6
-                WHERE id = $7 AND status = 'in_flight'
-                RETURNING id, account_id, key_id, domain, action, cost, idempotency_key,
-                    fingerprint, status, response_status, response_body, artifact_id, artifact,
-                    created_at, settled_at, verified_artifact, verified_at
+                FROM locked
+                WHERE tasks.id = $7 AND tasks.account_id = locked.id AND status = 'in_flight'
+                RETURNING tasks.id, tasks.account_id, key_id, domain, action, cost,
+                    idempotency_key, fingerprint, status, response_status, response_body,
+                    artifact_id, artifact, created_at, settled_at, verified_artifact, verified_at
             ),
             moved AS (
                 UPDATE accounts
