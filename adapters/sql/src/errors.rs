@@ -37,6 +37,29 @@ pub(crate) fn corrupt<E: Display>(what: &'static str) -> impl FnOnce(E) -> Store
     move |e| StoreError(anyhow!("corrupt {what} in store: {e}"))
 }
 
+/// A failed write as its port's error: a broken unique constraint is `duplicate`, a reference
+/// to a row that does not exist is `unknown`; where one is `None` it is not expected and is a
+/// failed statement like any other.
+pub(crate) fn refused<E: From<StoreError>>(
+    what: &'static str,
+    duplicate: Option<E>,
+    unknown: Option<E>,
+) -> impl FnOnce(sqlx::Error) -> E {
+    move |e| {
+        if is_unique_violation(&e)
+            && let Some(duplicate) = duplicate
+        {
+            return duplicate;
+        }
+        if is_foreign_key_violation(&e)
+            && let Some(unknown) = unknown
+        {
+            return unknown;
+        }
+        backend(e, what).into()
+    }
+}
+
 pub(crate) fn is_unique_violation(e: &sqlx::Error) -> bool {
     e.as_database_error()
         .is_some_and(|d| d.is_unique_violation())

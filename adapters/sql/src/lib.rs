@@ -9,6 +9,7 @@
 mod errors;
 mod migrations;
 mod postgres;
+mod rows;
 mod sqlite;
 #[cfg(test)]
 mod statements;

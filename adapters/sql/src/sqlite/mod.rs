@@ -9,6 +9,7 @@
 mod accounts;
 mod authority;
 mod billing;
+mod columns;
 mod connections;
 mod identity;
 mod ledger;
