@@ -609,17 +609,7 @@ fn exec_op() -> impl Strategy<Value = ExecOp> {
 /// repeated): spendable always equals the sum of entries, held equals what is in flight, no
 /// balance goes below zero, each task is charged at most once and a failed task nets zero.
 pub fn execution_property(make: impl Fn() -> BackendFuture) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let config = ProptestConfig {
-        cases: 16,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    };
-    let mut runner = proptest::test_runner::TestRunner::new(config);
+    let (runtime, mut runner) = crate::property::runner(crate::property::config(16));
     runner
         .run(&proptest::collection::vec(exec_op(), 1..50), |ops| {
             runtime.block_on(async {

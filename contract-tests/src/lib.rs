@@ -11,6 +11,7 @@ pub mod billing;
 pub mod billing_model;
 pub mod connections;
 pub mod identity;
+pub mod property;
 pub mod scenarios;
 pub mod text;
 

@@ -156,19 +156,11 @@ async fn run_case(b: &Backend, t: Texts) -> Result<(), TestCaseError> {
 
 /// Runs [`cases`] random texts against one store (one database, fresh keys per case).
 pub fn text_property(make: impl Fn() -> BackendFuture) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let backend = runtime.block_on(make());
-    let config = ProptestConfig {
-        cases: cases(),
-        failure_persistence: None,
+    let (runtime, mut runner) = crate::property::runner(ProptestConfig {
         max_shrink_iters: 200,
-        ..ProptestConfig::default()
-    };
-    let mut runner = proptest::test_runner::TestRunner::new(config);
+        ..crate::property::config(cases())
+    });
+    let backend = runtime.block_on(make());
     runner
         .run(&texts(), |t| runtime.block_on(run_case(&backend, t)))
         .unwrap();

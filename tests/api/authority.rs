@@ -219,15 +219,8 @@ async fn only_the_signed_in_human_creates_an_authority() {
     assert!(page.contains(&format!("data-id=\"{id}\"")), "{page}");
 
     let one: Value = app
-        .http
-        .get(app.url(&format!("/api/payment-authorities/{id}")))
-        .header("Authorization", bearer(&app.api_key))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json_as_owner(&format!("/api/payment-authorities/{id}"))
+        .await;
     let mut keys: Vec<&str> = one
         .as_object()
         .unwrap()
@@ -483,15 +476,8 @@ async fn payments_spend_within_the_limit_with_receipts_and_artifact_status() {
 
     // Discover shows what the payment action pays.
     let discovered: Value = app
-        .http
-        .get(app.url("/api/discover?domain=shop.sandbox.test"))
-        .header("Authorization", bearer(&app.api_key))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json_as_owner("/api/discover?domain=shop.sandbox.test")
+        .await;
     let pay_order = discovered["actions"]
         .as_array()
         .unwrap()

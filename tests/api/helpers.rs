@@ -143,6 +143,18 @@ impl TestApp {
             .unwrap()
     }
 
+    /// GET a path and read the answer as text.
+    pub async fn get_text(&self, path: &str) -> String {
+        self.http
+            .get(self.url(path))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
     pub async fn get_usage(&self, authorization: Option<&str>) -> reqwest::Response {
         let mut req = self.http.get(self.url("/api/usage"));
         if let Some(a) = authorization {

@@ -494,14 +494,7 @@ async fn the_account_page_creates_rotates_and_revokes_keys() {
         .text()
         .await
         .unwrap();
-    let key = created
-        .split("<pre id=\"new-key\">")
-        .nth(1)
-        .unwrap()
-        .split('<')
-        .next()
-        .unwrap()
-        .to_owned();
+    let key = new_key_of(&created);
     assert_eq!(app.get_usage(Some(&bearer(&key))).await.status(), 200);
 
     let page = browser.get("/account").await.text().await.unwrap();
@@ -516,14 +509,7 @@ async fn the_account_page_creates_rotates_and_revokes_keys() {
         .text()
         .await
         .unwrap();
-    let new_key = rotated
-        .split("<pre id=\"new-key\">")
-        .nth(1)
-        .unwrap()
-        .split('<')
-        .next()
-        .unwrap()
-        .to_owned();
+    let new_key = new_key_of(&rotated);
     problem(
         app.get_usage(Some(&bearer(&key))).await,
         401,
@@ -834,14 +820,7 @@ async fn signup_and_key_management_log_prefixes_never_secrets() {
         .text()
         .await
         .unwrap();
-    let rotated_key = rotated
-        .split("<pre id=\"new-key\">")
-        .nth(1)
-        .unwrap()
-        .split('<')
-        .next()
-        .unwrap()
-        .to_owned();
+    let rotated_key = new_key_of(&rotated);
 
     let body: Value = register(&app, "logs@example.com")
         .await
@@ -880,4 +859,15 @@ async fn signup_and_key_management_log_prefixes_never_secrets() {
             "a code reached the log"
         );
     }
+}
+
+/// The key a page shows once, after it was made or rotated.
+fn new_key_of(html: &str) -> String {
+    html.split("<pre id=\"new-key\">")
+        .nth(1)
+        .unwrap()
+        .split('<')
+        .next()
+        .unwrap()
+        .to_owned()
 }

@@ -8,6 +8,7 @@
 
 mod errors;
 mod migrations;
+mod outcomes;
 mod postgres;
 mod rows;
 mod sqlite;

@@ -19,7 +19,7 @@ use svc_ports::{
     TaskId, TaskRecord, TaskStatus, UserCode,
     authority::{AmountLimit, AuthorityInterval, Principal},
     billing::{CheckoutRecord, Currency, MeterEvent, Receipt, ReceiptKind},
-    store::{IdentityError, StoreError},
+    store::StoreError,
 };
 
 use crate::errors::corrupt;
@@ -137,17 +137,6 @@ pub(crate) fn email_challenge(r: &impl Columns) -> Result<EmailChallenge, StoreE
         expires_at: r.time("expires_at")?,
         consumed_at: r.time_opt("consumed_at")?,
     })
-}
-
-/// Why a challenge cannot take a try now.
-pub(crate) fn challenge_refusal(c: &EmailChallenge, at: DateTime<Utc>) -> IdentityError {
-    if c.consumed_at.is_some() {
-        IdentityError::AlreadyUsed
-    } else if at >= c.expires_at {
-        IdentityError::Expired
-    } else {
-        IdentityError::Exhausted
-    }
 }
 
 /// `id, account_id, principal_type, principal_id, agent_provider, scope, amount_value,

@@ -8,7 +8,7 @@ use svc_ports::{
     Account, AccountId, ApiKeyId, ApiKeyRecord, ChallengeId, DeviceDecision, DeviceGrant,
     DeviceGrantId, DeviceGrantStatus, Email, EmailChallenge, KeyHash, UserCode, WebSession,
     identity::MAX_CODE_ATTEMPTS,
-    store::{IdentityError, IdentityStore, KeyError, StoreError},
+    store::{IdentityError, IdentityStore, StoreError},
 };
 
 use super::{
@@ -16,8 +16,8 @@ use super::{
     accounts::{insert_key, key_error},
     backend, col, hash, ms, parsed,
 };
-use crate::errors::refused;
 use crate::rows::{self, ACCOUNT};
+use crate::{errors::refused, outcomes};
 
 impl PostgresStore {
     async fn grant_by_id(&self, id: &DeviceGrantId) -> Result<Option<DeviceGrant>, StoreError> {
@@ -204,11 +204,7 @@ impl IdentityStore for PostgresStore {
         if let Some(r) = row {
             return Ok(rows::device_grant(&r)?);
         }
-        match self.grant_by_id(id).await? {
-            None => Err(IdentityError::NotFound),
-            Some(g) if g.status != DeviceGrantStatus::Pending => Err(IdentityError::NotPending),
-            Some(_) => Err(IdentityError::Expired),
-        }
+        Err(outcomes::undecided_grant(self.grant_by_id(id).await?))
     }
 
     async fn issue_device_key(
@@ -219,16 +215,7 @@ impl IdentityStore for PostgresStore {
         if self.try_issue_device_key(id, key).await? {
             return Ok(());
         }
-        match self.grant_by_id(id).await? {
-            None => Err(IdentityError::NotFound),
-            Some(g) => Err(match g.status {
-                DeviceGrantStatus::Issued => IdentityError::AlreadyUsed,
-                DeviceGrantStatus::Pending | DeviceGrantStatus::Denied => {
-                    IdentityError::NotApproved
-                }
-                DeviceGrantStatus::Approved => IdentityError::Key(KeyError::UnknownAccount),
-            }),
-        }
+        Err(outcomes::unissued_key(self.grant_by_id(id).await?))
     }
 
     async fn insert_challenge(&self, c: &EmailChallenge) -> Result<(), IdentityError> {
@@ -306,10 +293,7 @@ impl IdentityStore for PostgresStore {
         if let Some(r) = row {
             return Ok(rows::email_challenge(&r)?);
         }
-        match self.challenge(id).await? {
-            None => Err(IdentityError::NotFound),
-            Some(c) => Err(rows::challenge_refusal(&c, at)),
-        }
+        Err(outcomes::untried_challenge(self.challenge(id).await?, at))
     }
 
     async fn consume_challenge<'a>(
@@ -321,11 +305,7 @@ impl IdentityStore for PostgresStore {
         if let Some(c) = self.try_consume(id, at, key).await? {
             return Ok(c);
         }
-        match self.challenge(id).await? {
-            None => Err(IdentityError::NotFound),
-            Some(c) if c.consumed_at.is_some() => Err(IdentityError::AlreadyUsed),
-            Some(_) => Err(IdentityError::Expired),
-        }
+        Err(outcomes::unconsumed_challenge(self.challenge(id).await?))
     }
 
     async fn insert_session(&self, w: &WebSession) -> Result<(), IdentityError> {

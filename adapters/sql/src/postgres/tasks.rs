@@ -20,7 +20,7 @@ use super::{
     PostgresStore, authority::spend_authority, backend, col, is_foreign_key_violation,
     is_unique_violation, ms,
 };
-use crate::rows;
+use crate::{outcomes, rows};
 
 impl PostgresStore {
     async fn task_by_key(
@@ -356,11 +356,7 @@ impl TaskStore for PostgresStore {
         match row {
             Some(r) => Ok(VerifyOutcome::Verified(rows::task(&r)?)),
             // Another verification landed in between: it stands.
-            None => match self.task(task_id, None).await? {
-                Some(t) if t.verified_artifact.is_some() => Ok(VerifyOutcome::AlreadyVerified(t)),
-                Some(t) => Ok(VerifyOutcome::NotVerifiable(t)),
-                None => Err(TaskError::NotFound),
-            },
+            None => outcomes::unverified(self.task(task_id, None).await?),
         }
     }
 
@@ -403,9 +399,6 @@ impl TaskStore for PostgresStore {
 
 impl PostgresStore {
     async fn already_settled(&self, id: &TaskId) -> Result<SettleOutcome, TaskError> {
-        match self.task(id, None).await? {
-            Some(task) => Ok(SettleOutcome::AlreadySettled(task)),
-            None => Err(TaskError::NotFound),
-        }
+        outcomes::settled_before(self.task(id, None).await?)
     }
 }

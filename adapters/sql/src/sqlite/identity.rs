@@ -9,7 +9,7 @@ use svc_ports::{
     Account, AccountId, ApiKeyId, ApiKeyRecord, ChallengeId, DeviceDecision, DeviceGrant,
     DeviceGrantId, DeviceGrantStatus, Email, EmailChallenge, KeyHash, UserCode, WebSession,
     identity::MAX_CODE_ATTEMPTS,
-    store::{IdentityError, IdentityStore, KeyError, StoreError},
+    store::{IdentityError, IdentityStore, StoreError},
 };
 
 use super::{
@@ -17,8 +17,8 @@ use super::{
     accounts::{JOINED_ACCOUNT, insert_key, key_error},
     backend, corrupt, from_millis, millis,
 };
-use crate::errors::refused;
 use crate::rows;
+use crate::{errors::refused, outcomes};
 
 fn hash_col(r: &SqliteRow, c: &str) -> Result<KeyHash, StoreError> {
     let hex: &str = r.try_get(c).map_err(|e| backend(e, "reading hash"))?;
@@ -211,11 +211,7 @@ impl IdentityStore for SqliteStore {
         if let Some(r) = row {
             return Ok(rows::device_grant(&r)?);
         }
-        match self.grant_by_id(id).await? {
-            None => Err(IdentityError::NotFound),
-            Some(g) if g.status != DeviceGrantStatus::Pending => Err(IdentityError::NotPending),
-            Some(_) => Err(IdentityError::Expired),
-        }
+        Err(outcomes::undecided_grant(self.grant_by_id(id).await?))
     }
 
     async fn issue_device_key(
@@ -226,16 +222,7 @@ impl IdentityStore for SqliteStore {
         if self.try_issue_device_key(id, key).await? {
             return Ok(());
         }
-        match self.grant_by_id(id).await? {
-            None => Err(IdentityError::NotFound),
-            Some(g) => Err(match g.status {
-                DeviceGrantStatus::Issued => IdentityError::AlreadyUsed,
-                DeviceGrantStatus::Pending | DeviceGrantStatus::Denied => {
-                    IdentityError::NotApproved
-                }
-                DeviceGrantStatus::Approved => IdentityError::Key(KeyError::UnknownAccount),
-            }),
-        }
+        Err(outcomes::unissued_key(self.grant_by_id(id).await?))
     }
 
     async fn insert_challenge(&self, c: &EmailChallenge) -> Result<(), IdentityError> {
@@ -313,10 +300,7 @@ impl IdentityStore for SqliteStore {
         if let Some(r) = row {
             return Ok(rows::email_challenge(&r)?);
         }
-        match self.challenge(id).await? {
-            None => Err(IdentityError::NotFound),
-            Some(c) => Err(rows::challenge_refusal(&c, at)),
-        }
+        Err(outcomes::untried_challenge(self.challenge(id).await?, at))
     }
 
     async fn consume_challenge<'a>(
@@ -328,11 +312,7 @@ impl IdentityStore for SqliteStore {
         if let Some(c) = self.try_consume(id, at, key).await? {
             return Ok(c);
         }
-        match self.challenge(id).await? {
-            None => Err(IdentityError::NotFound),
-            Some(c) if c.consumed_at.is_some() => Err(IdentityError::AlreadyUsed),
-            Some(_) => Err(IdentityError::Expired),
-        }
+        Err(outcomes::unconsumed_challenge(self.challenge(id).await?))
     }
 
     async fn insert_session(&self, w: &WebSession) -> Result<(), IdentityError> {

@@ -20,7 +20,7 @@ use super::{
     SqliteStore, authority::spend_authority, backend, corrupt, from_millis,
     is_foreign_key_violation, is_unique_violation, ledger::insert_entry, millis, undecodable,
 };
-use crate::rows;
+use crate::{outcomes, rows};
 
 /// The task a settlement just stored, from the row its UPDATE returned (`account_id, key_id,
 /// domain, action, cost, idempotency_key, fingerprint, created_at`) and the settlement itself.
@@ -320,11 +320,7 @@ impl TaskStore for SqliteStore {
             }));
         }
         // Another verification landed in between: it stands.
-        match self.task(task_id, None).await? {
-            Some(t) if t.verified_artifact.is_some() => Ok(VerifyOutcome::AlreadyVerified(t)),
-            Some(t) => Ok(VerifyOutcome::NotVerifiable(t)),
-            None => Err(TaskError::NotFound),
-        }
+        outcomes::unverified(self.task(task_id, None).await?)
     }
 
     async fn task(
@@ -367,9 +363,6 @@ impl TaskStore for SqliteStore {
 impl SqliteStore {
     /// The answer to a settlement that did not land: the task as it is now.
     async fn settled_before(&self, id: &TaskId) -> Result<SettleOutcome, TaskError> {
-        match self.task(id, None).await? {
-            Some(task) => Ok(SettleOutcome::AlreadySettled(task)),
-            None => Err(TaskError::NotFound),
-        }
+        outcomes::settled_before(self.task(id, None).await?)
     }
 }
