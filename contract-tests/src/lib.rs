@@ -12,6 +12,7 @@ pub mod billing_model;
 pub mod connections;
 pub mod identity;
 pub mod property;
+pub mod samples;
 pub mod scenarios;
 pub mod text;
 
