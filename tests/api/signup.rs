@@ -214,14 +214,11 @@ async fn token_endpoint_names_every_request_error() {
     let browser = Browser::new(&app);
     browser.sign_in(&app, "owner@example.com", "/account").await;
     let page = browser
-        .get(&format!(
+        .page(&format!(
             "/device?user_code={}",
             named["user_code"].as_str().unwrap()
         ))
-        .await
-        .text()
-        .await
-        .unwrap();
+        .await;
     assert!(page.contains("Research Bot") && page.contains("/terms") && page.contains("/privacy"));
     let unknown = app
         .http
@@ -497,7 +494,7 @@ async fn the_account_page_creates_rotates_and_revokes_keys() {
     let key = new_key_of(&created);
     assert_eq!(app.get_usage(Some(&bearer(&key))).await.status(), 200);
 
-    let page = browser.get("/account").await.text().await.unwrap();
+    let page = browser.page("/account").await;
     let prefix = &key[..17];
     assert!(page.contains(prefix) && page.contains("laptop agent"));
     let rotated = browser
@@ -519,7 +516,7 @@ async fn the_account_page_creates_rotates_and_revokes_keys() {
     assert_eq!(app.get_usage(Some(&bearer(&new_key))).await.status(), 200);
 
     // Another account's key cannot be touched from here.
-    let page = browser.get("/account").await.text().await.unwrap();
+    let page = browser.page("/account").await;
     let seeded_prefix = &app.api_key[..17];
     let refused = browser
         .post(
@@ -554,7 +551,7 @@ async fn the_account_page_creates_rotates_and_revokes_keys() {
     )
     .await;
 
-    let page = browser.get("/account").await.text().await.unwrap();
+    let page = browser.page("/account").await;
     let out = browser.post("/signout", &[("csrf", &csrf_of(&page))]).await;
     assert_eq!(out.status(), 303);
     assert_eq!(browser.get("/account").await.status(), 303);
@@ -810,7 +807,7 @@ async fn signup_and_key_management_log_prefixes_never_secrets() {
     let (_, token) = poll(&app, &device_code).await;
     let device_key = token["api_key"].as_str().unwrap().to_owned();
 
-    let page = browser.get("/account").await.text().await.unwrap();
+    let page = browser.page("/account").await;
     let rotated = browser
         .post(
             "/account/keys/rotate",
