@@ -15,8 +15,8 @@ use svc_ports::{
     AuthoritySpendRecord, ChallengeId, ChallengePurpose, ConnectionId, ConnectionRecord,
     ConnectionState, DeviceGrant, DeviceGrantId, DeviceGrantStatus, Email, EmailChallenge,
     FetchedPage, KeyHash, KeyPrefix, LedgerEntry, LedgerEntryId, MapDocument, MapStatus,
-    MeterEventId, PaymentAuthority, ProviderId, ReceiptId, RobotsDecision, Scopes, SealedSecret,
-    TaskId, TaskRecord, TaskStatus, UserCode,
+    MeterEventId, PaymentAuthority, ProviderId, ReceiptId, RobotsDecision, ScanReport, Scopes,
+    SealedSecret, TaskId, TaskRecord, TaskStatus, UserCode,
     authority::{AmountLimit, AuthorityInterval, Principal},
     billing::{CheckoutRecord, Currency, MeterEvent, Receipt, ReceiptKind},
     store::StoreError,
@@ -330,4 +330,18 @@ pub(crate) fn task(r: &impl Columns) -> Result<TaskRecord, StoreError> {
         verified_artifact: r.text_opt("verified_artifact")?,
         verified_at: r.time_opt("verified_at")?,
     })
+}
+
+/// A readiness report as the JSON text both stores keep (TEXT: it quotes the scanned pages,
+/// which may hold a NUL that JSONB refuses).
+pub(crate) fn scan_json(report: &ScanReport) -> Result<String, StoreError> {
+    serde_json::to_string(report)
+        .map_err(|e| StoreError(anyhow::Error::new(e).context("encoding a scan")))
+}
+
+/// A stored readiness report, exactly as it was stored.
+pub(crate) fn scan_report(json: Option<String>) -> Result<Option<ScanReport>, StoreError> {
+    json.map(|j| serde_json::from_str(&j))
+        .transpose()
+        .map_err(|e| StoreError(anyhow::Error::new(e).context("decoding a stored scan")))
 }

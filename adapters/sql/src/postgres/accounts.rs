@@ -39,11 +39,7 @@ pub(super) async fn insert_key(
 }
 
 pub(super) fn key_error(e: sqlx::Error) -> KeyError {
-    refused(
-        "storing key",
-        Some(KeyError::Duplicate),
-        Some(KeyError::UnknownAccount),
-    )(e)
+    refused("storing key")(e)
 }
 
 #[async_trait]
@@ -61,11 +57,7 @@ impl AccountStore for PostgresStore {
         .execute(&self.pool)
         .await
         .map(|_| ())
-        .map_err(refused(
-            "creating account",
-            Some(AccountError::EmailTaken),
-            None,
-        ))
+        .map_err(refused("creating account"))
     }
 
     async fn account(&self, id: &AccountId) -> Result<Option<Account>, StoreError> {

@@ -167,11 +167,7 @@ impl AuthorityStore for PostgresStore {
         .execute(&self.pool)
         .await
         .map(|_| ())
-        .map_err(refused(
-            "storing payment authority",
-            Some(AuthorityError::Duplicate),
-            Some(AuthorityError::UnknownAccount),
-        ))
+        .map_err(refused("storing payment authority"))
     }
 
     async fn authority(

@@ -352,11 +352,7 @@ impl BillingStore for PostgresStore {
         .execute(&self.pool)
         .await
         .map(|_| ())
-        .map_err(refused(
-            "storing checkout handoff",
-            None,
-            Some(BillingError::UnknownAccount),
-        ))
+        .map_err(refused("storing checkout handoff"))
     }
 
     async fn take_handoff(

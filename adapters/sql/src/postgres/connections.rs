@@ -53,11 +53,7 @@ impl ConnectionStore for PostgresStore {
         .execute(&self.pool)
         .await
         .map(|_| ())
-        .map_err(refused(
-            "storing connection",
-            Some(ConnectionError::Duplicate),
-            Some(ConnectionError::UnknownAccount),
-        ))
+        .map_err(refused("storing connection"))
     }
 
     async fn connection(&self, id: &ConnectionId) -> Result<Option<ConnectionRecord>, StoreError> {

@@ -17,7 +17,10 @@ use super::{
     backend, col, hash, ms, parsed,
 };
 use crate::rows::{self, ACCOUNT};
-use crate::{errors::refused, outcomes};
+use crate::{
+    errors::{refused, refused_as},
+    outcomes,
+};
 
 impl PostgresStore {
     async fn grant_by_id(&self, id: &DeviceGrantId) -> Result<Option<DeviceGrant>, StoreError> {
@@ -119,11 +122,7 @@ impl IdentityStore for PostgresStore {
         .execute(&self.pool)
         .await
         .map(|_| ())
-        .map_err(refused(
-            "storing device grant",
-            Some(IdentityError::Duplicate),
-            None,
-        ))
+        .map_err(refused("storing device grant"))
     }
 
     async fn device_grant_by_code(
@@ -237,11 +236,7 @@ impl IdentityStore for PostgresStore {
         .execute(&self.pool)
         .await
         .map(|_| ())
-        .map_err(refused(
-            "storing email challenge",
-            Some(IdentityError::Duplicate),
-            None,
-        ))
+        .map_err(refused("storing email challenge"))
     }
 
     async fn challenge(&self, id: &ChallengeId) -> Result<Option<EmailChallenge>, StoreError> {
@@ -320,7 +315,7 @@ impl IdentityStore for PostgresStore {
         .execute(&self.pool)
         .await
         .map(|_| ())
-        .map_err(refused(
+        .map_err(refused_as(
             "storing web session",
             Some(IdentityError::Duplicate),
             Some(IdentityError::NotFound),

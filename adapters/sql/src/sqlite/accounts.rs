@@ -34,11 +34,7 @@ pub(super) async fn insert_key(
 }
 
 pub(super) fn key_error(e: sqlx::Error) -> KeyError {
-    refused(
-        "storing key",
-        Some(KeyError::Duplicate),
-        Some(KeyError::UnknownAccount),
-    )(e)
+    refused("storing key")(e)
 }
 
 /// An account's columns renamed beside a key's or a session's.
@@ -65,11 +61,7 @@ impl AccountStore for SqliteStore {
         .execute(self.writer())
         .await
         .map(|_| ())
-        .map_err(refused(
-            "creating account",
-            Some(AccountError::EmailTaken),
-            None,
-        ))
+        .map_err(refused("creating account"))
     }
 
     async fn account(&self, id: &AccountId) -> Result<Option<Account>, StoreError> {

@@ -131,11 +131,7 @@ impl AuthorityStore for SqliteStore {
         .execute(self.writer())
         .await
         .map(|_| ())
-        .map_err(refused(
-            "storing payment authority",
-            Some(AuthorityError::Duplicate),
-            Some(AuthorityError::UnknownAccount),
-        ))
+        .map_err(refused("storing payment authority"))
     }
 
     async fn authority(

@@ -343,11 +343,7 @@ impl BillingStore for SqliteStore {
         .execute(self.writer())
         .await
         .map(|_| ())
-        .map_err(refused(
-            "storing checkout handoff",
-            None,
-            Some(BillingError::UnknownAccount),
-        ))
+        .map_err(refused("storing checkout handoff"))
     }
 
     async fn take_handoff(

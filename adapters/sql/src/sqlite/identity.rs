@@ -18,7 +18,10 @@ use super::{
     backend, corrupt, from_millis, millis,
 };
 use crate::rows;
-use crate::{errors::refused, outcomes};
+use crate::{
+    errors::{refused, refused_as},
+    outcomes,
+};
 
 fn hash_col(r: &SqliteRow, c: &str) -> Result<KeyHash, StoreError> {
     let hex: &str = r.try_get(c).map_err(|e| backend(e, "reading hash"))?;
@@ -126,11 +129,7 @@ impl IdentityStore for SqliteStore {
         .execute(self.writer())
         .await
         .map(|_| ())
-        .map_err(refused(
-            "storing device grant",
-            Some(IdentityError::Duplicate),
-            None,
-        ))
+        .map_err(refused("storing device grant"))
     }
 
     async fn device_grant_by_code(
@@ -244,11 +243,7 @@ impl IdentityStore for SqliteStore {
         .execute(self.writer())
         .await
         .map(|_| ())
-        .map_err(refused(
-            "storing email challenge",
-            Some(IdentityError::Duplicate),
-            None,
-        ))
+        .map_err(refused("storing email challenge"))
     }
 
     async fn challenge(&self, id: &ChallengeId) -> Result<Option<EmailChallenge>, StoreError> {
@@ -327,7 +322,7 @@ impl IdentityStore for SqliteStore {
         .execute(self.writer())
         .await
         .map(|_| ())
-        .map_err(refused(
+        .map_err(refused_as(
             "storing web session",
             Some(IdentityError::Duplicate),
             Some(IdentityError::NotFound),
