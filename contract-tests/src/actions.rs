@@ -9,7 +9,8 @@ use proptest::prelude::*;
 use serde_json::json;
 use svc_ports::{
     AccountId, ApiKeyId, ArtifactId, BeginOutcome, CreditAmount, Domain, LedgerEntryId,
-    MapDocument, MapStatus, NewTask, SettleOutcome, Settlement, TaskId, TaskStatus, VerifyOutcome,
+    MapDocument, MapStatus, NewTask, ScanId, SettleOutcome, Settlement, TaskId, TaskStatus,
+    VerifyOutcome,
     ledger::{EntryKind, Grant},
     store::{MapStoreError, TaskError},
 };
@@ -609,17 +610,7 @@ fn exec_op() -> impl Strategy<Value = ExecOp> {
 /// repeated): spendable always equals the sum of entries, held equals what is in flight, no
 /// balance goes below zero, each task is charged at most once and a failed task nets zero.
 pub fn execution_property(make: impl Fn() -> BackendFuture) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let config = ProptestConfig {
-        cases: 16,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    };
-    let mut runner = proptest::test_runner::TestRunner::new(config);
+    let (runtime, mut runner) = crate::property::runner(crate::property::config(16));
     runner
         .run(&proptest::collection::vec(exec_op(), 1..50), |ops| {
             runtime.block_on(async {
@@ -792,36 +783,8 @@ pub async fn telemetry_batches_are_stored_whole_and_counted(b: &Backend) {
 /// A readiness report reads back exactly as stored (evidence, statuses, millisecond times);
 /// an unknown id reads as none; an id is stored once.
 pub async fn scan_reports_round_trip_whole(b: &Backend) {
-    use svc_ports::{
-        CheckId, CheckResult, CheckStatus, Evidence, ReadinessLevel, ScanId, ScanReport,
-    };
-    let checks: Vec<CheckResult> = CheckId::ALL
-        .iter()
-        .enumerate()
-        .map(|(i, id)| CheckResult {
-            id: *id,
-            title: id.title().into(),
-            status: [CheckStatus::Pass, CheckStatus::Warn, CheckStatus::Fail][i % 3],
-            weight: id.weight(),
-            summary: format!("summary {i} with \"quotes\" and ünïcödé"),
-            evidence: vec![Evidence {
-                url: format!("https://example.com/{id}"),
-                status: (i % 2 == 0).then_some(200),
-                excerpt: "line one\nline two".into(),
-            }],
-            recommendation: (i % 3 != 0).then(|| format!("fix {id}")),
-        })
-        .collect();
-    let report = ScanReport {
-        scan_id: ScanId::from_ulid(Ulid::new()),
-        url: "https://example.com/".into(),
-        origin: "https://example.com".into(),
-        score: svc_ports::readiness::score(&checks),
-        level: ReadinessLevel::Discoverable,
-        checks,
-        started_at: t0(),
-        completed_at: t0() + Duration::milliseconds(1234),
-    };
+    let report =
+        crate::samples::sample_report(crate::samples::sample_checks("line one\nline two"), 1234);
     b.scans.insert_scan(&report).await.unwrap();
     assert_eq!(
         b.scans.scan(&report.scan_id).await.unwrap(),

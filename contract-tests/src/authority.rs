@@ -10,7 +10,8 @@ use futures_util::future::join_all;
 use proptest::prelude::*;
 use svc_ports::{
     AccountId, AmountLimit, AuthorityId, AuthorityInterval, AuthorityRefusal, AuthoritySpend,
-    AuthorityStatus, BeginOutcome, NewTask, PaymentAuthority, Principal, SettleOutcome, TaskId,
+    AuthorityStatus, AuthorityUsage, BeginOutcome, NewTask, PaymentAuthority, Principal,
+    SettleOutcome, TaskId,
     authority::{check_spend, window_start},
     billing::Currency,
     store::AuthorityError,
@@ -77,13 +78,14 @@ fn paying(
 }
 
 async fn spent(b: &Backend, a: &PaymentAuthority, now: DateTime<Utc>) -> (i64, u32) {
-    let (_, usage) = b
-        .authorities
-        .authority(&a.authority_id, now)
-        .await
-        .unwrap()
-        .unwrap();
+    let usage = usage_of(b, &a.authority_id, now).await;
     (usage.spent_in_window, usage.spends)
+}
+
+/// The usage of a stored authority at `at`.
+async fn usage_of(b: &Backend, id: &AuthorityId, at: DateTime<Utc>) -> AuthorityUsage {
+    let (_, usage) = b.authorities.authority(id, at).await.unwrap().unwrap();
+    usage
 }
 
 pub async fn authorities_are_stored_listed_and_revoked(b: &Backend) {
@@ -195,12 +197,7 @@ pub async fn authorities_are_stored_listed_and_revoked(b: &Backend) {
         "{}: the first revocation time stays",
         b.name
     );
-    let (_, usage) = b
-        .authorities
-        .authority(&older.authority_id, at)
-        .await
-        .unwrap()
-        .unwrap();
+    let usage = usage_of(b, &older.authority_id, at).await;
     assert_eq!(
         (usage.status, usage.remaining),
         (AuthorityStatus::Revoked, 0)
@@ -432,12 +429,7 @@ pub async fn single_use_is_spent_at_most_once(b: &Backend) {
         "{}: single use, whatever the window",
         b.name
     );
-    let (_, usage) = b
-        .authorities
-        .authority(&a.authority_id, later)
-        .await
-        .unwrap()
-        .unwrap();
+    let usage = usage_of(b, &a.authority_id, later).await;
     assert_eq!(
         (usage.status, usage.remaining),
         (AuthorityStatus::Exhausted, 0)
@@ -606,17 +598,7 @@ fn spec() -> impl Strategy<Value = (i64, AuthorityInterval, i64)> {
 /// window holds more than the limit, nothing was spent at or after expiry or after a
 /// revocation, and a single-use authority has at most one live spend.
 pub fn authority_property(make: impl Fn() -> BackendFuture) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let config = ProptestConfig {
-        cases: 16,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    };
-    let mut runner = proptest::test_runner::TestRunner::new(config);
+    let (runtime, mut runner) = crate::property::runner(crate::property::config(16));
     let strategy = (
         proptest::collection::vec(spec(), 3),
         proptest::collection::vec(op(), 1..40),
@@ -786,12 +768,7 @@ pub fn authority_property(make: impl Fn() -> BackendFuture) {
                             b.name
                         );
                     }
-                    let (_, usage) = b
-                        .authorities
-                        .authority(&a.authority_id, now)
-                        .await
-                        .unwrap()
-                        .unwrap();
+                    let usage = usage_of(&b, &a.authority_id, now).await;
                     let model: i64 = live
                         .iter()
                         .filter(|(j, _, _, w)| *j == i && *w == window_start(a, now))

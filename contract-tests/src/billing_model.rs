@@ -395,20 +395,12 @@ async fn run_case(
 
 /// Runs [`cases`] random sequences against one store (one database, a new account per case).
 pub fn billing_model_property(make: impl Fn() -> BackendFuture) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let backend = runtime.block_on(make());
-    let config = ProptestConfig {
-        cases: cases(),
-        failure_persistence: None,
+    let (runtime, mut runner) = crate::property::runner(ProptestConfig {
         // Shrinking re-runs against the store: keep it bounded.
         max_shrink_iters: 200,
-        ..ProptestConfig::default()
-    };
-    let mut runner = proptest::test_runner::TestRunner::new(config);
+        ..crate::property::config(cases())
+    });
+    let backend = runtime.block_on(make());
     let strategy = (
         world(),
         proptest::collection::vec(op(), 0..24),

@@ -13,6 +13,8 @@ pub mod connections;
 pub mod health;
 pub mod identity;
 pub mod limits;
+pub mod property;
+pub mod samples;
 pub mod scenarios;
 pub mod shared;
 pub mod text;

@@ -537,17 +537,7 @@ fn ledger_op() -> impl Strategy<Value = LedgerOp> {
 /// equals the sum of its entries and of the grants that were applied, and no reference applies
 /// twice.
 pub fn ledger_property(make: impl Fn() -> BackendFuture) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let config = ProptestConfig {
-        cases: 12,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    };
-    let mut runner = proptest::test_runner::TestRunner::new(config);
+    let (runtime, mut runner) = crate::property::runner(crate::property::config(12));
     runner
         .run(&proptest::collection::vec(ledger_op(), 1..40), |ops| {
             runtime.block_on(async {

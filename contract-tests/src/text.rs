@@ -3,12 +3,10 @@
 //! report's quoted text, read back unchanged. (Postgres TEXT cannot hold a NUL, and a JSON
 //! `\u0000` is refused by JSONB: a store must keep such text another way.)
 
-use chrono::Duration;
 use proptest::{prelude::*, sample::Index, test_runner::TestCaseError};
 use serde_json::json;
 use svc_ports::{
-    CheckId, CheckResult, CheckStatus, Domain, Evidence, FetchedPage, MapDocument, ReadinessLevel,
-    RobotsDecision, ScanId, ScanReport,
+    CheckId, CheckResult, CheckStatus, Domain, Evidence, FetchedPage, MapDocument, RobotsDecision,
 };
 use ulid::Ulid;
 
@@ -138,16 +136,7 @@ async fn run_case(b: &Backend, t: Texts) -> Result<(), TestCaseError> {
             recommendation: Some(format!("quote: \"{}\"", t.excerpt)),
         })
         .collect();
-    let report = ScanReport {
-        scan_id: ScanId::from_ulid(Ulid::new()),
-        url: "https://example.com/".into(),
-        origin: "https://example.com".into(),
-        score: svc_ports::readiness::score(&checks),
-        level: ReadinessLevel::Discoverable,
-        checks,
-        started_at: t0(),
-        completed_at: t0() + Duration::milliseconds(5),
-    };
+    let report = crate::samples::sample_report(checks, 5);
     b.scans.insert_scan(&report).await.unwrap();
     let stored = b.scans.scan(&report.scan_id).await.unwrap();
     prop_assert_eq!(stored, Some(report), "{}: scan report changed", b.name);
@@ -156,19 +145,11 @@ async fn run_case(b: &Backend, t: Texts) -> Result<(), TestCaseError> {
 
 /// Runs [`cases`] random texts against one store (one database, fresh keys per case).
 pub fn text_property(make: impl Fn() -> BackendFuture) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let backend = runtime.block_on(make());
-    let config = ProptestConfig {
-        cases: cases(),
-        failure_persistence: None,
+    let (runtime, mut runner) = crate::property::runner(ProptestConfig {
         max_shrink_iters: 200,
-        ..ProptestConfig::default()
-    };
-    let mut runner = proptest::test_runner::TestRunner::new(config);
+        ..crate::property::config(cases())
+    });
+    let backend = runtime.block_on(make());
     runner
         .run(&texts(), |t| runtime.block_on(run_case(&backend, t)))
         .unwrap();

@@ -82,6 +82,29 @@ pub struct TaskRecord {
 }
 
 impl TaskRecord {
+    /// The record of a task that just began: in flight, nothing settled or verified yet.
+    pub fn started(task: &NewTask) -> Self {
+        TaskRecord {
+            id: task.id.clone(),
+            account_id: task.account_id.clone(),
+            key_id: task.key_id.clone(),
+            domain: task.domain.clone(),
+            action: task.action.clone(),
+            cost: task.cost,
+            idempotency_key: task.idempotency_key.clone(),
+            fingerprint: task.fingerprint.clone(),
+            status: TaskStatus::InFlight,
+            response_status: None,
+            response_body: None,
+            artifact_id: None,
+            artifact: None,
+            created_at: task.created_at,
+            settled_at: None,
+            verified_artifact: None,
+            verified_at: None,
+        }
+    }
+
     /// The `status` of the settled artifact, when there is one and it names one.
     pub fn artifact_status(&self) -> Option<crate::artifact::ArtifactStatus> {
         let artifact: serde_json::Value = serde_json::from_str(self.artifact.as_deref()?).ok()?;
@@ -110,6 +133,20 @@ pub enum BeginOutcome {
     InsufficientCredits { spendable: i64 },
     /// The payment authority does not allow the spend; nothing was stored.
     AuthorityRefused(AuthorityRefusal),
+}
+
+impl BeginOutcome {
+    /// What a task already stored under the same idempotency key means for a new request
+    /// with `fingerprint`: another request (a conflict), still running, or settled (a replay).
+    pub fn existing(existing: TaskRecord, fingerprint: &str) -> Self {
+        if existing.fingerprint != fingerprint {
+            BeginOutcome::Conflict(existing)
+        } else if existing.status == TaskStatus::InFlight {
+            BeginOutcome::InFlight(existing)
+        } else {
+            BeginOutcome::Replay(existing)
+        }
+    }
 }
 
 /// What `settle_task` stores with the money movement.

@@ -165,13 +165,7 @@ impl TaskStore for MemoryStore {
                 .get(&(task.account_id.clone(), key.clone()))
                 .and_then(|id| s.actions.tasks.get(id))
         {
-            return Ok(if existing.fingerprint != task.fingerprint {
-                BeginOutcome::Conflict(existing.clone())
-            } else if existing.status == TaskStatus::InFlight {
-                BeginOutcome::InFlight(existing.clone())
-            } else {
-                BeginOutcome::Replay(existing.clone())
-            });
+            return Ok(BeginOutcome::existing(existing.clone(), &task.fingerprint));
         }
         if !s.balances.contains_key(&task.account_id) {
             return Err(TaskError::UnknownAccount);
@@ -203,25 +197,7 @@ impl TaskStore for MemoryStore {
                 task.created_at,
             );
         }
-        let record = TaskRecord {
-            id: task.id.clone(),
-            account_id: task.account_id.clone(),
-            key_id: task.key_id.clone(),
-            domain: task.domain.clone(),
-            action: task.action.clone(),
-            cost: task.cost,
-            idempotency_key: task.idempotency_key.clone(),
-            fingerprint: task.fingerprint.clone(),
-            status: TaskStatus::InFlight,
-            response_status: None,
-            response_body: None,
-            artifact_id: None,
-            artifact: None,
-            created_at: task.created_at,
-            settled_at: None,
-            verified_artifact: None,
-            verified_at: None,
-        };
+        let record = TaskRecord::started(task);
         if let Some(key) = &task.idempotency_key {
             s.actions
                 .by_key

@@ -170,15 +170,11 @@ async fn a_completed_action_is_charged_once_with_a_verifiable_artifact() {
     );
 
     let task: Value = app
-        .http
-        .get(app.url(&format!("/api/tasks/{}", body["task_id"].as_str().unwrap())))
-        .header("Authorization", bearer(&key))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json_with_key(
+            &format!("/api/tasks/{}", body["task_id"].as_str().unwrap()),
+            &key,
+        )
+        .await;
     assert_eq!(task["status"], "completed");
     assert_eq!(task["artifact"], body["artifact"]);
     crate::helpers::verify_with_jwks(&app, &task["artifact"]).await;
@@ -236,15 +232,11 @@ async fn every_failure_is_refunded_with_an_artifact_of_the_failure() {
         assert_eq!(body["artifact"]["failure_class"], class);
         crate::helpers::verify_with_jwks(&app, &body["artifact"]).await;
         let task: Value = app
-            .http
-            .get(app.url(&format!("/api/tasks/{}", body["task_id"].as_str().unwrap())))
-            .header("Authorization", bearer(&key))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+            .get_json_with_key(
+                &format!("/api/tasks/{}", body["task_id"].as_str().unwrap()),
+                &key,
+            )
+            .await;
         assert_eq!(task["status"], "failed");
         assert_eq!(
             balance(&app, &key).await,
@@ -590,15 +582,8 @@ async fn orphaned_tasks_are_refunded_by_recovery() {
     assert_eq!(app.services.actions.recover(60).await.unwrap(), 1);
     assert_eq!(balance(&app, &key).await, (1000, 0));
     let task: Value = app
-        .http
-        .get(app.url(&format!("/api/tasks/{}", orphan.id)))
-        .header("Authorization", bearer(&key))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json_with_key(&format!("/api/tasks/{}", orphan.id), &key)
+        .await;
     assert_eq!(task["status"], "failed");
     assert_eq!(task["artifact"]["failure_class"], "interrupted");
     crate::helpers::verify_with_jwks(&app, &task["artifact"]).await;

@@ -44,7 +44,7 @@ async fn shop() -> Shop {
 
 /// Creates an authority on the account page; returns its id.
 async fn create(shop: &Shop, fields: &[(&str, &str)]) -> String {
-    let page = shop.browser.get("/account").await.text().await.unwrap();
+    let page = shop.browser.page("/account").await;
     let csrf = csrf_of(&page);
     let mut form: Vec<(&str, &str)> = vec![
         ("csrf", &csrf),
@@ -173,7 +173,7 @@ async fn only_the_signed_in_human_creates_an_authority() {
     problem(resp, 403, "api_key_not_allowed").await;
     // Signed out: the form sends the visitor to sign in, and creates nothing.
     let stranger = Browser::new(app);
-    let page = stranger.get("/signin").await.text().await.unwrap();
+    let page = stranger.page("/signin").await;
     let resp = stranger
         .post(
             "/account/payment-authorities",
@@ -196,7 +196,7 @@ async fn only_the_signed_in_human_creates_an_authority() {
     );
     assert_eq!(list(app).await["authorities"], json!([]));
     // A bad form is refused on the page.
-    let page = shop.browser.get("/account").await.text().await.unwrap();
+    let page = shop.browser.page("/account").await;
     let resp = shop
         .browser
         .post(
@@ -215,19 +215,12 @@ async fn only_the_signed_in_human_creates_an_authority() {
 
     let id = create(&shop, &[("interval", "week"), ("scope_booking", "1")]).await;
     assert!(id.starts_with("pa_"));
-    let page = shop.browser.get("/account").await.text().await.unwrap();
+    let page = shop.browser.page("/account").await;
     assert!(page.contains(&format!("data-id=\"{id}\"")), "{page}");
 
     let one: Value = app
-        .http
-        .get(app.url(&format!("/api/payment-authorities/{id}")))
-        .header("Authorization", bearer(&app.api_key))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json_as_owner(&format!("/api/payment-authorities/{id}"))
+        .await;
     let mut keys: Vec<&str> = one
         .as_object()
         .unwrap()
@@ -483,15 +476,8 @@ async fn payments_spend_within_the_limit_with_receipts_and_artifact_status() {
 
     // Discover shows what the payment action pays.
     let discovered: Value = app
-        .http
-        .get(app.url("/api/discover?domain=shop.sandbox.test"))
-        .header("Authorization", bearer(&app.api_key))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json_as_owner("/api/discover?domain=shop.sandbox.test")
+        .await;
     let pay_order = discovered["actions"]
         .as_array()
         .unwrap()
@@ -611,7 +597,7 @@ async fn revocation_stops_further_payments() {
 
     // The human revokes on the account page, and through the REST path with the session.
     let second = create(&shop, &[]).await;
-    let page = shop.browser.get("/account").await.text().await.unwrap();
+    let page = shop.browser.page("/account").await;
     let resp = shop
         .browser
         .post(

@@ -46,17 +46,8 @@ fn interval() -> impl Strategy<Value = AuthorityInterval> {
 }
 
 fn run_property(make: crate::helpers::StoresFactory) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let config = ProptestConfig {
-        cases: 6,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    };
-    let mut runner = proptest::test_runner::TestRunner::new(config);
+    let (runtime, mut runner) =
+        svc_contract_tests::property::runner(svc_contract_tests::property::config(6));
     runner
         .run(
             &(

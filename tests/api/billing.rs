@@ -102,14 +102,11 @@ async fn a_checkout_credits_once_and_only_after_the_verified_webhook() {
     // Nothing yet: the return page says pending, the account has no credits.
     let url = checkout["checkout_url"].as_str().unwrap();
     let return_page = browser
-        .get(&format!(
+        .page(&format!(
             "/billing/return?checkout={}",
             checkout["checkout_id"].as_str().unwrap()
         ))
-        .await
-        .text()
-        .await
-        .unwrap();
+        .await;
     assert!(return_page.contains("Purchase pending"), "{return_page}");
     assert_eq!(
         billing_account(&app, &browser).await["credits"]["spendable"],
@@ -151,14 +148,11 @@ async fn a_checkout_credits_once_and_only_after_the_verified_webhook() {
     assert_eq!(receipts[0]["checkout_id"], checkout["checkout_id"]);
     assert_eq!(receipts[0]["amount"], 900);
     let return_page = browser
-        .get(&format!(
+        .page(&format!(
             "/billing/return?checkout={}",
             checkout["checkout_id"].as_str().unwrap()
         ))
-        .await
-        .text()
-        .await
-        .unwrap();
+        .await;
     assert!(return_page.contains("Purchase confirmed"), "{return_page}");
 
     // A replay, and every kind of bad delivery: refused or ignored, nothing moves.
@@ -363,7 +357,7 @@ async fn an_agents_handoff_link_signs_in_and_opens_checkout_once() {
     let path = url.strip_prefix(&app.base_url).unwrap();
     // A browser that was never signed in: the page shows the offer, the form takes the link.
     let browser = Browser::new(&app);
-    let page = browser.get(path).await.text().await.unwrap();
+    let page = browser.page(path).await;
     assert!(page.contains("Continue to checkout"), "{page}");
     let token = path.split("token=").nth(1).unwrap();
     let form = [("csrf", csrf_of(&page)), ("token", token.to_owned())];
@@ -374,10 +368,10 @@ async fn an_agents_handoff_link_signs_in_and_opens_checkout_once() {
     assert!(page.contains(&provider(&app)), "{page}");
     assert!(page.contains("http-equiv=\"refresh\""));
     // Now signed in as the seeded account: the account page is there, with no credits added.
-    let account = browser.get("/account").await.text().await.unwrap();
+    let account = browser.page("/account").await;
     assert!(account.contains("agent@sandbox.example.com"), "{account}");
     // The link works once (the session rotated the CSRF seed: a fresh page's token).
-    let page = browser.get(path).await.text().await.unwrap();
+    let page = browser.page(path).await;
     let form = [("csrf", csrf_of(&page)), ("token", token.to_owned())];
     let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let again = browser.post("/billing/handoff", &form).await;

@@ -50,16 +50,7 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 async fn balance(app: &TestApp) -> (i64, i64) {
-    let usage: Value = app
-        .http
-        .get(app.url("/api/usage"))
-        .header("Authorization", bearer(&app.api_key))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let usage: Value = app.get_json_as_owner("/api/usage").await;
     (
         usage["balance"]["spendable"].as_i64().unwrap(),
         usage["balance"]["frozen"].as_i64().unwrap(),
@@ -86,17 +77,8 @@ async fn send(app: &TestApp, body: Value) -> Vec<u64> {
 }
 
 fn run_property(make: crate::helpers::StoresFactory) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let config = ProptestConfig {
-        cases: 6,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    };
-    let mut runner = proptest::test_runner::TestRunner::new(config);
+    let (runtime, mut runner) =
+        svc_contract_tests::property::runner(svc_contract_tests::property::config(6));
     runner
         .run(&proptest::collection::vec(op(), 1..16), |ops| {
             runtime.block_on(async {

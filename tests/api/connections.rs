@@ -40,15 +40,8 @@ async fn start(app: &TestApp, expected: Option<&str>) -> Value {
 }
 
 async fn poll(app: &TestApp) -> Value {
-    app.http
-        .get(app.url(&format!("/api/connections/{PROVIDER}/poll")))
-        .header("Authorization", bearer(&app.api_key))
-        .send()
+    app.get_json_as_owner(&format!("/api/connections/{PROVIDER}/poll"))
         .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
 }
 
 async fn list_bookings(app: &TestApp) -> reqwest::Response {

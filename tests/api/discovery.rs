@@ -121,15 +121,7 @@ async fn served_schemas_are_valid_draft_2020_12_and_the_spec_fields_validate() {
 async fn discovery_files_name_only_things_that_exist() {
     let app = TestApp::builder().outbox().spawn().await;
     let mut urls = Vec::new();
-    let llms = app
-        .http
-        .get(app.url("/llms.txt"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let llms = app.get_text("/llms.txt").await;
     assert!(
         llms.starts_with("# svc\n\n> "),
         "llms.txt opens with a title and a summary"
@@ -216,15 +208,7 @@ async fn discovery_files_name_only_things_that_exist() {
     for t in &named {
         assert!(tools.contains(t), "{t} is named but not served");
     }
-    let full = app
-        .http
-        .get(app.url("/llms-full.txt"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let full = app.get_text("/llms-full.txt").await;
     for t in &tools {
         assert!(full.contains(&format!("`{t}`")), "llms-full.txt misses {t}");
     }

@@ -145,6 +145,31 @@ impl TestApp {
             .unwrap()
     }
 
+    /// GET a path with `key` and parse the JSON answer.
+    pub async fn get_json_with_key(&self, path: &str, key: &str) -> Value {
+        self.http
+            .get(self.url(path))
+            .header("Authorization", bearer(key))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    /// GET a path and read the answer as text.
+    pub async fn get_text(&self, path: &str) -> String {
+        self.http
+            .get(self.url(path))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
     pub async fn get_usage(&self, authorization: Option<&str>) -> reqwest::Response {
         let mut req = self.http.get(self.url("/api/usage"));
         if let Some(a) = authorization {
@@ -374,6 +399,11 @@ impl Browser {
             .send()
             .await
             .unwrap()
+    }
+
+    /// GET a page and read its text.
+    pub async fn page(&self, path: &str) -> String {
+        self.get(path).await.text().await.unwrap()
     }
 
     pub async fn post(&self, path: &str, form: &[(&str, &str)]) -> reqwest::Response {

@@ -258,25 +258,9 @@ async fn people_scan_from_the_landing_page_and_agents_get_markdown() {
     );
     assert!(md.text().await.unwrap().starts_with("# svc\n"));
 
-    let robots = app
-        .http
-        .get(app.url("/robots.txt"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let robots = app.get_text("/robots.txt").await;
     assert!(robots.contains("User-agent: ClaudeBot") && robots.contains("/sitemap.xml"));
-    let sitemap = app
-        .http
-        .get(app.url("/sitemap.xml"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let sitemap = app.get_text("/sitemap.xml").await;
     assert!(sitemap.contains("<urlset") && sitemap.contains("<loc>"));
 
     // The form: a scan, then its report page.
@@ -294,15 +278,7 @@ async fn people_scan_from_the_landing_page_and_agents_get_markdown() {
     assert_eq!(posted.status(), 303);
     let location = posted.headers()["location"].to_str().unwrap().to_owned();
     assert!(location.starts_with("/readiness/scn_"), "{location}");
-    let report = app
-        .http
-        .get(app.url(&location))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let report = app.get_text(&location).await;
     assert!(report.contains("Agent readiness of") && report.contains(">100</span>"));
     // A refused URL is shown on the form, not stored.
     let refused = no_redirects

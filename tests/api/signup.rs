@@ -214,14 +214,11 @@ async fn token_endpoint_names_every_request_error() {
     let browser = Browser::new(&app);
     browser.sign_in(&app, "owner@example.com", "/account").await;
     let page = browser
-        .get(&format!(
+        .page(&format!(
             "/device?user_code={}",
             named["user_code"].as_str().unwrap()
         ))
-        .await
-        .text()
-        .await
-        .unwrap();
+        .await;
     assert!(page.contains("Research Bot") && page.contains("/terms") && page.contains("/privacy"));
     let unknown = app
         .http
@@ -494,17 +491,10 @@ async fn the_account_page_creates_rotates_and_revokes_keys() {
         .text()
         .await
         .unwrap();
-    let key = created
-        .split("<pre id=\"new-key\">")
-        .nth(1)
-        .unwrap()
-        .split('<')
-        .next()
-        .unwrap()
-        .to_owned();
+    let key = new_key_of(&created);
     assert_eq!(app.get_usage(Some(&bearer(&key))).await.status(), 200);
 
-    let page = browser.get("/account").await.text().await.unwrap();
+    let page = browser.page("/account").await;
     let prefix = &key[..17];
     assert!(page.contains(prefix) && page.contains("laptop agent"));
     let rotated = browser
@@ -516,14 +506,7 @@ async fn the_account_page_creates_rotates_and_revokes_keys() {
         .text()
         .await
         .unwrap();
-    let new_key = rotated
-        .split("<pre id=\"new-key\">")
-        .nth(1)
-        .unwrap()
-        .split('<')
-        .next()
-        .unwrap()
-        .to_owned();
+    let new_key = new_key_of(&rotated);
     problem(
         app.get_usage(Some(&bearer(&key))).await,
         401,
@@ -533,7 +516,7 @@ async fn the_account_page_creates_rotates_and_revokes_keys() {
     assert_eq!(app.get_usage(Some(&bearer(&new_key))).await.status(), 200);
 
     // Another account's key cannot be touched from here.
-    let page = browser.get("/account").await.text().await.unwrap();
+    let page = browser.page("/account").await;
     let seeded_prefix = &app.api_key[..17];
     let refused = browser
         .post(
@@ -568,7 +551,7 @@ async fn the_account_page_creates_rotates_and_revokes_keys() {
     )
     .await;
 
-    let page = browser.get("/account").await.text().await.unwrap();
+    let page = browser.page("/account").await;
     let out = browser.post("/signout", &[("csrf", &csrf_of(&page))]).await;
     assert_eq!(out.status(), 303);
     assert_eq!(browser.get("/account").await.status(), 303);
@@ -824,7 +807,7 @@ async fn signup_and_key_management_log_prefixes_never_secrets() {
     let (_, token) = poll(&app, &device_code).await;
     let device_key = token["api_key"].as_str().unwrap().to_owned();
 
-    let page = browser.get("/account").await.text().await.unwrap();
+    let page = browser.page("/account").await;
     let rotated = browser
         .post(
             "/account/keys/rotate",
@@ -834,14 +817,7 @@ async fn signup_and_key_management_log_prefixes_never_secrets() {
         .text()
         .await
         .unwrap();
-    let rotated_key = rotated
-        .split("<pre id=\"new-key\">")
-        .nth(1)
-        .unwrap()
-        .split('<')
-        .next()
-        .unwrap()
-        .to_owned();
+    let rotated_key = new_key_of(&rotated);
 
     let body: Value = register(&app, "logs@example.com")
         .await
@@ -880,4 +856,15 @@ async fn signup_and_key_management_log_prefixes_never_secrets() {
             "a code reached the log"
         );
     }
+}
+
+/// The key a page shows once, after it was made or rotated.
+fn new_key_of(html: &str) -> String {
+    html.split("<pre id=\"new-key\">")
+        .nth(1)
+        .unwrap()
+        .split('<')
+        .next()
+        .unwrap()
+        .to_owned()
 }

@@ -231,16 +231,7 @@ async fn the_funnel_counts_by_discovery_surface_and_needs_a_key() {
         "missing_api_key",
     )
     .await;
-    let funnel: Value = app
-        .http
-        .get(app.url("/api/telemetry/funnel?hours=1"))
-        .header("Authorization", bearer(&app.api_key))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let funnel: Value = app.get_json_as_owner("/api/telemetry/funnel?hours=1").await;
     assert_eq!(
         funnel["cells"],
         json!([

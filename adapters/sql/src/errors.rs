@@ -5,7 +5,10 @@
 use std::fmt::Display;
 
 use anyhow::anyhow;
-use svc_ports::StoreError;
+use svc_ports::{
+    StoreError,
+    store::{AccountError, AuthorityError, BillingError, ConnectionError, IdentityError, KeyError},
+};
 
 /// A failed statement as the ports see it; connection failures become
 /// [`svc_ports::StoreUnreachable`], which every face answers with a retryable 503.
@@ -37,6 +40,73 @@ fn unreachable(e: &sqlx::Error) -> bool {
 
 pub(crate) fn corrupt<E: Display>(what: &'static str) -> impl FnOnce(E) -> StoreError {
     move |e| StoreError(anyhow!("corrupt {what} in store: {e}"))
+}
+
+/// The errors a port's writes answer for a broken unique constraint (`DUPLICATE`) and for a
+/// reference to a row that does not exist (`UNKNOWN`); `None`: not expected of its writes.
+pub(crate) trait Refusals: From<StoreError> {
+    const DUPLICATE: Option<Self>;
+    const UNKNOWN: Option<Self>;
+}
+
+impl Refusals for AccountError {
+    const DUPLICATE: Option<Self> = Some(AccountError::EmailTaken);
+    const UNKNOWN: Option<Self> = None;
+}
+
+impl Refusals for KeyError {
+    const DUPLICATE: Option<Self> = Some(KeyError::Duplicate);
+    const UNKNOWN: Option<Self> = Some(KeyError::UnknownAccount);
+}
+
+impl Refusals for AuthorityError {
+    const DUPLICATE: Option<Self> = Some(AuthorityError::Duplicate);
+    const UNKNOWN: Option<Self> = Some(AuthorityError::UnknownAccount);
+}
+
+impl Refusals for BillingError {
+    const DUPLICATE: Option<Self> = None;
+    const UNKNOWN: Option<Self> = Some(BillingError::UnknownAccount);
+}
+
+impl Refusals for ConnectionError {
+    const DUPLICATE: Option<Self> = Some(ConnectionError::Duplicate);
+    const UNKNOWN: Option<Self> = Some(ConnectionError::UnknownAccount);
+}
+
+/// Grants and challenges reference no other row; a session's account is given as
+/// [`refused_as`] `NotFound`.
+impl Refusals for IdentityError {
+    const DUPLICATE: Option<Self> = Some(IdentityError::Duplicate);
+    const UNKNOWN: Option<Self> = None;
+}
+
+/// A failed write as its port's error ([`Refusals`]), or a failed statement like any other.
+pub(crate) fn refused<E: Refusals>(what: &'static str) -> impl FnOnce(sqlx::Error) -> E {
+    refused_as(what, E::DUPLICATE, E::UNKNOWN)
+}
+
+/// A failed write as the error given for a broken unique constraint (`duplicate`) or a
+/// reference to a row that does not exist (`unknown`); where one is `None` it is not expected
+/// and is a failed statement like any other.
+pub(crate) fn refused_as<E: From<StoreError>>(
+    what: &'static str,
+    duplicate: Option<E>,
+    unknown: Option<E>,
+) -> impl FnOnce(sqlx::Error) -> E {
+    move |e| {
+        if is_unique_violation(&e)
+            && let Some(duplicate) = duplicate
+        {
+            return duplicate;
+        }
+        if is_foreign_key_violation(&e)
+            && let Some(unknown) = unknown
+        {
+            return unknown;
+        }
+        backend(e, what).into()
+    }
 }
 
 pub(crate) fn is_unique_violation(e: &sqlx::Error) -> bool {

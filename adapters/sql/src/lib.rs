@@ -8,7 +8,9 @@
 
 mod errors;
 mod migrations;
+mod outcomes;
 mod postgres;
+mod rows;
 mod sqlite;
 #[cfg(test)]
 mod statements;

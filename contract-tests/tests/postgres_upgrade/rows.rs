@@ -9,13 +9,12 @@ use svc_ports::{
     ConnectionRecord, ConnectionState, Currency, DeviceGrant, DeviceGrantId, DeviceGrantStatus,
     Email, EmailChallenge, Environment, FetchedPage, KeyHash, LedgerEntry, LedgerEntryId,
     MapDocument, MapStatus, MeterEvent, MeterEventId, PaymentAuthority, PaymentFact, Plan,
-    Principal, ProviderId, Receipt, RobotsDecision, ScanId, ScanReport, Scopes, SealedSecret,
-    StoredEvent, TaskId, TaskRecord, TaskStatus, UserCode, WebSession,
+    Principal, ProviderId, Receipt, RobotsDecision, ScanReport, Scopes, SealedSecret, StoredEvent,
+    TaskId, TaskRecord, TaskStatus, UserCode, WebSession,
     authority::{AmountLimit, AuthorityInterval, window_start},
     billing::{CheckoutHandoff, CheckoutRecord, PaymentPlan, plan_payment},
     connections::oauth_state_hash,
     ledger::EntryKind,
-    readiness::{CheckId, CheckResult, CheckStatus, Evidence, ReadinessLevel},
 };
 use ulid::Ulid;
 
@@ -101,33 +100,10 @@ fn map_document(description: &str) -> MapDocument {
 }
 
 fn scan_report() -> ScanReport {
-    let checks: Vec<CheckResult> = CheckId::ALL
-        .iter()
-        .enumerate()
-        .map(|(i, id)| CheckResult {
-            id: *id,
-            title: id.title().into(),
-            status: [CheckStatus::Pass, CheckStatus::Warn, CheckStatus::Fail][i % 3],
-            weight: id.weight(),
-            summary: format!("summary {i} with \"quotes\" and ünïcödé"),
-            evidence: vec![Evidence {
-                url: format!("https://example.com/{id}"),
-                status: (i % 2 == 0).then_some(200),
-                excerpt: "line one\nline two \u{0}".into(),
-            }],
-            recommendation: (i % 3 != 0).then(|| format!("fix {id}")),
-        })
-        .collect();
-    ScanReport {
-        scan_id: ScanId::from_ulid(Ulid::new()),
-        url: "https://example.com/".into(),
-        origin: "https://example.com".into(),
-        score: svc_ports::readiness::score(&checks),
-        level: ReadinessLevel::Discoverable,
-        checks,
-        started_at: t0(),
-        completed_at: at(1234),
-    }
+    svc_contract_tests::samples::sample_report(
+        svc_contract_tests::samples::sample_checks("line one\nline two \u{0}"),
+        1234,
+    )
 }
 
 pub fn rows() -> Rows {

@@ -2,44 +2,19 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::{PgConnection, postgres::PgRow};
+use sqlx::PgConnection;
 use svc_ports::{
-    Account, AccountId, ApiKeyId, ApiKeyRecord, Email, Environment, KeyHash, KeyPrefix, Scopes,
+    Account, AccountId, ApiKeyRecord, Email, Environment, KeyHash, KeyPrefix,
     store::{AccountError, AccountStore, KeyError, StoreError},
 };
 
-use super::{
-    PostgresStore, backend, col, hash, is_foreign_key_violation, is_unique_violation, ms, parsed,
-};
+use super::{PostgresStore, backend, ms};
+use crate::errors::refused;
+use crate::rows::{self, ACCOUNT, AccountColumns};
 
-/// Column names of an account in a row: its own, or aliased beside another table's.
-pub(super) type AccountColumns = [&'static str; 5];
-pub(super) const ACCOUNT: AccountColumns = ["id", "email", "plan", "environment", "created_at"];
-pub(super) const JOINED_ACCOUNT: AccountColumns =
+/// An account's columns renamed beside a key's.
+const JOINED_ACCOUNT: AccountColumns =
     ["a_id", "a_email", "a_plan", "a_environment", "a_created_at"];
-
-pub(super) fn account_from_row(r: &PgRow, c: AccountColumns) -> Result<Account, StoreError> {
-    Ok(Account {
-        id: parsed(r, c[0], AccountId::parse)?,
-        email: parsed(r, c[1], Email::parse)?,
-        plan: parsed(r, c[2], str::parse)?,
-        environment: parsed(r, c[3], str::parse)?,
-        created_at: col(r, c[4])?,
-    })
-}
-
-fn key_from_row(r: &PgRow) -> Result<ApiKeyRecord, StoreError> {
-    Ok(ApiKeyRecord {
-        id: parsed(r, "id", ApiKeyId::parse)?,
-        account_id: parsed(r, "account_id", AccountId::parse)?,
-        prefix: parsed(r, "prefix", KeyPrefix::parse)?,
-        hash: hash(r, "hash")?,
-        scopes: parsed(r, "scopes", Scopes::parse_list)?,
-        label: col(r, "label")?,
-        created_at: col(r, "created_at")?,
-        revoked_at: col(r, "revoked_at")?,
-    })
-}
 
 /// Stores a key on a connection or inside a transaction (`&mut tx`).
 pub(super) async fn insert_key(
@@ -64,19 +39,13 @@ pub(super) async fn insert_key(
 }
 
 pub(super) fn key_error(e: sqlx::Error) -> KeyError {
-    if is_unique_violation(&e) {
-        KeyError::Duplicate
-    } else if is_foreign_key_violation(&e) {
-        KeyError::UnknownAccount
-    } else {
-        backend(e, "storing key").into()
-    }
+    refused("storing key")(e)
 }
 
 #[async_trait]
 impl AccountStore for PostgresStore {
     async fn create_account(&self, account: &Account) -> Result<(), AccountError> {
-        let r = sqlx::query(
+        sqlx::query(
             "INSERT INTO accounts (id, email, plan, environment, created_at) \
              VALUES ($1, $2, $3, $4, $5)",
         )
@@ -86,12 +55,9 @@ impl AccountStore for PostgresStore {
         .bind(account.environment.as_str())
         .bind(ms(account.created_at))
         .execute(&self.pool)
-        .await;
-        match r {
-            Ok(_) => Ok(()),
-            Err(e) if is_unique_violation(&e) => Err(AccountError::EmailTaken),
-            Err(e) => Err(backend(e, "creating account").into()),
-        }
+        .await
+        .map(|_| ())
+        .map_err(refused("creating account"))
     }
 
     async fn account(&self, id: &AccountId) -> Result<Option<Account>, StoreError> {
@@ -100,7 +66,7 @@ impl AccountStore for PostgresStore {
             .fetch_optional(&self.pool)
             .await
             .map_err(|e| backend(e, "reading account"))?
-            .map(|r| account_from_row(&r, ACCOUNT))
+            .map(|r| rows::account(&r, ACCOUNT))
             .transpose()
     }
 
@@ -118,7 +84,7 @@ impl AccountStore for PostgresStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "reading account by email"))?
-        .map(|r| account_from_row(&r, ACCOUNT))
+        .map(|r| rows::account(&r, ACCOUNT))
         .transpose()
     }
 
@@ -145,7 +111,7 @@ impl AccountStore for PostgresStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "looking up key"))?;
-        row.map(|r| Ok((key_from_row(&r)?, account_from_row(&r, JOINED_ACCOUNT)?)))
+        row.map(|r| Ok((rows::api_key(&r)?, rows::account(&r, JOINED_ACCOUNT)?)))
             .transpose()
     }
 
@@ -159,7 +125,7 @@ impl AccountStore for PostgresStore {
         .await
         .map_err(|e| backend(e, "listing keys"))?
         .iter()
-        .map(key_from_row)
+        .map(rows::api_key)
         .collect()
     }
 
@@ -179,7 +145,7 @@ impl AccountStore for PostgresStore {
         .await
         .map_err(|e| backend(e, "revoking key"))?;
         if let Some(r) = row {
-            return Ok(key_from_row(&r)?);
+            return Ok(rows::api_key(&r)?);
         }
         let exists: bool =
             sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM api_keys WHERE prefix = $1)")
@@ -228,7 +194,7 @@ impl AccountStore for PostgresStore {
                 KeyError::NotFound
             });
         };
-        let old = key_from_row(&row)?;
+        let old = rows::api_key(&row)?;
         insert_key(&mut tx, replacement).await.map_err(key_error)?;
         tx.commit().await.map_err(err)?;
         Ok(old)

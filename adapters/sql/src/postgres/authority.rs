@@ -5,56 +5,17 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::{PgConnection, postgres::PgRow};
+use sqlx::PgConnection;
 use svc_ports::{
     AccountId, AuthorityId, AuthorityRefusal, AuthoritySpendRecord, AuthorityUsage, NewTask,
-    PaymentAuthority, TaskId,
-    authority::{AmountLimit, AuthorityInterval, Principal, check_spend, window_start},
-    billing::Currency,
+    PaymentAuthority,
+    authority::{AuthorityInterval, check_spend, window_start},
     store::{AuthorityError, AuthorityStore, StoreError},
 };
 
-use super::{
-    PostgresStore, backend, col, corrupt, is_foreign_key_violation, is_unique_violation, known, ms,
-    parsed,
-};
-
-fn authority_from_row(r: &PgRow) -> Result<PaymentAuthority, StoreError> {
-    let interval = parsed(r, "amount_interval", |s| known(AuthorityInterval::parse(s)))?;
-    Ok(PaymentAuthority {
-        authority_id: parsed(r, "id", AuthorityId::parse)?,
-        principal: Principal {
-            kind: col(r, "principal_type")?,
-            id: col(r, "principal_id")?,
-            agent_provider: col(r, "agent_provider")?,
-        },
-        scope: parsed(r, "scope", |s| serde_json::from_str(s))?,
-        amount_limit: AmountLimit::new(col(r, "amount_value")?, interval)
-            .map_err(corrupt("authority amount"))?,
-        currency: parsed(r, "currency", Currency::parse)?,
-        expires_at: col(r, "expires_at")?,
-        revocation_url: col(r, "revocation_url")?,
-        receipt_required: col(r, "receipt_required")?,
-        verification_required: col(r, "verification_required")?,
-        created_at: col(r, "created_at")?,
-        account_id: parsed(r, "account_id", AccountId::parse)?,
-        created_by: col(r, "created_by")?,
-        revoked_at: col(r, "revoked_at")?,
-    })
-}
-
-fn spend_from_row(r: &PgRow) -> Result<AuthoritySpendRecord, StoreError> {
-    Ok(AuthoritySpendRecord {
-        authority_id: parsed(r, "authority_id", AuthorityId::parse)?,
-        task_id: parsed(r, "task_id", TaskId::parse)?,
-        amount: col(r, "amount")?,
-        currency: parsed(r, "currency", Currency::parse)?,
-        scope: col(r, "scope")?,
-        window_start: col(r, "window_start")?,
-        spent_at: col(r, "spent_at")?,
-        released_at: col(r, "released_at")?,
-    })
-}
+use super::{PostgresStore, backend, col, corrupt, is_unique_violation, ms};
+use crate::errors::refused;
+use crate::rows;
 
 /// Checks and stores a new task's spend inside the task's transaction (after the task row,
 /// which it references). `Ok(Err(_))`: refused; the caller drops the transaction.
@@ -78,7 +39,7 @@ pub(super) async fn spend_authority(
     let Some(row) = row else {
         return Ok(Err(AuthorityRefusal::UnknownAuthority));
     };
-    let authority = authority_from_row(&row).map_err(decode)?;
+    let authority = rows::authority(&row).map_err(decode)?;
     let start = window_start(&authority, task.created_at);
     // Read with the authority locked: spends committed before the lock are all seen.
     let spent: i64 = sqlx::query_scalar(
@@ -180,7 +141,7 @@ impl PostgresStore {
 impl AuthorityStore for PostgresStore {
     async fn insert_authority(&self, a: &PaymentAuthority) -> Result<(), AuthorityError> {
         let scope = serde_json::to_string(&a.scope).map_err(corrupt("authority scope"))?;
-        let r = sqlx::query(
+        sqlx::query(
             "INSERT INTO payment_authorities (id, account_id, principal_type, principal_id, \
              agent_provider, scope, amount_value, amount_interval, currency, expires_at, \
              revocation_url, receipt_required, verification_required, created_by, created_at, \
@@ -204,13 +165,9 @@ impl AuthorityStore for PostgresStore {
         .bind(ms(a.created_at))
         .bind(a.revoked_at.map(ms))
         .execute(&self.pool)
-        .await;
-        match r {
-            Ok(_) => Ok(()),
-            Err(e) if is_foreign_key_violation(&e) => Err(AuthorityError::UnknownAccount),
-            Err(e) if is_unique_violation(&e) => Err(AuthorityError::Duplicate),
-            Err(e) => Err(backend(e, "storing payment authority").into()),
-        }
+        .await
+        .map(|_| ())
+        .map_err(refused("storing payment authority"))
     }
 
     async fn authority(
@@ -229,7 +186,7 @@ impl AuthorityStore for PostgresStore {
         .await
         .map_err(|e| backend(e, "reading payment authority"))?;
         let Some(row) = row else { return Ok(None) };
-        let authority = authority_from_row(&row)?;
+        let authority = rows::authority(&row)?;
         Ok(self.with_usage(vec![authority], now).await?.pop())
     }
 
@@ -249,7 +206,7 @@ impl AuthorityStore for PostgresStore {
         .await
         .map_err(|e| backend(e, "listing payment authorities"))?
         .iter()
-        .map(authority_from_row)
+        .map(rows::authority)
         .collect::<Result<Vec<_>, _>>()?;
         self.with_usage(authorities, now).await
     }
@@ -267,7 +224,7 @@ impl AuthorityStore for PostgresStore {
         .await
         .map_err(|e| backend(e, "listing authority spends"))?
         .iter()
-        .map(spend_from_row)
+        .map(rows::authority_spend)
         .collect()
     }
 
@@ -291,7 +248,7 @@ impl AuthorityStore for PostgresStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| AuthorityError::Store(backend(e, "revoking payment authority")))?
-        .map(|r| authority_from_row(&r).map_err(AuthorityError::Store))
+        .map(|r| rows::authority(&r).map_err(AuthorityError::Store))
         .transpose()?
         .ok_or(AuthorityError::NotFound)
     }

@@ -6,9 +6,9 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::{PgConnection, Postgres, Transaction, postgres::PgRow, types::Json};
+use sqlx::{PgConnection, Postgres, Transaction, types::Json};
 use svc_ports::{
-    AccountId, CheckoutId, KeyHash, MeterEventId, ReceiptId,
+    AccountId, CheckoutId, KeyHash, MeterEventId,
     billing::{
         AppliedMovement, CheckoutHandoff, CheckoutOutcome, CheckoutRecord, Currency, EventOutcome,
         MeterEvent, MeterOutcome, PaymentEvent, PaymentFact, PaymentPlan, Receipt, ReceiptKind,
@@ -19,59 +19,10 @@ use svc_ports::{
 
 use super::{
     PostgresStore, backend, col, corrupt, is_foreign_key_violation, is_unique_violation,
-    jsonb_safe, known, ledger::insert_entry, ms, parsed, parsed_opt, tasks::task_from_row,
+    jsonb_safe, ledger::insert_entry, ms, parsed,
 };
-
-fn checkout_from_row(r: &PgRow) -> Result<CheckoutRecord, StoreError> {
-    Ok(CheckoutRecord {
-        id: parsed(r, "id", CheckoutId::parse)?,
-        account_id: parsed(r, "account_id", AccountId::parse)?,
-        sku: col(r, "sku")?,
-        plan: parsed(r, "plan", str::parse)?,
-        credits: col(r, "credits")?,
-        amount: col(r, "amount")?,
-        currency: parsed(r, "currency", Currency::parse)?,
-        provider_session_id: col(r, "provider_session_id")?,
-        checkout_url: col(r, "checkout_url")?,
-        idempotency_key: col(r, "idempotency_key")?,
-        created_at: col(r, "created_at")?,
-        expires_at: col(r, "expires_at")?,
-    })
-}
-
-fn receipt_from_row(r: &PgRow) -> Result<Receipt, StoreError> {
-    Ok(Receipt {
-        id: parsed(r, "id", ReceiptId::parse)?,
-        account_id: parsed(r, "account_id", AccountId::parse)?,
-        kind: parsed(r, "kind", |s| known(ReceiptKind::parse(s)))?,
-        credits: col(r, "credits")?,
-        spendable_delta: col(r, "spendable_delta")?,
-        frozen_delta: col(r, "frozen_delta")?,
-        shortfall: col(r, "shortfall")?,
-        amount: col(r, "amount")?,
-        currency: parsed_opt(r, "currency", Currency::parse)?,
-        payment_id: col(r, "payment_id")?,
-        checkout_id: parsed_opt(r, "checkout_id", CheckoutId::parse)?,
-        task_id: None,
-        artifact_id: None,
-        reference: col(r, "reference")?,
-        note: col(r, "note")?,
-        created_at: col(r, "created_at")?,
-    })
-}
-
-fn meter_from_row(r: &PgRow) -> Result<MeterEvent, StoreError> {
-    Ok(MeterEvent {
-        id: parsed(r, "id", MeterEventId::parse)?,
-        identifier: col(r, "identifier")?,
-        event_name: col(r, "event_name")?,
-        account_id: parsed_opt(r, "account_id", AccountId::parse)?,
-        value: col(r, "value")?,
-        occurred_at: col(r, "occurred_at")?,
-        recorded_at: col(r, "recorded_at")?,
-        forwarded_at: col(r, "forwarded_at")?,
-    })
-}
+use crate::errors::refused;
+use crate::rows;
 
 async fn insert_receipt(conn: &mut PgConnection, r: &Receipt) -> Result<(), sqlx::Error> {
     sqlx::query(
@@ -191,7 +142,7 @@ async fn apply_facts(
     .fetch_all(&mut **tx)
     .await?
     .iter()
-    .map(checkout_from_row)
+    .map(rows::checkout)
     .collect::<Result<Vec<_>, _>>()
     .map_err(decode)?;
     let (applied, spendable) = match payment_checkout(facts, &checkouts) {
@@ -318,7 +269,7 @@ impl BillingStore for PostgresStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "reading checkout"))?
-        .map(|r| checkout_from_row(&r))
+        .map(|r| rows::checkout(&r))
         .transpose()
     }
 
@@ -331,7 +282,7 @@ impl BillingStore for PostgresStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "reading checkout"))?
-        .map(|r| checkout_from_row(&r))
+        .map(|r| rows::checkout(&r))
         .transpose()
     }
 
@@ -366,7 +317,7 @@ impl BillingStore for PostgresStore {
         .await
         .map_err(|e| backend(e, "listing receipts"))?
         .iter()
-        .map(receipt_from_row)
+        .map(rows::receipt)
         .collect::<Result<Vec<_>, _>>()?;
         let tasks = sqlx::query(
             "SELECT id, account_id, key_id, domain, action, cost, idempotency_key, fingerprint, \
@@ -381,7 +332,7 @@ impl BillingStore for PostgresStore {
         .await
         .map_err(|e| backend(e, "listing task receipts"))?;
         for row in &tasks {
-            out.extend(task_receipt(&task_from_row(row)?));
+            out.extend(task_receipt(&rows::task(row)?));
         }
         out.sort_by(|a, b| (b.created_at, &b.id).cmp(&(a.created_at, &a.id)));
         out.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
@@ -389,7 +340,7 @@ impl BillingStore for PostgresStore {
     }
 
     async fn insert_handoff(&self, handoff: &CheckoutHandoff) -> Result<(), BillingError> {
-        let r = sqlx::query(
+        sqlx::query(
             "INSERT INTO checkout_handoffs (token_hash, account_id, sku, created_at, expires_at) \
              VALUES ($1, $2, $3, $4, $5)",
         )
@@ -399,12 +350,9 @@ impl BillingStore for PostgresStore {
         .bind(ms(handoff.created_at))
         .bind(ms(handoff.expires_at))
         .execute(&self.pool)
-        .await;
-        match r {
-            Ok(_) => Ok(()),
-            Err(e) if is_foreign_key_violation(&e) => Err(BillingError::UnknownAccount),
-            Err(e) => Err(backend(e, "storing checkout handoff").into()),
-        }
+        .await
+        .map(|_| ())
+        .map_err(refused("storing checkout handoff"))
     }
 
     async fn take_handoff(
@@ -463,7 +411,7 @@ impl BillingStore for PostgresStore {
         .fetch_one(&self.pool)
         .await
         .map_err(|e| backend(e, "reading meter event"))?;
-        Ok(MeterOutcome::Existing(meter_from_row(&row)?))
+        Ok(MeterOutcome::Existing(rows::meter_event(&row)?))
     }
 
     async fn mark_meter_forwarded(

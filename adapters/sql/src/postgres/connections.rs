@@ -5,35 +5,15 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::postgres::PgRow;
 use svc_ports::{
     AccountId, ConnectionFinish, ConnectionId, ConnectionRecord, ConnectionState, KeyHash,
     ProviderId, SealedSecret,
     store::{ConnectionError, ConnectionStore, StoreError},
 };
 
-use super::{
-    PostgresStore, backend, col, hash, is_foreign_key_violation, is_unique_violation, known, ms,
-    parsed,
-};
-
-fn connection_from_row(r: &PgRow) -> Result<ConnectionRecord, StoreError> {
-    Ok(ConnectionRecord {
-        id: parsed(r, "id", ConnectionId::parse)?,
-        account_id: parsed(r, "account_id", AccountId::parse)?,
-        provider: parsed(r, "provider", ProviderId::parse)?,
-        expected_account: col(r, "expected_account")?,
-        upstream_account: col(r, "upstream_account")?,
-        state: parsed(r, "state", |s| known(ConnectionState::parse(s)))?,
-        oauth_state_hash: hash(r, "oauth_state_hash")?.to_hex(),
-        pkce_verifier: SealedSecret::new(col(r, "pkce_verifier")?),
-        credentials: col::<Option<Vec<u8>>>(r, "credentials")?.map(SealedSecret::new),
-        credentials_expire_at: col(r, "credentials_expire_at")?,
-        link_expires_at: col(r, "link_expires_at")?,
-        created_at: col(r, "created_at")?,
-        updated_at: col(r, "updated_at")?,
-    })
-}
+use super::{PostgresStore, backend, ms};
+use crate::errors::refused;
+use crate::rows;
 
 impl PostgresStore {
     /// The record as it is now (after a compare-and-set that did not match).
@@ -51,7 +31,7 @@ impl ConnectionStore for PostgresStore {
         let state_hash = KeyHash::from_hex(&c.oauth_state_hash).ok_or_else(|| {
             StoreError(anyhow::anyhow!("the OAuth state hash is not a hex SHA-256"))
         })?;
-        let r = sqlx::query(
+        sqlx::query(
             "INSERT INTO connections (id, account_id, provider, expected_account, \
              upstream_account, state, oauth_state_hash, pkce_verifier, credentials, \
              credentials_expire_at, link_expires_at, created_at, updated_at) \
@@ -71,13 +51,9 @@ impl ConnectionStore for PostgresStore {
         .bind(ms(c.created_at))
         .bind(ms(c.updated_at))
         .execute(&self.pool)
-        .await;
-        match r {
-            Ok(_) => Ok(()),
-            Err(e) if is_foreign_key_violation(&e) => Err(ConnectionError::UnknownAccount),
-            Err(e) if is_unique_violation(&e) => Err(ConnectionError::Duplicate),
-            Err(e) => Err(backend(e, "storing connection").into()),
-        }
+        .await
+        .map(|_| ())
+        .map_err(refused("storing connection"))
     }
 
     async fn connection(&self, id: &ConnectionId) -> Result<Option<ConnectionRecord>, StoreError> {
@@ -90,7 +66,7 @@ impl ConnectionStore for PostgresStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "reading connection"))?
-        .map(|r| connection_from_row(&r))
+        .map(|r| rows::connection(&r))
         .transpose()
     }
 
@@ -112,7 +88,7 @@ impl ConnectionStore for PostgresStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "reading connection"))?
-        .map(|r| connection_from_row(&r))
+        .map(|r| rows::connection(&r))
         .transpose()
     }
 
@@ -132,7 +108,7 @@ impl ConnectionStore for PostgresStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "reading latest connection"))?
-        .map(|r| connection_from_row(&r))
+        .map(|r| rows::connection(&r))
         .transpose()
     }
 
@@ -155,7 +131,7 @@ impl ConnectionStore for PostgresStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "reading a connection by state"))?
-        .map(|r| connection_from_row(&r))
+        .map(|r| rows::connection(&r))
         .transpose()
     }
 
@@ -203,7 +179,7 @@ impl ConnectionStore for PostgresStore {
         .await
         .map_err(|e| backend(e, "finishing connection"))?;
         match row {
-            Some(r) => Ok(connection_from_row(&r)?),
+            Some(r) => Ok(rows::connection(&r)?),
             None => Err(ConnectionError::NotPending(Box::new(
                 self.current_connection(id).await?,
             ))),
@@ -232,7 +208,7 @@ impl ConnectionStore for PostgresStore {
         .await
         .map_err(|e| backend(e, "refreshing connection credentials"))?;
         match row {
-            Some(r) => Ok(connection_from_row(&r)?),
+            Some(r) => Ok(rows::connection(&r)?),
             None => Err(ConnectionError::NotConnected(Box::new(
                 self.current_connection(id).await?,
             ))),
@@ -258,7 +234,7 @@ impl ConnectionStore for PostgresStore {
         .await
         .map_err(|e| backend(e, "expiring connection"))?;
         match row {
-            Some(r) => Ok(connection_from_row(&r)?),
+            Some(r) => Ok(rows::connection(&r)?),
             None => self.current_connection(id).await,
         }
     }

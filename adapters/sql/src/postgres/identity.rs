@@ -4,75 +4,23 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::postgres::PgRow;
 use svc_ports::{
-    Account, AccountId, ApiKeyId, ApiKeyRecord, ChallengeId, ChallengePurpose, DeviceDecision,
-    DeviceGrant, DeviceGrantId, DeviceGrantStatus, Email, EmailChallenge, KeyHash, Scopes,
-    UserCode, WebSession,
+    Account, AccountId, ApiKeyId, ApiKeyRecord, ChallengeId, DeviceDecision, DeviceGrant,
+    DeviceGrantId, DeviceGrantStatus, Email, EmailChallenge, KeyHash, UserCode, WebSession,
     identity::MAX_CODE_ATTEMPTS,
-    store::{IdentityError, IdentityStore, KeyError, StoreError},
+    store::{IdentityError, IdentityStore, StoreError},
 };
 
 use super::{
     PostgresStore,
-    accounts::{ACCOUNT, account_from_row, insert_key, key_error},
-    backend, col, corrupt, hash, is_foreign_key_violation, is_unique_violation, known, ms, parsed,
-    parsed_opt,
+    accounts::{insert_key, key_error},
+    backend, col, hash, ms, parsed,
 };
-
-fn grant_from_row(r: &PgRow) -> Result<DeviceGrant, StoreError> {
-    let interval: i64 = col(r, "interval_secs")?;
-    Ok(DeviceGrant {
-        id: parsed(r, "id", DeviceGrantId::parse)?,
-        device_code_hash: hash(r, "device_code_hash")?,
-        user_code: parsed(r, "user_code", UserCode::parse)?,
-        client_id: col(r, "client_id")?,
-        agent_name: col(r, "agent_name")?,
-        scopes: parsed(r, "scopes", Scopes::parse_list)?,
-        status: parsed(r, "status", |s| known(DeviceGrantStatus::parse(s)))?,
-        account_id: parsed_opt(r, "account_id", AccountId::parse)?,
-        key_id: parsed_opt(r, "key_id", ApiKeyId::parse)?,
-        interval_secs: u32::try_from(interval).map_err(corrupt("interval"))?,
-        created_at: col(r, "created_at")?,
-        expires_at: col(r, "expires_at")?,
-        last_polled_at: col(r, "last_polled_at")?,
-    })
-}
-
-fn challenge_from_row(r: &PgRow) -> Result<EmailChallenge, StoreError> {
-    let attempts: i64 = col(r, "attempts")?;
-    Ok(EmailChallenge {
-        id: parsed(r, "id", ChallengeId::parse)?,
-        purpose: parsed(r, "purpose", |s| known(ChallengePurpose::parse(s)))?,
-        email: parsed(r, "email", Email::parse)?,
-        code_hash: hash(r, "code_hash")?,
-        agent_name: col(r, "agent_name")?,
-        scopes: parsed(r, "scopes", Scopes::parse_list)?,
-        attempts: u32::try_from(attempts).map_err(corrupt("attempts"))?,
-        created_at: col(r, "created_at")?,
-        expires_at: col(r, "expires_at")?,
-        consumed_at: col(r, "consumed_at")?,
-    })
-}
-
-/// Why a challenge cannot take a try now.
-fn challenge_refusal(c: &EmailChallenge, at: DateTime<Utc>) -> IdentityError {
-    if c.consumed_at.is_some() {
-        IdentityError::AlreadyUsed
-    } else if at >= c.expires_at {
-        IdentityError::Expired
-    } else {
-        IdentityError::Exhausted
-    }
-}
-
-fn duplicate_or(e: sqlx::Error, what: &'static str) -> IdentityError {
-    if is_unique_violation(&e) {
-        IdentityError::Duplicate
-    } else {
-        backend(e, what).into()
-    }
-}
+use crate::rows::{self, ACCOUNT};
+use crate::{
+    errors::{refused, refused_as},
+    outcomes,
+};
 
 impl PostgresStore {
     async fn grant_by_id(&self, id: &DeviceGrantId) -> Result<Option<DeviceGrant>, StoreError> {
@@ -85,7 +33,7 @@ impl PostgresStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "reading device grant"))?
-        .map(|r| grant_from_row(&r))
+        .map(|r| rows::device_grant(&r))
         .transpose()
     }
 
@@ -139,7 +87,7 @@ impl PostgresStore {
         .await
         .map_err(err)?;
         let Some(row) = row else { return Ok(None) };
-        let challenge = challenge_from_row(&row)?;
+        let challenge = rows::email_challenge(&row)?;
         if let Some(key) = key {
             insert_key(&mut tx, key)
                 .await
@@ -174,7 +122,7 @@ impl IdentityStore for PostgresStore {
         .execute(&self.pool)
         .await
         .map(|_| ())
-        .map_err(|e| duplicate_or(e, "storing device grant"))
+        .map_err(refused("storing device grant"))
     }
 
     async fn device_grant_by_code(
@@ -190,7 +138,7 @@ impl IdentityStore for PostgresStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "reading device grant"))?
-        .map(|r| grant_from_row(&r))
+        .map(|r| rows::device_grant(&r))
         .transpose()
     }
 
@@ -207,7 +155,7 @@ impl IdentityStore for PostgresStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "reading device grant"))?
-        .map(|r| grant_from_row(&r))
+        .map(|r| rows::device_grant(&r))
         .transpose()
     }
 
@@ -253,13 +201,9 @@ impl IdentityStore for PostgresStore {
         .await
         .map_err(|e| backend(e, "deciding device grant"))?;
         if let Some(r) = row {
-            return Ok(grant_from_row(&r)?);
+            return Ok(rows::device_grant(&r)?);
         }
-        match self.grant_by_id(id).await? {
-            None => Err(IdentityError::NotFound),
-            Some(g) if g.status != DeviceGrantStatus::Pending => Err(IdentityError::NotPending),
-            Some(_) => Err(IdentityError::Expired),
-        }
+        Err(outcomes::undecided_grant(self.grant_by_id(id).await?))
     }
 
     async fn issue_device_key(
@@ -270,16 +214,7 @@ impl IdentityStore for PostgresStore {
         if self.try_issue_device_key(id, key).await? {
             return Ok(());
         }
-        match self.grant_by_id(id).await? {
-            None => Err(IdentityError::NotFound),
-            Some(g) => Err(match g.status {
-                DeviceGrantStatus::Issued => IdentityError::AlreadyUsed,
-                DeviceGrantStatus::Pending | DeviceGrantStatus::Denied => {
-                    IdentityError::NotApproved
-                }
-                DeviceGrantStatus::Approved => IdentityError::Key(KeyError::UnknownAccount),
-            }),
-        }
+        Err(outcomes::unissued_key(self.grant_by_id(id).await?))
     }
 
     async fn insert_challenge(&self, c: &EmailChallenge) -> Result<(), IdentityError> {
@@ -301,7 +236,7 @@ impl IdentityStore for PostgresStore {
         .execute(&self.pool)
         .await
         .map(|_| ())
-        .map_err(|e| duplicate_or(e, "storing email challenge"))
+        .map_err(refused("storing email challenge"))
     }
 
     async fn challenge(&self, id: &ChallengeId) -> Result<Option<EmailChallenge>, StoreError> {
@@ -313,7 +248,7 @@ impl IdentityStore for PostgresStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "reading email challenge"))?
-        .map(|r| challenge_from_row(&r))
+        .map(|r| rows::email_challenge(&r))
         .transpose()
     }
 
@@ -351,12 +286,9 @@ impl IdentityStore for PostgresStore {
         .await
         .map_err(|e| backend(e, "counting a code try"))?;
         if let Some(r) = row {
-            return Ok(challenge_from_row(&r)?);
+            return Ok(rows::email_challenge(&r)?);
         }
-        match self.challenge(id).await? {
-            None => Err(IdentityError::NotFound),
-            Some(c) => Err(challenge_refusal(&c, at)),
-        }
+        Err(outcomes::untried_challenge(self.challenge(id).await?, at))
     }
 
     async fn consume_challenge<'a>(
@@ -368,15 +300,11 @@ impl IdentityStore for PostgresStore {
         if let Some(c) = self.try_consume(id, at, key).await? {
             return Ok(c);
         }
-        match self.challenge(id).await? {
-            None => Err(IdentityError::NotFound),
-            Some(c) if c.consumed_at.is_some() => Err(IdentityError::AlreadyUsed),
-            Some(_) => Err(IdentityError::Expired),
-        }
+        Err(outcomes::unconsumed_challenge(self.challenge(id).await?))
     }
 
     async fn insert_session(&self, w: &WebSession) -> Result<(), IdentityError> {
-        let r = sqlx::query(
+        sqlx::query(
             "INSERT INTO web_sessions (token_hash, account_id, created_at, expires_at) \
              VALUES ($1, $2, $3, $4)",
         )
@@ -385,12 +313,13 @@ impl IdentityStore for PostgresStore {
         .bind(ms(w.created_at))
         .bind(ms(w.expires_at))
         .execute(&self.pool)
-        .await;
-        match r {
-            Ok(_) => Ok(()),
-            Err(e) if is_foreign_key_violation(&e) => Err(IdentityError::NotFound),
-            Err(e) => Err(duplicate_or(e, "storing web session")),
-        }
+        .await
+        .map(|_| ())
+        .map_err(refused_as(
+            "storing web session",
+            Some(IdentityError::Duplicate),
+            Some(IdentityError::NotFound),
+        ))
     }
 
     async fn session(
@@ -416,7 +345,7 @@ impl IdentityStore for PostgresStore {
             created_at: col(&r, "s_created_at")?,
             expires_at: col(&r, "s_expires_at")?,
         };
-        Ok(Some((session, account_from_row(&r, ACCOUNT)?)))
+        Ok(Some((session, rows::account(&r, ACCOUNT)?)))
     }
 
     async fn delete_session(&self, token_hash: &KeyHash) -> Result<(), StoreError> {

@@ -3,27 +3,15 @@
 //! second one's entry breaks the unique reference and the whole statement rolls back).
 
 use async_trait::async_trait;
-use sqlx::{PgConnection, postgres::PgRow};
+use sqlx::PgConnection;
 use svc_ports::{
-    AccountId, Balance, GrantOutcome, LedgerEntry, LedgerEntryId,
+    AccountId, Balance, GrantOutcome, LedgerEntry,
     ledger::Grant,
     store::{LedgerError, LedgerStore, StoreError},
 };
 
-use super::{PostgresStore, backend, col, is_unique_violation, ms, parsed};
-
-pub(super) fn entry_from_row(r: &PgRow) -> Result<LedgerEntry, StoreError> {
-    Ok(LedgerEntry {
-        id: parsed(r, "id", LedgerEntryId::parse)?,
-        account_id: parsed(r, "account_id", AccountId::parse)?,
-        kind: parsed(r, "kind", str::parse)?,
-        delta: col(r, "delta")?,
-        balance_after: col(r, "balance_after")?,
-        reference: col(r, "reference")?,
-        memo: col(r, "memo")?,
-        created_at: col(r, "created_at")?,
-    })
-}
+use super::{PostgresStore, backend, col, is_unique_violation, ms};
+use crate::rows;
 
 /// Writes a ledger entry inside the transaction that moved its credits.
 pub(super) async fn insert_entry(
@@ -63,7 +51,7 @@ impl PostgresStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "looking up grant reference"))?
-        .map(|r| entry_from_row(&r))
+        .map(|r| rows::ledger_entry(&r))
         .transpose()
     }
 }
@@ -123,7 +111,7 @@ impl LedgerStore for PostgresStore {
             Err(e) => return Err(backend(e, "applying grant").into()),
         };
         if col::<Option<String>>(&row, "id")?.is_some() {
-            return Ok(GrantOutcome::AlreadyApplied(entry_from_row(&row)?));
+            return Ok(GrantOutcome::AlreadyApplied(rows::ledger_entry(&row)?));
         }
         match col::<Option<i64>>(&row, "credited_balance")? {
             Some(balance_after) => Ok(GrantOutcome::Applied(grant.entry(balance_after))),
@@ -160,7 +148,7 @@ impl LedgerStore for PostgresStore {
         .await
         .map_err(|e| backend(e, "listing ledger entries"))?
         .iter()
-        .map(entry_from_row)
+        .map(rows::ledger_entry)
         .collect()
     }
 }

@@ -4,25 +4,13 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::postgres::PgRow;
 use svc_ports::{
     AgentMap, Domain, MapDocument, MapStatus,
     store::{MapStore, MapStoreError, StoreError},
 };
 
-use super::{PostgresStore, backend, col, corrupt, known, ms, parsed};
-
-fn map_from_row(r: &PgRow) -> Result<AgentMap, StoreError> {
-    let version: i64 = col(r, "version")?;
-    Ok(AgentMap {
-        document: parsed(r, "document", |s| serde_json::from_str::<MapDocument>(s))?,
-        version: u32::try_from(version).map_err(corrupt("map version"))?,
-        status: parsed(r, "status", |s| known(MapStatus::parse(s)))?,
-        origin: col(r, "origin")?,
-        created_at: col(r, "created_at")?,
-        updated_at: col(r, "updated_at")?,
-    })
-}
+use super::{PostgresStore, backend, corrupt, ms};
+use crate::rows;
 
 #[async_trait]
 impl MapStore for PostgresStore {
@@ -72,7 +60,7 @@ impl MapStore for PostgresStore {
         .await
         .map_err(|e| backend(e, "listing agent maps"))?
         .iter()
-        .map(map_from_row)
+        .map(rows::agent_map)
         .collect()
     }
 
@@ -85,7 +73,7 @@ impl MapStore for PostgresStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "reading published map"))?
-        .map(|r| map_from_row(&r))
+        .map(|r| rows::agent_map(&r))
         .transpose()
     }
 
@@ -133,7 +121,7 @@ impl MapStore for PostgresStore {
         .fetch_one(&mut *tx)
         .await
         .map_err(err)?;
-        let map = map_from_row(&row)?;
+        let map = rows::agent_map(&row)?;
         tx.commit().await.map_err(err)?;
         Ok(map)
     }
@@ -153,7 +141,7 @@ impl MapStore for PostgresStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| MapStoreError::Store(backend(e, "retiring agent map")))?
-        .map(|r| map_from_row(&r).map_err(MapStoreError::Store))
+        .map(|r| rows::agent_map(&r).map_err(MapStoreError::Store))
         .transpose()?
         .ok_or(MapStoreError::NotFound)
     }

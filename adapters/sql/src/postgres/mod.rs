@@ -10,6 +10,7 @@ mod a2a;
 mod accounts;
 mod authority;
 mod billing;
+mod columns;
 mod connections;
 mod health;
 mod identity;
@@ -127,11 +128,6 @@ fn parsed_opt<T, E: Display>(
 /// A BYTEA SHA-256 column.
 fn hash(row: &PgRow, name: &'static str) -> Result<KeyHash, StoreError> {
     KeyHash::from_bytes(&col::<Vec<u8>>(row, name)?).ok_or_else(|| corrupt(name)("not 32 bytes"))
-}
-
-/// For enum `parse` functions that answer `Option`.
-fn known<T>(value: Option<T>) -> Result<T, &'static str> {
-    value.ok_or("unknown value")
 }
 
 /// JSONB cannot hold a NUL (`\u0000`): refused here with a clear error instead of a failed

@@ -3,29 +3,13 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::{postgres::PgRow, types::Json};
 use svc_ports::{
-    FetchedPage, RobotsDecision,
+    FetchedPage,
     store::{PageCache, StoreError},
 };
 
-use super::{PostgresStore, backend, col, corrupt, jsonb_safe, ms};
-
-fn page_from_row(r: &PgRow) -> Result<FetchedPage, StoreError> {
-    let status: i64 = col(r, "status")?;
-    Ok(FetchedPage {
-        requested_url: col(r, "requested_url")?,
-        final_url: col(r, "final_url")?,
-        status: u16::try_from(status).map_err(corrupt("page status"))?,
-        content_type: col(r, "content_type")?,
-        charset: col(r, "charset")?,
-        body: String::from_utf8(col(r, "body")?).map_err(corrupt("cached page body"))?,
-        truncated: col(r, "truncated")?,
-        redirects: col::<Json<Vec<String>>>(r, "redirects")?.0,
-        robots: col::<Json<RobotsDecision>>(r, "robots")?.0,
-        fetched_at: col(r, "fetched_at")?,
-    })
-}
+use super::{PostgresStore, backend, corrupt, jsonb_safe, ms};
+use crate::rows;
 
 #[async_trait]
 impl PageCache for PostgresStore {
@@ -79,7 +63,7 @@ impl PageCache for PostgresStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "reading cached page"))?
-        .map(|r| page_from_row(&r))
+        .map(|r| rows::fetched_page(&r))
         .transpose()
     }
 

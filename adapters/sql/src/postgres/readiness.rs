@@ -8,12 +8,12 @@ use svc_ports::{
 };
 
 use super::{PostgresStore, backend, ms};
+use crate::rows;
 
 #[async_trait]
 impl ScanStore for PostgresStore {
     async fn insert_scan(&self, report: &ScanReport) -> Result<(), StoreError> {
-        let json = serde_json::to_string(report)
-            .map_err(|e| StoreError(anyhow::Error::new(e).context("encoding a scan")))?;
+        let json = rows::scan_json(report)?;
         sqlx::query(
             "INSERT INTO readiness_scans (id, url, score, level, completed_at, report) \
              VALUES ($1, $2, $3, $4, $5, $6)",
@@ -37,8 +37,6 @@ impl ScanStore for PostgresStore {
                 .fetch_optional(&self.pool)
                 .await
                 .map_err(|e| backend(e, "reading a readiness scan"))?;
-        json.map(|j| serde_json::from_str(&j))
-            .transpose()
-            .map_err(|e| StoreError(anyhow::Error::new(e).context("decoding a stored scan")))
+        rows::scan_report(json)
     }
 }

@@ -8,78 +8,19 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::{PgConnection, postgres::PgRow};
+use sqlx::PgConnection;
 use svc_ports::{
-    AccountId, ApiKeyId, ArtifactId, BeginOutcome, LedgerEntry, NewTask, SettleOutcome, Settlement,
-    TaskId, TaskRecord, TaskStatus, VerifyOutcome,
+    AccountId, ArtifactId, BeginOutcome, LedgerEntry, NewTask, SettleOutcome, Settlement, TaskId,
+    TaskRecord, TaskStatus, VerifyOutcome,
     ledger::EntryKind,
     store::{StoreError, TaskError, TaskStore},
 };
 
 use super::{
-    PostgresStore, authority::spend_authority, backend, col, corrupt, is_foreign_key_violation,
-    is_unique_violation, known, ms, parsed, parsed_opt,
+    PostgresStore, authority::spend_authority, backend, col, is_foreign_key_violation,
+    is_unique_violation, ms,
 };
-
-pub(super) fn task_from_row(r: &PgRow) -> Result<TaskRecord, StoreError> {
-    let response_status: Option<i64> = col(r, "response_status")?;
-    Ok(TaskRecord {
-        id: parsed(r, "id", TaskId::parse)?,
-        account_id: parsed(r, "account_id", AccountId::parse)?,
-        key_id: parsed(r, "key_id", ApiKeyId::parse)?,
-        domain: col(r, "domain")?,
-        action: col(r, "action")?,
-        cost: col(r, "cost")?,
-        idempotency_key: col(r, "idempotency_key")?,
-        fingerprint: col(r, "fingerprint")?,
-        status: parsed(r, "status", |s| known(TaskStatus::parse(s)))?,
-        response_status: response_status
-            .map(u16::try_from)
-            .transpose()
-            .map_err(corrupt("response status"))?,
-        response_body: col(r, "response_body")?,
-        artifact_id: parsed_opt(r, "artifact_id", ArtifactId::parse)?,
-        artifact: col(r, "artifact")?,
-        created_at: col(r, "created_at")?,
-        settled_at: col(r, "settled_at")?,
-        verified_artifact: col(r, "verified_artifact")?,
-        verified_at: col(r, "verified_at")?,
-    })
-}
-
-/// What an existing task under the same idempotency key means for a new request.
-fn existing_outcome(existing: TaskRecord, fingerprint: &str) -> BeginOutcome {
-    if existing.fingerprint != fingerprint {
-        BeginOutcome::Conflict(existing)
-    } else if existing.status == TaskStatus::InFlight {
-        BeginOutcome::InFlight(existing)
-    } else {
-        BeginOutcome::Replay(existing)
-    }
-}
-
-/// The record of a task that just began.
-fn started(task: &NewTask) -> TaskRecord {
-    TaskRecord {
-        id: task.id.clone(),
-        account_id: task.account_id.clone(),
-        key_id: task.key_id.clone(),
-        domain: task.domain.clone(),
-        action: task.action.clone(),
-        cost: task.cost,
-        idempotency_key: task.idempotency_key.clone(),
-        fingerprint: task.fingerprint.clone(),
-        status: TaskStatus::InFlight,
-        response_status: None,
-        response_body: None,
-        artifact_id: None,
-        artifact: None,
-        created_at: task.created_at,
-        settled_at: None,
-        verified_artifact: None,
-        verified_at: None,
-    }
-}
+use crate::{outcomes, rows};
 
 impl PostgresStore {
     async fn task_by_key(
@@ -98,7 +39,7 @@ impl PostgresStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "reading task by key"))?
-        .map(|r| task_from_row(&r))
+        .map(|r| rows::task(&r))
         .transpose()
     }
 
@@ -172,11 +113,11 @@ impl PostgresStore {
             Err(e) => return Err(backend(e, "beginning task").into()),
         };
         if col::<Option<String>>(&row, "id")?.is_some() {
-            let existing = task_from_row(&row)?;
-            return Ok(Some(existing_outcome(existing, &task.fingerprint)));
+            let existing = rows::task(&row)?;
+            return Ok(Some(BeginOutcome::existing(existing, &task.fingerprint)));
         }
         if col::<Option<i64>>(&row, "held_spendable")?.is_some() {
-            return Ok(Some(BeginOutcome::Started(started(task))));
+            return Ok(Some(BeginOutcome::Started(TaskRecord::started(task))));
         }
         match col::<Option<i64>>(&row, "account_spendable")? {
             Some(spendable) => Ok(Some(BeginOutcome::InsufficientCredits { spendable })),
@@ -217,8 +158,8 @@ impl PostgresStore {
             .await
             .map_err(err)?;
             if let Some(r) = row {
-                let existing = task_from_row(&r)?;
-                return Ok(Some(existing_outcome(existing, &task.fingerprint)));
+                let existing = rows::task(&r)?;
+                return Ok(Some(BeginOutcome::existing(existing, &task.fingerprint)));
             }
         }
         // The task before its spend, which references it.
@@ -251,7 +192,7 @@ impl PostgresStore {
             return Ok(Some(BeginOutcome::InsufficientCredits { spendable }));
         }
         tx.commit().await.map_err(err)?;
-        Ok(Some(BeginOutcome::Started(started(task))))
+        Ok(Some(BeginOutcome::Started(TaskRecord::started(task))))
     }
 }
 
@@ -297,7 +238,7 @@ impl TaskStore for PostgresStore {
         // Lost the race for the idempotency key: the winner's task is the answer.
         let key = task.idempotency_key.as_deref().unwrap_or_default();
         match self.task_by_key(&task.account_id, key).await? {
-            Some(existing) => Ok(existing_outcome(existing, &task.fingerprint)),
+            Some(existing) => Ok(BeginOutcome::existing(existing, &task.fingerprint)),
             None => Err(StoreError(anyhow::anyhow!("idempotency key race left no task")).into()),
         }
     }
@@ -382,7 +323,7 @@ impl TaskStore for PostgresStore {
         .fetch_optional(&self.pool)
         .await;
         match row {
-            Ok(Some(row)) => Ok(SettleOutcome::Settled(task_from_row(&row)?)),
+            Ok(Some(row)) => Ok(SettleOutcome::Settled(rows::task(&row)?)),
             // Not in flight; or lost a race with another settlement (a unique entry
             // reference): whatever is stored stands.
             Ok(None) => self.already_settled(&s.task_id).await,
@@ -422,13 +363,9 @@ impl TaskStore for PostgresStore {
         .await
         .map_err(|e| backend(e, "recording verification"))?;
         match row {
-            Some(r) => Ok(VerifyOutcome::Verified(task_from_row(&r)?)),
+            Some(r) => Ok(VerifyOutcome::Verified(rows::task(&r)?)),
             // Another verification landed in between: it stands.
-            None => match self.task(task_id, None).await? {
-                Some(t) if t.verified_artifact.is_some() => Ok(VerifyOutcome::AlreadyVerified(t)),
-                Some(t) => Ok(VerifyOutcome::NotVerifiable(t)),
-                None => Err(TaskError::NotFound),
-            },
+            None => outcomes::unverified(self.task(task_id, None).await?),
         }
     }
 
@@ -448,7 +385,7 @@ impl TaskStore for PostgresStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "reading task"))?
-        .map(|r| task_from_row(&r))
+        .map(|r| rows::task(&r))
         .transpose()
     }
 
@@ -464,16 +401,13 @@ impl TaskStore for PostgresStore {
         .await
         .map_err(|e| backend(e, "listing unsettled tasks"))?
         .iter()
-        .map(task_from_row)
+        .map(rows::task)
         .collect()
     }
 }
 
 impl PostgresStore {
     async fn already_settled(&self, id: &TaskId) -> Result<SettleOutcome, TaskError> {
-        match self.task(id, None).await? {
-            Some(task) => Ok(SettleOutcome::AlreadySettled(task)),
-            None => Err(TaskError::NotFound),
-        }
+        outcomes::settled_before(self.task(id, None).await?)
     }
 }

@@ -2,61 +2,14 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::{Row, sqlite::SqliteRow};
 use svc_ports::{
-    Account, AccountId, ApiKeyId, ApiKeyRecord, Email, Environment, KeyHash, KeyPrefix, Scopes,
+    Account, AccountId, ApiKeyRecord, Email, Environment, KeyHash, KeyPrefix,
     store::{AccountError, AccountStore, KeyError, StoreError},
 };
 
-use super::{
-    SqliteStore, backend, corrupt, from_millis, is_foreign_key_violation, is_unique_violation,
-    millis,
-};
-
-/// An account from a row holding `email`, `plan` and `environment`, with its id and creation
-/// time under the names given (joins rename them).
-pub(super) fn account_from_row(
-    r: &SqliteRow,
-    id: &str,
-    created_at: &str,
-) -> Result<Account, StoreError> {
-    let err = |e| backend(e, "reading account");
-    Ok(Account {
-        id: AccountId::parse(r.try_get(id).map_err(err)?).map_err(corrupt("account id"))?,
-        email: Email::parse(r.try_get("email").map_err(err)?).map_err(corrupt("email"))?,
-        plan: r
-            .try_get::<&str, _>("plan")
-            .map_err(err)?
-            .parse()
-            .map_err(corrupt("plan"))?,
-        environment: r
-            .try_get::<&str, _>("environment")
-            .map_err(err)?
-            .parse()
-            .map_err(corrupt("environment"))?,
-        created_at: from_millis(r.try_get(created_at).map_err(err)?)?,
-    })
-}
-
-/// A key from a row holding `id, account_id, prefix, hash, scopes, label, created_at,
-/// revoked_at`.
-fn key_from_row(r: &SqliteRow) -> Result<ApiKeyRecord, StoreError> {
-    let err = |e| backend(e, "reading key");
-    let revoked: Option<i64> = r.try_get("revoked_at").map_err(err)?;
-    Ok(ApiKeyRecord {
-        id: ApiKeyId::parse(r.try_get("id").map_err(err)?).map_err(corrupt("key id"))?,
-        account_id: AccountId::parse(r.try_get("account_id").map_err(err)?)
-            .map_err(corrupt("account id"))?,
-        prefix: KeyPrefix::parse(r.try_get("prefix").map_err(err)?)
-            .map_err(corrupt("key prefix"))?,
-        hash: KeyHash::from_hex(r.try_get("hash").map_err(err)?)
-            .ok_or_else(|| corrupt("key hash")("bad hex"))?,
-        scopes: Scopes::parse_list(r.try_get("scopes").map_err(err)?).map_err(corrupt("scopes"))?,
-        label: r.try_get("label").map_err(err)?,
-        created_at: from_millis(r.try_get("created_at").map_err(err)?)?,
-        revoked_at: revoked.map(from_millis).transpose()?,
-    })
-}
+use super::{SqliteStore, backend, millis};
+use crate::errors::refused;
+use crate::rows::{self, ACCOUNT, AccountColumns};
 
 /// Stores a key on the writer or inside a transaction (`&mut *tx`).
 pub(super) async fn insert_key(
@@ -81,19 +34,22 @@ pub(super) async fn insert_key(
 }
 
 pub(super) fn key_error(e: sqlx::Error) -> KeyError {
-    if is_unique_violation(&e) {
-        KeyError::Duplicate
-    } else if is_foreign_key_violation(&e) {
-        KeyError::UnknownAccount
-    } else {
-        backend(e, "storing key").into()
-    }
+    refused("storing key")(e)
 }
+
+/// An account's columns renamed beside a key's or a session's.
+pub(super) const JOINED_ACCOUNT: AccountColumns = [
+    "account_id",
+    "email",
+    "plan",
+    "environment",
+    "account_created_at",
+];
 
 #[async_trait]
 impl AccountStore for SqliteStore {
     async fn create_account(&self, account: &Account) -> Result<(), AccountError> {
-        let r = sqlx::query(
+        sqlx::query(
             "INSERT INTO accounts (id, email, plan, environment, created_at) \
              VALUES ($1, $2, $3, $4, $5)",
         )
@@ -103,12 +59,9 @@ impl AccountStore for SqliteStore {
         .bind(account.environment.as_str())
         .bind(millis(account.created_at))
         .execute(self.writer())
-        .await;
-        match r {
-            Ok(_) => Ok(()),
-            Err(e) if is_unique_violation(&e) => Err(AccountError::EmailTaken),
-            Err(e) => Err(backend(e, "creating account").into()),
-        }
+        .await
+        .map(|_| ())
+        .map_err(refused("creating account"))
     }
 
     async fn account(&self, id: &AccountId) -> Result<Option<Account>, StoreError> {
@@ -117,7 +70,7 @@ impl AccountStore for SqliteStore {
             .fetch_optional(&self.pool)
             .await
             .map_err(|e| backend(e, "reading account"))?
-            .map(|r| account_from_row(&r, "id", "created_at"))
+            .map(|r| rows::account(&r, ACCOUNT))
             .transpose()
     }
 
@@ -135,7 +88,7 @@ impl AccountStore for SqliteStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "reading account by email"))?
-        .map(|r| account_from_row(&r, "id", "created_at"))
+        .map(|r| rows::account(&r, ACCOUNT))
         .transpose()
     }
 
@@ -157,13 +110,8 @@ impl AccountStore for SqliteStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "looking up key"))?;
-        row.map(|r| {
-            Ok((
-                key_from_row(&r)?,
-                account_from_row(&r, "account_id", "account_created_at")?,
-            ))
-        })
-        .transpose()
+        row.map(|r| Ok((rows::api_key(&r)?, rows::account(&r, JOINED_ACCOUNT)?)))
+            .transpose()
     }
 
     async fn keys(&self, account: Option<AccountId>) -> Result<Vec<ApiKeyRecord>, StoreError> {
@@ -176,7 +124,7 @@ impl AccountStore for SqliteStore {
         .await
         .map_err(|e| backend(e, "listing keys"))?
         .iter()
-        .map(key_from_row)
+        .map(rows::api_key)
         .collect()
     }
 
@@ -196,7 +144,7 @@ impl AccountStore for SqliteStore {
         .await
         .map_err(|e| backend(e, "revoking key"))?;
         if let Some(r) = row {
-            return Ok(key_from_row(&r)?);
+            return Ok(rows::api_key(&r)?);
         }
         let exists: bool =
             sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM api_keys WHERE prefix = $1)")
@@ -245,7 +193,7 @@ impl AccountStore for SqliteStore {
                 KeyError::NotFound
             });
         };
-        let old = key_from_row(&row)?;
+        let old = rows::api_key(&row)?;
         // A duplicate replacement drops the transaction: the old key stays live.
         insert_key(&mut *tx, replacement).await.map_err(key_error)?;
         tx.commit().await.map_err(err)?;

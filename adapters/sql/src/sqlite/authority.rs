@@ -10,69 +10,14 @@ use chrono::{DateTime, Utc};
 use sqlx::{Row, SqliteConnection, sqlite::SqliteRow};
 use svc_ports::{
     AccountId, AuthorityId, AuthorityRefusal, AuthoritySpendRecord, AuthorityUsage, NewTask,
-    PaymentAuthority, TaskId,
-    authority::{AmountLimit, AuthorityInterval, Principal, check_spend, window_start},
-    billing::Currency,
+    PaymentAuthority,
+    authority::{AuthorityInterval, check_spend, window_start},
     store::{AuthorityError, AuthorityStore, StoreError},
 };
 
-use super::{
-    SqliteStore, backend, corrupt, from_millis, is_foreign_key_violation, is_unique_violation,
-    millis, undecodable,
-};
-
-/// An authority from a row holding `id, account_id, principal_type, principal_id,
-/// agent_provider, scope, amount_value, amount_interval, currency, expires_at, revocation_url,
-/// receipt_required, verification_required, created_by, created_at, revoked_at`.
-fn authority_from_row(r: &SqliteRow) -> Result<PaymentAuthority, StoreError> {
-    let err = |e| backend(e, "reading payment authority");
-    let interval = AuthorityInterval::parse(r.try_get("amount_interval").map_err(err)?)
-        .ok_or_else(|| corrupt("authority interval")("unknown"))?;
-    let revoked: Option<i64> = r.try_get("revoked_at").map_err(err)?;
-    Ok(PaymentAuthority {
-        authority_id: AuthorityId::parse(r.try_get("id").map_err(err)?)
-            .map_err(corrupt("authority id"))?,
-        principal: Principal {
-            kind: r.try_get("principal_type").map_err(err)?,
-            id: r.try_get("principal_id").map_err(err)?,
-            agent_provider: r.try_get("agent_provider").map_err(err)?,
-        },
-        scope: serde_json::from_str(r.try_get("scope").map_err(err)?)
-            .map_err(corrupt("authority scope"))?,
-        amount_limit: AmountLimit::new(r.try_get("amount_value").map_err(err)?, interval)
-            .map_err(corrupt("authority amount"))?,
-        currency: Currency::parse(r.try_get("currency").map_err(err)?)
-            .map_err(corrupt("currency"))?,
-        expires_at: from_millis(r.try_get("expires_at").map_err(err)?)?,
-        revocation_url: r.try_get("revocation_url").map_err(err)?,
-        receipt_required: r.try_get("receipt_required").map_err(err)?,
-        verification_required: r.try_get("verification_required").map_err(err)?,
-        created_at: from_millis(r.try_get("created_at").map_err(err)?)?,
-        account_id: AccountId::parse(r.try_get("account_id").map_err(err)?)
-            .map_err(corrupt("account id"))?,
-        created_by: r.try_get("created_by").map_err(err)?,
-        revoked_at: revoked.map(from_millis).transpose()?,
-    })
-}
-
-/// A spend from a row holding `task_id, authority_id, amount, currency, scope, window_start,
-/// spent_at, released_at`.
-fn spend_from_row(r: &SqliteRow) -> Result<AuthoritySpendRecord, StoreError> {
-    let err = |e| backend(e, "reading authority spend");
-    let released: Option<i64> = r.try_get("released_at").map_err(err)?;
-    Ok(AuthoritySpendRecord {
-        authority_id: AuthorityId::parse(r.try_get("authority_id").map_err(err)?)
-            .map_err(corrupt("authority id"))?,
-        task_id: TaskId::parse(r.try_get("task_id").map_err(err)?).map_err(corrupt("task id"))?,
-        amount: r.try_get("amount").map_err(err)?,
-        currency: Currency::parse(r.try_get("currency").map_err(err)?)
-            .map_err(corrupt("currency"))?,
-        scope: r.try_get("scope").map_err(err)?,
-        window_start: from_millis(r.try_get("window_start").map_err(err)?)?,
-        spent_at: from_millis(r.try_get("spent_at").map_err(err)?)?,
-        released_at: released.map(from_millis).transpose()?,
-    })
-}
+use super::{SqliteStore, backend, corrupt, is_unique_violation, millis, undecodable};
+use crate::errors::refused;
+use crate::rows;
 
 /// Live (not given back) spending of one authority per window: `(window_start, spent, spends)`.
 type Windows = Vec<(i64, i64, i64)>;
@@ -118,7 +63,7 @@ pub(super) async fn spend_authority(
     let Some(row) = row else {
         return Ok(Err(AuthorityRefusal::UnknownAuthority));
     };
-    let authority = authority_from_row(&row).map_err(undecodable)?;
+    let authority = rows::authority(&row).map_err(undecodable)?;
     let start = window_start(&authority, task.created_at);
     // Inside the write transaction: every spend committed before is seen.
     let spent: i64 = sqlx::query_scalar(
@@ -160,7 +105,7 @@ pub(super) async fn spend_authority(
 impl AuthorityStore for SqliteStore {
     async fn insert_authority(&self, a: &PaymentAuthority) -> Result<(), AuthorityError> {
         let scope = serde_json::to_string(&a.scope).map_err(corrupt("authority scope"))?;
-        let r = sqlx::query(
+        sqlx::query(
             "INSERT INTO payment_authorities (id, account_id, principal_type, principal_id, \
              agent_provider, scope, amount_value, amount_interval, currency, expires_at, \
              revocation_url, receipt_required, verification_required, created_by, created_at, \
@@ -184,13 +129,9 @@ impl AuthorityStore for SqliteStore {
         .bind(millis(a.created_at))
         .bind(a.revoked_at.map(millis))
         .execute(self.writer())
-        .await;
-        match r {
-            Ok(_) => Ok(()),
-            Err(e) if is_foreign_key_violation(&e) => Err(AuthorityError::UnknownAccount),
-            Err(e) if is_unique_violation(&e) => Err(AuthorityError::Duplicate),
-            Err(e) => Err(backend(e, "storing payment authority").into()),
-        }
+        .await
+        .map(|_| ())
+        .map_err(refused("storing payment authority"))
     }
 
     async fn authority(
@@ -209,7 +150,7 @@ impl AuthorityStore for SqliteStore {
         .await
         .map_err(|e| backend(e, "reading payment authority"))?;
         let Some(row) = row else { return Ok(None) };
-        let a = authority_from_row(&row)?;
+        let a = rows::authority(&row)?;
         let windows = sqlx::query(
             "SELECT window_start, SUM(amount) AS spent, COUNT(*) AS spends FROM authority_spends \
              WHERE authority_id = $1 AND released_at IS NULL GROUP BY window_start",
@@ -260,7 +201,7 @@ impl AuthorityStore for SqliteStore {
         }
         rows.iter()
             .map(|row| {
-                let a = authority_from_row(row)?;
+                let a = rows::authority(row)?;
                 let live = windows
                     .get(a.authority_id.as_str())
                     .map_or(&[][..], Vec::as_slice);
@@ -283,7 +224,7 @@ impl AuthorityStore for SqliteStore {
         .await
         .map_err(|e| backend(e, "listing authority spends"))?
         .iter()
-        .map(spend_from_row)
+        .map(rows::authority_spend)
         .collect()
     }
 
@@ -307,7 +248,7 @@ impl AuthorityStore for SqliteStore {
         .fetch_optional(self.writer())
         .await
         .map_err(|e| AuthorityError::Store(backend(e, "revoking payment authority")))?
-        .map(|r| authority_from_row(&r).map_err(AuthorityError::Store))
+        .map(|r| rows::authority(&r).map_err(AuthorityError::Store))
         .transpose()?
         .ok_or(AuthorityError::NotFound)
     }

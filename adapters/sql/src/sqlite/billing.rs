@@ -6,9 +6,9 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::{Row, SqliteConnection, sqlite::SqliteRow};
+use sqlx::{Row, SqliteConnection};
 use svc_ports::{
-    AccountId, CheckoutId, KeyHash, MeterEventId, ReceiptId,
+    AccountId, CheckoutId, KeyHash, MeterEventId,
     billing::{
         AppliedMovement, CheckoutHandoff, CheckoutOutcome, CheckoutRecord, Currency, EventOutcome,
         MeterEvent, MeterOutcome, PaymentEvent, PaymentFact, PaymentPlan, Receipt, ReceiptKind,
@@ -19,91 +19,10 @@ use svc_ports::{
 
 use super::{
     SqliteStore, Tx, backend, corrupt, from_millis, is_foreign_key_violation, is_unique_violation,
-    ledger::insert_entry, millis, tasks::task_from_row, undecodable,
+    ledger::insert_entry, millis, undecodable,
 };
-
-/// A checkout from a row holding `id, account_id, sku, plan, credits, amount, currency,
-/// provider_session_id, checkout_url, idempotency_key, created_at, expires_at`.
-fn checkout_from_row(r: &SqliteRow) -> Result<CheckoutRecord, StoreError> {
-    let err = |e| backend(e, "reading checkout");
-    Ok(CheckoutRecord {
-        id: CheckoutId::parse(r.try_get("id").map_err(err)?).map_err(corrupt("checkout id"))?,
-        account_id: AccountId::parse(r.try_get("account_id").map_err(err)?)
-            .map_err(corrupt("account id"))?,
-        sku: r.try_get("sku").map_err(err)?,
-        plan: r
-            .try_get::<&str, _>("plan")
-            .map_err(err)?
-            .parse()
-            .map_err(corrupt("plan"))?,
-        credits: r.try_get("credits").map_err(err)?,
-        amount: r.try_get("amount").map_err(err)?,
-        currency: Currency::parse(r.try_get("currency").map_err(err)?)
-            .map_err(corrupt("currency"))?,
-        provider_session_id: r.try_get("provider_session_id").map_err(err)?,
-        checkout_url: r.try_get("checkout_url").map_err(err)?,
-        idempotency_key: r.try_get("idempotency_key").map_err(err)?,
-        created_at: from_millis(r.try_get("created_at").map_err(err)?)?,
-        expires_at: from_millis(r.try_get("expires_at").map_err(err)?)?,
-    })
-}
-
-/// A receipt from a row holding `id, account_id, kind, credits, spendable_delta,
-/// frozen_delta, shortfall, amount, currency, payment_id, checkout_id, reference, note,
-/// created_at`.
-fn receipt_from_row(r: &SqliteRow) -> Result<Receipt, StoreError> {
-    let err = |e| backend(e, "reading receipt");
-    let currency: Option<&str> = r.try_get("currency").map_err(err)?;
-    let checkout: Option<&str> = r.try_get("checkout_id").map_err(err)?;
-    Ok(Receipt {
-        id: ReceiptId::parse(r.try_get("id").map_err(err)?).map_err(corrupt("receipt id"))?,
-        account_id: AccountId::parse(r.try_get("account_id").map_err(err)?)
-            .map_err(corrupt("account id"))?,
-        kind: ReceiptKind::parse(r.try_get("kind").map_err(err)?)
-            .ok_or_else(|| corrupt("receipt kind")("unknown"))?,
-        credits: r.try_get("credits").map_err(err)?,
-        spendable_delta: r.try_get("spendable_delta").map_err(err)?,
-        frozen_delta: r.try_get("frozen_delta").map_err(err)?,
-        shortfall: r.try_get("shortfall").map_err(err)?,
-        amount: r.try_get("amount").map_err(err)?,
-        currency: currency
-            .map(Currency::parse)
-            .transpose()
-            .map_err(corrupt("currency"))?,
-        payment_id: r.try_get("payment_id").map_err(err)?,
-        checkout_id: checkout
-            .map(CheckoutId::parse)
-            .transpose()
-            .map_err(corrupt("checkout id"))?,
-        task_id: None,
-        artifact_id: None,
-        reference: r.try_get("reference").map_err(err)?,
-        note: r.try_get("note").map_err(err)?,
-        created_at: from_millis(r.try_get("created_at").map_err(err)?)?,
-    })
-}
-
-/// A meter event from a row holding `id, identifier, event_name, account_id, value,
-/// occurred_at, recorded_at, forwarded_at`.
-fn meter_from_row(r: &SqliteRow) -> Result<MeterEvent, StoreError> {
-    let err = |e| backend(e, "reading meter event");
-    let account: Option<&str> = r.try_get("account_id").map_err(err)?;
-    let forwarded: Option<i64> = r.try_get("forwarded_at").map_err(err)?;
-    Ok(MeterEvent {
-        id: MeterEventId::parse(r.try_get("id").map_err(err)?)
-            .map_err(corrupt("meter event id"))?,
-        identifier: r.try_get("identifier").map_err(err)?,
-        event_name: r.try_get("event_name").map_err(err)?,
-        account_id: account
-            .map(AccountId::parse)
-            .transpose()
-            .map_err(corrupt("account id"))?,
-        value: r.try_get("value").map_err(err)?,
-        occurred_at: from_millis(r.try_get("occurred_at").map_err(err)?)?,
-        recorded_at: from_millis(r.try_get("recorded_at").map_err(err)?)?,
-        forwarded_at: forwarded.map(from_millis).transpose()?,
-    })
-}
+use crate::errors::refused;
+use crate::rows;
 
 async fn insert_receipt(tx: &mut SqliteConnection, r: &Receipt) -> Result<(), sqlx::Error> {
     sqlx::query(
@@ -213,7 +132,7 @@ impl SqliteStore {
             .fetch_optional(&mut **tx)
             .await?;
             if let Some(r) = found {
-                checkouts.push(checkout_from_row(&r).map_err(undecodable)?);
+                checkouts.push(rows::checkout(&r).map_err(undecodable)?);
             }
         }
         let (applied, spendable) = match payment_checkout(facts, &checkouts) {
@@ -342,7 +261,7 @@ impl BillingStore for SqliteStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "reading checkout"))?
-        .map(|r| checkout_from_row(&r))
+        .map(|r| rows::checkout(&r))
         .transpose()
     }
 
@@ -355,7 +274,7 @@ impl BillingStore for SqliteStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "reading checkout"))?
-        .map(|r| checkout_from_row(&r))
+        .map(|r| rows::checkout(&r))
         .transpose()
     }
 
@@ -388,7 +307,7 @@ impl BillingStore for SqliteStore {
         .await
         .map_err(|e| backend(e, "listing receipts"))?
         .iter()
-        .map(receipt_from_row)
+        .map(rows::receipt)
         .collect::<Result<Vec<_>, _>>()?;
         // Settled tasks are receipts too (their charge or refund).
         for row in sqlx::query(
@@ -404,7 +323,7 @@ impl BillingStore for SqliteStore {
         .await
         .map_err(|e| backend(e, "listing task receipts"))?
         {
-            out.extend(task_receipt(&task_from_row(&row)?));
+            out.extend(task_receipt(&rows::task(&row)?));
         }
         out.sort_by(|a, b| (b.created_at, &b.id).cmp(&(a.created_at, &a.id)));
         out.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
@@ -412,7 +331,7 @@ impl BillingStore for SqliteStore {
     }
 
     async fn insert_handoff(&self, handoff: &CheckoutHandoff) -> Result<(), BillingError> {
-        let r = sqlx::query(
+        sqlx::query(
             "INSERT INTO checkout_handoffs (token_hash, account_id, sku, created_at, expires_at) \
              VALUES ($1, $2, $3, $4, $5)",
         )
@@ -422,12 +341,9 @@ impl BillingStore for SqliteStore {
         .bind(millis(handoff.created_at))
         .bind(millis(handoff.expires_at))
         .execute(self.writer())
-        .await;
-        match r {
-            Ok(_) => Ok(()),
-            Err(e) if is_foreign_key_violation(&e) => Err(BillingError::UnknownAccount),
-            Err(e) => Err(backend(e, "storing checkout handoff").into()),
-        }
+        .await
+        .map(|_| ())
+        .map_err(refused("storing checkout handoff"))
     }
 
     async fn take_handoff(
@@ -486,7 +402,7 @@ impl BillingStore for SqliteStore {
         .fetch_one(self.writer())
         .await
         .map_err(|e| backend(e, "reading meter event"))?;
-        Ok(MeterOutcome::Existing(meter_from_row(&row)?))
+        Ok(MeterOutcome::Existing(rows::meter_event(&row)?))
     }
 
     async fn mark_meter_forwarded(

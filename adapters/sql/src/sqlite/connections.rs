@@ -5,44 +5,15 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::{Row, sqlite::SqliteRow};
 use svc_ports::{
     AccountId, ConnectionFinish, ConnectionId, ConnectionRecord, ConnectionState, ProviderId,
     SealedSecret,
     store::{ConnectionError, ConnectionStore, StoreError},
 };
 
-use super::{
-    SqliteStore, backend, corrupt, from_millis, is_foreign_key_violation, is_unique_violation,
-    millis,
-};
-
-/// A connection from a row holding `id, account_id, provider, expected_account,
-/// upstream_account, state, oauth_state_hash, pkce_verifier, credentials,
-/// credentials_expire_at, link_expires_at, created_at, updated_at`.
-fn connection_from_row(r: &SqliteRow) -> Result<ConnectionRecord, StoreError> {
-    let err = |e| backend(e, "reading connection");
-    let credentials: Option<Vec<u8>> = r.try_get("credentials").map_err(err)?;
-    let credentials_expire_at: Option<i64> = r.try_get("credentials_expire_at").map_err(err)?;
-    Ok(ConnectionRecord {
-        id: ConnectionId::parse(r.try_get("id").map_err(err)?).map_err(corrupt("connection id"))?,
-        account_id: AccountId::parse(r.try_get("account_id").map_err(err)?)
-            .map_err(corrupt("account id"))?,
-        provider: ProviderId::parse(r.try_get("provider").map_err(err)?)
-            .map_err(corrupt("provider id"))?,
-        expected_account: r.try_get("expected_account").map_err(err)?,
-        upstream_account: r.try_get("upstream_account").map_err(err)?,
-        state: ConnectionState::parse(r.try_get("state").map_err(err)?)
-            .ok_or_else(|| corrupt("connection state")("unknown"))?,
-        oauth_state_hash: r.try_get("oauth_state_hash").map_err(err)?,
-        pkce_verifier: SealedSecret::new(r.try_get("pkce_verifier").map_err(err)?),
-        credentials: credentials.map(SealedSecret::new),
-        credentials_expire_at: credentials_expire_at.map(from_millis).transpose()?,
-        link_expires_at: from_millis(r.try_get("link_expires_at").map_err(err)?)?,
-        created_at: from_millis(r.try_get("created_at").map_err(err)?)?,
-        updated_at: from_millis(r.try_get("updated_at").map_err(err)?)?,
-    })
-}
+use super::{SqliteStore, backend, millis};
+use crate::errors::refused;
+use crate::rows;
 
 impl SqliteStore {
     /// The record as the writer sees it now (after a compare-and-set that did not match).
@@ -59,7 +30,7 @@ impl SqliteStore {
         .fetch_optional(self.writer())
         .await
         .map_err(|e| backend(e, "reading connection"))?
-        .map(|r| connection_from_row(&r))
+        .map(|r| rows::connection(&r))
         .transpose()?
         .ok_or(ConnectionError::NotFound)
     }
@@ -68,7 +39,7 @@ impl SqliteStore {
 #[async_trait]
 impl ConnectionStore for SqliteStore {
     async fn insert_connection(&self, c: &ConnectionRecord) -> Result<(), ConnectionError> {
-        let r = sqlx::query(
+        sqlx::query(
             "INSERT INTO connections (id, account_id, provider, expected_account, \
              upstream_account, state, oauth_state_hash, pkce_verifier, credentials, \
              credentials_expire_at, link_expires_at, created_at, updated_at) \
@@ -88,13 +59,9 @@ impl ConnectionStore for SqliteStore {
         .bind(millis(c.created_at))
         .bind(millis(c.updated_at))
         .execute(self.writer())
-        .await;
-        match r {
-            Ok(_) => Ok(()),
-            Err(e) if is_foreign_key_violation(&e) => Err(ConnectionError::UnknownAccount),
-            Err(e) if is_unique_violation(&e) => Err(ConnectionError::Duplicate),
-            Err(e) => Err(backend(e, "storing connection").into()),
-        }
+        .await
+        .map(|_| ())
+        .map_err(refused("storing connection"))
     }
 
     async fn connection(&self, id: &ConnectionId) -> Result<Option<ConnectionRecord>, StoreError> {
@@ -107,7 +74,7 @@ impl ConnectionStore for SqliteStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "reading connection"))?
-        .map(|r| connection_from_row(&r))
+        .map(|r| rows::connection(&r))
         .transpose()
     }
 
@@ -125,7 +92,7 @@ impl ConnectionStore for SqliteStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "reading connection"))?
-        .map(|r| connection_from_row(&r))
+        .map(|r| rows::connection(&r))
         .transpose()
     }
 
@@ -145,7 +112,7 @@ impl ConnectionStore for SqliteStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "reading latest connection"))?
-        .map(|r| connection_from_row(&r))
+        .map(|r| rows::connection(&r))
         .transpose()
     }
 
@@ -168,7 +135,7 @@ impl ConnectionStore for SqliteStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "reading a connection by state"))?
-        .map(|r| connection_from_row(&r))
+        .map(|r| rows::connection(&r))
         .transpose()
     }
 
@@ -216,7 +183,7 @@ impl ConnectionStore for SqliteStore {
         .await
         .map_err(|e| backend(e, "finishing connection"))?;
         match row {
-            Some(r) => Ok(connection_from_row(&r)?),
+            Some(r) => Ok(rows::connection(&r)?),
             None => Err(ConnectionError::NotPending(Box::new(
                 self.current_connection(id).await?,
             ))),
@@ -245,7 +212,7 @@ impl ConnectionStore for SqliteStore {
         .await
         .map_err(|e| backend(e, "refreshing connection credentials"))?;
         match row {
-            Some(r) => Ok(connection_from_row(&r)?),
+            Some(r) => Ok(rows::connection(&r)?),
             None => Err(ConnectionError::NotConnected(Box::new(
                 self.current_connection(id).await?,
             ))),
@@ -271,7 +238,7 @@ impl ConnectionStore for SqliteStore {
         .await
         .map_err(|e| backend(e, "expiring connection"))?;
         match row {
-            Some(r) => Ok(connection_from_row(&r)?),
+            Some(r) => Ok(rows::connection(&r)?),
             None => self.current_connection(id).await,
         }
     }

@@ -6,87 +6,26 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::{Row, sqlite::SqliteRow};
 use svc_ports::{
-    Account, AccountId, ApiKeyId, ApiKeyRecord, ChallengeId, ChallengePurpose, DeviceDecision,
-    DeviceGrant, DeviceGrantId, DeviceGrantStatus, Email, EmailChallenge, KeyHash, Scopes,
-    UserCode, WebSession,
+    Account, AccountId, ApiKeyId, ApiKeyRecord, ChallengeId, DeviceDecision, DeviceGrant,
+    DeviceGrantId, DeviceGrantStatus, Email, EmailChallenge, KeyHash, UserCode, WebSession,
     identity::MAX_CODE_ATTEMPTS,
-    store::{IdentityError, IdentityStore, KeyError, StoreError},
+    store::{IdentityError, IdentityStore, StoreError},
 };
 
 use super::{
     SqliteStore,
-    accounts::{account_from_row, insert_key, key_error},
-    backend, corrupt, from_millis, is_foreign_key_violation, is_unique_violation, millis,
+    accounts::{JOINED_ACCOUNT, insert_key, key_error},
+    backend, corrupt, from_millis, millis,
+};
+use crate::rows;
+use crate::{
+    errors::{refused, refused_as},
+    outcomes,
 };
 
 fn hash_col(r: &SqliteRow, c: &str) -> Result<KeyHash, StoreError> {
     let hex: &str = r.try_get(c).map_err(|e| backend(e, "reading hash"))?;
     KeyHash::from_hex(hex).ok_or_else(|| corrupt("hash")("bad hex"))
-}
-
-/// A grant from a row holding `id, device_code_hash, user_code, client_id, agent_name,
-/// scopes, status, account_id, key_id, interval_secs, created_at, expires_at, last_polled_at`.
-fn grant_from_row(r: &SqliteRow) -> Result<DeviceGrant, StoreError> {
-    let err = |e| backend(e, "reading device grant");
-    let interval: i64 = r.try_get("interval_secs").map_err(err)?;
-    let account: Option<&str> = r.try_get("account_id").map_err(err)?;
-    let key: Option<&str> = r.try_get("key_id").map_err(err)?;
-    let polled: Option<i64> = r.try_get("last_polled_at").map_err(err)?;
-    Ok(DeviceGrant {
-        id: DeviceGrantId::parse(r.try_get("id").map_err(err)?).map_err(corrupt("grant id"))?,
-        device_code_hash: hash_col(r, "device_code_hash")?,
-        user_code: UserCode::parse(r.try_get("user_code").map_err(err)?)
-            .map_err(corrupt("user code"))?,
-        client_id: r.try_get("client_id").map_err(err)?,
-        agent_name: r.try_get("agent_name").map_err(err)?,
-        scopes: Scopes::parse_list(r.try_get("scopes").map_err(err)?).map_err(corrupt("scopes"))?,
-        status: DeviceGrantStatus::parse(r.try_get("status").map_err(err)?)
-            .ok_or_else(|| corrupt("grant status")("unknown"))?,
-        account_id: account
-            .map(AccountId::parse)
-            .transpose()
-            .map_err(corrupt("account id"))?,
-        key_id: key
-            .map(ApiKeyId::parse)
-            .transpose()
-            .map_err(corrupt("key id"))?,
-        interval_secs: u32::try_from(interval).map_err(corrupt("interval"))?,
-        created_at: from_millis(r.try_get("created_at").map_err(err)?)?,
-        expires_at: from_millis(r.try_get("expires_at").map_err(err)?)?,
-        last_polled_at: polled.map(from_millis).transpose()?,
-    })
-}
-
-/// A challenge from a row holding `id, purpose, email, code_hash, agent_name, scopes,
-/// attempts, created_at, expires_at, consumed_at`.
-fn challenge_from_row(r: &SqliteRow) -> Result<EmailChallenge, StoreError> {
-    let err = |e| backend(e, "reading email challenge");
-    let attempts: i64 = r.try_get("attempts").map_err(err)?;
-    let consumed: Option<i64> = r.try_get("consumed_at").map_err(err)?;
-    Ok(EmailChallenge {
-        id: ChallengeId::parse(r.try_get("id").map_err(err)?).map_err(corrupt("challenge id"))?,
-        purpose: ChallengePurpose::parse(r.try_get("purpose").map_err(err)?)
-            .ok_or_else(|| corrupt("challenge purpose")("unknown"))?,
-        email: Email::parse(r.try_get("email").map_err(err)?).map_err(corrupt("email"))?,
-        code_hash: hash_col(r, "code_hash")?,
-        agent_name: r.try_get("agent_name").map_err(err)?,
-        scopes: Scopes::parse_list(r.try_get("scopes").map_err(err)?).map_err(corrupt("scopes"))?,
-        attempts: u32::try_from(attempts).map_err(corrupt("attempts"))?,
-        created_at: from_millis(r.try_get("created_at").map_err(err)?)?,
-        expires_at: from_millis(r.try_get("expires_at").map_err(err)?)?,
-        consumed_at: consumed.map(from_millis).transpose()?,
-    })
-}
-
-/// Why a challenge cannot take a try now.
-fn challenge_refusal(c: &EmailChallenge, at: DateTime<Utc>) -> IdentityError {
-    if c.consumed_at.is_some() {
-        IdentityError::AlreadyUsed
-    } else if at >= c.expires_at {
-        IdentityError::Expired
-    } else {
-        IdentityError::Exhausted
-    }
 }
 
 impl SqliteStore {
@@ -100,7 +39,7 @@ impl SqliteStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "reading device grant"))?
-        .map(|r| grant_from_row(&r))
+        .map(|r| rows::device_grant(&r))
         .transpose()
     }
 
@@ -155,7 +94,7 @@ impl SqliteStore {
         .await
         .map_err(err)?;
         let Some(row) = row else { return Ok(None) };
-        let challenge = challenge_from_row(&row)?;
+        let challenge = rows::email_challenge(&row)?;
         if let Some(key) = key {
             insert_key(&mut *tx, key)
                 .await
@@ -169,7 +108,7 @@ impl SqliteStore {
 #[async_trait]
 impl IdentityStore for SqliteStore {
     async fn insert_device_grant(&self, g: &DeviceGrant) -> Result<(), IdentityError> {
-        let r = sqlx::query(
+        sqlx::query(
             "INSERT INTO device_grants (id, device_code_hash, user_code, client_id, agent_name, \
              scopes, status, account_id, key_id, interval_secs, created_at, expires_at, \
              last_polled_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
@@ -188,12 +127,9 @@ impl IdentityStore for SqliteStore {
         .bind(millis(g.expires_at))
         .bind(g.last_polled_at.map(millis))
         .execute(self.writer())
-        .await;
-        match r {
-            Ok(_) => Ok(()),
-            Err(e) if is_unique_violation(&e) => Err(IdentityError::Duplicate),
-            Err(e) => Err(backend(e, "storing device grant").into()),
-        }
+        .await
+        .map(|_| ())
+        .map_err(refused("storing device grant"))
     }
 
     async fn device_grant_by_code(
@@ -209,7 +145,7 @@ impl IdentityStore for SqliteStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "reading device grant"))?
-        .map(|r| grant_from_row(&r))
+        .map(|r| rows::device_grant(&r))
         .transpose()
     }
 
@@ -226,7 +162,7 @@ impl IdentityStore for SqliteStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "reading device grant"))?
-        .map(|r| grant_from_row(&r))
+        .map(|r| rows::device_grant(&r))
         .transpose()
     }
 
@@ -272,13 +208,9 @@ impl IdentityStore for SqliteStore {
         .await
         .map_err(|e| backend(e, "deciding device grant"))?;
         if let Some(r) = row {
-            return Ok(grant_from_row(&r)?);
+            return Ok(rows::device_grant(&r)?);
         }
-        match self.grant_by_id(id).await? {
-            None => Err(IdentityError::NotFound),
-            Some(g) if g.status != DeviceGrantStatus::Pending => Err(IdentityError::NotPending),
-            Some(_) => Err(IdentityError::Expired),
-        }
+        Err(outcomes::undecided_grant(self.grant_by_id(id).await?))
     }
 
     async fn issue_device_key(
@@ -289,20 +221,11 @@ impl IdentityStore for SqliteStore {
         if self.try_issue_device_key(id, key).await? {
             return Ok(());
         }
-        match self.grant_by_id(id).await? {
-            None => Err(IdentityError::NotFound),
-            Some(g) => Err(match g.status {
-                DeviceGrantStatus::Issued => IdentityError::AlreadyUsed,
-                DeviceGrantStatus::Pending | DeviceGrantStatus::Denied => {
-                    IdentityError::NotApproved
-                }
-                DeviceGrantStatus::Approved => IdentityError::Key(KeyError::UnknownAccount),
-            }),
-        }
+        Err(outcomes::unissued_key(self.grant_by_id(id).await?))
     }
 
     async fn insert_challenge(&self, c: &EmailChallenge) -> Result<(), IdentityError> {
-        let r = sqlx::query(
+        sqlx::query(
             "INSERT INTO email_challenges (id, purpose, email, code_hash, agent_name, scopes, \
              attempts, created_at, expires_at, consumed_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
@@ -318,12 +241,9 @@ impl IdentityStore for SqliteStore {
         .bind(millis(c.expires_at))
         .bind(c.consumed_at.map(millis))
         .execute(self.writer())
-        .await;
-        match r {
-            Ok(_) => Ok(()),
-            Err(e) if is_unique_violation(&e) => Err(IdentityError::Duplicate),
-            Err(e) => Err(backend(e, "storing email challenge").into()),
-        }
+        .await
+        .map(|_| ())
+        .map_err(refused("storing email challenge"))
     }
 
     async fn challenge(&self, id: &ChallengeId) -> Result<Option<EmailChallenge>, StoreError> {
@@ -335,7 +255,7 @@ impl IdentityStore for SqliteStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "reading email challenge"))?
-        .map(|r| challenge_from_row(&r))
+        .map(|r| rows::email_challenge(&r))
         .transpose()
     }
 
@@ -373,12 +293,9 @@ impl IdentityStore for SqliteStore {
         .await
         .map_err(|e| backend(e, "counting a code try"))?;
         if let Some(r) = row {
-            return Ok(challenge_from_row(&r)?);
+            return Ok(rows::email_challenge(&r)?);
         }
-        match self.challenge(id).await? {
-            None => Err(IdentityError::NotFound),
-            Some(c) => Err(challenge_refusal(&c, at)),
-        }
+        Err(outcomes::untried_challenge(self.challenge(id).await?, at))
     }
 
     async fn consume_challenge<'a>(
@@ -390,15 +307,11 @@ impl IdentityStore for SqliteStore {
         if let Some(c) = self.try_consume(id, at, key).await? {
             return Ok(c);
         }
-        match self.challenge(id).await? {
-            None => Err(IdentityError::NotFound),
-            Some(c) if c.consumed_at.is_some() => Err(IdentityError::AlreadyUsed),
-            Some(_) => Err(IdentityError::Expired),
-        }
+        Err(outcomes::unconsumed_challenge(self.challenge(id).await?))
     }
 
     async fn insert_session(&self, w: &WebSession) -> Result<(), IdentityError> {
-        let r = sqlx::query(
+        sqlx::query(
             "INSERT INTO web_sessions (token_hash, account_id, created_at, expires_at) \
              VALUES ($1, $2, $3, $4)",
         )
@@ -407,13 +320,13 @@ impl IdentityStore for SqliteStore {
         .bind(millis(w.created_at))
         .bind(millis(w.expires_at))
         .execute(self.writer())
-        .await;
-        match r {
-            Ok(_) => Ok(()),
-            Err(e) if is_unique_violation(&e) => Err(IdentityError::Duplicate),
-            Err(e) if is_foreign_key_violation(&e) => Err(IdentityError::NotFound),
-            Err(e) => Err(backend(e, "storing web session").into()),
-        }
+        .await
+        .map(|_| ())
+        .map_err(refused_as(
+            "storing web session",
+            Some(IdentityError::Duplicate),
+            Some(IdentityError::NotFound),
+        ))
     }
 
     async fn session(
@@ -441,7 +354,7 @@ impl IdentityStore for SqliteStore {
             created_at: from_millis(r.try_get("created_at").map_err(err)?)?,
             expires_at: from_millis(r.try_get("expires_at").map_err(err)?)?,
         };
-        let account = account_from_row(&r, "account_id", "account_created_at")?;
+        let account = rows::account(&r, JOINED_ACCOUNT)?;
         Ok(Some((session, account)))
     }
 

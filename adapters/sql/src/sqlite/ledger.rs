@@ -2,35 +2,15 @@
 //! the ledger entry recording the change.
 
 use async_trait::async_trait;
-use sqlx::{Row, sqlite::SqliteRow};
+use sqlx::Row;
 use svc_ports::{
-    AccountId, Balance, GrantOutcome, LedgerEntry, LedgerEntryId,
+    AccountId, Balance, GrantOutcome, LedgerEntry,
     ledger::{EntryKind, Grant},
     store::{LedgerError, LedgerStore, StoreError},
 };
 
-use super::{SqliteStore, backend, corrupt, from_millis, millis, undecodable};
-
-/// An entry from a row holding `id, account_id, kind, delta, balance_after, reference, memo,
-/// created_at`.
-fn entry_from_row(r: &SqliteRow) -> Result<LedgerEntry, StoreError> {
-    let err = |e| backend(e, "reading ledger entry");
-    Ok(LedgerEntry {
-        id: LedgerEntryId::parse(r.try_get("id").map_err(err)?).map_err(corrupt("entry id"))?,
-        account_id: AccountId::parse(r.try_get("account_id").map_err(err)?)
-            .map_err(corrupt("account id"))?,
-        kind: r
-            .try_get::<&str, _>("kind")
-            .map_err(err)?
-            .parse::<EntryKind>()
-            .map_err(corrupt("entry kind"))?,
-        delta: r.try_get("delta").map_err(err)?,
-        balance_after: r.try_get("balance_after").map_err(err)?,
-        reference: r.try_get("reference").map_err(err)?,
-        memo: r.try_get("memo").map_err(err)?,
-        created_at: from_millis(r.try_get("created_at").map_err(err)?)?,
-    })
-}
+use super::{SqliteStore, backend, millis, undecodable};
+use crate::rows;
 
 /// Writes a ledger entry inside the transaction that moved its credits.
 pub(super) async fn insert_entry(
@@ -90,7 +70,7 @@ impl SqliteStore {
             .fetch_optional(&mut *tx)
             .await?
             .ok_or(sqlx::Error::RowNotFound)?;
-            let entry = entry_from_row(&earlier).map_err(undecodable)?;
+            let entry = rows::ledger_entry(&earlier).map_err(undecodable)?;
             return Ok(GrantOutcome::AlreadyApplied(entry));
         };
         sqlx::query("UPDATE accounts SET spendable = spendable + $1 WHERE id = $2")
@@ -144,7 +124,7 @@ impl LedgerStore for SqliteStore {
         .await
         .map_err(|e| backend(e, "listing ledger entries"))?
         .iter()
-        .map(entry_from_row)
+        .map(rows::ledger_entry)
         .collect()
     }
 }

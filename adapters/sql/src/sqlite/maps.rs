@@ -3,30 +3,13 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::{Row, sqlite::SqliteRow};
 use svc_ports::{
     AgentMap, Domain, MapDocument, MapStatus,
     store::{MapStore, MapStoreError, StoreError},
 };
 
-use super::{SqliteStore, backend, corrupt, from_millis, millis};
-
-/// A map from a row holding `domain, version, status, origin, document, created_at,
-/// updated_at`.
-fn map_from_row(r: &SqliteRow) -> Result<AgentMap, StoreError> {
-    let err = |e| backend(e, "reading agent map");
-    let version: i64 = r.try_get("version").map_err(err)?;
-    Ok(AgentMap {
-        document: serde_json::from_str::<MapDocument>(r.try_get("document").map_err(err)?)
-            .map_err(corrupt("map document"))?,
-        version: u32::try_from(version).map_err(corrupt("map version"))?,
-        status: MapStatus::parse(r.try_get("status").map_err(err)?)
-            .ok_or_else(|| corrupt("map status")("unknown"))?,
-        origin: r.try_get("origin").map_err(err)?,
-        created_at: from_millis(r.try_get("created_at").map_err(err)?)?,
-        updated_at: from_millis(r.try_get("updated_at").map_err(err)?)?,
-    })
-}
+use super::{SqliteStore, backend, corrupt, millis};
+use crate::rows;
 
 #[async_trait]
 impl MapStore for SqliteStore {
@@ -72,7 +55,7 @@ impl MapStore for SqliteStore {
         .await
         .map_err(|e| backend(e, "listing agent maps"))?
         .iter()
-        .map(map_from_row)
+        .map(rows::agent_map)
         .collect()
     }
 
@@ -86,7 +69,7 @@ impl MapStore for SqliteStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "reading published map"))?
-        .map(|r| map_from_row(&r))
+        .map(|r| rows::agent_map(&r))
         .transpose()
     }
 
@@ -127,7 +110,7 @@ impl MapStore for SqliteStore {
         let Some(row) = row else {
             return Err(MapStoreError::NotFound);
         };
-        let map = map_from_row(&row)?;
+        let map = rows::agent_map(&row)?;
         tx.commit().await.map_err(err)?;
         Ok(map)
     }
@@ -147,7 +130,7 @@ impl MapStore for SqliteStore {
         .fetch_optional(self.writer())
         .await
         .map_err(|e| MapStoreError::Store(backend(e, "retiring agent map")))?
-        .map(|r| map_from_row(&r).map_err(MapStoreError::Store))
+        .map(|r| rows::agent_map(&r).map_err(MapStoreError::Store))
         .transpose()?
         .ok_or(MapStoreError::NotFound)
     }

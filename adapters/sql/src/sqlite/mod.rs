@@ -10,6 +10,7 @@ mod a2a;
 mod accounts;
 mod authority;
 mod billing;
+mod columns;
 mod connections;
 mod health;
 mod identity;

@@ -2,35 +2,13 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::{Row, sqlite::SqliteRow};
 use svc_ports::{
-    FetchedPage, RobotsDecision,
+    FetchedPage,
     store::{PageCache, StoreError},
 };
 
-use super::{SqliteStore, backend, corrupt, from_millis, millis};
-
-fn page_from_row(r: &SqliteRow) -> Result<FetchedPage, StoreError> {
-    let err = |e| backend(e, "reading cached page");
-    let status: i64 = r.try_get("status").map_err(err)?;
-    let truncated: i64 = r.try_get("truncated").map_err(err)?;
-    Ok(FetchedPage {
-        requested_url: r.try_get("requested_url").map_err(err)?,
-        final_url: r.try_get("final_url").map_err(err)?,
-        status: u16::try_from(status).map_err(corrupt("page status"))?,
-        content_type: r.try_get("content_type").map_err(err)?,
-        charset: r.try_get("charset").map_err(err)?,
-        // Bound as a BLOB (migration 0010); rows from before hold TEXT: both read as bytes.
-        body: String::from_utf8(r.try_get::<Vec<u8>, _>("body").map_err(err)?)
-            .map_err(corrupt("cached page body"))?,
-        truncated: truncated != 0,
-        redirects: serde_json::from_str::<Vec<String>>(r.try_get("redirects").map_err(err)?)
-            .map_err(corrupt("redirects"))?,
-        robots: serde_json::from_str::<RobotsDecision>(r.try_get("robots").map_err(err)?)
-            .map_err(corrupt("robots decision"))?,
-        fetched_at: from_millis(r.try_get("fetched_at").map_err(err)?)?,
-    })
-}
+use super::{SqliteStore, backend, corrupt, millis};
+use crate::rows;
 
 #[async_trait]
 impl PageCache for SqliteStore {
@@ -80,7 +58,7 @@ impl PageCache for SqliteStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "reading cached page"))?
-        .map(|r| page_from_row(&r))
+        .map(|r| rows::fetched_page(&r))
         .transpose()
     }
 

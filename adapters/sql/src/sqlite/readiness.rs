@@ -7,12 +7,12 @@ use svc_ports::{
 };
 
 use super::{SqliteStore, backend, millis};
+use crate::rows;
 
 #[async_trait]
 impl ScanStore for SqliteStore {
     async fn insert_scan(&self, report: &ScanReport) -> Result<(), StoreError> {
-        let json = serde_json::to_string(report)
-            .map_err(|e| StoreError(anyhow::Error::new(e).context("encoding a scan")))?;
+        let json = rows::scan_json(report)?;
         // A taken id fails the primary key: nothing is replaced.
         sqlx::query(
             "INSERT INTO readiness_scans (id, url, score, level, completed_at, report) \
@@ -37,8 +37,6 @@ impl ScanStore for SqliteStore {
                 .fetch_optional(&self.pool)
                 .await
                 .map_err(|e| backend(e, "reading a readiness scan"))?;
-        json.map(|json| serde_json::from_str(&json))
-            .transpose()
-            .map_err(|e| StoreError(anyhow::Error::new(e).context("decoding a stored scan")))
+        rows::scan_report(json)
     }
 }

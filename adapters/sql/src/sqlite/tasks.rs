@@ -20,44 +20,7 @@ use super::{
     SqliteStore, authority::spend_authority, backend, corrupt, from_millis,
     is_foreign_key_violation, is_unique_violation, ledger::insert_entry, millis, undecodable,
 };
-
-/// A task from a row holding `id, account_id, key_id, domain, action, cost, idempotency_key,
-/// fingerprint, status, response_status, response_body, artifact_id, artifact, created_at,
-/// settled_at, verified_artifact, verified_at`.
-pub(super) fn task_from_row(r: &SqliteRow) -> Result<TaskRecord, StoreError> {
-    let err = |e| backend(e, "reading task");
-    let response_status: Option<i64> = r.try_get("response_status").map_err(err)?;
-    let artifact_id: Option<&str> = r.try_get("artifact_id").map_err(err)?;
-    let settled: Option<i64> = r.try_get("settled_at").map_err(err)?;
-    let verified_at: Option<i64> = r.try_get("verified_at").map_err(err)?;
-    Ok(TaskRecord {
-        id: TaskId::parse(r.try_get("id").map_err(err)?).map_err(corrupt("task id"))?,
-        account_id: AccountId::parse(r.try_get("account_id").map_err(err)?)
-            .map_err(corrupt("account id"))?,
-        key_id: ApiKeyId::parse(r.try_get("key_id").map_err(err)?).map_err(corrupt("key id"))?,
-        domain: r.try_get("domain").map_err(err)?,
-        action: r.try_get("action").map_err(err)?,
-        cost: r.try_get("cost").map_err(err)?,
-        idempotency_key: r.try_get("idempotency_key").map_err(err)?,
-        fingerprint: r.try_get("fingerprint").map_err(err)?,
-        status: TaskStatus::parse(r.try_get("status").map_err(err)?)
-            .ok_or_else(|| corrupt("task status")("unknown"))?,
-        response_status: response_status
-            .map(u16::try_from)
-            .transpose()
-            .map_err(corrupt("response status"))?,
-        response_body: r.try_get("response_body").map_err(err)?,
-        artifact_id: artifact_id
-            .map(ArtifactId::parse)
-            .transpose()
-            .map_err(corrupt("artifact id"))?,
-        artifact: r.try_get("artifact").map_err(err)?,
-        created_at: from_millis(r.try_get("created_at").map_err(err)?)?,
-        settled_at: settled.map(from_millis).transpose()?,
-        verified_artifact: r.try_get("verified_artifact").map_err(err)?,
-        verified_at: verified_at.map(from_millis).transpose()?,
-    })
-}
+use crate::{outcomes, rows};
 
 /// The task a settlement just stored, from the row its UPDATE returned (`account_id, key_id,
 /// domain, action, cost, idempotency_key, fingerprint, created_at`) and the settlement itself.
@@ -89,40 +52,6 @@ fn settled_task(
         verified_artifact: None,
         verified_at: None,
     })
-}
-
-/// The record of a task that just began.
-fn started(task: &NewTask) -> TaskRecord {
-    TaskRecord {
-        id: task.id.clone(),
-        account_id: task.account_id.clone(),
-        key_id: task.key_id.clone(),
-        domain: task.domain.clone(),
-        action: task.action.clone(),
-        cost: task.cost,
-        idempotency_key: task.idempotency_key.clone(),
-        fingerprint: task.fingerprint.clone(),
-        status: TaskStatus::InFlight,
-        response_status: None,
-        response_body: None,
-        artifact_id: None,
-        artifact: None,
-        created_at: task.created_at,
-        settled_at: None,
-        verified_artifact: None,
-        verified_at: None,
-    }
-}
-
-/// What an existing task under the same idempotency key means for a new request.
-fn existing_outcome(existing: TaskRecord, fingerprint: &str) -> BeginOutcome {
-    if existing.fingerprint != fingerprint {
-        BeginOutcome::Conflict(existing)
-    } else if existing.status == TaskStatus::InFlight {
-        BeginOutcome::InFlight(existing)
-    } else {
-        BeginOutcome::Replay(existing)
-    }
 }
 
 impl SqliteStore {
@@ -176,12 +105,12 @@ impl SqliteStore {
         let row = rows.first().ok_or(sqlx::Error::RowNotFound)?;
         if row.try_get::<bool, _>("started")? {
             tx.commit().await?;
-            return Ok(BeginOutcome::Started(started(task)));
+            return Ok(BeginOutcome::Started(TaskRecord::started(task)));
         }
         // Nothing was written: the transaction ends without a commit.
         if row.try_get::<Option<&str>, _>("id")?.is_some() {
-            let existing = task_from_row(row).map_err(undecodable)?;
-            return Ok(existing_outcome(existing, &task.fingerprint));
+            let existing = rows::task(row).map_err(undecodable)?;
+            return Ok(BeginOutcome::existing(existing, &task.fingerprint));
         }
         match row.try_get::<Option<i64>, _>("spendable")? {
             Some(spendable) => Ok(BeginOutcome::InsufficientCredits { spendable }),
@@ -224,8 +153,8 @@ impl SqliteStore {
                 .bind(task.idempotency_key.as_deref())
                 .fetch_one(&mut *tx)
                 .await?;
-                let existing = task_from_row(&row).map_err(undecodable)?;
-                return Ok(existing_outcome(existing, &task.fingerprint));
+                let existing = rows::task(&row).map_err(undecodable)?;
+                return Ok(BeginOutcome::existing(existing, &task.fingerprint));
             }
             Ok(_) => {}
             Err(e) if is_foreign_key_violation(&e) => return Err(sqlx::Error::RowNotFound),
@@ -265,7 +194,7 @@ impl SqliteStore {
             insert_entry(&mut tx, &hold).await?;
         }
         tx.commit().await?;
-        Ok(BeginOutcome::Started(started(task)))
+        Ok(BeginOutcome::Started(TaskRecord::started(task)))
     }
 
     /// `Ok(None)`: the task was not in flight (unknown, or settled before). One multi-statement
@@ -391,11 +320,7 @@ impl TaskStore for SqliteStore {
             }));
         }
         // Another verification landed in between: it stands.
-        match self.task(task_id, None).await? {
-            Some(t) if t.verified_artifact.is_some() => Ok(VerifyOutcome::AlreadyVerified(t)),
-            Some(t) => Ok(VerifyOutcome::NotVerifiable(t)),
-            None => Err(TaskError::NotFound),
-        }
+        outcomes::unverified(self.task(task_id, None).await?)
     }
 
     async fn task(
@@ -414,7 +339,7 @@ impl TaskStore for SqliteStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "reading task"))?
-        .map(|r| task_from_row(&r))
+        .map(|r| rows::task(&r))
         .transpose()
     }
 
@@ -430,7 +355,7 @@ impl TaskStore for SqliteStore {
         .await
         .map_err(|e| backend(e, "listing unsettled tasks"))?
         .iter()
-        .map(task_from_row)
+        .map(rows::task)
         .collect()
     }
 }
@@ -438,9 +363,6 @@ impl TaskStore for SqliteStore {
 impl SqliteStore {
     /// The answer to a settlement that did not land: the task as it is now.
     async fn settled_before(&self, id: &TaskId) -> Result<SettleOutcome, TaskError> {
-        match self.task(id, None).await? {
-            Some(task) => Ok(SettleOutcome::AlreadySettled(task)),
-            None => Err(TaskError::NotFound),
-        }
+        outcomes::settled_before(self.task(id, None).await?)
     }
 }
