@@ -26,7 +26,7 @@ pg_dir=/tmp/svc-cluster-pg-$$
 pg_port=$((base_port + 53))
 pids=()
 cleanup() {
-  for f in "$work"/node-*.pid; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done
+  for f in "$work"/node-*.pid; do [ -f "$f" ] && { kill -9 "$(cat "$f")" 2>/dev/null || true; }; done
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   SVC_TEST_PG_PORT=$pg_port SVC_TEST_PG_DIR=$pg_dir scripts/postgres.sh stop >/dev/null 2>&1 || true
