@@ -31,9 +31,9 @@ fn unreachable(e: &sqlx::Error) -> bool {
         | sqlx::Error::PoolTimedOut
         | sqlx::Error::PoolClosed
         | sqlx::Error::WorkerCrashed => true,
-        sqlx::Error::Database(d) => d
-            .code()
-            .is_some_and(|c| c.starts_with("08") || matches!(&*c, "57P01" | "57P02" | "57P03" | "40P01" | "40001")),
+        sqlx::Error::Database(d) => d.code().is_some_and(|c| {
+            c.starts_with("08") || matches!(&*c, "57P01" | "57P02" | "57P03" | "40P01" | "40001")
+        }),
         _ => false,
     }
 }
