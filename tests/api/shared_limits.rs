@@ -227,3 +227,60 @@ async fn the_old_switch_takes_the_right_most_entry() {
     assert_eq!(scan(&app, &xff("6.6.6.6, 198.51.100.20")).await, 422);
     assert_eq!(scan(&app, &xff("9.9.9.9, 198.51.100.20")).await, 429);
 }
+
+/// The wrong codes sent over MCP and A2A count against the caller's address as the REST and
+/// web ones do (they were counted per code only): 20 wrong codes spread over REST, MCP and A2A
+/// lock the address out, and the 21st, over MCP, is `locked_out`.
+#[tokio::test]
+async fn wrong_codes_over_mcp_and_a2a_count_against_the_address() {
+    let app = TestApp::builder().outbox().spawn().await;
+    let mcp_verify = |device: String| {
+        let app = &app;
+        async move {
+            let (status, body) = app
+                .mcp(
+                    json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+                        "name": "svc_complete_api_key_signup",
+                        "arguments": {"deviceId": device, "code": "000000"}}}),
+                    None,
+                    "2025-11-25",
+                )
+                .await;
+            assert_eq!(status, 200, "{body}");
+            body["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        }
+    };
+    let mut device = String::new();
+    for i in 0..20 {
+        if i % 5 == 0 {
+            device = register(&app, &format!("spread{i}@example.com")).await;
+        }
+        let answer = match i % 3 {
+            0 => mcp_verify(device.clone()).await,
+            1 => app
+                .a2a(
+                    "tasks/create",
+                    json!({"task_type": "complete_api_key_signup", "deviceId": device, "code": "000000"}),
+                )
+                .await["result"]["artifacts"][0]["parts"][0]["data"]["failure_class"]
+                .to_string(),
+            _ => app
+                .http
+                .post(app.url("/api/verify"))
+                .json(&json!({"deviceId": device, "code": "000000"}))
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap(),
+        };
+        assert!(!answer.contains("locked_out"), "wrong code {i}: {answer}");
+    }
+    let fresh = register(&app, "spread-last@example.com").await;
+    let locked = mcp_verify(fresh).await;
+    assert!(locked.contains("locked_out"), "{locked}");
+}

@@ -16,7 +16,7 @@ use poem::{
 };
 use poem_openapi::types::ToJSON;
 use serde_json::{Value, json};
-use svc_ports::ChallengePurpose;
+use svc_ports::{ChallengePurpose, ClientAddress};
 
 use kit::context::AppContext;
 use kit::problem::ApiProblem;
@@ -150,7 +150,7 @@ fn str_field<'a>(input: &'a Value, names: &[&str]) -> Option<&'a str> {
         .find_map(|n| input.get(*n).and_then(Value::as_str))
 }
 
-async fn run_signup_step(ctx: &AppContext, input: &Value) -> Outcome {
+async fn run_signup_step(ctx: &AppContext, input: &Value, ip: Option<ClientAddress>) -> Outcome {
     let identity = &ctx.services.identity;
     match str_field(input, &["task_type", "taskType"]) {
         Some("start_api_key_signup") => {
@@ -207,7 +207,7 @@ async fn run_signup_step(ctx: &AppContext, input: &Value) -> Outcome {
                     true,
                 );
             };
-            match identity.verify_api_key_code(device_id, code, None).await {
+            match identity.verify_api_key_code(device_id, code, ip).await {
                 Ok(key) => key_outcome(key),
                 Err(e) => problem_outcome(&ApiProblem::from(e), false),
             }
@@ -279,10 +279,11 @@ async fn run_task(
     input: &Value,
     context_id: Option<String>,
     history: Option<Value>,
+    ip: Option<ClientAddress>,
 ) -> Value {
     let task_id = new_id(ctx);
     let context_id = context_id.unwrap_or_else(|| new_id(ctx));
-    let outcome = run_signup_step(ctx, input).await;
+    let outcome = run_signup_step(ctx, input, ip).await;
     let message = agent_message(
         flavor,
         new_id(ctx),
@@ -329,7 +330,14 @@ const HELP: &str = "I handle svc signup. Send a message with a data part {\"task
 a 6-digit code is emailed to the human. Then send {\"task_type\": \"complete_api_key_signup\", \"deviceId\": \"...\", \"code\": \"...\"} \
 to receive the API key. The preferred one-link signup is on MCP (svc_start_claim_link_signup) and RFC 8628 (POST /agent/identity).";
 
-async fn dispatch(ctx: &AppContext, method: &str, params: &Value) -> Result<Value, RpcError> {
+/// `ip`: the caller's address as the limits count it (wrong codes are counted per address on
+/// every face).
+async fn dispatch(
+    ctx: &AppContext,
+    method: &str,
+    params: &Value,
+    ip: Option<ClientAddress>,
+) -> Result<Value, RpcError> {
     let flavor = match method {
         "SendMessage" | "GetTask" | "CancelTask" | "tasks/create" => Flavor::V10,
         "message/send" | "tasks/get" | "tasks/cancel" => Flavor::V03,
@@ -359,7 +367,7 @@ async fn dispatch(ctx: &AppContext, method: &str, params: &Value) -> Result<Valu
             match signup_input(message) {
                 Some(input) => {
                     let task =
-                        run_task(ctx, flavor, &input, context_id, Some(message.clone())).await;
+                        run_task(ctx, flavor, &input, context_id, Some(message.clone()), ip).await;
                     Ok(match flavor {
                         Flavor::V10 => json!({"task": task}),
                         Flavor::V03 => task,
@@ -381,7 +389,7 @@ async fn dispatch(ctx: &AppContext, method: &str, params: &Value) -> Result<Valu
                 .get("input")
                 .filter(|i| i.is_object())
                 .unwrap_or(params);
-            Ok(run_task(ctx, flavor, input, None, None).await)
+            Ok(run_task(ctx, flavor, input, None, None, ip).await)
         }
         "GetTask" | "tasks/get" => {
             let id = params
@@ -426,7 +434,8 @@ fn task_not_found(id: &str) -> RpcError {
 }
 
 #[handler]
-async fn jsonrpc(body: poem::Body, ctx: Data<&AppContext>) -> Response {
+async fn jsonrpc(req: &poem::Request, body: poem::Body, ctx: Data<&AppContext>) -> Response {
+    let ip = kit::edge::client_ip_of(req, &ctx.proxies);
     let bytes = match body.into_bytes().await {
         Ok(b) => b,
         Err(_) => {
@@ -453,7 +462,7 @@ async fn jsonrpc(body: poem::Body, ctx: Data<&AppContext>) -> Response {
         return rpc_error(&id, RpcError::new(-32600, "method is required"));
     };
     let params = request.get("params").cloned().unwrap_or_else(|| json!({}));
-    match dispatch(&ctx, method, &params).await {
+    match dispatch(&ctx, method, &params, ip).await {
         Ok(result) => rpc_result(&id, result),
         Err(e) => rpc_error(&id, e),
     }

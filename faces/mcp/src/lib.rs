@@ -179,18 +179,24 @@ pub fn endpoint(ctx: AppContext, config: McpConfig) -> poem::endpoint::BoxEndpoi
         server_config.with_allowed_hosts(config.allowed_hosts.clone())
     };
     server_config.max_request_body_bytes = config.max_body_bytes;
+    let proxies = ctx.proxies.clone();
     let service = StreamableHttpService::new(
         move || Ok(SvcMcp { ctx: ctx.clone() }),
         Arc::new(LocalSessionManager::default()),
         server_config,
     );
     // The same Host and Origin rules, checked first so a refusal is a problem+json like every
-    // other error (rmcp's own refusal is plain text); rmcp checks again behind it.
+    // other error (rmcp's own refusal is plain text); rmcp checks again behind it. The caller's
+    // address as the limits count it travels to the tools in the request's extensions.
     let guard = Arc::new(config);
     service
         .compat()
-        .around(move |ep, req| {
+        .around(move |ep, mut req| {
             let guard = guard.clone();
+            let ip = kit::edge::client_ip_of(&req, &proxies);
+            if let Some(ip) = ip {
+                req.extensions_mut().insert(ip);
+            }
             async move {
                 let host = req.header(http::header::HOST).unwrap_or_default();
                 if !guard.host_allowed(host) {

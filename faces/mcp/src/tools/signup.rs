@@ -376,12 +376,15 @@ impl SvcMcp {
     async fn svc_complete_api_key_signup(
         &self,
         Parameters(args): Parameters<CodeArgs>,
+        Extension(parts): Extension<http::request::Parts>,
     ) -> Result<CallToolResult, McpError> {
+        // Wrong codes count against the caller's address, as on every face.
+        let ip = parts.extensions.get::<svc_ports::ClientAddress>().copied();
         reply(
             self.ctx
                 .services
                 .identity
-                .verify_api_key_code(&args.device_id, &args.code, None)
+                .verify_api_key_code(&args.device_id, &args.code, ip)
                 .await,
             |key| answer(&issued(key)),
         )
