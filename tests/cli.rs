@@ -4,32 +4,15 @@
 use std::{
     io::{BufRead, BufReader},
     path::Path,
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     time::{Duration, Instant},
 };
 
 use serde_json::Value;
 
-const SVC: &str = env!("CARGO_BIN_EXE_svc");
+mod support;
 
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn svc(dir: &Path) -> Command {
-    let mut c = Command::new(SVC);
-    c.current_dir(dir)
-        .env_remove("SVC_DATABASE_URL")
-        .env_remove("SVC_BIND")
-        .env_remove("SVC_SMTP_URL")
-        .env("SVC_LOG_FORMAT", "json");
-    c
-}
+use support::{Running, start_sandbox, svc};
 
 async fn wait_healthy(base: &str) {
     let started = Instant::now();
@@ -485,47 +468,6 @@ async fn serve_without_smtp_says_mail_is_only_logged_and_never_logs_codes() {
 }
 
 /// A `svc sandbox` process and the lines it printed.
-struct Sandbox {
-    process: Running,
-    base: String,
-    key: String,
-}
-
-fn start_sandbox(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Sandbox {
-    let mut cmd = svc(dir);
-    cmd.args(["sandbox", "--bind", "127.0.0.1:0"])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut process = Running(cmd.spawn().unwrap());
-    let stdout = process.0.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let (mut base, mut key) = (None, None);
-    while base.is_none() || key.is_none() {
-        let line = rx
-            .recv_timeout(Duration::from_secs(30))
-            .expect("the sandbox printed its lines");
-        if let Some(v) = line.strip_prefix("SVC_BASE_URL=") {
-            base = Some(v.to_owned());
-        } else if let Some(v) = line.strip_prefix("SVC_API_KEY=") {
-            key = Some(v.to_owned());
-        }
-    }
-    Sandbox {
-        process,
-        base: base.unwrap(),
-        key: key.unwrap(),
-    }
-}
-
 async fn spendable_and_held(base: &str, key: &str) -> (i64, i64) {
     let body: Value = usage(base, key).await.json().await.unwrap();
     (

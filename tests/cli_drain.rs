@@ -4,59 +4,15 @@
 //! the process exits 0.
 
 use std::{
-    io::{BufRead, BufReader},
-    path::Path,
-    process::{Child, Command, Stdio},
+    process::Command,
     time::{Duration, Instant},
 };
 
 use serde_json::{Value, json};
 
-const SVC: &str = env!("CARGO_BIN_EXE_svc");
+mod support;
 
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `svc sandbox` on the SQLite file `db`, with its printed base URL and key.
-fn sandbox(dir: &Path, db: &str, env: &[(&str, &str)]) -> (Running, String, String) {
-    let mut cmd = Command::new(SVC);
-    cmd.current_dir(dir)
-        .args(["sandbox", "--bind", "127.0.0.1:0", "--database-url", db])
-        .env_remove("SVC_DATABASE_URL")
-        .env_remove("SVC_BIND")
-        .env("SVC_LOG_FORMAT", "json")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut process = Running(cmd.spawn().unwrap());
-    let stdout = process.0.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let (mut base, mut key) = (None, None);
-    while base.is_none() || key.is_none() {
-        let line = rx
-            .recv_timeout(Duration::from_secs(30))
-            .expect("the sandbox printed its lines");
-        if let Some(v) = line.strip_prefix("SVC_BASE_URL=") {
-            base = Some(v.to_owned());
-        } else if let Some(v) = line.strip_prefix("SVC_API_KEY=") {
-            key = Some(v.to_owned());
-        }
-    }
-    (process, base.unwrap(), key.unwrap())
-}
+use support::start_sandbox;
 
 async fn held(base: &str, key: &str) -> i64 {
     let usage: Value = reqwest::Client::new()
@@ -75,7 +31,15 @@ async fn held(base: &str, key: &str) -> i64 {
 async fn sigterm_drains_answers_in_flight_writes_queued_events_and_exits_0() {
     let dir = tempfile::tempdir().unwrap();
     let db = format!("sqlite://{}", dir.path().join("drain.db").display());
-    let (sandbox, base, key) = sandbox(dir.path(), &db, &[("SVC_SHUTDOWN_DELAY_SECONDS", "5")]);
+    let support::Sandbox {
+        process: sandbox,
+        base,
+        key,
+    } = start_sandbox(
+        dir.path(),
+        &["--database-url", &db],
+        &[("SVC_SHUTDOWN_DELAY_SECONDS", "5")],
+    );
     let addr = base.trim_start_matches("http://").to_owned();
     let http = reqwest::Client::new();
 

@@ -6,13 +6,15 @@
 use std::{
     io::{BufRead, BufReader},
     path::Path,
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     time::{Duration, Instant},
 };
 
 use serde_json::Value;
 
-const SVC: &str = env!("CARGO_BIN_EXE_svc");
+mod support;
+
+use support::Running;
 
 /// Ed25519 seeds and AES-256-GCM keys: 32 bytes of 1, 2, ... in base64url.
 const KEY_1: &str = "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE";
@@ -21,26 +23,13 @@ const KEY_3: &str = "AwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwM";
 const KEY_4: &str = "BAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQ";
 const KEYS: [&str; 4] = [KEY_1, KEY_2, KEY_3, KEY_4];
 
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn svc(dir: &Path, env: &[(&str, &str)]) -> Command {
-    let mut c = Command::new(SVC);
-    c.current_dir(dir)
-        .args(["serve", "--bind", "127.0.0.1:0"])
-        .env_remove("SVC_DATABASE_URL")
+    let mut c = support::svc(dir);
+    c.args(["serve", "--bind", "127.0.0.1:0"])
         .env_remove("SVC_SIGNING_KEY")
         .env_remove("SVC_SIGNING_KEYS_RETIRED")
         .env_remove("SVC_CONNECTION_KEY")
         .env_remove("SVC_CONNECTION_KEYS_RETIRED")
-        .env_remove("SVC_SMTP_URL")
-        .env("SVC_LOG_FORMAT", "json")
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     for (k, v) in env {

@@ -22,6 +22,27 @@ impl PostgresStore {
             .map(|f| KeyFingerprint::parse(f).map_err(corrupt("key fingerprint")))
             .collect()
     }
+    /// Records the key (once; a key already recorded stays as it is), then reads the record.
+    async fn record_key(
+        &self,
+        kind: KeyKind,
+        key: &KeyFingerprint,
+        first: bool,
+        at: DateTime<Utc>,
+    ) -> Result<Vec<KeyFingerprint>, StoreError> {
+        sqlx::query(
+            "INSERT INTO key_set (kind, fingerprint, is_first, recorded_at) \
+             VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+        )
+        .bind(kind.as_str())
+        .bind(key.as_str())
+        .bind(first)
+        .bind(ms(at))
+        .execute(&self.pool)
+        .await
+        .map_err(|e| backend(e, "recording a key"))?;
+        self.key_set_of(kind).await
+    }
 }
 
 #[async_trait]
@@ -36,19 +57,9 @@ impl KeySetStore for PostgresStore {
         key: &KeyFingerprint,
         at: DateTime<Utc>,
     ) -> Result<Vec<KeyFingerprint>, StoreError> {
-        // A second first key of the kind violates `key_set_one_first`: nothing happens (a racing
-        // insert waits for the other to commit, then does nothing), and the read sees the winner.
-        sqlx::query(
-            "INSERT INTO key_set (kind, fingerprint, is_first, recorded_at) \
-             VALUES ($1, $2, TRUE, $3) ON CONFLICT DO NOTHING",
-        )
-        .bind(kind.as_str())
-        .bind(key.as_str())
-        .bind(ms(at))
-        .execute(&self.pool)
-        .await
-        .map_err(|e| backend(e, "recording the first key"))?;
-        self.key_set_of(kind).await
+        // A second first key of the kind violates `key_set_one_first`: nothing happens, and the
+        // read sees the winner's.
+        self.record_key(kind, key, true, at).await
     }
 
     async fn record_rotated_key(
@@ -57,16 +68,6 @@ impl KeySetStore for PostgresStore {
         key: &KeyFingerprint,
         at: DateTime<Utc>,
     ) -> Result<Vec<KeyFingerprint>, StoreError> {
-        sqlx::query(
-            "INSERT INTO key_set (kind, fingerprint, is_first, recorded_at) \
-             VALUES ($1, $2, FALSE, $3) ON CONFLICT DO NOTHING",
-        )
-        .bind(kind.as_str())
-        .bind(key.as_str())
-        .bind(ms(at))
-        .execute(&self.pool)
-        .await
-        .map_err(|e| backend(e, "recording a rotated key"))?;
-        self.key_set_of(kind).await
+        self.record_key(kind, key, false, at).await
     }
 }

@@ -23,6 +23,27 @@ impl SqliteStore {
             .map(|f| KeyFingerprint::parse(f).map_err(corrupt("key fingerprint")))
             .collect()
     }
+    /// Records the key (once; a key already recorded stays as it is), then reads the record.
+    async fn record_key(
+        &self,
+        kind: KeyKind,
+        key: &KeyFingerprint,
+        first: bool,
+        at: DateTime<Utc>,
+    ) -> Result<Vec<KeyFingerprint>, StoreError> {
+        sqlx::query(
+            "INSERT INTO key_set (kind, fingerprint, is_first, recorded_at) \
+             VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+        )
+        .bind(kind.as_str())
+        .bind(key.as_str())
+        .bind(first)
+        .bind(millis(at))
+        .execute(self.writer())
+        .await
+        .map_err(|e| backend(e, "recording a key"))?;
+        self.key_set_of(kind).await
+    }
 }
 
 #[async_trait]
@@ -37,18 +58,9 @@ impl KeySetStore for SqliteStore {
         key: &KeyFingerprint,
         at: DateTime<Utc>,
     ) -> Result<Vec<KeyFingerprint>, StoreError> {
-        // A second first key of the kind violates `key_set_one_first`: nothing happens.
-        sqlx::query(
-            "INSERT INTO key_set (kind, fingerprint, is_first, recorded_at) \
-             VALUES ($1, $2, 1, $3) ON CONFLICT DO NOTHING",
-        )
-        .bind(kind.as_str())
-        .bind(key.as_str())
-        .bind(millis(at))
-        .execute(self.writer())
-        .await
-        .map_err(|e| backend(e, "recording the first key"))?;
-        self.key_set_of(kind).await
+        // A second first key of the kind violates `key_set_one_first`: nothing happens, and the
+        // read sees the winner's.
+        self.record_key(kind, key, true, at).await
     }
 
     async fn record_rotated_key(
@@ -57,16 +69,6 @@ impl KeySetStore for SqliteStore {
         key: &KeyFingerprint,
         at: DateTime<Utc>,
     ) -> Result<Vec<KeyFingerprint>, StoreError> {
-        sqlx::query(
-            "INSERT INTO key_set (kind, fingerprint, is_first, recorded_at) \
-             VALUES ($1, $2, 0, $3) ON CONFLICT DO NOTHING",
-        )
-        .bind(kind.as_str())
-        .bind(key.as_str())
-        .bind(millis(at))
-        .execute(self.writer())
-        .await
-        .map_err(|e| backend(e, "recording a rotated key"))?;
-        self.key_set_of(kind).await
+        self.record_key(kind, key, false, at).await
     }
 }
