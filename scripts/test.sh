@@ -24,6 +24,9 @@ else
 fi
 cargo build --locked --bin svc
 scripts/clients.sh
+# Every conformance client at its pinned version and strictest setting (OpenAPI fuzzing, the MCP
+# conformance suite and Inspector, both A2A SDKs, openid-client, oauthlib, Standard Webhooks).
+scripts/conformance.sh
 # Three instances on one Postgres behind haproxy: one-key concurrency, SIGKILL under load, a
 # rolling restart, metrics against the ledger (the short version; `scripts/cluster.sh` is full).
 scripts/cluster.sh short
