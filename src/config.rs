@@ -219,6 +219,17 @@ pub struct RuntimeSettings {
     #[arg(long, env = "SVC_KEY_CACHE_MILLIS", default_value_t = 1000)]
     pub key_cache_millis: u64,
 
+    /// Credits an account created by signup gets once, so a new agent can try an action at once
+    /// (0 to 1,000,000; 0 gives none). Default: 100 on `svc serve`; in the sandbox, the seeded
+    /// account's figure (`SVC_SANDBOX_SEED_CREDITS`).
+    #[arg(long, env = "SVC_FREE_CREDITS")]
+    pub free_credits: Option<i64>,
+
+    /// Sign-in and signup codes sent to one e-mail address per hour (1 to 1,000). Default: 5 on
+    /// `svc serve`; 60 in the sandbox, where one developer signs up again and again.
+    #[arg(long, env = "SVC_EMAIL_CODES_PER_HOUR")]
+    pub email_codes_per_hour: Option<u32>,
+
     /// On SIGTERM, how long requests in flight may take to finish (20 to 600 s; at least the
     /// 15 s request deadline and a margin, so a running action still gets its answer).
     #[arg(long, env = "SVC_SHUTDOWN_GRACE_SECONDS", default_value_t = 20)]
@@ -328,6 +339,12 @@ impl RuntimeSettings {
             MIN_RECOVER_AFTER_SECONDS..=86_400,
         )?;
         in_range("SVC_KEY_CACHE_MILLIS", self.key_cache_millis, 0..=1000)?;
+        if let Some(credits) = self.free_credits {
+            in_range("SVC_FREE_CREDITS", credits, 0..=1_000_000)?;
+        }
+        if let Some(codes) = self.email_codes_per_hour {
+            in_range("SVC_EMAIL_CODES_PER_HOUR", codes, 1..=1000)?;
+        }
         in_range(
             "SVC_SHUTDOWN_GRACE_SECONDS",
             self.shutdown_grace_seconds,
@@ -415,6 +432,8 @@ impl Default for RuntimeSettings {
             mcp_disable_host_check: false,
             recover_after_seconds: 60,
             key_cache_millis: 1000,
+            free_credits: None,
+            email_codes_per_hour: None,
             shutdown_grace_seconds: 20,
             shutdown_delay_seconds: 0,
             metrics_bind: None,

@@ -407,6 +407,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 billing: runtime.billing_config()?,
                 signing,
                 sealing,
+                // A new sandbox account starts with what the seeded one has, unless set apart.
+                free_credits: Some(seed_credits),
                 ..World::sandbox(&demo, &sites)
             }
             .with_readiness_sites(&readiness_sites)

@@ -48,7 +48,12 @@ pub struct KeyService {
     environment: Environment,
     /// The authenticator's cache: a key revoked or rotated here stops working at once.
     cache: Arc<KeyCache>,
+    /// Credits granted once to an account that signup creates.
+    free_credits: i64,
 }
+
+/// The ledger reference of the free credits: one grant per account, whatever retries happen.
+pub const FREE_CREDITS_REFERENCE: &str = "free-credits";
 
 /// The sandbox's seeded account: its address and the test credits it gets once.
 pub const SANDBOX_EMAIL: &str = "agent@sandbox.example.com";
@@ -83,7 +88,30 @@ impl KeyService {
             ports,
             environment,
             cache,
+            free_credits: 0,
         }
+    }
+
+    pub fn with_free_credits(mut self, credits: i64) -> Self {
+        self.free_credits = credits;
+        self
+    }
+
+    /// The account a proven address signs up or signs in to. One that this call creates gets
+    /// the free credits (once: the grant carries a per-account reference).
+    pub async fn signup_account(&self, email: &Email) -> anyhow::Result<Account> {
+        let (account, created) = self.find_or_create(email, self.signup_plan()).await?;
+        if created && self.free_credits > 0 {
+            let amount = CreditAmount::new(self.free_credits).context("SVC_FREE_CREDITS")?;
+            self.grant(
+                &account.id,
+                amount,
+                Some(FREE_CREDITS_REFERENCE.into()),
+                "free credits for a new account",
+            )
+            .await?;
+        }
+        Ok(account)
     }
 
     /// Drops a key from the authenticator's cache: after its revocation or rotation.
@@ -109,9 +137,14 @@ impl KeyService {
 
     /// Finds or creates the account for `email` in this environment.
     pub async fn ensure_account(&self, email: &Email, plan: Plan) -> anyhow::Result<Account> {
+        Ok(self.find_or_create(email, plan).await?.0)
+    }
+
+    /// The account for `email`, and whether this call created it.
+    async fn find_or_create(&self, email: &Email, plan: Plan) -> anyhow::Result<(Account, bool)> {
         let accounts = &self.ports.accounts;
         if let Some(a) = accounts.account_by_email(self.environment, email).await? {
-            return Ok(a);
+            return Ok((a, false));
         }
         let account = Account {
             id: AccountId::from_ulid(self.ports.entropy.ulid()),
@@ -123,13 +156,16 @@ impl KeyService {
         match accounts.create_account(&account).await {
             Ok(()) => {
                 tracing::info!(account_id = %account.id, plan = %plan, "account created");
-                Ok(account)
+                Ok((account, true))
             }
             // Created concurrently by another request: use that one.
-            Err(AccountError::EmailTaken) => accounts
-                .account_by_email(self.environment, email)
-                .await?
-                .context("account vanished after a concurrent create"),
+            Err(AccountError::EmailTaken) => Ok((
+                accounts
+                    .account_by_email(self.environment, email)
+                    .await?
+                    .context("account vanished after a concurrent create")?,
+                false,
+            )),
             Err(e) => Err(anyhow::Error::new(e).context("creating account")),
         }
     }

@@ -120,11 +120,10 @@ impl Services {
         billing: BillingSettings,
     ) -> Self {
         let key_cache = Arc::new(auth::KeyCache::new(ports.clock.clone(), identity.key_cache));
-        let keys = Arc::new(KeyService::new(
-            ports.clone(),
-            environment,
-            key_cache.clone(),
-        ));
+        let keys = Arc::new(
+            KeyService::new(ports.clone(), environment, key_cache.clone())
+                .with_free_credits(identity.free_credits),
+        );
         let site_url = identity.site_url.clone();
         let telemetry = Arc::new(telemetry::TelemetryService::new(
             ports.telemetry.clone(),

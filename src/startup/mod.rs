@@ -246,6 +246,12 @@ pub struct World {
     /// Readiness scans per client address per minute (`SVC_SCAN_RATE_LIMIT_PER_IP`), shared by
     /// every instance on the store. `None`: the default, 10.
     pub scans_per_minute: Option<u32>,
+    /// Credits a new signed-up account gets (`SVC_FREE_CREDITS`). `None`: 100 live, the
+    /// sandbox's seed figure in the sandbox.
+    pub free_credits: Option<i64>,
+    /// Codes sent to one address per hour (`SVC_EMAIL_CODES_PER_HOUR`). `None`: 5 live, 60 in
+    /// the sandbox.
+    pub email_codes_per_hour: Option<u32>,
 }
 
 fn signer(signing: &Signing) -> anyhow::Result<Ed25519Signer> {
@@ -397,6 +403,14 @@ pub fn services(
     if let Some(ttl) = world.key_cache {
         identity.key_cache = ttl;
     }
+    identity.free_credits = world.free_credits.unwrap_or(match environment {
+        Environment::Live => LIVE_FREE_CREDITS,
+        Environment::Test => SANDBOX_CREDITS,
+    });
+    identity.codes_per_address_per_hour = world.email_codes_per_hour.unwrap_or(match environment {
+        Environment::Live => 5,
+        Environment::Test => 60,
+    });
     let webhook_secrets = match &world.payments {
         Payments::Disabled => Vec::new(),
         Payments::Http {
@@ -512,6 +526,8 @@ impl Application {
         let mut world = world;
         world.key_cache = Some(Duration::from_millis(runtime.key_cache_millis));
         world.scans_per_minute = Some(runtime.scan_rate_limit_per_ip);
+        world.free_credits = runtime.free_credits.or(world.free_credits);
+        world.email_codes_per_hour = runtime.email_codes_per_hour.or(world.email_codes_per_hour);
         let proxies = Arc::new(runtime.trusted_proxies()?);
         if runtime.trust_forwarded_for {
             tracing::warn!(
@@ -703,6 +719,9 @@ pub async fn stopped() {
 }
 
 pub use svc_services::keys::{SANDBOX_CREDITS, SANDBOX_EMAIL};
+
+/// Free credits of a new signed-up account on `svc serve` when `SVC_FREE_CREDITS` is unset.
+pub const LIVE_FREE_CREDITS: i64 = 100;
 
 /// The sandbox's seeded account and its test key, which may also run consequential actions.
 pub async fn seed_sandbox(services: &Services) -> anyhow::Result<IssuedKey> {

@@ -354,15 +354,69 @@ async fn email_codes_die_after_five_wrong_tries_and_after_ten_minutes() {
 
 #[tokio::test]
 async fn codes_per_address_are_capped() {
-    let app = TestApp::builder().outbox().spawn().await;
-    for _ in 0..5 {
+    let app = TestApp::builder()
+        .runtime(|r| r.email_codes_per_hour = Some(3))
+        .outbox()
+        .spawn()
+        .await;
+    for _ in 0..3 {
         assert_eq!(register(&app, "flood@example.com").await.status(), 200);
     }
     let resp = register(&app, "flood@example.com").await;
     assert!(resp.headers().contains_key("retry-after"));
     problem(resp, 429, "rate_limited").await;
     let outbox = app.get_json("/sandbox/outbox?to=flood@example.com").await;
-    assert_eq!(outbox["messages"].as_array().unwrap().len(), 5);
+    assert_eq!(outbox["messages"].as_array().unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn the_sandbox_lets_one_developer_sign_up_again_and_again() {
+    let app = TestApp::builder().outbox().spawn().await;
+    let limits = &app.get_json("/.well-known/sandbox.json").await["limits"];
+    assert_eq!(limits["codes_per_address_per_hour"], 60, "{limits}");
+    assert_eq!(limits["free_credits_per_new_account"], 1000, "{limits}");
+    for _ in 0..10 {
+        assert_eq!(register(&app, "again@example.com").await.status(), 200);
+    }
+}
+
+/// Signs up `email` by e-mail code and answers the new key's spendable credits.
+async fn signed_up_credits(app: &TestApp, email: &str) -> i64 {
+    let body: Value = register(app, email).await.json().await.unwrap();
+    let device_id = body["deviceId"].as_str().unwrap().to_owned();
+    let code = latest_code(app, email).await;
+    let key: Value = verify(app, &device_id, &code).await.json().await.unwrap();
+    let secret = key["api_key"].as_str().unwrap();
+    let usage: Value = app
+        .get_usage(Some(&bearer(secret)))
+        .await
+        .json()
+        .await
+        .unwrap();
+    usage["balance"]["spendable"].as_i64().unwrap()
+}
+
+#[tokio::test]
+async fn a_new_account_gets_the_free_credits_once() {
+    // The sandbox's default is the seeded account's figure.
+    let app = TestApp::builder().outbox().spawn().await;
+    assert_eq!(signed_up_credits(&app, "first@example.com").await, 1000);
+
+    let app = TestApp::builder()
+        .runtime(|r| r.free_credits = Some(25))
+        .outbox()
+        .spawn()
+        .await;
+    assert_eq!(signed_up_credits(&app, "new@example.com").await, 25);
+    // Signing up again (a second key) finds the account: nothing more is granted.
+    assert_eq!(signed_up_credits(&app, "new@example.com").await, 25);
+
+    let app = TestApp::builder()
+        .runtime(|r| r.free_credits = Some(0))
+        .outbox()
+        .spawn()
+        .await;
+    assert_eq!(signed_up_credits(&app, "none@example.com").await, 0);
 }
 
 #[tokio::test]

@@ -228,6 +228,7 @@ pub fn sandbox_limits(ctx: &AppContext) -> Value {
             "email_code_seconds": identity.email_code_ttl.as_secs(),
             "email_code_attempts": svc_ports::identity::MAX_CODE_ATTEMPTS,
             "codes_per_address_per_hour": identity.codes_per_address_per_hour,
+            "free_credits_per_new_account": identity.free_credits,
             "wrong_codes_per_ip": identity.wrong_codes_per_ip,
             "lockout_window_seconds": identity.lockout_window.as_secs(),
             "web_session_seconds": identity.session_ttl.as_secs()

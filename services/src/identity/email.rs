@@ -191,10 +191,7 @@ impl IdentityService {
         let challenge = self
             .check_code(ChallengePurpose::ApiKey, device_id, code, ip)
             .await?;
-        let account = self
-            .keys
-            .ensure_account(&challenge.email, self.keys.signup_plan())
-            .await?;
+        let account = self.keys.signup_account(&challenge.email).await?;
         let label = challenge
             .agent_name
             .clone()
@@ -258,10 +255,7 @@ impl IdentityService {
                     .into());
             }
         }
-        let account = self
-            .keys
-            .ensure_account(&challenge.email, self.keys.signup_plan())
-            .await?;
+        let account = self.keys.signup_account(&challenge.email).await?;
         self.start_session(account).await
     }
 }

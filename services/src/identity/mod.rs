@@ -35,6 +35,9 @@ pub struct IdentitySettings {
     /// How long an authenticated key is remembered: the longest a revocation made through
     /// another instance goes unnoticed (0: every request reads the key from the store).
     pub key_cache: Duration,
+    /// Credits an account created by signup gets once, so a new agent can try something at
+    /// once (0: none).
+    pub free_credits: i64,
 }
 
 impl IdentitySettings {
@@ -50,6 +53,7 @@ impl IdentitySettings {
             wrong_codes_per_ip: 20,
             lockout_window: Duration::from_secs(15 * 60),
             key_cache: Duration::from_secs(1),
+            free_credits: 0,
         }
     }
 }
