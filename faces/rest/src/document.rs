@@ -678,3 +678,89 @@ fn billing(doc: &mut Value, site_url: &str, checkout_skus: Vec<String>) {
         tags.push(json!({"name": "Billing", "description": "The site's billing endpoints: the customer's web session, the provider's webhook, internal metering."}));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use regex::Regex;
+
+    /// Each pattern against values on both sides of the server's rule (the comment of each
+    /// constant says which rule).
+    fn check(pattern: &str, accepted: &[&str], refused: &[&str]) {
+        let re = Regex::new(pattern).expect(pattern);
+        for v in accepted {
+            assert!(
+                re.is_match(v),
+                "{pattern} refuses {v:?}, which the server takes"
+            );
+        }
+        for v in refused {
+            assert!(
+                !re.is_match(v),
+                "{pattern} takes {v:?}, which the server refuses"
+            );
+        }
+    }
+
+    #[test]
+    fn the_patterns_are_the_servers_rules() {
+        // Trimmed, then non-empty and without a control character.
+        check(
+            PRINTABLE_NOT_BLANK,
+            &["a", " agent ", "\u{b}x", "a b", "é", "x\u{a0}"],
+            &["", " ", "\u{a0}", "a\u{1}b", "\u{1c}a", "a\u{85}b", "\t"],
+        );
+        check(
+            PRINTABLE,
+            &["", " ", "a", "\u{b}z", "  x y  "],
+            &["a\u{0}", "\u{1c}", "x\u{7f}y"],
+        );
+        check(
+            SIGNUP_SCOPES,
+            &[
+                "",
+                "read",
+                "read discover,execute",
+                " ,read,, execute \u{c}",
+                "\t",
+            ],
+            &["discoverread", "write", "read\tdiscover", "read;execute"],
+        );
+        check(
+            IDEMPOTENCY_KEY,
+            &["a", "order 42", "~!"],
+            &["", " a", "a ", "a\tb", "é"],
+        );
+        check(
+            HTTP_URL,
+            &["https://example.com/", "HTTP://x"],
+            &["example.com", "ftp://x", "https://"],
+        );
+        check(
+            EMAIL,
+            &["a@b.co", "a.b+c@x.y.z"],
+            &[
+                "a@b", "a@.b", "a@b.", "a@b..c", "a b@c.d", "@b.co", " a@b.co", "a@b@c.d",
+            ],
+        );
+        check(NO_NUL, &["", "abc"], &["a\u{0}b"]);
+        check(VISIBLE_ASCII, &["m-1", "~"], &["", "a b", "é"]);
+    }
+
+    #[test]
+    fn optional_fields_of_json_bodies_take_null() {
+        let mut doc = json!({"components": {"schemas": {"ReadBody": {
+            "required": ["url"],
+            "properties": {
+                "url": {"type": "string"},
+                "format": {"$ref": "#/components/schemas/ReadFormat"},
+                "max_age": {"type": "number"},
+            }
+        }}}});
+        optional_may_be_null(&mut doc);
+        let props = &doc["components"]["schemas"]["ReadBody"]["properties"];
+        assert_eq!(props["url"]["type"], "string");
+        assert_eq!(props["max_age"]["type"], json!(["number", "null"]));
+        assert_eq!(props["format"]["anyOf"][1], json!({"type": "null"}));
+    }
+}

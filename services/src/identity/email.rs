@@ -287,3 +287,28 @@ impl IdentityService {
         self.start_session(account).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::is_email_format;
+
+    /// The check JSON Schema's `format: email` makes, as the OpenAPI document's clients run it.
+    #[test]
+    fn email_format_is_json_schemas() {
+        for ok in ["a@example.com", "A+b@x.co", "a@x", "\"a b\"@x.co"] {
+            assert!(is_email_format(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            " a@x.co",
+            "a@x.co ",
+            "a..b@x.co",
+            "é@x.co",
+            "a@-x.co",
+            "a",
+            "@x.co",
+        ] {
+            assert!(!is_email_format(bad), "{bad}");
+        }
+    }
+}
