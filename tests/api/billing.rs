@@ -384,15 +384,16 @@ async fn meter_events_need_the_internal_token_and_count_once() {
     let app = app().await;
     let endpoint = app.url("/api/billing/report-meter-event");
     let body = json!({"identifier": "m-1", "event_name": "actions", "value": 3});
-    for auth in [
-        None,
-        Some("Bearer wrong".to_owned()),
-        Some(bearer(&app.api_key)),
-    ] {
-        let mut req = reqwest::Client::new().post(&endpoint).json(&body);
-        if let Some(a) = auth {
-            req = req.header("Authorization", a);
-        }
+    // No credentials: 401 with a challenge; wrong ones: 403.
+    let bare = reqwest::Client::new().post(&endpoint).json(&body);
+    let resp = bare.send().await.unwrap();
+    assert!(resp.headers().contains_key("www-authenticate"));
+    problem(resp, 401, "internal_token_required").await;
+    for auth in ["Bearer wrong".to_owned(), bearer(&app.api_key)] {
+        let req = reqwest::Client::new()
+            .post(&endpoint)
+            .json(&body)
+            .header("Authorization", auth);
         problem(req.send().await.unwrap(), 403, "internal_only").await;
     }
     let send = || {

@@ -1,6 +1,6 @@
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use crate::helpers::TestApp;
+use crate::helpers::{TestApp, bearer, problem};
 
 #[tokio::test]
 async fn both_paths_serve_one_openapi_31_document() {
@@ -47,4 +47,390 @@ async fn the_document_is_pinned() {
         .await;
     let doc: Value = app.get_json("/openapi.json").await;
     insta::assert_json_snapshot!("openapi", doc);
+}
+
+/// The constraint at `pointer` in the served document.
+fn at<'a>(doc: &'a Value, pointer: &str) -> &'a Value {
+    doc.pointer(pointer)
+        .unwrap_or_else(|| panic!("{pointer} is not in the document"))
+}
+
+/// The schema of parameter `name` of an operation.
+fn param<'a>(doc: &'a Value, op: &str, name: &str) -> &'a Value {
+    at(doc, &format!("{op}/parameters"))
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .map(|p| &p["schema"])
+        .unwrap_or_else(|| panic!("{op} has no parameter {name}"))
+}
+
+/// Issue 19: every constraint the server enforces is in the document; each assertion below
+/// fails when one is dropped, and `each_documented_constraint_is_enforced` sends the values
+/// that break them.
+#[tokio::test]
+async fn the_document_carries_what_the_server_enforces() {
+    let app = TestApp::spawn().await;
+    let doc: Value = app.get_json("/openapi.json").await;
+    let schemas = "/components/schemas";
+    // RFC 8628 requests: the fields the handler answers 400 without.
+    let token = at(&doc, &format!("{schemas}/TokenForm"));
+    assert_eq!(token["required"], json!(["grant_type", "device_code"]));
+    assert_eq!(
+        token["properties"]["grant_type"]["enum"],
+        json!(["urn:ietf:params:oauth:grant-type:device_code"])
+    );
+    let device = at(&doc, &format!("{schemas}/DeviceAuthorizationForm"));
+    assert_eq!(device["required"], json!(["client_id"]));
+    assert!(device["properties"]["client_id"]["pattern"].is_string());
+    let device_json = at(&doc, &format!("{schemas}/DeviceAuthorizationJson"));
+    assert_eq!(device_json["anyOf"][0]["required"], json!(["client_id"]));
+    assert_eq!(device_json["anyOf"][1]["required"], json!(["agent_name"]));
+    // E-mail signup.
+    let email = at(&doc, &format!("{schemas}/RegisterBody/properties/email"));
+    assert_eq!(email["format"], "email");
+    assert!(email["pattern"].is_string());
+    // Execution: the Idempotency-Key syntax, params an object.
+    let key = param(&doc, "/paths/~1api~1execute/post", "Idempotency-Key");
+    assert_eq!(
+        (&key["minLength"], &key["maxLength"]),
+        (&json!(1), &json!(255))
+    );
+    assert!(key["pattern"].is_string());
+    assert_eq!(
+        at(
+            &doc,
+            &format!("{schemas}/ExecuteBody/properties/params/type")
+        ),
+        "object"
+    );
+    // Reading: absolute http(s) URLs, no empty selector, in the body and in the query.
+    let read = at(&doc, &format!("{schemas}/ReadBody/properties"));
+    assert_eq!(read["url"]["format"], "uri");
+    assert_eq!(read["include_selectors"]["items"]["minLength"], 1);
+    assert_eq!(read["exclude_selectors"]["items"]["minLength"], 1);
+    let query = param(&doc, "/paths/~1api~1read/get", "include_selectors");
+    assert_eq!(query["items"]["minLength"], 1);
+    assert_eq!(
+        param(&doc, "/paths/~1api~1read/get", "url")["format"],
+        "uri"
+    );
+    // Optional JSON fields take null, as the server does.
+    assert_eq!(read["max_age"]["type"], json!(["number", "null"]));
+    // failure_class: the published catalog.
+    let catalog = at(
+        &doc,
+        &format!("{schemas}/Problem/properties/failure_class/enum"),
+    );
+    let catalog: Vec<&str> = catalog
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    for class in [
+        "not_found",
+        "unknown_provider",
+        "url_refused",
+        "internal_token_required",
+    ] {
+        assert!(catalog.contains(&class), "{class} missing from {catalog:?}");
+    }
+    assert_eq!(
+        at(
+            &doc,
+            &format!("{schemas}/ExecutionFailure/properties/failure_class/enum")
+        )
+        .as_array()
+        .unwrap()
+        .len(),
+        catalog.len()
+    );
+    // The telemetry body is the served event schema (plus: no NUL in any string).
+    let body = at(
+        &doc,
+        "/paths/~1telemetry~1agent-event/post/requestBody/content/application~1json; charset=utf-8/schema",
+    );
+    assert_eq!(body["$ref"], "#/components/schemas/AgentTrafficEvent");
+    let served: Value = app
+        .get_json("/.well-known/agent-traffic-event.schema.json")
+        .await;
+    let event = at(&doc, &format!("{schemas}/AgentTrafficEvent"));
+    assert_eq!(event["required"], served["required"]);
+    assert_eq!(
+        event["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        served["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        event["properties"]["agent_protocol"]["enum"],
+        served["properties"]["agent_protocol"]["enum"]
+    );
+    assert_eq!(event["externalDocs"]["url"], served["$id"]);
+    // The site's billing endpoints, with every answer they give.
+    for (path, method, statuses) in [
+        ("/api/billing/account", "get", &["200", "401", "403"][..]),
+        (
+            "/api/billing/create-checkout-session",
+            "post",
+            &[
+                "200", "201", "400", "401", "403", "413", "422", "502", "503",
+            ],
+        ),
+        (
+            "/api/billing/webhook",
+            "post",
+            &["200", "400", "413", "503"],
+        ),
+        (
+            "/api/billing/report-meter-event",
+            "post",
+            &["202", "401", "403", "422"],
+        ),
+    ] {
+        let op = &doc["paths"][path][method];
+        for status in statuses {
+            assert!(
+                op["responses"][status].is_object(),
+                "{method} {path} {status}"
+            );
+        }
+    }
+    // Links from what creates a resource to what reads it.
+    for (op, status, link) in [
+        ("/paths/~1api~1execute/post", "200", "GetTask"),
+        ("/paths/~1api~1execute/post", "502", "GetTask"),
+        ("/paths/~1api~1readiness~1scan/post", "200", "GetScan"),
+        (
+            "/paths/~1api~1connections~1{provider}~1start/post",
+            "201",
+            "PollConnection",
+        ),
+    ] {
+        let link = at(&doc, &format!("{op}/responses/{status}/links/{link}"));
+        let target = link["operationRef"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches('#');
+        assert!(
+            doc.pointer(target).is_some(),
+            "{target} is not an operation"
+        );
+    }
+    // Unknown resources are 404 everywhere they can be named.
+    for op in [
+        "/paths/~1api~1connections~1{provider}/get",
+        "/paths/~1api~1verify/post",
+        "/paths/~1api~1tasks~1{task_id}/get",
+    ] {
+        assert!(at(&doc, &format!("{op}/responses/404")).is_object(), "{op}");
+    }
+}
+
+/// The values on the wrong side of each documented constraint are refused.
+#[tokio::test]
+async fn each_documented_constraint_is_enforced() {
+    let app = TestApp::builder()
+        .outbox()
+        .action_sites()
+        .await
+        .spawn()
+        .await;
+    let post_form = |path: &str, form: &'static [(&'static str, &'static str)]| {
+        app.http.post(app.url(path)).form(form).send()
+    };
+    // RFC 8628: no client_id, no grant_type, no device_code, another grant type.
+    assert_eq!(
+        post_form("/agent/identity", &[("scope", "read")])
+            .await
+            .unwrap()
+            .status(),
+        400
+    );
+    assert_eq!(
+        post_form("/agent/identity", &[("client_id", "  ")])
+            .await
+            .unwrap()
+            .status(),
+        400
+    );
+    assert_eq!(
+        post_form(
+            "/agent/identity",
+            &[("client_id", "a"), ("scope", "discoverread")]
+        )
+        .await
+        .unwrap()
+        .status(),
+        400
+    );
+    assert_eq!(
+        post_form(
+            "/agent/identity",
+            &[("client_id", "a"), ("scope", " read,execute ")]
+        )
+        .await
+        .unwrap()
+        .status(),
+        200
+    );
+    assert_eq!(
+        post_form("/oauth2/token", &[("device_code", "x")])
+            .await
+            .unwrap()
+            .status(),
+        400
+    );
+    let grant = "urn:ietf:params:oauth:grant-type:device_code";
+    let no_code = app
+        .http
+        .post(app.url("/oauth2/token"))
+        .form(&[("grant_type", grant)])
+        .send();
+    assert_eq!(no_code.await.unwrap().status(), 400);
+    let other = [("grant_type", "client_credentials"), ("device_code", "x")];
+    assert_eq!(
+        app.http
+            .post(app.url("/oauth2/token"))
+            .form(&other)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        400
+    );
+    // JSON: neither client_id nor agent_name.
+    let json_identity = app
+        .http
+        .post(app.url("/agent/identity"))
+        .json(&json!({"scope": "read"}));
+    assert_eq!(json_identity.send().await.unwrap().status(), 400);
+    // E-mail format: what JSON Schema's `format: email` refuses, the server refuses.
+    for email in [
+        " a@example.com",
+        "a..b@example.com",
+        "a@example",
+        "\"a b\"@example.com",
+    ] {
+        let resp = app
+            .http
+            .post(app.url("/api/register"))
+            .json(&json!({"email": email}))
+            .send();
+        problem(resp.await.unwrap(), 422, "invalid_request").await;
+    }
+    let ok = app
+        .http
+        .post(app.url("/api/register"))
+        .json(&json!({"email": "a+b@example.com", "agent_name": null}));
+    assert_eq!(ok.send().await.unwrap().status(), 200);
+    // Execution: an Idempotency-Key of 256 characters; params that are not an object.
+    let body = json!({"domain": "shop.sandbox.test", "action": "get_product", "params": {}});
+    let long = app
+        .http
+        .post(app.url("/api/execute"))
+        .header("Authorization", bearer(&app.api_key))
+        .header("Idempotency-Key", "k".repeat(256))
+        .json(&body);
+    problem(long.send().await.unwrap(), 422, "invalid_request").await;
+    let mut not_object = body.clone();
+    not_object["params"] = json!(false);
+    let resp = app
+        .http
+        .post(app.url("/api/execute"))
+        .header("Authorization", bearer(&app.api_key))
+        .json(&not_object);
+    assert_eq!(resp.send().await.unwrap().status(), 422);
+    // Reading: an empty selector, a URL that is not absolute http(s).
+    for bad in [
+        json!({"url": "https://example.com/", "include_selectors": [""]}),
+        json!({"url": "example.com"}),
+        json!({"url": "ftp://example.com/"}),
+    ] {
+        let resp = app
+            .http
+            .post(app.url("/api/read"))
+            .header("Authorization", bearer(&app.api_key))
+            .json(&bad);
+        assert_eq!(resp.send().await.unwrap().status(), 422, "{bad}");
+    }
+    // The telemetry event: a missing required field, a NUL in an extra property.
+    let event = json!({
+        "event_id": "e-1", "timestamp": "2026-11-21T10:00:00Z", "session_id": "s-1",
+        "agent_protocol": "mcp", "discovery_surface": "llms_txt", "task_type": "read_page",
+        "conversion_state": "capability_read", "privacy_redactions": []
+    });
+    let mut missing = event.clone();
+    missing.as_object_mut().unwrap().remove("session_id");
+    let mut nul = event.clone();
+    nul["extra"] = json!({"deep": "a\u{0}b"});
+    for bad in [missing, nul] {
+        let resp = app
+            .http
+            .post(app.url("/telemetry/agent-event"))
+            .json(&bad)
+            .send();
+        assert_eq!(resp.await.unwrap().status(), 422, "{bad}");
+    }
+    let resp = app
+        .http
+        .post(app.url("/telemetry/agent-event"))
+        .json(&event)
+        .send();
+    assert_eq!(resp.await.unwrap().status(), 202);
+}
+
+/// Unknown resources answer 404 with a problem, whatever names them.
+#[tokio::test]
+async fn unknown_resources_are_404() {
+    let app = TestApp::spawn().await;
+    let get = |path: String| {
+        app.http
+            .get(app.url(&path))
+            .header("Authorization", bearer(&app.api_key))
+            .send()
+    };
+    problem(
+        get("/api/connections/nowhere-test".into()).await.unwrap(),
+        404,
+        "unknown_provider",
+    )
+    .await;
+    problem(
+        get("/api/connections/nowhere-test/poll".into())
+            .await
+            .unwrap(),
+        404,
+        "unknown_provider",
+    )
+    .await;
+    problem(
+        get("/api/tasks/task_01ARZ3NDEKTSV4RRFFQ69G5FAV".into())
+            .await
+            .unwrap(),
+        404,
+        "not_found",
+    )
+    .await;
+    problem(
+        get("/api/readiness/scans/scn_01ARZ3NDEKTSV4RRFFQ69G5FAV".into())
+            .await
+            .unwrap(),
+        404,
+        "not_found",
+    )
+    .await;
+    let verify = app
+        .http
+        .post(app.url("/api/verify"))
+        .json(&json!({"deviceId": "dev_01ARZ3NDEKTSV4RRFFQ69G5FAV", "code": "123456"}));
+    problem(verify.send().await.unwrap(), 404, "not_found").await;
 }

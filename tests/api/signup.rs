@@ -310,8 +310,8 @@ async fn email_code_signup_issues_a_working_key_once() {
     problem(again, 422, "code_expired").await;
     problem(
         verify(&app, "dev_01ARZ3NDEKTSV4RRFFQ69G5FAV", "123456").await,
-        422,
-        "invalid_request",
+        404,
+        "not_found",
     )
     .await;
     problem(

@@ -183,7 +183,10 @@ impl From<IdentityFailure> for ApiProblem {
             }
             IdentityFailure::MailUnavailable => ApiProblem::new(FailureClass::Unavailable, detail)
                 .retry_after(std::time::Duration::from_secs(30)),
-            IdentityFailure::KeyNotFound => ApiProblem::new(FailureClass::NotFound, detail),
+            // An id that names nothing is a resource that does not exist (404), like a task.
+            IdentityFailure::KeyNotFound | IdentityFailure::UnknownChallenge => {
+                ApiProblem::new(FailureClass::NotFound, detail)
+            }
             IdentityFailure::Internal(e) => ApiProblem::failure(e.as_ref()),
         }
     }

@@ -256,11 +256,11 @@ fn problem_response(
     }
 }
 
-fn header_meta<T: Type>(name: &str, description: &str) -> MetaHeader {
+fn header_meta<T: Type>(name: &str, description: &str, required: bool) -> MetaHeader {
     MetaHeader {
         name: name.to_owned(),
         description: Some(description.to_owned()),
-        required: true,
+        required,
         deprecated: false,
         schema: T::schema_ref(),
     }
@@ -279,6 +279,7 @@ impl poem_openapi::ApiResponse for ApiProblem {
                     vec![header_meta::<String>(
                         "WWW-Authenticate",
                         "Bearer challenge with `resource_metadata`.",
+                        true,
                     )],
                 ),
                 problem_response(402, "Not enough credits (`insufficient_credits`).", vec![]),
@@ -290,10 +291,13 @@ impl poem_openapi::ApiResponse for ApiProblem {
                 problem_response(404, "No such resource, domain or action.", vec![]),
                 problem_response(
                     409,
-                    "A request with this Idempotency-Key is in flight.",
+                    "A request with this Idempotency-Key is in flight (`idempotency_in_flight`), or \
+                     the resource is not in a state that allows this (`not_verifiable`, \
+                     `verification_pending`).",
                     vec![header_meta::<u64>(
                         "Retry-After",
-                        "Seconds to wait before sending it again.",
+                        "Seconds to wait before sending it again (when retrying can help).",
+                        false,
                     )],
                 ),
                 problem_response(413, "Request body larger than the limit.", vec![]),
@@ -309,6 +313,7 @@ impl poem_openapi::ApiResponse for ApiProblem {
                     vec![header_meta::<u64>(
                         "Retry-After",
                         "Seconds to wait before the next request.",
+                        true,
                     )],
                 ),
                 problem_response(500, "Internal error.", vec![]),

@@ -31,7 +31,7 @@ impl ConnectionsApi {
     /// Whether the account is connected to a provider
     ///
     /// `provider` is exactly an `auth_provider` that a published action declares (from
-    /// discover or list_actions); anything else is 422 `unknown_provider`.
+    /// discover or list_actions); anything else does not exist here: 404 `unknown_provider`.
     #[oai(path = "/api/connections/:provider", method = "get")]
     async fn status(
         &self,

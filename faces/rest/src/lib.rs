@@ -6,6 +6,7 @@ pub mod actions;
 pub mod auth;
 pub mod authority;
 pub mod connections;
+pub mod document;
 pub mod meta;
 pub mod read;
 pub mod readiness;
@@ -129,6 +130,7 @@ pub fn openapi_document(ctx: &AppContext) -> Value {
             schema.insert("additionalProperties".into(), Value::Bool(false));
         }
     }
+    document::complete(&mut doc, ctx);
     doc
 }
 

@@ -602,8 +602,18 @@ struct MeterBody {
     identifier: String,
     event_name: String,
     account_id: Option<String>,
-    value: i64,
+    /// A JSON number: `3.0` is the integer 3 (as JSON Schema has it), `3.5` is refused.
+    value: serde_json::Number,
     timestamp: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// The integer a JSON number stands for, if it is one (`2.0` is 2).
+fn integer_of(n: &serde_json::Number) -> Option<i64> {
+    n.as_i64().or_else(|| {
+        n.as_f64()
+            .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
+            .map(|f| f as i64)
+    })
 }
 
 /// `POST /api/billing/report-meter-event`: internal usage reporting, by the internal token.
@@ -612,6 +622,13 @@ async fn report_meter_event(req: &Request, ctx: Data<&AppContext>, body: Body) -
     let token = req
         .header(header::AUTHORIZATION)
         .and_then(|a| a.strip_prefix("Bearer "));
+    // No credentials at all is 401 with a challenge; a wrong token stays 403 `internal_only`.
+    if token.is_none() {
+        return problem(
+            FailureClass::InternalTokenRequired,
+            "Send the internal token as `Authorization: Bearer ...`.",
+        );
+    }
     if let Err(e) = ctx.services.billing.check_internal_token(token) {
         return ApiProblem::from(e).render("Bearer");
     }
@@ -632,6 +649,12 @@ async fn report_meter_event(req: &Request, ctx: Data<&AppContext>, body: Body) -
             );
         }
     };
+    let Some(value) = integer_of(&parsed.value) else {
+        return problem(
+            FailureClass::InvalidRequest,
+            "`value` must be an integer between 0 and 1000000000",
+        );
+    };
     match ctx
         .services
         .billing
@@ -639,7 +662,7 @@ async fn report_meter_event(req: &Request, ctx: Data<&AppContext>, body: Body) -
             &parsed.identifier,
             &parsed.event_name,
             parsed.account_id.as_deref(),
-            parsed.value,
+            value,
             parsed.timestamp,
         )
         .await

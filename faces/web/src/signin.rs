@@ -183,7 +183,11 @@ pub(crate) async fn code_submit(
             visit.set_cookie(SESSION_COOKIE, &signed_in.session_token, Some(ttl));
             visit.redirect(&next)
         }
-        Err(e @ (IdentityFailure::WrongCode { .. } | IdentityFailure::InvalidRequest(_))) => {
+        Err(
+            e @ (IdentityFailure::WrongCode { .. }
+            | IdentityFailure::InvalidRequest(_)
+            | IdentityFailure::UnknownChallenge),
+        ) => {
             let page = CodePage {
                 signed_in_as: visit.signed_in_as(),
                 csrf: visit.csrf(),

@@ -14,6 +14,21 @@ use super::{
     clean_text,
 };
 
+/// Whether `raw` is an e-mail address as JSON Schema's `format: email` has it (the check the
+/// OpenAPI document's clients run).
+pub fn is_email_format(raw: &str) -> bool {
+    static CHECK: std::sync::LazyLock<Option<jsonschema::Validator>> =
+        std::sync::LazyLock::new(|| {
+            jsonschema::options()
+                .should_validate_formats(true)
+                .build(&serde_json::json!({"type": "string", "format": "email"}))
+                .ok()
+        });
+    CHECK
+        .as_ref()
+        .is_some_and(|v| v.is_valid(&serde_json::Value::from(raw)))
+}
+
 impl IdentityService {
     /// Sends a 6-digit code to `email` and returns the challenge id (`deviceId`).
     pub async fn start_email(
@@ -24,6 +39,13 @@ impl IdentityService {
         scope: Option<&str>,
         face: crate::telemetry::Face,
     ) -> Result<ChallengeId, IdentityFailure> {
+        // An agent's signup takes exactly what the OpenAPI document declares (`format: email`,
+        // as JSON Schema checks it); the web form keeps trimming what a person typed.
+        if purpose == ChallengePurpose::ApiKey && !is_email_format(email) {
+            return Err(IdentityFailure::InvalidRequest(
+                "email: not an e-mail address (RFC 5321: name@domain, no spaces around it)".into(),
+            ));
+        }
         let email = Email::parse(email.trim())
             .map_err(|e| IdentityFailure::InvalidRequest(format!("email: {e}")))?;
         let agent_name = clean_text(agent_name, MAX_AGENT_NAME_LEN, "agent name")?;
@@ -138,7 +160,7 @@ impl IdentityService {
         challenge_id: &str,
         code: &str,
     ) -> (Result<EmailChallenge, IdentityFailure>, bool) {
-        let unknown = || IdentityFailure::InvalidRequest("no signup has this deviceId".into());
+        let unknown = || IdentityFailure::UnknownChallenge;
         let Ok(id) = ChallengeId::parse(challenge_id.trim()) else {
             return (Err(unknown()), false);
         };
@@ -257,5 +279,30 @@ impl IdentityService {
         }
         let account = self.keys.signup_account(&challenge.email).await?;
         self.start_session(account).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_email_format;
+
+    /// The check JSON Schema's `format: email` makes, as the OpenAPI document's clients run it.
+    #[test]
+    fn email_format_is_json_schemas() {
+        for ok in ["a@example.com", "A+b@x.co", "a@x", "\"a b\"@x.co"] {
+            assert!(is_email_format(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            " a@x.co",
+            "a@x.co ",
+            "a..b@x.co",
+            "é@x.co",
+            "a@-x.co",
+            "a",
+            "@x.co",
+        ] {
+            assert!(!is_email_format(bad), "{bad}");
+        }
     }
 }

@@ -78,6 +78,9 @@ pub enum IdentityFailure {
     ExpiredToken,
     #[error("{0}")]
     InvalidGrant(&'static str),
+    /// The `deviceId` (challenge id) names no signup or sign-in: nothing exists to verify.
+    #[error("no signup has this deviceId")]
+    UnknownChallenge,
     #[error("no pending request has this code; check it and type it again")]
     UnknownUserCode,
     #[error("the code is wrong; {tries_left} tries left")]

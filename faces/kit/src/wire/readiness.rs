@@ -55,6 +55,7 @@ pub struct CheckBody {
     pub summary: String,
     pub evidence: Vec<EvidenceBody>,
     /// What to do about a warn or fail; absent on a pass.
+    #[oai(skip_serializing_if_is_none)]
     pub recommendation: Option<String>,
 }
 

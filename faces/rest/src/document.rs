@@ -1,0 +1,766 @@
+//! What the served OpenAPI document adds to poem-openapi's output so that it says exactly what
+//! the server enforces: constraints poem-openapi cannot express on the handlers' types (required
+//! OAuth form fields the handler answers in RFC 6749's shape, the `Idempotency-Key` syntax,
+//! selector, URL, e-mail and scope syntax, NUL-free event strings), the failure catalog as an
+//! enum, the agent traffic event schema as the telemetry body, OpenAPI links from the
+//! operations that create a resource to those that read it, and the site's `/api/billing/*`
+//! JSON endpoints (served by the web face, described here so one document covers them).
+//!
+//! Each pattern is the server's own rule written as a regular expression; `tests/api/openapi.rs`
+//! sends values on both sides of each and fails if one is dropped.
+
+use serde_json::{Map, Value, json};
+use svc_ports::FailureClass;
+
+use kit::context::AppContext;
+use kit::wire::signup::DEVICE_CODE_GRANT;
+
+// Whitespace as Rust's `str::trim` has it (Unicode White_Space), and a character that is
+// neither that nor a control character.
+macro_rules! ws {
+    () => {
+        r"[\t-\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+    };
+}
+macro_rules! solid {
+    () => {
+        r"[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+    };
+}
+/// The server trims whitespace, then refuses an empty value or any control character left.
+pub const PRINTABLE_NOT_BLANK: &str = concat!(
+    "^",
+    ws!(),
+    r"*[^\x00-\x1f\x7f-\x9f]*",
+    solid!(),
+    ws!(),
+    "*$"
+);
+/// The same for an optional value: blank means absent.
+pub const PRINTABLE: &str = concat!(
+    "^",
+    ws!(),
+    r"*(?:[^\x00-\x1f\x7f-\x9f]*",
+    solid!(),
+    ")?",
+    ws!(),
+    "*$"
+);
+/// Scopes a signup may ask for, separated by spaces or commas (after the trim); blank means
+/// the default set.
+pub const SIGNUP_SCOPES: &str = concat!(
+    "^",
+    ws!(),
+    r"*[ ,]*(?:(?:read|discover|execute)(?:[ ,]+(?:read|discover|execute))*)?[ ,]*",
+    ws!(),
+    "*$"
+);
+/// 1-255 visible ASCII characters, spaces only inside (HTTP drops them at the ends).
+pub const IDEMPOTENCY_KEY: &str = r"^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$";
+/// An absolute `http` or `https` URL (anything else is 422 `url_refused`).
+pub const HTTP_URL: &str = r"^[Hh][Tt][Tt][Pp][Ss]?://[^\s]+$";
+/// What `Email::parse` adds to `format: email`: one `@`, a local part of at most 64
+/// characters, a dotted domain with no empty label, no whitespace or control character.
+pub const EMAIL: &str =
+    r"^[^@\s\x00-\x1f\x7f-\x9f]{1,64}@[^@\s.\x00-\x1f\x7f-\x9f]+(?:\.[^@\s.\x00-\x1f\x7f-\x9f]+)+$";
+/// Printable ASCII without spaces.
+pub const VISIBLE_ASCII: &str = r"^[\x21-\x7e]+$";
+/// `acct_` and a ULID.
+pub const ACCOUNT_ID: &str = r"^acct_[0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}$";
+/// No NUL character: no store keeps one in text, so every event string refuses it.
+pub const NO_NUL: &str = r"^[^\x00]*$";
+
+/// Applies every addition to the generated document.
+pub fn complete(doc: &mut Value, ctx: &AppContext) {
+    constrain_requests(doc);
+    optional_may_be_null(doc);
+    upstream_failures(doc);
+    failure_class_enums(doc);
+    telemetry_body(doc, &ctx.origins.site_url);
+    links(doc);
+    let skus = ctx
+        .services
+        .billing
+        .catalog()
+        .skus
+        .iter()
+        .filter(|s| matches!(s.offer, svc_services::billing::Offer::Checkout { .. }))
+        .map(|s| s.id.clone())
+        .collect();
+    billing(doc, &ctx.origins.site_url, skus);
+}
+
+/// JSON request bodies: the server takes `null` for an optional field as its absence.
+const JSON_BODIES: &[&str] = &[
+    "ReadBody",
+    "RegisterBody",
+    "VerifyBody",
+    "DeviceAuthorizationJson",
+    "DiscoverBody",
+    "ExecuteBody",
+    "ScanBody",
+    "StartConnectionBody",
+];
+
+fn optional_may_be_null(doc: &mut Value) {
+    for name in JSON_BODIES {
+        let Some(schema) = doc.pointer_mut(&format!("/components/schemas/{name}")) else {
+            continue;
+        };
+        let required: Vec<Value> = schema["required"].as_array().cloned().unwrap_or_default();
+        let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) else {
+            continue;
+        };
+        for (field, prop) in props.iter_mut() {
+            if required.contains(&Value::from(field.as_str())) {
+                continue;
+            }
+            if let Some(t) = prop.get("type").and_then(Value::as_str) {
+                prop["type"] = json!([t, "null"]);
+            } else if prop.get("$ref").is_some() {
+                let inner = std::mem::take(prop);
+                *prop = json!({"anyOf": [inner, {"type": "null"}]});
+            }
+        }
+    }
+}
+
+/// Merges `patch` into the object at `pointer` (objects merged key by key, the rest replaced).
+fn merge(doc: &mut Value, pointer: &str, patch: Value) {
+    if let Some(target) = doc.pointer_mut(pointer) {
+        merge_value(target, patch);
+    }
+}
+
+fn merge_value(target: &mut Value, patch: Value) {
+    match (target, patch) {
+        (Value::Object(t), Value::Object(p)) => {
+            for (k, v) in p {
+                merge_value(t.entry(k).or_insert(Value::Null), v);
+            }
+        }
+        (t, p) => *t = p,
+    }
+}
+
+/// The parameter `name` of the operation at `op` (a JSON pointer to it).
+fn parameter_schema(doc: &mut Value, op: &str, name: &str) -> Option<String> {
+    let params = doc.pointer(&format!("{op}/parameters"))?.as_array()?;
+    let i = params.iter().position(|p| p["name"] == name)?;
+    Some(format!("{op}/parameters/{i}/schema"))
+}
+
+fn constrain_requests(doc: &mut Value) {
+    let schemas = "/components/schemas";
+    // RFC 8628 §3.4: the token request needs both fields (the handler answers their absence
+    // in RFC 6749's shape, so the Rust type keeps them optional).
+    merge(
+        doc,
+        &format!("{schemas}/TokenForm"),
+        json!({
+            "required": ["grant_type", "device_code"],
+            "properties": {
+                "grant_type": {"enum": [DEVICE_CODE_GRANT]},
+                "device_code": {"minLength": 1},
+            }
+        }),
+    );
+    merge(
+        doc,
+        &format!("{schemas}/DeviceAuthorizationForm"),
+        json!({
+            "required": ["client_id"],
+            "properties": {
+                "client_id": {"maxLength": 128, "pattern": PRINTABLE_NOT_BLANK},
+                "scope": {"maxLength": 256, "pattern": SIGNUP_SCOPES},
+            }
+        }),
+    );
+    // JSON: `client_id`, or else `agent_name`, names the client.
+    merge(
+        doc,
+        &format!("{schemas}/DeviceAuthorizationJson"),
+        json!({
+            "properties": {
+                "client_id": {"pattern": PRINTABLE_NOT_BLANK},
+                "agent_name": {"pattern": PRINTABLE},
+                "scope": {"pattern": SIGNUP_SCOPES},
+            },
+            "anyOf": [
+                {"required": ["client_id"], "properties": {"client_id": {"type": "string"}}},
+                {"required": ["agent_name"], "properties": {"agent_name": {"type": "string", "pattern": PRINTABLE_NOT_BLANK}}},
+            ],
+        }),
+    );
+    merge(
+        doc,
+        &format!("{schemas}/RegisterBody"),
+        json!({
+            "properties": {
+                "email": {"format": "email", "pattern": EMAIL},
+                "agent_name": {"pattern": PRINTABLE},
+                "scope": {"pattern": SIGNUP_SCOPES},
+            }
+        }),
+    );
+    // A bare domain gets `https://`; blank is refused.
+    merge(
+        doc,
+        &format!("{schemas}/ScanBody"),
+        json!({"properties": {"url": {"minLength": 1, "pattern": r"\S", "examples": ["https://example.com"]}}}),
+    );
+    merge(
+        doc,
+        &format!("{schemas}/ExecuteBody"),
+        json!({"properties": {"params": {"type": "object"}}}),
+    );
+    merge(
+        doc,
+        &format!("{schemas}/StartConnectionBody"),
+        json!({"properties": {"expected_account": {"pattern": PRINTABLE}}}),
+    );
+    let selector = json!({"items": {"minLength": 1, "pattern": r"\S"}});
+    merge(
+        doc,
+        &format!("{schemas}/ReadBody"),
+        json!({
+            "properties": {
+                "url": {"format": "uri", "pattern": HTTP_URL, "examples": ["https://example.com/"]},
+                "include_selectors": selector,
+                "exclude_selectors": selector,
+            }
+        }),
+    );
+    let read = "/paths/~1api~1read/get";
+    for (name, patch) in [
+        (
+            "url",
+            json!({"format": "uri", "pattern": HTTP_URL, "examples": ["https://example.com/"]}),
+        ),
+        ("include_selectors", selector.clone()),
+        ("exclude_selectors", selector),
+    ] {
+        if let Some(p) = parameter_schema(doc, read, name) {
+            merge(doc, &p, patch);
+        }
+    }
+    let execute = "/paths/~1api~1execute/post";
+    if let Some(p) = parameter_schema(doc, execute, "Idempotency-Key") {
+        merge(
+            doc,
+            &p,
+            json!({"minLength": 1, "maxLength": 255, "pattern": IDEMPOTENCY_KEY}),
+        );
+    }
+}
+
+/// Operations that fetch a site answer its failure (502 `upstream_unreachable`, 504
+/// `upstream_timeout`) beside the problems every operation can answer.
+fn upstream_failures(doc: &mut Value) {
+    for op in [
+        "/paths/~1api~1readiness~1scan/post",
+        "/paths/~1api~1tasks~1{task_id}~1verify/post",
+    ] {
+        for (status, description) in [
+            (
+                "502",
+                "The site failed or could not be reached (`upstream_unreachable`, `action_failed`).",
+            ),
+            (
+                "504",
+                "The site did not answer in time (`upstream_timeout`).",
+            ),
+        ] {
+            if let Some(responses) = doc
+                .pointer_mut(&format!("{op}/responses"))
+                .and_then(Value::as_object_mut)
+            {
+                responses
+                    .entry(status)
+                    .or_insert_with(|| problem(description));
+            }
+        }
+    }
+}
+
+/// `failure_class` everywhere is one value of the published catalog.
+fn failure_class_enums(doc: &mut Value) {
+    let all: Vec<Value> = FailureClass::ALL
+        .iter()
+        .map(|c| Value::from(c.as_str()))
+        .collect();
+    for schema in ["Problem", "ExecutionFailure", "OAuthError"] {
+        merge(
+            doc,
+            &format!("/components/schemas/{schema}/properties/failure_class"),
+            json!({"enum": all}),
+        );
+    }
+    let mut nullable = all;
+    nullable.push(Value::Null);
+    merge(
+        doc,
+        "/components/schemas/VerificationArtifactDoc/properties/failure_class",
+        json!({"enum": nullable}),
+    );
+}
+
+/// The telemetry body is the served agent traffic event schema (the same JSON, under
+/// `components`), with the one rule the store adds: no string holds a NUL.
+fn telemetry_body(doc: &mut Value, site_url: &str) {
+    let mut event = svc_services::telemetry::event_schema(site_url);
+    let served = event
+        .as_object_mut()
+        .and_then(|e| {
+            e.remove("$schema");
+            e.remove("$id")
+        })
+        .and_then(|id| id.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    no_nul_strings(&mut event);
+    // Extra properties are allowed (the spec's schema restricts none), but no string in them,
+    // key or value, may hold a NUL either.
+    event["propertyNames"] = json!({"pattern": NO_NUL});
+    event["additionalProperties"] = json!({"$ref": "#/components/schemas/JsonWithoutNul"});
+    if let Some(e) = event.as_object_mut() {
+        e.insert(
+            "externalDocs".into(),
+            json!({"description": "The schema as served", "url": served}),
+        );
+    }
+    if let Some(schemas) = doc
+        .pointer_mut("/components/schemas")
+        .and_then(Value::as_object_mut)
+    {
+        schemas.insert("AgentTrafficEvent".into(), event);
+        schemas.insert(
+            "JsonWithoutNul".into(),
+            json!({
+                "description": "Any JSON value in which no string (and no object key) holds a NUL.",
+                "anyOf": [
+                    {"type": ["null", "boolean", "number"]},
+                    {"type": "string", "pattern": NO_NUL},
+                    {"type": "array", "items": {"$ref": "#/components/schemas/JsonWithoutNul"}},
+                    {"type": "object", "propertyNames": {"pattern": NO_NUL},
+                        "additionalProperties": {"$ref": "#/components/schemas/JsonWithoutNul"}},
+                ],
+            }),
+        );
+    }
+    if let Some(content) = doc
+        .pointer_mut("/paths/~1telemetry~1agent-event/post/requestBody/content")
+        .and_then(Value::as_object_mut)
+    {
+        for media in content.values_mut() {
+            media["schema"] = json!({"$ref": "#/components/schemas/AgentTrafficEvent"});
+        }
+    }
+}
+
+/// Every string property (and array item) of an event refuses a NUL.
+fn no_nul_strings(schema: &mut Value) {
+    let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for prop in props.values_mut() {
+        let target = if prop["type"] == "array" {
+            &mut prop["items"]
+        } else {
+            prop
+        };
+        if target["type"] == "string" && target.get("enum").is_none() {
+            target["pattern"] = json!(NO_NUL);
+        }
+    }
+}
+
+/// OpenAPI links: where an answer names a resource, the operation that reads it.
+fn links(doc: &mut Value) {
+    let task = |op: &str, description: &str| {
+        json!({
+            "operationRef": format!("#/paths/~1api~1tasks~1{{task_id}}{op}"),
+            "parameters": {"task_id": "$response.body#/task_id"},
+            "description": description,
+        })
+    };
+    let task_links = json!({
+        "GetTask": task("/get", "The task this execution created, with its artifact."),
+        "VerifyTask": task("~1verify/post", "Verify the business outcome of this task's payment."),
+    });
+    for status in ["200", "502", "504"] {
+        add_links(
+            doc,
+            "/paths/~1api~1execute/post",
+            status,
+            task_links.clone(),
+        );
+    }
+    add_links(
+        doc,
+        "/paths/~1api~1tasks~1{task_id}/get",
+        "200",
+        json!({"VerifyTask": task("~1verify/post", "Verify the business outcome of this task's payment.")}),
+    );
+    add_links(
+        doc,
+        "/paths/~1api~1readiness~1scan/post",
+        "200",
+        json!({"GetScan": {
+            "operationRef": "#/paths/~1api~1readiness~1scans~1{scan_id}/get",
+            "parameters": {"scan_id": "$response.body#/scan_id"},
+            "description": "The stored report of this scan.",
+        }}),
+    );
+    let provider = |op: &str, description: &str| {
+        json!({
+            "operationRef": format!("#/paths/~1api~1connections~1{{provider}}{op}"),
+            "parameters": {"provider": "$response.body#/provider"},
+            "description": description,
+        })
+    };
+    add_links(
+        doc,
+        "/paths/~1api~1connections~1{provider}~1start/post",
+        "201",
+        json!({
+            "PollConnection": provider("~1poll/get", "Poll until the connection reaches a final state."),
+            "ConnectionStatus": provider("/get", "Where the connection stands."),
+        }),
+    );
+    let authority = |op: &str, description: &str| {
+        json!({
+            "operationRef": format!("#/paths/~1api~1payment-authorities~1{{authority_id}}{op}"),
+            "parameters": {"authority_id": "$response.body#/authority_id"},
+            "description": description,
+        })
+    };
+    add_links(
+        doc,
+        "/paths/~1api~1payment-authorities~1{authority_id}~1revocation/post",
+        "200",
+        json!({
+            "GetAuthority": authority("/get", "The revoked authority."),
+            "CheckAuthority": authority("~1revocation/get", "Its status at its revocation URL."),
+        }),
+    );
+}
+
+fn add_links(doc: &mut Value, op: &str, status: &str, links: Value) {
+    if let Some(resp) = doc
+        .pointer_mut(&format!("{op}/responses/{status}"))
+        .and_then(Value::as_object_mut)
+    {
+        let existing = resp
+            .entry("links")
+            .or_insert_with(|| Value::Object(Map::new()));
+        merge_value(existing, links);
+    }
+}
+
+fn problem(description: &str) -> Value {
+    json!({
+        "description": description,
+        "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}},
+    })
+}
+
+fn retry_after(description: &str) -> Value {
+    let mut p = problem(description);
+    p["headers"] = json!({"Retry-After": {
+        "description": "Seconds to wait before sending it again.",
+        "required": true,
+        "schema": {"type": "integer", "minimum": 1},
+    }});
+    p
+}
+
+/// The site's `/api/billing/*` JSON endpoints (served on `{site_url}` by the web face).
+fn billing(doc: &mut Value, site_url: &str, checkout_skus: Vec<String>) {
+    let servers = json!([{"url": site_url, "description": "The site origin"}]);
+    let receipt = json!({
+        "type": "object",
+        "description": "One movement of credits or money, as the ledger recorded it.",
+        "properties": {
+            "receipt_id": {"type": "string"}, "kind": {"type": "string"},
+            "credits": {"type": "integer"}, "spendable_delta": {"type": "integer"},
+            "frozen_delta": {"type": "integer"}, "shortfall": {"type": "integer"},
+            "amount": {"type": ["integer", "null"]}, "currency": {"type": ["string", "null"]},
+            "payment_id": {"type": ["string", "null"]}, "checkout_id": {"type": ["string", "null"]},
+            "task_id": {"type": ["string", "null"]}, "artifact_id": {"type": ["string", "null"]},
+            "note": {"type": "string"},
+            "created_at": {"type": "string", "format": "date-time"},
+        },
+        "required": ["receipt_id", "kind", "created_at"],
+    });
+    let schemas = json!({
+        "BillingAccount": {
+            "type": "object",
+            "description": "The signed-in customer's plan, credits and latest receipts.",
+            "required": ["account_id", "plan", "credits", "receipts"],
+            "properties": {
+                "account_id": {"type": "string"},
+                "plan": {"type": "string"},
+                "credits": {
+                    "type": "object",
+                    "required": ["spendable", "held", "frozen"],
+                    "properties": {
+                        "spendable": {"type": "integer"}, "held": {"type": "integer"},
+                        "frozen": {"type": "integer"},
+                    },
+                },
+                "receipts": {"type": "array", "items": {"$ref": "#/components/schemas/BillingReceipt"}},
+            },
+        },
+        "BillingReceipt": receipt,
+        "CheckoutRequest": {
+            "type": "object",
+            "description": "A catalog SKU (`/.well-known/payment-protocols.json`).",
+            "required": ["sku"],
+            "properties": {"sku": {"type": "string", "enum": checkout_skus,
+                "description": "A SKU sold by checkout; a sales-led one is 422 `contact_sales`."}},
+        },
+        "CheckoutSession": {
+            "type": "object",
+            "required": ["checkout_id", "checkout_url", "sku", "amount", "currency", "credits", "expires_at", "status", "note"],
+            "properties": {
+                "checkout_id": {"type": "string"},
+                "checkout_url": {"type": "string", "format": "uri", "description": "The provider's hosted checkout: send the browser there."},
+                "sku": {"type": "string"}, "amount": {"type": "integer"},
+                "currency": {"type": "string"}, "credits": {"type": "integer"},
+                "expires_at": {"type": "string", "format": "date-time"},
+                "status": {"type": "string", "enum": ["pending"]},
+                "note": {"type": "string"},
+            },
+        },
+        "WebhookReceived": {
+            "type": "object",
+            "required": ["received", "webhook_id", "type", "status", "detail"],
+            "properties": {
+                "received": {"type": "boolean"}, "webhook_id": {"type": "string"},
+                "type": {"type": "string"},
+                "status": {"type": "string", "enum": ["applied", "pending", "acknowledged", "rejected", "duplicate"]},
+                "detail": {"type": "string"},
+            },
+        },
+        "MeterEvent": {
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["identifier", "event_name", "value"],
+            "properties": {
+                "identifier": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": VISIBLE_ASCII,
+                    "description": "Idempotency: one event per identifier."},
+                "event_name": {"type": "string", "minLength": 1, "maxLength": 100, "pattern": VISIBLE_ASCII},
+                "account_id": {"type": ["string", "null"], "pattern": ACCOUNT_ID},
+                "value": {"type": "integer", "minimum": 0, "maximum": 1_000_000_000},
+                "timestamp": {"type": ["string", "null"], "format": "date-time"},
+            },
+        },
+        "MeterEventRecorded": {
+            "type": "object",
+            "required": ["meter_event_id", "identifier", "replayed", "forwarded"],
+            "properties": {
+                "meter_event_id": {"type": "string"}, "identifier": {"type": "string"},
+                "replayed": {"type": "boolean"}, "forwarded": {"type": "boolean"},
+            },
+        },
+    });
+    if let (Some(target), Value::Object(add)) = (
+        doc.pointer_mut("/components/schemas")
+            .and_then(Value::as_object_mut),
+        schemas,
+    ) {
+        target.extend(add);
+    }
+    let schemes = json!({
+        "SessionCookie": {"type": "apiKey", "in": "cookie", "name": kit::session::SESSION_COOKIE,
+            "description": "The customer's signed-in web session on the site."},
+        "CsrfToken": {"type": "http", "scheme": "bearer",
+            "description": "The CSRF token of the site's page (not an API key: API keys are refused)."},
+        "InternalToken": {"type": "http", "scheme": "bearer",
+            "description": "The operator's internal token (`SVC_INTERNAL_TOKEN`)."},
+    });
+    merge(doc, "/components/securitySchemes", schemes);
+    let json_of = |schema: &str| json!({"application/json": {"schema": {"$ref": format!("#/components/schemas/{schema}")}}});
+    let paths = json!({
+        "/api/billing/account": {"get": {
+            "tags": ["Billing"],
+            "summary": "The billing account (signed-in web session)",
+            "description": "The signed-in customer's plan, credits and receipts. Read in the site's web session; \
+                requests carrying `Authorization` are refused (agents read credits with `GET /api/usage`).",
+            "security": [{"SessionCookie": []}],
+            "servers": servers,
+            "responses": {
+                "200": {"description": "The account.", "content": json_of("BillingAccount")},
+                "401": problem("Not signed in (`sign_in_required`) or the session ended."),
+                "403": problem("Sent with an API key (`api_key_not_allowed`)."),
+                "429": retry_after("Rate limit reached."),
+                "500": problem("Internal error."),
+                "503": retry_after("Temporarily unavailable (`unavailable`)."),
+            },
+        }},
+        "/api/billing/create-checkout-session": {"post": {
+            "tags": ["Billing"],
+            "summary": "Start hosted checkout (signed-in web session only)",
+            "description": "For the site's own pages: the session cookie, an Origin of this site and the page's CSRF \
+                token as the bearer. API keys are refused: agents call the MCP tool `svc_create_checkout_session` and \
+                hand the human its link. Credits come only with the provider's verified webhook.",
+            "security": [{"SessionCookie": [], "CsrfToken": []}],
+            "servers": servers,
+            "parameters": [{
+                "name": "Idempotency-Key", "in": "header", "required": true,
+                "description": "The same key returns the same checkout (200 with `Idempotent-Replayed: true`).",
+                "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": VISIBLE_ASCII},
+            }, {
+                "name": "svc_csrf", "in": "cookie", "required": true,
+                "description": "The site's CSRF seed cookie; the bearer is the token derived from it.",
+                "schema": {"type": "string", "minLength": 1},
+            }],
+            "requestBody": {"required": true, "content": json_of("CheckoutRequest")},
+            "responses": {
+                "200": {"description": "The checkout this Idempotency-Key already created.", "content": json_of("CheckoutSession")},
+                "201": {"description": "Checkout created: send the browser to `checkout_url`.", "content": json_of("CheckoutSession")},
+                "400": problem("Body not JSON (`malformed_request`) or no Idempotency-Key (`idempotency_key_required`)."),
+                "401": problem("Not signed in (`sign_in_required`)."),
+                "403": problem("Sent with an API key (`api_key_not_allowed`), or without this site's Origin and CSRF token (`csrf_rejected`)."),
+                "413": problem("Body larger than 16 KiB."),
+                "422": problem("Unknown SKU (`invalid_request`), a sales-led plan (`contact_sales`), or the key reused for another request (`idempotency_conflict`)."),
+                "429": retry_after("Rate limit reached."),
+                "500": problem("Internal error."),
+                "502": problem("The payment provider failed (`payment_provider_unavailable`)."),
+                "503": retry_after("Billing not configured or the store unreachable (`unavailable`)."),
+            },
+        }},
+        "/api/billing/webhook": {"post": {
+            "tags": ["Billing"],
+            "summary": "Payment-provider webhook (Standard Webhooks signature)",
+            "description": "Only the payment provider calls it. The signature headers are verified against the raw \
+                body before anything is applied; an event id seen before changes nothing (`duplicate`).",
+            "security": [],
+            "servers": servers,
+            "parameters": [
+                {"name": "webhook-id", "in": "header", "required": true, "schema": {"type": "string", "minLength": 1}},
+                {"name": "webhook-timestamp", "in": "header", "required": true, "schema": {"type": "string", "pattern": "^[0-9]+$"}},
+                {"name": "webhook-signature", "in": "header", "required": true, "schema": {"type": "string", "minLength": 1},
+                    "description": "Space-separated `v1,<base64 HMAC-SHA256>` signatures."},
+            ],
+            "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object"}}}},
+            "responses": {
+                "200": {"description": "Verified and stored (also for an event already received).", "content": json_of("WebhookReceived")},
+                "400": problem("Not verified (`webhook_rejected`): which check failed is only logged."),
+                "413": problem("Body larger than 256 KiB."),
+                "429": retry_after("Rate limit reached."),
+                "503": retry_after("Not stored now (`unavailable`); deliver it again."),
+            },
+        }},
+        "/api/billing/report-meter-event": {"post": {
+            "tags": ["Billing"],
+            "summary": "Report a usage-meter event (internal)",
+            "description": "The service's own usage reporting, with the internal token; once per `identifier`.",
+            "security": [{"InternalToken": []}],
+            "servers": servers,
+            "requestBody": {"required": true, "content": json_of("MeterEvent")},
+            "responses": {
+                "202": {"description": "Recorded (or already recorded: `replayed`).", "content": json_of("MeterEventRecorded")},
+                "400": problem("Body not the expected JSON (`malformed_request`)."),
+                "401": problem("No token (`internal_token_required`)."),
+                "403": problem("Not the internal token (`internal_only`)."),
+                "413": problem("Body larger than 16 KiB."),
+                "422": problem("A value is not acceptable (`invalid_request`)."),
+                "429": retry_after("Rate limit reached."),
+                "500": problem("Internal error."),
+                "502": problem("The payment provider failed (`payment_provider_unavailable`)."),
+                "503": retry_after("Temporarily unavailable (`unavailable`)."),
+            },
+        }},
+    });
+    merge(doc, "/paths", paths);
+    if let Some(tags) = doc.get_mut("tags").and_then(Value::as_array_mut) {
+        tags.push(json!({"name": "Billing", "description": "The site's billing endpoints: the customer's web session, the provider's webhook, internal metering."}));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use regex::Regex;
+
+    /// Each pattern against values on both sides of the server's rule (the comment of each
+    /// constant says which rule).
+    fn check(pattern: &str, accepted: &[&str], refused: &[&str]) {
+        let re = Regex::new(pattern).expect(pattern);
+        for v in accepted {
+            assert!(
+                re.is_match(v),
+                "{pattern} refuses {v:?}, which the server takes"
+            );
+        }
+        for v in refused {
+            assert!(
+                !re.is_match(v),
+                "{pattern} takes {v:?}, which the server refuses"
+            );
+        }
+    }
+
+    #[test]
+    fn the_patterns_are_the_servers_rules() {
+        // Trimmed, then non-empty and without a control character.
+        check(
+            PRINTABLE_NOT_BLANK,
+            &["a", " agent ", "\u{b}x", "a b", "é", "x\u{a0}"],
+            &["", " ", "\u{a0}", "a\u{1}b", "\u{1c}a", "a\u{85}b", "\t"],
+        );
+        check(
+            PRINTABLE,
+            &["", " ", "a", "\u{b}z", "  x y  "],
+            &["a\u{0}", "\u{1c}", "x\u{7f}y"],
+        );
+        check(
+            SIGNUP_SCOPES,
+            &[
+                "",
+                "read",
+                "read discover,execute",
+                " ,read,, execute \u{c}",
+                "\t",
+            ],
+            &["discoverread", "write", "read\tdiscover", "read;execute"],
+        );
+        check(
+            IDEMPOTENCY_KEY,
+            &["a", "order 42", "~!"],
+            &["", " a", "a ", "a\tb", "é"],
+        );
+        check(
+            HTTP_URL,
+            &["https://example.com/", "HTTP://x"],
+            &["example.com", "ftp://x", "https://"],
+        );
+        check(
+            EMAIL,
+            &["a@b.co", "a.b+c@x.y.z"],
+            &[
+                "a@b", "a@.b", "a@b.", "a@b..c", "a b@c.d", "@b.co", " a@b.co", "a@b@c.d",
+            ],
+        );
+        check(NO_NUL, &["", "abc"], &["a\u{0}b"]);
+        check(VISIBLE_ASCII, &["m-1", "~"], &["", "a b", "é"]);
+    }
+
+    #[test]
+    fn optional_fields_of_json_bodies_take_null() {
+        let mut doc = json!({"components": {"schemas": {"ReadBody": {
+            "required": ["url"],
+            "properties": {
+                "url": {"type": "string"},
+                "format": {"$ref": "#/components/schemas/ReadFormat"},
+                "max_age": {"type": "number"},
+            }
+        }}}});
+        optional_may_be_null(&mut doc);
+        let props = &doc["components"]["schemas"]["ReadBody"]["properties"];
+        assert_eq!(props["url"]["type"], "string");
+        assert_eq!(props["max_age"]["type"], json!(["number", "null"]));
+        assert_eq!(props["format"]["anyOf"][1], json!({"type": "null"}));
+    }
+}
