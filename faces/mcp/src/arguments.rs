@@ -10,8 +10,13 @@ use jsonschema::error::{TypeKind, ValidationErrorKind};
 use kit::problem::ApiProblem;
 use serde_json::{Map, Value};
 
-/// One compiled validator per tool, from the schemas the router publishes.
-static VALIDATORS: LazyLock<HashMap<String, jsonschema::Validator>> = LazyLock::new(|| {
+/// Per tool: its compiled validator, and the field names it takes when it refuses others.
+struct Checker {
+    validator: jsonschema::Validator,
+    closed: Option<Vec<String>>,
+}
+
+static CHECKERS: LazyLock<HashMap<String, Checker>> = LazyLock::new(|| {
     crate::tools::router()
         .list_all()
         .into_iter()
@@ -21,7 +26,13 @@ static VALIDATORS: LazyLock<HashMap<String, jsonschema::Validator>> = LazyLock::
                 .with_draft(jsonschema::Draft::Draft202012)
                 .build(&schema)
                 .ok()?;
-            Some((tool.name.to_string(), validator))
+            let closed = (schema["additionalProperties"] == false).then(|| {
+                schema["properties"]
+                    .as_object()
+                    .map(|p| p.keys().cloned().collect())
+                    .unwrap_or_default()
+            });
+            Some((tool.name.to_string(), Checker { validator, closed }))
         })
         .collect()
 });
@@ -29,9 +40,30 @@ static VALIDATORS: LazyLock<HashMap<String, jsonschema::Validator>> = LazyLock::
 /// The problem with a call's arguments, if any; `None` for a tool this face does not have (the
 /// router answers that as a protocol error).
 pub fn problem(tool: &str, arguments: Option<&Map<String, Value>>) -> Option<ApiProblem> {
-    let validator = VALIDATORS.get(tool)?;
+    let checker = CHECKERS.get(tool)?;
     let instance = Value::Object(arguments.cloned().unwrap_or_default());
-    let mut found: Vec<String> = validator.iter_errors(&instance).map(|e| say(&e)).collect();
+    // Unknown fields named here: the validator reports them without their names.
+    let mut found: Vec<String> = match (&checker.closed, arguments) {
+        (Some(known), Some(args)) => args
+            .keys()
+            .filter(|k| !known.contains(k))
+            .map(|k| format!("unknown field `{k}` (not in the input schema)"))
+            .collect(),
+        _ => Vec::new(),
+    };
+    found.extend(
+        checker
+            .validator
+            .iter_errors(&instance)
+            .filter(|e| {
+                !matches!(
+                    e.kind(),
+                    ValidationErrorKind::FalseSchema
+                        | ValidationErrorKind::AdditionalProperties { .. }
+                )
+            })
+            .map(|e| say(&e)),
+    );
     if found.is_empty() {
         return None;
     }
@@ -81,13 +113,6 @@ fn say(error: &jsonschema::ValidationError<'_>) -> String {
         }
         ValidationErrorKind::Required { property } => {
             format!("{} is required", sub(property.as_str().unwrap_or_default()))
-        }
-        ValidationErrorKind::AdditionalProperties { unexpected } => {
-            let names: Vec<String> = unexpected.iter().map(|u| sub(u)).collect();
-            format!(
-                "unknown field {} (not in the input schema)",
-                names.join(", ")
-            )
         }
         _ => format!("{field}: {}", error.masked()),
     }
@@ -154,6 +179,8 @@ mod tests {
     fn good_arguments_and_unknown_tools_pass() {
         assert!(problem("read_page", json!({"url": "https://a.example"}).as_object()).is_none());
         assert!(problem("svc_auth_status", None).is_none());
+        let d = detail("svc_auth_status", json!({"x": 1}));
+        assert!(d.contains("unknown field `x`"), "{d}");
         assert!(problem("no_such_tool", None).is_none());
     }
 }
