@@ -574,3 +574,103 @@ async fn resources_serve_the_guide_the_contract_and_each_agent_map() {
         .await;
     assert_eq!(other["error"]["code"], -32002, "{other}");
 }
+
+/// Every answer as the published output schema says (clients such as the TypeScript and Python
+/// SDKs validate `structuredContent` against it): after issue 19 dropped `null` from optional
+/// fields and typed the free-form ones, each tool's real answers still match.
+#[tokio::test]
+async fn answers_match_their_published_output_schemas() {
+    let demo = svc_sandbox::DemoSite::start().await;
+    let app = TestApp::builder()
+        .sandbox_host(svc_sandbox::DEMO_HOST, demo.address())
+        .action_sites()
+        .await
+        .auth_server()
+        .await
+        .spawn()
+        .await;
+    let (_, listed) = app
+        .mcp(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+            None,
+            V2,
+        )
+        .await;
+    let schemas: std::collections::HashMap<String, Value> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap().to_owned(),
+                t["outputSchema"].clone(),
+            )
+        })
+        .collect();
+    let key = bearer(&app.api_key);
+    let calls = [
+        ("svc_auth_status", json!({}), Some(&key)),
+        ("svc_auth_status", json!({}), None),
+        (
+            "discover",
+            json!({"domain": "shop.sandbox.test"}),
+            Some(&key),
+        ),
+        (
+            "list_actions",
+            json!({"domain": "booking.sandbox.test"}),
+            Some(&key),
+        ),
+        (
+            "execute",
+            json!({"domain": "shop.sandbox.test", "action": "get_product", "params": {"sku": "KETTLE-1"}}),
+            Some(&key),
+        ),
+        (
+            "read_page",
+            json!({"url": demo.url("/articles/tides")}),
+            Some(&key),
+        ),
+        (
+            "read_page",
+            json!({"url": demo.url("/no-such-page")}),
+            Some(&key),
+        ),
+        (
+            "svc_connection_status",
+            json!({"provider": "booking-sandbox"}),
+            Some(&key),
+        ),
+        (
+            "svc_start_connection",
+            json!({"provider": "booking-sandbox"}),
+            Some(&key),
+        ),
+        (
+            "svc_poll_connection",
+            json!({"provider": "booking-sandbox", "wait_ms": 0}),
+            Some(&key),
+        ),
+        (
+            "svc_start_claim_link_signup",
+            json!({"agent_name": "t"}),
+            None,
+        ),
+    ];
+    for (name, args, auth) in calls {
+        let (_, body) = app
+            .mcp(call(name, args), auth.map(String::as_str), V2)
+            .await;
+        let result = &body["result"];
+        assert_eq!(result["isError"], false, "{name}: {body}");
+        let validator = jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .build(&schemas[name])
+            .unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&result["structuredContent"])
+            .map(|e| format!("{}: {e}", e.instance_path().as_str()))
+            .collect();
+        assert!(errors.is_empty(), "{name}: {errors:?}\n{body}");
+    }
+}
