@@ -106,7 +106,34 @@ done
 
 
 # ===== MCP: the conformance suite, Inspector CLI --strict =====
+# The conformance suite's server scenarios (its active suite). Its client takes only a URL (no
+# headers), so it exercises what needs no API key. The scenarios that call the suite's own
+# fixtures (test_* tools and prompts, test:// resources) are expected failures, each named with
+# why in the list; the suite fails the run on any other failure and on a stale entry.
+check mcp-conformance conformance server --url "$SVC_MCP_URL" \
+  --expected-failures clients/node/mcp-conformance-expected-failures.yml -o "$out/mcp-conformance"
+no_warnings mcp-conformance 'warn|unknown format'
 
+# Inspector CLI: --strict lints every tool's input and output schema (on stderr; exit 6 on an
+# error-severity problem); the listing itself goes to a file so the transcript holds only lint.
+mcp_inspect() { mcp-inspector --cli "$SVC_MCP_URL" --header "Authorization: Bearer $SVC_API_KEY" "$@"; }
+mcp_strict() { mcp_inspect --method tools/list --strict >"$out/mcp-tools.json"; }
+check mcp-inspector-strict mcp_strict
+no_warnings mcp-inspector-strict 'warn|error'
+# The resources an agent reads first: every listed one reads back, the Agent Map template too.
+mcp_resources() {
+  local list uri
+  list=$(mcp_inspect --method resources/list) || return 1
+  echo "$list"
+  for uri in $(node -e 'for (const r of JSON.parse(process.argv[1]).resources) console.log(r.uri)' "$list"); do
+    mcp_inspect --method resources/read --uri "$uri" | grep -q '"text"' || { echo "unreadable: $uri"; return 1; }
+  done
+  [ "$(node -e 'console.log(JSON.parse(process.argv[1]).resources.length)' "$list")" -eq 3 ] || return 1
+  mcp_inspect --method resources/templates/list | tee /dev/stderr | grep -q '"svc://maps/{domain}"' || return 1
+  mcp_inspect --method resources/read --uri "svc://maps/shop.sandbox.test" | grep -q 'search_products'
+}
+check mcp-inspector-resources mcp_resources
+no_warnings mcp-inspector-resources 'warn'
 # ===== end MCP =====
 
 

@@ -62,8 +62,17 @@ pub fn app(
         );
     }
     let home = Arc::new(web::home(wellknown::llms_text(&ctx)));
+    let mcp_documents = mcp::resources::Documents {
+        llms_txt: wellknown::llms_text(&ctx),
+        openapi: published.openapi.clone(),
+        sandbox: (ctx.environment == svc_ports::Environment::Test)
+            .then(|| wellknown::sandbox_limits(&ctx)),
+    };
     wellknown::mount(routes, &ctx, &published)
-        .at("/mcp", mcp::endpoint(ctx.clone(), mcp_config))
+        .at(
+            "/mcp",
+            mcp::endpoint(ctx.clone(), mcp_config, mcp_documents),
+        )
         .at("/a2a", a2a::endpoint())
         // A nest at `/` answers `/` itself (poem's catch-all wins over an exact `/` route), so
         // the landing page is picked out in front of the API.

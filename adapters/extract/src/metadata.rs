@@ -140,9 +140,14 @@ fn json_ld(doc: &Document, html_title: &str) -> (Vec<Value>, Option<JsonLd>) {
             .trim()
             .trim_start_matches("<![CDATA[")
             .trim_end_matches("]]>");
+        // A JSON-LD document is an object or an array (JSON-LD 1.1, section 9); a script holding
+        // anything else is not one.
         let Ok(v) = serde_json::from_str::<Value>(raw) else {
             continue;
         };
+        if !(v.is_object() || v.is_array()) {
+            continue;
+        }
         if found.is_none()
             && let Some(a) = article_in(&v)
         {

@@ -2,7 +2,11 @@
 //! 2025-06-18 and 2025-11-25 (with `initialize`) and the stateless 2026-07-28 are served; the
 //! server keeps no session state, so any instance can answer any request.
 
+mod arguments;
+pub mod resources;
+pub mod schema;
 pub mod tools;
+mod transport;
 
 use std::{borrow::Cow, sync::Arc};
 
@@ -10,8 +14,9 @@ use poem::{Endpoint, EndpointExt, endpoint::TowerCompatExt};
 use rmcp::{
     ErrorData as McpError, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, Implementation, ProtocolVersion,
-        ServerCapabilities, ServerConfig,
+        CallToolRequestParams, CallToolResponse, Implementation, ListResourceTemplatesResult,
+        ListResourcesResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+        ReadResourceResponse, ServerCapabilities, ServerConfig,
     },
     service::RequestContext,
     tool_handler,
@@ -128,16 +133,33 @@ impl McpConfig {
     }
 }
 
-/// One MCP server value per request; it holds only the shared context.
+/// One MCP server value per request; it holds only the shared context and documents.
 #[derive(Clone)]
 pub struct SvcMcp {
     ctx: AppContext,
+    docs: Arc<resources::Documents>,
 }
+
+/// The protocol revisions served: `initialize` offers these, and an `MCP-Protocol-Version`
+/// header naming any other is refused.
+pub const PROTOCOL_VERSIONS: &[ProtocolVersion] = &[
+    ProtocolVersion::V_2025_06_18,
+    ProtocolVersion::V_2025_11_25,
+    ProtocolVersion::V_2026_07_28,
+];
 
 #[tool_handler(router = tools::router())]
 impl ServerHandler for SvcMcp {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        // Logging: declared because 2025 clients may set a level; no tool emits log messages,
+        // so every threshold is honoured. (Deprecated by SEP-2577 for 2026-07-28 only.)
+        #[allow(deprecated)]
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .enable_logging()
+            .build();
+        ServerConfig::new(capabilities)
             .with_server_info(
                 Implementation::new("svc", env!("CARGO_PKG_VERSION"))
                     .with_title("Agent action and commerce service"),
@@ -146,11 +168,47 @@ impl ServerHandler for SvcMcp {
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(&[
-            ProtocolVersion::V_2025_06_18,
-            ProtocolVersion::V_2025_11_25,
-            ProtocolVersion::V_2026_07_28,
-        ])
+        Cow::Borrowed(PROTOCOL_VERSIONS)
+    }
+
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        _request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Ok(())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Ok(ListResourcesResult::with_all_items(resources::list(
+            &self.ctx, &self.docs,
+        )))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(ListResourceTemplatesResult::with_all_items(
+            resources::templates(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let parts = context.extensions.get::<http::request::Parts>();
+        resources::read(&self.ctx, &self.docs, &request.uri, parts)
+            .await
+            .map(Into::into)
     }
 
     /// Dispatches through the router; an argument the tool's schema refuses comes back as a
@@ -161,6 +219,9 @@ impl ServerHandler for SvcMcp {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        if let Some(problem) = arguments::problem(&request.name, request.arguments.as_ref()) {
+            return Ok(tools::tool_error(&problem).into());
+        }
         let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
         let response = tools::router().call(call).await?;
         Ok(tools::argument_problem(response))
@@ -168,7 +229,11 @@ impl ServerHandler for SvcMcp {
 }
 
 /// The `/mcp` endpoint.
-pub fn endpoint(ctx: AppContext, config: McpConfig) -> poem::endpoint::BoxEndpoint<'static> {
+pub fn endpoint(
+    ctx: AppContext,
+    config: McpConfig,
+    docs: resources::Documents,
+) -> poem::endpoint::BoxEndpoint<'static> {
     let mut server_config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
@@ -180,8 +245,14 @@ pub fn endpoint(ctx: AppContext, config: McpConfig) -> poem::endpoint::BoxEndpoi
     };
     server_config.max_request_body_bytes = config.max_body_bytes;
     let proxies = ctx.proxies.clone();
+    let docs = Arc::new(docs);
     let service = StreamableHttpService::new(
-        move || Ok(SvcMcp { ctx: ctx.clone() }),
+        move || {
+            Ok(SvcMcp {
+                ctx: ctx.clone(),
+                docs: docs.clone(),
+            })
+        },
         Arc::new(LocalSessionManager::default()),
         server_config,
     );
@@ -214,6 +285,9 @@ pub fn endpoint(ctx: AppContext, config: McpConfig) -> poem::endpoint::BoxEndpoi
                         "Requests from this browser Origin are not allowed.",
                     )
                     .render("Bearer"));
+                }
+                if let Err(refused) = transport::check(&mut req, guard.max_body_bytes).await {
+                    return Ok(*refused);
                 }
                 ep.call(req).await.map(poem::IntoResponse::into_response)
             }

@@ -39,11 +39,19 @@ pub const WITHOUT_KEY: &[&str] = &[
 /// Every tool, in the order `tools/list` gives them.
 pub fn router() -> &'static ToolRouter<SvcMcp> {
     static ROUTER: LazyLock<ToolRouter<SvcMcp>> = LazyLock::new(|| {
-        SvcMcp::read_router()
+        let mut router = SvcMcp::read_router()
             + SvcMcp::actions_router()
             + SvcMcp::signup_router()
             + SvcMcp::billing_router()
-            + SvcMcp::connections_router()
+            + SvcMcp::connections_router();
+        // Every schema in its portable form, once, before anything reads it.
+        for route in router.map.values_mut() {
+            crate::schema::portable(Arc::make_mut(&mut route.attr.input_schema));
+            if let Some(output) = route.attr.output_schema.as_mut() {
+                crate::schema::portable(Arc::make_mut(output));
+            }
+        }
+        router
     });
     &ROUTER
 }
@@ -121,7 +129,7 @@ fn wire<T: poem_openapi::types::Type>() -> Arc<JsonObject> {
 }
 
 /// The API key of a tool call, checked like a REST request's: store, then per-key limit.
-async fn authenticate(
+pub(crate) async fn authenticate(
     ctx: &AppContext,
     parts: &http::request::Parts,
 ) -> Result<Principal, ApiProblem> {
@@ -158,6 +166,38 @@ pub(crate) use principal;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 19: home-made formats, type arrays and schemas without a validation keyword made
+    /// MCP Inspector `--strict` warn 39 times over 11 tools.
+    #[test]
+    fn every_served_schema_is_portable_json_schema() {
+        for tool in router().list_all() {
+            let input = Value::Object(tool.input_schema.as_ref().clone());
+            assert_eq!(
+                crate::schema::lint(&input),
+                Vec::<String>::new(),
+                "{} input",
+                tool.name
+            );
+            assert_eq!(
+                input["$schema"],
+                "https://json-schema.org/draft/2020-12/schema"
+            );
+            if let Some(output) = &tool.output_schema {
+                let output = Value::Object(output.as_ref().clone());
+                assert_eq!(
+                    crate::schema::lint(&output),
+                    Vec::<String>::new(),
+                    "{} output",
+                    tool.name
+                );
+                jsonschema::options()
+                    .with_draft(jsonschema::Draft::Draft202012)
+                    .build(&output)
+                    .unwrap_or_else(|e| panic!("{}: {e}", tool.name));
+            }
+        }
+    }
 
     /// Issue 16: eight descriptions carried runs of 17 spaces from a line-continuation slip.
     #[test]
