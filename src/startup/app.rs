@@ -62,9 +62,8 @@ pub fn app(
         );
     }
     let home = Arc::new(web::home(wellknown::llms_text(&ctx)));
-    wellknown::mount(routes, &ctx, &published)
+    a2a::mount(wellknown::mount(routes, &ctx, &published))
         .at("/mcp", mcp::endpoint(ctx.clone(), mcp_config))
-        .at("/a2a", a2a::endpoint())
         // A nest at `/` answers `/` itself (poem's catch-all wins over an exact `/` route), so
         // the landing page is picked out in front of the API.
         .nest(
