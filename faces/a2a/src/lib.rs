@@ -8,6 +8,9 @@
 //!
 //! Tasks finish within the request; they are kept in the store for an hour for `GetTask` (any
 //! instance answers for a task another ran), with the API key removed (a key is shown once).
+//! `SendStreamingMessage` / `message/stream` stream the same steps as server-sent task updates,
+//! and `SubscribeToTask` / `tasks/resubscribe` follow or replay them (see [`stream`]). Mounted
+//! at `/a2a` and `/a2a/`.
 
 mod stream;
 
