@@ -387,6 +387,7 @@ to receive the API key. The preferred one-link signup is on MCP (svc_start_claim
 /// every face).
 async fn dispatch(
     ctx: &AppContext,
+    running: &Running,
     method: &str,
     params: &Value,
     ip: Option<ClientAddress>,
@@ -436,11 +437,21 @@ async fn dispatch(
                 .get("id")
                 .and_then(Value::as_str)
                 .ok_or_else(|| RpcError::new(-32602, "params.id is required"))?;
+            // Still streaming here: its latest (redacted) state.
+            if let Some(rx) = running.get(id) {
+                return Ok(rx.borrow().clone());
+            }
             kept_task(ctx, id).await?.ok_or_else(|| task_not_found(id))
         }
         _ => {
             let id = params.get("id").and_then(Value::as_str).unwrap_or_default();
-            if kept_task(ctx, id).await?.is_some() {
+            if running.get(id).is_some() {
+                // A signup step runs to its end (a code may already be on its way): never halfway.
+                Err(RpcError::new(
+                    -32002,
+                    "the task is running a step that cannot be canceled",
+                ))
+            } else if kept_task(ctx, id).await?.is_some() {
                 Err(RpcError::new(
                     -32002,
                     "the task already finished; it cannot be canceled",
@@ -608,7 +619,7 @@ async fn jsonrpc(
             Err(e) => rpc_error(&id, e),
         };
     }
-    match dispatch(&ctx, method, &params, ip).await {
+    match dispatch(&ctx, &running, method, &params, ip).await {
         Ok(result) => rpc_result(&id, result),
         Err(e) => rpc_error(&id, e),
     }
