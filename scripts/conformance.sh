@@ -138,12 +138,39 @@ no_warnings mcp-inspector-resources 'warn'
 
 
 # ===== A2A: @a2a-js/sdk and a2a-sdk (send, stream, get) =====
-
+# Each SDK's public client, unchanged: the card, a plain send, GetTask, a streamed send
+# (submitted, working, artifact, completed) and a resubscription to the finished task.
+cp clients/node/a2a_check.mjs "$nodedir/"
+check a2a-js-sdk node "$nodedir/a2a_check.mjs" "$SVC_BASE_URL" a2a-js@example.com
+no_warnings a2a-js-sdk 'warn'
+check a2a-python-sdk "$venv/bin/python" -W error::DeprecationWarning clients/a2a_stream.py "$SVC_BASE_URL"
+no_warnings a2a-python-sdk 'warn'
 # ===== end A2A =====
 
 
 # ===== OAuth: openid-client (discovery and manual), oauthlib =====
-
+# RFC 8628 with a `read` scope: openid-client discovering the endpoints (RFC 8414) and
+# configured by hand, oauthlib (the shared script unchanged) on its default
+# /oauth2/device_authorization. Meanwhile a browserless human (clients/approve_device.py)
+# reads the user code from the client's transcript, signs in with the code from the outbox
+# and approves on the real pages.
+cp clients/node/oauth_device_check.mjs "$nodedir/"
+# human NAME EMAIL: approves the user code that appears in NAME's transcript, in the background.
+human() {
+  rm -f "$out/$1.txt"
+  "$venv/bin/python" clients/approve_device.py "$SVC_BASE_URL" --from-transcript "$out/$1.txt" \
+    --email "$2" >"$out/$1-human.txt" 2>&1 &
+  pids+=($!)
+}
+human openid-client-discovery oidc-discovery@example.com
+check openid-client-discovery node "$nodedir/oauth_device_check.mjs" "$SVC_BASE_URL" discovery
+no_warnings openid-client-discovery 'warn'
+human openid-client-manual oidc-manual@example.com
+check openid-client-manual node "$nodedir/oauth_device_check.mjs" "$SVC_BASE_URL" manual
+no_warnings openid-client-manual 'warn'
+human oauthlib oauthlib-human@example.com
+check oauthlib "$venv/bin/python" "$shared/clients/device_flow_oauthlib.py" "$SVC_BASE_URL" oauthlib-agent
+no_warnings oauthlib 'warn'
 # ===== end OAuth =====
 
 

@@ -68,12 +68,11 @@ pub fn app(
         sandbox: (ctx.environment == svc_ports::Environment::Test)
             .then(|| wellknown::sandbox_limits(&ctx)),
     };
-    wellknown::mount(routes, &ctx, &published)
+    a2a::mount(wellknown::mount(routes, &ctx, &published))
         .at(
             "/mcp",
             mcp::endpoint(ctx.clone(), mcp_config, mcp_documents),
         )
-        .at("/a2a", a2a::endpoint())
         // A nest at `/` answers `/` itself (poem's catch-all wins over an exact `/` route), so
         // the landing page is picked out in front of the API.
         .nest(

@@ -143,3 +143,62 @@ async fn a2a_tasks_are_kept_for_an_hour_by_the_clock() {
     let gone = app.a2a("GetTask", json!({"id": id})).await;
     assert_eq!(gone["error"]["code"], -32001, "{gone}");
 }
+
+/// The `data:` results of a finished event stream.
+async fn stream_results(app: &TestApp, method: &str, params: Value) -> Vec<Value> {
+    let resp = app
+        .http
+        .post(app.url("/a2a/"))
+        .header("Accept", "text/event-stream")
+        .json(&json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        resp.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    let body = resp.text().await.unwrap();
+    body.split("\n\n")
+        .filter_map(|e| e.strip_prefix("data: "))
+        .map(|d| serde_json::from_str::<Value>(d).unwrap()["result"].clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_task_streamed_on_one_instance_is_replayed_to_a_subscriber_on_another() {
+    let url = svc_contract_tests::postgres_database().await;
+    let one = TestApp::builder()
+        .outbox()
+        .stores(Stores::open(&url, 4).await.unwrap())
+        .spawn()
+        .await;
+    let two = second_instance(Stores::open(&url, 4).await.unwrap()).await;
+    let streamed = stream_results(
+        &one,
+        "SendStreamingMessage",
+        json!({"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [
+            {"data": {"task_type": "start_api_key_signup", "email": "streams@example.com"}}]}}),
+    )
+    .await;
+    let id = streamed[0]["task"]["id"].clone();
+    assert_eq!(
+        streamed.last().unwrap()["statusUpdate"]["status"]["state"],
+        "TASK_STATE_COMPLETED",
+        "{streamed:#?}"
+    );
+    let replayed = stream_results(&two, "SubscribeToTask", json!({"id": id})).await;
+    assert_eq!(replayed.len(), 1, "{replayed:#?}");
+    assert_eq!(replayed[0]["task"]["id"], id);
+    assert_eq!(
+        replayed[0]["task"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+    assert!(
+        replayed[0]["task"]["artifacts"][0]["parts"][0]["data"]["deviceId"]
+            .as_str()
+            .is_some()
+    );
+}

@@ -1,11 +1,13 @@
 //! API tests: the real app on a random port, driven over HTTP.
 
+mod a2a_stream;
 mod actions;
 mod authority;
 mod authority_property;
 mod billing;
 mod billing_property;
 mod connections;
+mod device_authorization;
 mod discovery;
 mod execution_property;
 mod helpers;

@@ -238,7 +238,7 @@ async fn authorization_server_metadata_names_both_endpoints() {
         .await;
     assert_eq!(
         meta["device_authorization_endpoint"],
-        app.url("/agent/identity")
+        app.url("/oauth2/device_authorization")
     );
     assert_eq!(meta["token_endpoint"], app.url("/oauth2/token"));
     assert_eq!(meta["grant_types_supported"][0], GRANT);

@@ -8,6 +8,11 @@
 //!
 //! Tasks finish within the request; they are kept in the store for an hour for `GetTask` (any
 //! instance answers for a task another ran), with the API key removed (a key is shown once).
+//! `SendStreamingMessage` / `message/stream` stream the same steps as server-sent task updates,
+//! and `SubscribeToTask` / `tasks/resubscribe` follow or replay them (see [`stream`]). Mounted
+//! at `/a2a` and `/a2a/`.
+
+mod stream;
 
 use poem::{
     EndpointExt, Response, handler,
@@ -20,17 +25,20 @@ use svc_ports::{ChallengePurpose, ClientAddress};
 
 use kit::context::AppContext;
 use kit::problem::ApiProblem;
+use stream::Running;
 use svc_services::SignupKey;
 
 /// Which wire names the caller used; answers use the same.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Flavor {
+pub(crate) enum Flavor {
     V10,
     V03,
 }
 
 #[derive(Clone, Copy)]
 enum TaskState {
+    Submitted,
+    Working,
     Completed,
     Failed,
     Rejected,
@@ -39,6 +47,10 @@ enum TaskState {
 impl TaskState {
     fn name(self, flavor: Flavor) -> &'static str {
         match (self, flavor) {
+            (Self::Submitted, Flavor::V10) => "TASK_STATE_SUBMITTED",
+            (Self::Working, Flavor::V10) => "TASK_STATE_WORKING",
+            (Self::Submitted, Flavor::V03) => "submitted",
+            (Self::Working, Flavor::V03) => "working",
             (Self::Completed, Flavor::V10) => "TASK_STATE_COMPLETED",
             (Self::Failed, Flavor::V10) => "TASK_STATE_FAILED",
             (Self::Rejected, Flavor::V10) => "TASK_STATE_REJECTED",
@@ -272,6 +284,29 @@ fn task_json(
     task
 }
 
+/// A task not yet finished: its state and the message that started it, no artifacts yet.
+fn pending_task(
+    flavor: Flavor,
+    task_id: &str,
+    context_id: &str,
+    state: TaskState,
+    history: Option<&Value>,
+) -> Value {
+    let timestamp = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let mut task = json!({
+        "id": task_id,
+        "contextId": context_id,
+        "status": {"state": state.name(flavor), "timestamp": timestamp},
+    });
+    if let Some(h) = history {
+        task["history"] = json!([h]);
+    }
+    if flavor == Flavor::V03 {
+        task["kind"] = json!("task");
+    }
+    task
+}
+
 /// Runs one signup step as a task; answers the full task and logs the redacted one.
 async fn run_task(
     ctx: &AppContext,
@@ -283,6 +318,23 @@ async fn run_task(
 ) -> Value {
     let task_id = new_id(ctx);
     let context_id = context_id.unwrap_or_else(|| new_id(ctx));
+    finish_task(ctx, flavor, &task_id, &context_id, input, history, ip)
+        .await
+        .0
+}
+
+/// Runs the step of a task and keeps it; answers (the full task, the kept redacted one).
+async fn finish_task(
+    ctx: &AppContext,
+    flavor: Flavor,
+    task_id: &str,
+    context_id: &str,
+    input: &Value,
+    history: Option<Value>,
+    ip: Option<ClientAddress>,
+) -> (Value, Value) {
+    let task_id = task_id.to_owned();
+    let context_id = context_id.to_owned();
     let outcome = run_signup_step(ctx, input, ip).await;
     let message = agent_message(
         flavor,
@@ -304,7 +356,7 @@ async fn run_task(
     if let Err(e) = ctx.services.a2a.keep(&task_id, &stored).await {
         tracing::warn!(error = %e, "an A2A task could not be kept for GetTask");
     }
-    task_json(
+    let full = task_json(
         flavor,
         &task_id,
         &context_id,
@@ -312,7 +364,8 @@ async fn run_task(
         message,
         outcome.data,
         history,
-    )
+    );
+    (full, stored)
 }
 
 /// The first data part of a message that names a task type.
@@ -334,6 +387,7 @@ to receive the API key. The preferred one-link signup is on MCP (svc_start_claim
 /// every face).
 async fn dispatch(
     ctx: &AppContext,
+    running: &Running,
     method: &str,
     params: &Value,
     ip: Option<ClientAddress>,
@@ -341,12 +395,6 @@ async fn dispatch(
     let flavor = match method {
         "SendMessage" | "GetTask" | "CancelTask" | "tasks/create" => Flavor::V10,
         "message/send" | "tasks/get" | "tasks/cancel" => Flavor::V03,
-        "SendStreamingMessage" | "message/stream" | "SubscribeToTask" | "tasks/resubscribe" => {
-            return Err(RpcError::new(
-                -32004,
-                "streaming is not supported; send SendMessage",
-            ));
-        }
         _ => {
             return Err(RpcError::new(
                 -32601,
@@ -356,14 +404,7 @@ async fn dispatch(
     };
     match method {
         "SendMessage" | "message/send" => {
-            let message = params
-                .get("message")
-                .filter(|m| m.is_object())
-                .ok_or_else(|| RpcError::new(-32602, "params.message is required"))?;
-            let context_id = message
-                .get("contextId")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
+            let (message, context_id) = sent_message(params)?;
             match signup_input(message) {
                 Some(input) => {
                     let task =
@@ -396,11 +437,21 @@ async fn dispatch(
                 .get("id")
                 .and_then(Value::as_str)
                 .ok_or_else(|| RpcError::new(-32602, "params.id is required"))?;
+            // Still streaming here: its latest (redacted) state.
+            if let Some(rx) = running.get(id) {
+                return Ok(rx.borrow().clone());
+            }
             kept_task(ctx, id).await?.ok_or_else(|| task_not_found(id))
         }
         _ => {
             let id = params.get("id").and_then(Value::as_str).unwrap_or_default();
-            if kept_task(ctx, id).await?.is_some() {
+            if running.get(id).is_some() {
+                // A signup step runs to its end (a code may already be on its way): never halfway.
+                Err(RpcError::new(
+                    -32002,
+                    "the task is running a step that cannot be canceled",
+                ))
+            } else if kept_task(ctx, id).await?.is_some() {
                 Err(RpcError::new(
                     -32002,
                     "the task already finished; it cannot be canceled",
@@ -410,6 +461,98 @@ async fn dispatch(
             }
         }
     }
+}
+
+/// The message of a send and the context it continues, if any.
+fn sent_message(params: &Value) -> Result<(&Value, Option<String>), RpcError> {
+    let message = params
+        .get("message")
+        .filter(|m| m.is_object())
+        .ok_or_else(|| RpcError::new(-32602, "params.message is required"))?;
+    let context_id = message
+        .get("contextId")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    Ok((message, context_id))
+}
+
+type Events = futures_util::stream::BoxStream<'static, Value>;
+
+/// `SendStreamingMessage` / `message/stream` and `SubscribeToTask` / `tasks/resubscribe`: the
+/// events to stream, or an error answered as plain JSON-RPC before any stream starts.
+async fn open_stream(
+    ctx: &AppContext,
+    running: &Running,
+    method: &str,
+    params: &Value,
+    ip: Option<ClientAddress>,
+) -> Result<Events, RpcError> {
+    use futures_util::StreamExt;
+    let flavor = match method {
+        "SendStreamingMessage" | "SubscribeToTask" => Flavor::V10,
+        _ => Flavor::V03,
+    };
+    if matches!(method, "SubscribeToTask" | "tasks/resubscribe") {
+        let id = params
+            .get("id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| RpcError::new(-32602, "params.id is required"))?;
+        if let Some(rx) = running.get(id) {
+            return Ok(stream::follow(flavor, rx).boxed());
+        }
+        // Finished (here or on another instance): the kept final state, replayed.
+        let task = kept_task(ctx, id)
+            .await?
+            .ok_or_else(|| task_not_found(id))?;
+        let (_tx, rx) = tokio::sync::watch::channel(task);
+        return Ok(stream::follow(flavor, rx).boxed());
+    }
+    let (message, context_id) = sent_message(params)?;
+    let Some(input) = signup_input(message) else {
+        let reply = agent_message(flavor, new_id(ctx), vec![text_part(flavor, HELP)], None);
+        let event = match flavor {
+            Flavor::V10 => json!({"message": reply}),
+            Flavor::V03 => reply,
+        };
+        return Ok(futures_util::stream::iter([event]).boxed());
+    };
+    let task_id = new_id(ctx);
+    let context_id = context_id.unwrap_or_else(|| new_id(ctx));
+    let history = Some(message.clone());
+    let submitted = pending_task(
+        flavor,
+        &task_id,
+        &context_id,
+        TaskState::Submitted,
+        history.as_ref(),
+    );
+    let (snapshot, rx) = tokio::sync::watch::channel(submitted.clone());
+    running.insert(&task_id, rx);
+    let (tx, events) = tokio::sync::mpsc::unbounded_channel();
+    let _ = tx.send(stream::task_event(flavor, submitted));
+    // The step runs to its end even when the caller goes away: its result is kept for
+    // GetTask and SubscribeToTask.
+    let (ctx, running) = (ctx.clone(), running.clone());
+    tokio::spawn(async move {
+        let working = pending_task(
+            flavor,
+            &task_id,
+            &context_id,
+            TaskState::Working,
+            history.as_ref(),
+        );
+        let _ = tx.send(stream::status_event(flavor, &working));
+        snapshot.send_replace(working);
+        let (full, stored) =
+            finish_task(&ctx, flavor, &task_id, &context_id, &input, history, ip).await;
+        // Kept before it leaves the running set, so a subscriber always finds it somewhere.
+        snapshot.send_replace(stored);
+        running.remove(&task_id);
+        for e in stream::final_events(flavor, &full) {
+            let _ = tx.send(e);
+        }
+    });
+    Ok(stream::receiver_stream(events).boxed())
 }
 
 /// A kept task; a store that cannot be read is a JSON-RPC internal error the caller may retry.
@@ -434,7 +577,12 @@ fn task_not_found(id: &str) -> RpcError {
 }
 
 #[handler]
-async fn jsonrpc(req: &poem::Request, body: poem::Body, ctx: Data<&AppContext>) -> Response {
+async fn jsonrpc(
+    req: &poem::Request,
+    body: poem::Body,
+    ctx: Data<&AppContext>,
+    running: Data<&Running>,
+) -> Response {
     let ip = kit::edge::client_ip_of(req, &ctx.proxies);
     let bytes = match body.into_bytes().await {
         Ok(b) => b,
@@ -462,7 +610,16 @@ async fn jsonrpc(req: &poem::Request, body: poem::Body, ctx: Data<&AppContext>) 
         return rpc_error(&id, RpcError::new(-32600, "method is required"));
     };
     let params = request.get("params").cloned().unwrap_or_else(|| json!({}));
-    match dispatch(&ctx, method, &params, ip).await {
+    if matches!(
+        method,
+        "SendStreamingMessage" | "message/stream" | "SubscribeToTask" | "tasks/resubscribe"
+    ) {
+        return match open_stream(&ctx, &running, method, &params, ip).await {
+            Ok(events) => stream::sse_response(id, events),
+            Err(e) => rpc_error(&id, e),
+        };
+    }
+    match dispatch(&ctx, &running, method, &params, ip).await {
         Ok(result) => rpc_result(&id, result),
         Err(e) => rpc_error(&id, e),
     }
@@ -484,7 +641,7 @@ pub fn agent_card(ctx: &AppContext) -> Value {
         "url": url,
         "preferredTransport": "JSONRPC",
         "protocolVersion": "0.3.0",
-        "capabilities": {"streaming": false, "pushNotifications": false},
+        "capabilities": {"streaming": true, "pushNotifications": false},
         "defaultInputModes": ["application/json", "text/plain"],
         "defaultOutputModes": ["application/json", "text/plain"],
         "skills": [
@@ -510,7 +667,12 @@ pub fn agent_card(ctx: &AppContext) -> Value {
     })
 }
 
-/// `POST /a2a`.
-pub fn endpoint() -> poem::endpoint::BoxEndpoint<'static, Response> {
-    poem::post(jsonrpc).map_to_response().boxed()
+/// `POST /a2a` and `POST /a2a/` (portable A2A suites add the slash), sharing the tasks that
+/// stream on this instance.
+pub fn mount(routes: poem::Route) -> poem::Route {
+    let running = Running::default();
+    let endpoint = |running: Running| poem::post(jsonrpc).data(running).map_to_response();
+    routes
+        .at("/a2a", endpoint(running.clone()))
+        .at("/a2a/", endpoint(running))
 }

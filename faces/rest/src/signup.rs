@@ -132,6 +132,18 @@ impl SignupApi {
         }
     }
 
+    /// RFC 8628 device authorization endpoint (same as `/agent/identity`)
+    ///
+    /// The standard path, for OAuth clients configured without discovery; it answers exactly
+    /// like `POST /agent/identity`. Poll `/oauth2/token` with the `device_code`.
+    #[oai(path = "/oauth2/device_authorization", method = "post")]
+    async fn oauth2_device_authorization(
+        &self,
+        body: DeviceAuthorizationRequest,
+    ) -> DeviceAuthorizationApiResponse {
+        self.device_authorization(body).await
+    }
+
     /// Poll for the key (RFC 8628 device access token request)
     ///
     /// `authorization_pending` until the human approves; `slow_down` adds 5 s to the interval;

@@ -51,7 +51,7 @@ pub fn oauth_authorization_server(ctx: &AppContext) -> Value {
         .collect();
     json!({
         "issuer": base,
-        "device_authorization_endpoint": format!("{base}/agent/identity"),
+        "device_authorization_endpoint": format!("{base}/oauth2/device_authorization"),
         "token_endpoint": format!("{base}/oauth2/token"),
         "grant_types_supported": [kit::wire::signup::DEVICE_CODE_GRANT],
         "response_types_supported": [],
@@ -293,7 +293,7 @@ pub fn mcp_apps(ctx: &AppContext) -> Value {
             "mcp_url": ctx.origins.mcp_url,
             "setup": {
                 "preferred": {"tools": ["svc_start_claim_link_signup", "svc_poll_claim_link_signup"],
-                    "http": {"device_authorization": format!("{base}/agent/identity"), "token": format!("{base}/oauth2/token")},
+                    "http": {"device_authorization": format!("{base}/oauth2/device_authorization"), "token": format!("{base}/oauth2/token")},
                     "show_the_human": "verification_uri_complete only"},
                 "fallback": {"tools": ["svc_start_api_key_signup", "svc_complete_api_key_signup"],
                     "http": {"register": format!("{base}/api/register"), "verify": format!("{base}/api/verify")}},

@@ -235,13 +235,12 @@ impl IdentityService {
     ) -> SignupKey {
         let welcome_message = format!(
             "You're set up on svc as {email} (plan: {plan}). This agent now holds its own API key \
-             ({prefix}…, scopes: {scopes}): it can read public pages, discover a site's mapped actions and run \
-             them, paying about one credit per completed action; failed actions are refunded. You can see, rotate \
-             or revoke the key at {site}/account.",
+             ({prefix}…, scopes: {scopes}): {can} You can see, rotate or revoke the key at {site}/account.",
             email = account.email,
             plan = account.plan,
             prefix = record.prefix,
             scopes = record.scopes.to_list_string(),
+            can = what_scopes_allow(&record.scopes),
             site = self.settings.site_url,
         );
         SignupKey {
@@ -258,5 +257,83 @@ impl IdentityService {
     pub async fn purge_expired(&self) -> Result<u64, IdentityFailure> {
         let cutoff = self.now() - chrono::Duration::days(1);
         Ok(self.ports.identity.purge_identity(cutoff).await?)
+    }
+}
+
+/// What a key with these scopes may do, in one sentence for the human: only what was granted
+/// (a `read` key is not told it can run actions).
+pub fn what_scopes_allow(scopes: &Scopes) -> String {
+    let mut can: Vec<&str> = Vec::new();
+    if scopes.contains("read") {
+        can.push("read public pages");
+    }
+    if scopes.contains("discover") {
+        can.push("discover a site's mapped actions");
+    }
+    let execute = scopes.contains(svc_ports::actions::EXECUTE_SCOPE);
+    if execute {
+        can.push(if scopes.contains("discover") {
+            "run them, paying about one credit per completed action (failed actions are refunded)"
+        } else {
+            "run mapped actions, paying about one credit per completed action (failed actions are refunded)"
+        });
+    }
+    if scopes.contains("execute:consequential") {
+        can.push("run consequential actions (payments, submissions) the human approves");
+    }
+    let cannot: Vec<&str> = [
+        (!scopes.contains("read")).then_some("read pages"),
+        (!scopes.contains("discover")).then_some("discover actions"),
+        (!execute).then_some("run actions"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let mut out = match can.as_slice() {
+        [] => "it can do nothing yet".to_owned(),
+        [one] => format!("it can {one}"),
+        [first @ .., last] => format!("it can {} and {last}", first.join(", ")),
+    };
+    if !cannot.is_empty() {
+        out.push_str(&format!(
+            "; it cannot {} (a key with more scopes is needed for that)",
+            cannot.join(" or ")
+        ));
+    }
+    out.push('.');
+    out
+}
+
+#[cfg(test)]
+mod welcome_tests {
+    use super::*;
+
+    fn allow(raw: &str) -> String {
+        what_scopes_allow(&Scopes::parse_list(raw).unwrap())
+    }
+
+    #[test]
+    fn a_read_key_is_told_it_can_only_read() {
+        let s = allow("read");
+        assert!(s.starts_with("it can read public pages;"), "{s}");
+        assert!(s.contains("cannot discover actions or run actions"), "{s}");
+        assert!(!s.contains("credit"), "{s}");
+    }
+
+    #[test]
+    fn the_default_key_is_told_everything_it_may_do() {
+        let s = allow("read discover execute");
+        assert_eq!(
+            s,
+            "it can read public pages, discover a site's mapped actions and run them, paying about \
+             one credit per completed action (failed actions are refunded)."
+        );
+    }
+
+    #[test]
+    fn a_discover_key_cannot_run() {
+        let s = allow("discover read");
+        assert!(s.contains("discover a site's mapped actions"), "{s}");
+        assert!(s.contains("cannot run actions"), "{s}");
     }
 }
