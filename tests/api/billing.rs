@@ -12,7 +12,11 @@ async fn app() -> TestApp {
         .outbox()
         .payments()
         .await
-        .runtime(|r| r.internal_token = Some("internal-token-for-tests".into()))
+        .runtime(|r| {
+            r.internal_token = Some("internal-token-for-tests".into());
+            // The balances asserted here count purchases alone.
+            r.free_credits = Some(0);
+        })
         .spawn()
         .await
 }
