@@ -597,6 +597,38 @@ async fn a_process_killed_mid_action_loses_no_credit() {
     );
 }
 
+/// Issue 20: the shipped example maps failed on their `{base_url}` template, and `learn` had no
+/// way to reach the sandbox's sites, so `svc serve` had no documented way to get actions.
+#[test]
+fn the_shipped_maps_import_as_they_are_and_learn_reaches_the_sandbox() {
+    let dir = tempfile::tempdir().unwrap();
+    let shop = Path::new(env!("CARGO_MANIFEST_DIR")).join("sandbox/maps/shop.json");
+    let shop = shop.to_str().unwrap();
+    let run = |args: &[&str]| {
+        let out = svc(dir.path()).args(args).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, _, err) = run(&["maps", "import", shop]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("template") && err.contains("--base-url"), "{err}");
+    let (code, _, err) = run(&["maps", "import", shop, "--base-url", "ftp://shop"]);
+    assert_eq!(code, Some(1), "{err}");
+    let (code, out, err) = run(&["maps", "import", shop, "--base-url", "http://127.0.0.1:9/"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("shop.sandbox.test") && out.contains("candidate"), "{out}");
+
+    let (code, out, err) = run(&["maps", "learn", "--sandbox", "ready.sandbox.test"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("ready.sandbox.test") && out.contains("candidate"), "{out}");
+    let (code, _, err) = run(&["maps", "learn", "--sandbox", "example.com"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("not a sandbox site") && err.contains("shop.sandbox.test"), "{err}");
+}
+
 #[tokio::test]
 async fn maps_and_artifacts_from_the_command_line() {
     let dir = tempfile::tempdir().unwrap();
