@@ -174,7 +174,13 @@ enum KeysCommand {
 #[derive(Subcommand)]
 enum MapsCommand {
     /// Store a map document (JSON) as the domain's next candidate version.
-    Import { file: PathBuf },
+    Import {
+        file: PathBuf,
+        /// The origin the map's actions call: fills a template's `{base_url}` (the examples in
+        /// `sandbox/maps/` are templates), or replaces the document's `base_url`.
+        #[arg(long)]
+        base_url: Option<String>,
+    },
     /// List every version of every map (or of one domain).
     List {
         #[arg(long)]
@@ -195,6 +201,10 @@ enum MapsCommand {
         /// Origin to learn from (default `https://DOMAIN`).
         #[arg(long)]
         base_url: Option<String>,
+        /// Learn from the sandbox's own site of that name (e.g. `ready.sandbox.test`), started
+        /// in this process for the purpose.
+        #[arg(long, conflicts_with = "base_url")]
+        sandbox: bool,
     },
 }
 
@@ -584,7 +594,22 @@ async fn read(args: ReadArgs) -> anyhow::Result<()> {
 
 async fn maps(database_url: &str, command: MapsCommand) -> anyhow::Result<()> {
     let stores = Stores::open(database_url, 2).await?;
-    let services = startup::offline_services(&stores, Environment::Live)?;
+    // `learn --sandbox` reads the sandbox's sites, on loopback: they are pinned for this run.
+    let (sandbox_sites, world) = match &command {
+        MapsCommand::Learn { sandbox: true, .. } => {
+            let sites = (ActionSites::start().await, ReadinessSites::start().await);
+            let mut world = World::default();
+            for s in &sites.0.sites {
+                world.pinned_hosts.insert(s.host.to_owned(), s.address());
+            }
+            for host in sites.1.hosts() {
+                world.pinned_hosts.insert(host, sites.1.address());
+            }
+            (Some(sites), world)
+        }
+        _ => (None, World::default()),
+    };
+    let services = startup::offline_services_in(&stores, Environment::Live, &world)?;
     let actions = &services.actions;
     let show = |m: &svc_ports::AgentMap| {
         println!(
@@ -599,10 +624,10 @@ async fn maps(database_url: &str, command: MapsCommand) -> anyhow::Result<()> {
         )
     };
     match command {
-        MapsCommand::Import { file } => {
+        MapsCommand::Import { file, base_url } => {
             let text = std::fs::read_to_string(&file)
                 .with_context(|| format!("reading {}", file.display()))?;
-            let document: svc_ports::MapDocument = serde_json::from_str(&text)
+            let document = startup::map_document(&text, base_url.as_deref())
                 .with_context(|| format!("{} is not a map document", file.display()))?;
             let map = actions.import_map(&document, "imported").await?;
             show(&map);
@@ -618,8 +643,29 @@ async fn maps(database_url: &str, command: MapsCommand) -> anyhow::Result<()> {
         }
         MapsCommand::Publish { domain, version } => show(&actions.publish(&domain, version).await?),
         MapsCommand::Retire { domain } => show(&actions.retire(&domain).await?),
-        MapsCommand::Learn { domain, base_url } => {
-            let base = base_url.unwrap_or_else(|| format!("https://{domain}"));
+        MapsCommand::Learn {
+            domain, base_url, ..
+        } => {
+            let base = match &sandbox_sites {
+                Some((actions, readiness)) => {
+                    let known: Vec<String> = actions
+                        .sites
+                        .iter()
+                        .map(|s| s.host.to_owned())
+                        .chain(readiness.hosts())
+                        .collect();
+                    anyhow::ensure!(
+                        known.contains(&domain),
+                        "{domain} is not a sandbox site; these are: {}",
+                        known.join(", ")
+                    );
+                    match actions.sites.iter().find(|s| s.host == domain) {
+                        Some(site) => site.origin(),
+                        None => readiness.origin(&domain),
+                    }
+                }
+                None => base_url.unwrap_or_else(|| format!("https://{domain}")),
+            };
             let learned = actions.learn(&domain, &base).await?;
             show(&learned.map);
             for note in &learned.notes {

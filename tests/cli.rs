@@ -614,19 +614,31 @@ fn the_shipped_maps_import_as_they_are_and_learn_reaches_the_sandbox() {
     };
     let (code, _, err) = run(&["maps", "import", shop]);
     assert_eq!(code, Some(1));
-    assert!(err.contains("template") && err.contains("--base-url"), "{err}");
+    assert!(
+        err.contains("template") && err.contains("--base-url"),
+        "{err}"
+    );
     let (code, _, err) = run(&["maps", "import", shop, "--base-url", "ftp://shop"]);
     assert_eq!(code, Some(1), "{err}");
     let (code, out, err) = run(&["maps", "import", shop, "--base-url", "http://127.0.0.1:9/"]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(out.contains("shop.sandbox.test") && out.contains("candidate"), "{out}");
+    assert!(
+        out.contains("shop.sandbox.test") && out.contains("candidate"),
+        "{out}"
+    );
 
     let (code, out, err) = run(&["maps", "learn", "--sandbox", "ready.sandbox.test"]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(out.contains("ready.sandbox.test") && out.contains("candidate"), "{out}");
+    assert!(
+        out.contains("ready.sandbox.test") && out.contains("candidate"),
+        "{out}"
+    );
     let (code, _, err) = run(&["maps", "learn", "--sandbox", "example.com"]);
     assert_eq!(code, Some(1));
-    assert!(err.contains("not a sandbox site") && err.contains("shop.sandbox.test"), "{err}");
+    assert!(
+        err.contains("not a sandbox site") && err.contains("shop.sandbox.test"),
+        "{err}"
+    );
 }
 
 #[tokio::test]

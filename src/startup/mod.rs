@@ -446,8 +446,44 @@ pub fn offline_services(
     stores: &Stores,
     environment: Environment,
 ) -> anyhow::Result<Arc<Services>> {
+    offline_services_in(stores, environment, &World::default())
+}
+
+/// Offline services in a world of the caller's (`svc maps learn --sandbox` pins its sites).
+pub fn offline_services_in(
+    stores: &Stores,
+    environment: Environment,
+    world: &World,
+) -> anyhow::Result<Arc<Services>> {
     let origins = RuntimeSettings::default().origins(SocketAddr::from(([127, 0, 0, 1], 8080)));
-    Ok(services(stores, environment, &World::default(), &origins)?.0)
+    Ok(services(stores, environment, world, &origins)?.0)
+}
+
+/// A map document from its JSON text. `base_url` fills a template's `{base_url}` (the shipped
+/// examples are templates) or else replaces the document's own; a template without one is
+/// refused with what to do.
+pub fn map_document(text: &str, base_url: Option<&str>) -> anyhow::Result<svc_ports::MapDocument> {
+    let template = text.contains("{base_url}");
+    let mut value: serde_json::Value = serde_json::from_str(text).context("not JSON")?;
+    match base_url {
+        Some(base) => {
+            let url =
+                url::Url::parse(base).with_context(|| format!("--base-url {base} is not a URL"))?;
+            anyhow::ensure!(
+                matches!(url.scheme(), "http" | "https") && url.host().is_some(),
+                "--base-url {base} must be an http or https origin"
+            );
+            value["base_url"] = serde_json::Value::String(base.trim_end_matches('/').to_owned());
+        }
+        None => anyhow::ensure!(
+            !template,
+            "it is a template: give --base-url with the origin its actions call"
+        ),
+    }
+    let filled = value.to_string();
+    let document: svc_ports::MapDocument =
+        serde_json::from_str(&filled).context("not a map document")?;
+    Ok(document)
 }
 
 /// A bound, ready-to-run service.
