@@ -62,6 +62,16 @@ static SVC_KEY: LazyLock<regex::Regex> = LazyLock::new(|| {
     regex::Regex::new(r"svc_(?:live|test)_[A-Za-z0-9]{32}").expect("static regex")
 });
 
+/// Other people's secrets by their shape: payment-provider keys (`sk_live_...`, `rk_`, also
+/// `_test_`), Standard Webhooks secrets, API keys of any length, and bearer tokens.
+static SECRET: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(r"\b(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{8,}|whsec_[A-Za-z0-9+/=]{8,}|svc_(?:live|test)_[A-Za-z0-9]{8,})")
+        .expect("static regex")
+});
+static BEARER: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}").expect("static regex")
+});
+
 fn luhn(digits: &[u8]) -> bool {
     let sum: u32 = digits
         .iter()
@@ -87,6 +97,16 @@ fn redact_text(text: &str) -> (String, Vec<&'static str>) {
     if SVC_KEY.is_match(&out) {
         out = SVC_KEY.replace_all(&out, "[redacted api key]").into_owned();
         kinds.push("api_key");
+    }
+    if SECRET.is_match(&out) {
+        out = SECRET.replace_all(&out, "[redacted secret]").into_owned();
+        kinds.push("secret");
+    }
+    if BEARER.is_match(&out) {
+        out = BEARER
+            .replace_all(&out, "[redacted bearer token]")
+            .into_owned();
+        kinds.push("bearer_token");
     }
     if EMAIL.is_match(&out) {
         out = EMAIL.replace_all(&out, "[redacted email]").into_owned();
@@ -632,6 +652,47 @@ impl TelemetryService {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secret_looking_values_are_redacted_and_named() {
+        let cases = [
+            ("key sk_live_51HxYzAbCdEfGh1234", "secret"),
+            ("rk_test_AbCdEfGh12345678", "secret"),
+            ("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "secret"),
+            ("svc_live_short12345", "secret"),
+            (
+                "Authorization: Bearer eyJhbGciOi.JIUzI1NiJ9.abc",
+                "bearer_token",
+            ),
+            ("svc_test_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "api_key"),
+            ("card 4242 4242 4242 4242", "card_number"),
+        ];
+        for (text, kind) in cases {
+            let (clean, kinds) = redact_text(text);
+            assert!(kinds.contains(&kind), "{text}: {kinds:?}");
+            assert!(clean.contains("[redacted"), "{text} -> {clean}");
+            for needle in [
+                "sk_live_51",
+                "rk_test_Ab",
+                "whsec_Mf",
+                "svc_live_s",
+                "eyJhbG",
+                "4242 4242",
+            ] {
+                assert!(!clean.contains(needle), "{text} -> {clean}");
+            }
+        }
+        let mut event = json!({"properties": {"note": "paid with sk_live_51HxYzAbCdEfGh1234"}});
+        let mut found = BTreeSet::new();
+        redact(&mut event, "", &mut found);
+        assert_eq!(event["properties"]["note"], "paid with [redacted secret]");
+        assert!(found.contains("secret:/properties/note"), "{found:?}");
+        // Ordinary words stay.
+        assert_eq!(
+            redact_text("a bearer of good news, sk_live").1,
+            Vec::<&str>::new()
+        );
+    }
 
     /// A store that refuses any batch holding an event whose id starts with `poison`, the
     /// way Postgres refuses a whole multi-row insert for one row it cannot hold.
