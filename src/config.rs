@@ -357,6 +357,8 @@ impl RuntimeSettings {
         )?;
         in_range("SVC_STARTER_PRICE", self.starter_price, 1..=100_000_000)?;
         in_range("SVC_STARTER_CREDITS", self.starter_credits, 1..=100_000_000)?;
+        svc_ports::billing::Currency::parse_iso4217(&self.starter_currency)
+            .map_err(|e| anyhow::anyhow!("SVC_STARTER_CURRENCY: {e}"))?;
         self.trusted_proxies()?;
         Ok(())
     }

@@ -801,6 +801,7 @@ fn settings_out_of_range_stop_the_start_naming_the_variable() {
         ("sandbox", "SVC_RECOVER_AFTER_SECONDS", "1"),
         ("sandbox", "SVC_SANDBOX_SEED_CREDITS", "-1"),
         ("serve", "SVC_FREE_CREDITS", "-1"),
+        ("serve", "SVC_STARTER_CURRENCY", "zzz"),
         ("sandbox", "SVC_FREE_CREDITS", "1000001"),
         ("serve", "SVC_EMAIL_CODES_PER_HOUR", "0"),
         ("sandbox", "SVC_EMAIL_CODES_PER_HOUR", "1001"),

@@ -142,8 +142,8 @@ impl AuthorityService {
         let Ok(amount_limit) = AmountLimit::new(input.amount, interval) else {
             return invalid("The amount is a positive whole number of minor units (cents).");
         };
-        let Ok(currency) = Currency::parse(input.currency.trim()) else {
-            return invalid("The currency is a three-letter code such as usd.");
+        let Ok(currency) = Currency::parse_iso4217(input.currency.trim()) else {
+            return invalid("The currency is an ISO 4217 code such as usd or eur.");
         };
         if !(1..=MAX_EXPIRY_DAYS).contains(&input.expires_in_days) {
             return invalid(&format!("It expires in 1 to {MAX_EXPIRY_DAYS} days."));

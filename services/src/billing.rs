@@ -77,7 +77,7 @@ impl Catalog {
                     description: format!("{credits} action credits"),
                     offer: Offer::Checkout {
                         amount,
-                        currency: Currency::parse(currency)?,
+                        currency: Currency::parse_iso4217(currency)?,
                         credits,
                     },
                 },

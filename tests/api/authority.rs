@@ -212,6 +212,29 @@ async fn only_the_signed_in_human_creates_an_authority() {
         .await;
     assert_eq!(resp.status(), 200);
     assert!(resp.text().await.unwrap().contains("id=\"error\""));
+    // A currency must be a real one (ISO 4217): `zzz` and the test code `xts` are refused.
+    for currency in ["zzz", "xts"] {
+        let page = shop.browser.page("/account").await;
+        let resp = shop
+            .browser
+            .post(
+                "/account/payment-authorities",
+                &[
+                    ("csrf", &csrf_of(&page)),
+                    ("scope_order", "1"),
+                    ("amount", "100"),
+                    ("currency", currency),
+                    ("interval", "day"),
+                    ("expires_in_days", "3"),
+                    ("agent_provider", "x"),
+                ],
+            )
+            .await;
+        assert_eq!(resp.status(), 200);
+        let text = resp.text().await.unwrap();
+        assert!(text.contains("ISO 4217"), "{currency}: {text}");
+    }
+    assert_eq!(list(app).await["authorities"], json!([]));
 
     let id = create(&shop, &[("interval", "week"), ("scope_booking", "1")]).await;
     assert!(id.starts_with("pa_"));

@@ -38,7 +38,7 @@ pub const MAX_PROVIDER_ID_LEN: usize = 128;
 pub struct Currency(String);
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("a currency is three ASCII letters (ISO 4217), got `{0}`")]
+#[error("a currency is an ISO 4217 code such as usd or eur, got `{0}`")]
 pub struct CurrencyError(pub String);
 
 impl Currency {
@@ -51,8 +51,48 @@ impl Currency {
         }
     }
 
+    /// What a person or an operator names: only an active ISO 4217 currency (no funds,
+    /// metals or test codes). Stored rows are read with [`Currency::parse`], so a row written
+    /// before this check still loads.
+    pub fn parse_iso4217(raw: &str) -> Result<Self, CurrencyError> {
+        let currency = Self::parse(raw)?;
+        let upper = currency.0.to_ascii_uppercase();
+        if ISO_4217.split_ascii_whitespace().any(|c| c == upper) {
+            Ok(currency)
+        } else {
+            Err(CurrencyError(raw.chars().take(16).collect()))
+        }
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+}
+
+/// Active ISO 4217 currencies (list of 2025), without funds, precious metals and test codes.
+const ISO_4217: &str = "AED AFN ALL AMD ANG AOA ARS AUD AWG AZN BAM BBD BDT BGN BHD BIF BMD BND \
+    BOB BRL BSD BTN BWP BYN BZD CAD CDF CHF CLP CNY COP CRC CUP CVE CZK DJF DKK DOP DZD EGP ERN \
+    ETB EUR FJD FKP GBP GEL GHS GIP GMD GNF GTQ GYD HKD HNL HTG HUF IDR ILS INR IQD IRR ISK JMD \
+    JOD JPY KES KGS KHR KMF KPW KRW KWD KYD KZT LAK LBP LKR LRD LSL LYD MAD MDL MGA MKD MMK MNT \
+    MOP MRU MUR MVR MWK MXN MYR MZN NAD NGN NIO NOK NPR NZD OMR PAB PEN PGK PHP PKR PLN PYG QAR \
+    RON RSD RUB RWF SAR SBD SCR SDG SEK SGD SHP SLE SOS SRD SSP STN SVC SYP SZL THB TJS TMT TND \
+    TOP TRY TTD TWD TZS UAH UGX USD UYU UZS VED VES VND VUV WST XAF XCD XCG XOF XPF YER ZAR ZMW \
+    ZWG";
+
+#[cfg(test)]
+mod currency_tests {
+    use super::Currency;
+
+    #[test]
+    fn only_active_iso_4217_currencies_are_named() {
+        for ok in ["usd", "EUR", "jpy", "Chf", "xof"] {
+            assert!(Currency::parse_iso4217(ok).is_ok(), "{ok}");
+        }
+        for bad in ["zzz", "xts", "xau", "xxx", "us", "usdd", ""] {
+            assert!(Currency::parse_iso4217(bad).is_err(), "{bad}");
+        }
+        // Stored rows keep loading whatever they hold.
+        assert!(Currency::parse("zzz").is_ok());
     }
 }
 
