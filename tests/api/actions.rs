@@ -346,6 +346,10 @@ async fn refusals_happen_before_any_charge() {
     .await;
     let p = problem(broke, 402, "insufficient_credits").await;
     assert_eq!(p["next_action"]["kind"], "top_up");
+    // Where to top up, in the link and in the sentence a model reads.
+    let top_up = format!("{}/account", app.base_url);
+    assert_eq!(p["next_action"]["url"], top_up.as_str(), "{p}");
+    assert!(p["detail"].as_str().unwrap().contains(&top_up), "{p}");
     assert_eq!(balance(&app, &key).await, (1000, 0));
     assert_eq!(balance(&app, &plain_key).await, (0, 0));
 }

@@ -95,9 +95,9 @@ impl From<ExecuteRefusal> for ApiProblem {
                 };
                 ApiProblem::new(class, detail)
             }
-            ExecuteRefusal::InsufficientCredits { .. } => {
+            ExecuteRefusal::InsufficientCredits { top_up_url, .. } => {
                 ApiProblem::new(FailureClass::InsufficientCredits, detail)
-                    .next_action(NextActionKind::TopUp, None)
+                    .next_action(NextActionKind::TopUp, Some(top_up_url))
             }
             ExecuteRefusal::InFlight { .. } => {
                 ApiProblem::new(FailureClass::IdempotencyInFlight, detail)

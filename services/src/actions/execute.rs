@@ -169,6 +169,7 @@ impl ActionService {
                 return Err(ExecuteRefusal::InsufficientCredits {
                     cost: action.cost,
                     spendable,
+                    top_up_url: self.account_url.clone(),
                 });
             }
             Ok(BeginOutcome::AuthorityRefused(reason)) => {

@@ -61,8 +61,14 @@ pub enum ExecuteRefusal {
         reason: AuthorityRefusal,
         detail: String,
     },
-    #[error("this action costs {cost} credits and {spendable} are spendable")]
-    InsufficientCredits { cost: i64, spendable: i64 },
+    #[error(
+        "this action costs {cost} credits and {spendable} are spendable; the account's owner buys credits at {top_up_url}"
+    )]
+    InsufficientCredits {
+        cost: i64,
+        spendable: i64,
+        top_up_url: String,
+    },
     #[error("a request with this Idempotency-Key is still running")]
     InFlight { task_id: String },
     #[error("this Idempotency-Key was used for a different request")]
