@@ -97,6 +97,14 @@ async fn device_flow_pending_slow_down_then_one_key() {
 
     let browser = Browser::new(&app);
     browser.sign_in(&app, "owner@example.com", "/account").await;
+    // No agent_name was sent: the page names the agent by its client id.
+    let asking = browser
+        .page(&format!("/device?user_code={user_code}"))
+        .await;
+    assert!(
+        asking.contains("<td id=\"agent-name\">test-agent</td>"),
+        "{asking}"
+    );
     let page = browser.decide(&user_code, "approve").await;
     assert!(page.contains("Agent approved"), "{page}");
 

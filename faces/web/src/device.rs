@@ -85,7 +85,8 @@ pub(crate) async fn device_page(
                 agent_name: grant
                     .agent_name
                     .clone()
-                    .unwrap_or_else(|| "An agent that did not give its name".into()),
+                    // No name given: the client id is what the agent calls itself.
+                    .unwrap_or_else(|| grant.client_id.clone()),
                 client_id: grant.client_id.clone(),
                 user_code: grant.user_code.display(),
                 scopes: grant
