@@ -237,9 +237,10 @@ enum ArtifactsCommand {
     /// not). FILE may hold the artifact, or an execute answer or task that carries one.
     Verify {
         file: PathBuf,
-        /// The JWK Set to check against, e.g. saved from `/.well-known/jwks.json`.
+        /// The JWK Set to check against: a file saved from `/.well-known/jwks.json`, or that
+        /// URL itself (`https://...`; fetched as `curl` would, by the person who names it).
         #[arg(long)]
-        jwks: PathBuf,
+        jwks: String,
     },
 }
 
@@ -456,7 +457,20 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Maps { db, command } => maps(&db.database_url, command).await,
         Command::Artifacts {
             command: ArtifactsCommand::Verify { file, jwks },
-        } => verify_artifact(&file, &jwks),
+        } => {
+            let jwks = if jwks.starts_with("https://") || jwks.starts_with("http://") {
+                let resp = reqwest::get(&jwks)
+                    .await
+                    .and_then(reqwest::Response::error_for_status)
+                    .with_context(|| format!("fetching {jwks}"))?;
+                resp.json::<serde_json::Value>()
+                    .await
+                    .with_context(|| format!("{jwks} is not JSON"))?
+            } else {
+                read_json(std::path::Path::new(&jwks))?
+            };
+            verify_artifact(&file, &jwks)
+        }
         Command::Read(args) => read(args).await,
         Command::Scan(args) => scan(args).await,
     }
@@ -679,20 +693,19 @@ async fn maps(database_url: &str, command: MapsCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn verify_artifact(file: &std::path::Path, jwks: &std::path::Path) -> anyhow::Result<()> {
-    let read = |p: &std::path::Path| -> anyhow::Result<serde_json::Value> {
-        let text =
-            std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", p.display()))
-    };
-    let doc = read(file)?;
-    let jwks = read(jwks)?;
+fn read_json(p: &std::path::Path) -> anyhow::Result<serde_json::Value> {
+    let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{} is not JSON", p.display()))
+}
+
+fn verify_artifact(file: &std::path::Path, jwks: &serde_json::Value) -> anyhow::Result<()> {
+    let doc = read_json(file)?;
     // An execute answer or a task carries the artifact under `artifact`.
     let artifact = doc
         .get("artifact")
         .filter(|a| a.is_object())
         .unwrap_or(&doc);
-    match startup::verify_artifact(artifact, &jwks) {
+    match startup::verify_artifact(artifact, jwks) {
         Ok(()) => {
             println!(
                 "verified: {} ({}) signed by {}",

@@ -729,6 +729,17 @@ async fn maps_and_artifacts_from_the_command_line() {
     ]);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.starts_with("verified: art_"), "{out}");
+    // The JWKS straight from its URL.
+    let jwks_url = format!("{}/.well-known/jwks.json", sandbox.base);
+    let (code, out, err) = run(&[
+        "artifacts",
+        "verify",
+        answer_file.to_str().unwrap(),
+        "--jwks",
+        &jwks_url,
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.starts_with("verified: art_"), "{out}");
     let mut tampered = answer.clone();
     tampered["artifact"]["evidence"]["http_status"] = serde_json::json!(201);
     std::fs::write(&answer_file, tampered.to_string()).unwrap();
