@@ -7,10 +7,23 @@ use svc_ports::{
     ClientAddress, Clock, LimitBucket, LimitDecision, LimitKey, LimitStore, StoreError,
 };
 
+/// A wait as a person says it: "40 seconds", "15 minutes", "1 hour" (rounded up).
+pub fn wait_in_words(wait: Duration) -> String {
+    let secs = wait.as_secs().max(1);
+    let (n, unit) = if secs < 60 {
+        (secs, "second")
+    } else if secs <= 90 * 60 {
+        (secs.div_ceil(60), "minute")
+    } else {
+        (secs.div_ceil(3600), "hour")
+    };
+    format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
+}
+
 /// Why a shared limit did not let a request through.
 #[derive(Debug, thiserror::Error)]
 pub enum Limited {
-    #[error("over the limit; try again in {} s", .retry_after.as_secs())]
+    #[error("over the limit; try again in {}", wait_in_words(*.retry_after))]
     Over { retry_after: Duration },
     /// The store that counts the limit failed: the request is refused rather than let through
     /// uncounted.
@@ -104,4 +117,22 @@ impl SharedLimit {
 /// Deletes the windows of every shared limit that ended; run on a timer.
 pub async fn purge_expired(store: &dyn LimitStore, clock: &dyn Clock) -> Result<u64, StoreError> {
     store.purge_limits(clock.now()).await
+}
+
+#[cfg(test)]
+mod wait_tests {
+    use super::wait_in_words;
+    use std::time::Duration;
+
+    #[test]
+    fn waits_read_in_seconds_minutes_or_hours() {
+        let w = |s| wait_in_words(Duration::from_secs(s));
+        assert_eq!(w(0), "1 second");
+        assert_eq!(w(40), "40 seconds");
+        assert_eq!(w(60), "1 minute");
+        assert_eq!(w(61), "2 minutes");
+        assert_eq!(w(900), "15 minutes");
+        assert_eq!(w(3600), "60 minutes");
+        assert_eq!(w(5401), "2 hours");
+    }
 }

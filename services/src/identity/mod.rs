@@ -87,9 +87,9 @@ pub enum IdentityFailure {
     WrongCode { tries_left: u32 },
     #[error("{0}")]
     CodeDead(&'static str),
-    #[error("too many wrong codes from this address; try again in {} s", .retry_after.as_secs())]
+    #[error("too many wrong codes from this address; try again in {}", crate::limits::wait_in_words(*.retry_after))]
     LockedOut { retry_after: Duration },
-    #[error("too many codes were sent to this address; try again in {} s", .retry_after.as_secs())]
+    #[error("too many codes were sent to this address; try again in {}", crate::limits::wait_in_words(*.retry_after))]
     TooManyCodes { retry_after: Duration },
     #[error("the email could not be sent; try again shortly")]
     MailUnavailable,
