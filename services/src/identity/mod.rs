@@ -152,10 +152,17 @@ fn clean_text(
     max: usize,
     what: &str,
 ) -> Result<Option<String>, IdentityFailure> {
-    let Some(raw) = raw.map(str::trim).filter(|s| !s.is_empty()) else {
+    let Some(sent) = raw else {
         return Ok(None);
     };
-    if raw.chars().count() > max || raw.chars().any(char::is_control) {
+    // The limit is on what was sent (as the OpenAPI `maxLength` says), not on what trimming
+    // leaves: padding must not stretch it.
+    let too_long = sent.chars().count() > max;
+    let raw = sent.trim();
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    if too_long || raw.chars().any(char::is_control) {
         return Err(IdentityFailure::InvalidRequest(format!(
             "{what} must be at most {max} printable characters"
         )));
@@ -335,5 +342,23 @@ mod welcome_tests {
         let s = allow("discover read");
         assert!(s.contains("discover a site's mapped actions"), "{s}");
         assert!(s.contains("cannot run actions"), "{s}");
+    }
+}
+
+#[cfg(test)]
+mod clean_text_tests {
+    use super::clean_text;
+
+    #[test]
+    fn the_length_limit_counts_what_was_sent_padding_included() {
+        let padded = format!("  \u{2008}{}", "*".repeat(126));
+        assert!(clean_text(Some(&padded), 128, "client_id").is_err());
+        let fits = format!(" {} ", "*".repeat(126));
+        assert_eq!(
+            clean_text(Some(&fits), 128, "client_id").unwrap().unwrap(),
+            "*".repeat(126)
+        );
+        assert!(clean_text(Some("   "), 128, "client_id").unwrap().is_none());
+        assert!(clean_text(None, 128, "client_id").unwrap().is_none());
     }
 }
