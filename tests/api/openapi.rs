@@ -1,6 +1,6 @@
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, bearer, problem};
+use crate::helpers::{Browser, TestApp, bearer, csrf_of, problem};
 
 #[tokio::test]
 async fn both_paths_serve_one_openapi_31_document() {
@@ -433,4 +433,142 @@ async fn unknown_resources_are_404() {
         .post(app.url("/api/verify"))
         .json(&json!({"deviceId": "dev_01ARZ3NDEKTSV4RRFFQ69G5FAV", "code": "123456"}));
     problem(verify.send().await.unwrap(), 404, "not_found").await;
+}
+
+/// Every string a JSON body's schema declares, as (operation, field pointer, body with a number
+/// or boolean in that place). Fields of nested objects and items of string arrays included.
+fn string_places(doc: &Value) -> Vec<(String, String, Value)> {
+    fn resolve<'a>(doc: &'a Value, schema: &'a Value) -> &'a Value {
+        match schema["$ref"].as_str() {
+            Some(r) => at(doc, r.trim_start_matches('#')),
+            None => schema,
+        }
+    }
+    fn walk(doc: &Value, schema: &Value, place: &mut Vec<Value>, found: &mut Vec<Vec<Value>>) {
+        let schema = resolve(doc, schema);
+        let parts = ["allOf", "anyOf", "oneOf"].map(|k| schema[k].as_array());
+        for part in parts.into_iter().flatten().flatten() {
+            walk(doc, part, place, found);
+        }
+        let ty = &schema["type"];
+        if ty == "string" || ty.as_array().is_some_and(|t| t.contains(&json!("string"))) {
+            found.push(place.clone());
+        }
+        for (name, sub) in schema["properties"].as_object().into_iter().flatten() {
+            place.push(json!(name));
+            walk(doc, sub, place, found);
+            place.pop();
+        }
+        if schema["items"].is_object() {
+            place.push(json!(0));
+            walk(doc, &schema["items"], place, found);
+            place.pop();
+        }
+    }
+    /// `place` built up as a body: `["a", 0, "b"]` with `v` is `{"a": [{"b": v}]}`.
+    fn body_at(place: &[Value], v: Value) -> Value {
+        match place.split_first() {
+            None => v,
+            Some((Value::String(name), rest)) => json!({ name.as_str(): body_at(rest, v) }),
+            Some((_, rest)) => json!([body_at(rest, v)]),
+        }
+    }
+    let mut out = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let content = op
+                .pointer("/requestBody/content")
+                .and_then(Value::as_object);
+            let Some((_, media)) = content
+                .into_iter()
+                .flatten()
+                .find(|(ty, _)| ty.starts_with("application/json"))
+            else {
+                continue;
+            };
+            let schema = &media["schema"];
+            let mut found = Vec::new();
+            walk(doc, schema, &mut Vec::new(), &mut found);
+            for (i, place) in found.into_iter().filter(|p| !p.is_empty()).enumerate() {
+                let field = place
+                    .iter()
+                    .map(|p| p.to_string())
+                    .collect::<Vec<_>>()
+                    .join("/");
+                let wrong = if i % 2 == 0 { json!(5) } else { json!(true) };
+                out.push((format!("{method} {path}"), field, body_at(&place, wrong)));
+            }
+        }
+    }
+    out
+}
+
+/// poem-openapi's `String` turns `5` or `true` into text; every JSON body is read by its schema
+/// instead (`JsonBody`), so a number or boolean where a string belongs is a 400 naming it.
+#[tokio::test]
+async fn a_number_or_boolean_where_a_string_belongs_is_refused() {
+    let app = TestApp::builder()
+        .runtime(|r| r.internal_token = Some("internal-token-for-tests".into()))
+        .outbox()
+        .spawn()
+        .await;
+    let browser = Browser::new(&app);
+    let csrf = csrf_of(&browser.sign_in(&app, "owner@example.com", "/account").await);
+    let doc: Value = app.get_json("/openapi.json").await;
+    let places = string_places(&doc);
+    for op in ["post /api/read", "post /api/execute", "post /api/register"] {
+        assert!(
+            places.iter().any(|(o, ..)| o == op),
+            "{op} has no string field"
+        );
+    }
+    assert!(
+        places
+            .iter()
+            .any(|(_, f, _)| f == "\"exclude_selectors\"/0"),
+        "array items are walked"
+    );
+    for (op, field, body) in &places {
+        let (method, path) = op.split_once(' ').unwrap();
+        // The telemetry event is checked against its published JSON Schema (422 by its
+        // contract), so the wrong value goes into an otherwise valid event.
+        let (body, expected) = if path == "/telemetry/agent-event" {
+            let mut event = json!({
+                "event_id": "e-1", "timestamp": "2026-11-21T10:00:00Z", "session_id": "s-1",
+                "agent_protocol": "mcp", "discovery_surface": "llms_txt",
+                "task_type": "read_page", "conversion_state": "capability_read",
+                "privacy_redactions": []
+            });
+            for (k, v) in body.as_object().unwrap() {
+                event[k] = v.clone();
+            }
+            (event, 422)
+        } else {
+            (body.clone(), 400)
+        };
+        let op_doc = &doc["paths"][path][method];
+        let internal = op_doc["security"][0]["InternalToken"].is_array();
+        // Billing is the signed-in customer's own act: a session and its CSRF token.
+        let (http, credential) = match (internal, path.starts_with("/api/billing/")) {
+            (true, _) => (&app.http, "internal-token-for-tests"),
+            (false, true) => (&browser.http, csrf.as_str()),
+            (false, false) => (&app.http, app.api_key.as_str()),
+        };
+        let resp = http
+            .request(method.to_uppercase().parse().unwrap(), app.url(path))
+            .header("Authorization", bearer(credential))
+            .header("Origin", &app.base_url)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap();
+        assert_eq!(status, expected, "{op} with {body} (field {field}): {text}");
+        let first = field.split('/').next().unwrap().trim_matches('"');
+        assert!(
+            text.contains(first),
+            "{op}: the problem names `{first}`: {text}"
+        );
+    }
 }

@@ -8,6 +8,7 @@
 pub mod context;
 pub mod edge;
 pub mod errors;
+pub mod json_body;
 pub mod limits;
 pub mod problem;
 pub mod schema;
@@ -15,4 +16,5 @@ pub mod session;
 pub mod wire;
 
 pub use context::{AppContext, Limits, Origins};
+pub use json_body::JsonBody;
 pub use problem::ApiProblem;

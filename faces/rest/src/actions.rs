@@ -3,6 +3,7 @@
 
 use crate::Tags;
 use crate::auth::ApiKeyAuth;
+use kit::JsonBody;
 use kit::context::AppContext;
 use kit::problem::ApiProblem;
 use kit::wire::actions::*;
@@ -124,7 +125,7 @@ impl ActionsApi {
     async fn discover_post(
         &self,
         auth: ApiKeyAuth,
-        body: Json<DiscoverBody>,
+        body: JsonBody<DiscoverBody>,
     ) -> Result<DiscoverResponse, ApiProblem> {
         self.discover(&auth.0, body.domain.as_str()).await
     }
@@ -141,7 +142,7 @@ impl ActionsApi {
     async fn execute(
         &self,
         auth: ApiKeyAuth,
-        body: Json<ExecuteBody>,
+        body: JsonBody<ExecuteBody>,
         /// Makes retries safe: the same key is the same billing task.
         #[oai(name = "Idempotency-Key")]
         idempotency_key: Header<Option<String>>,

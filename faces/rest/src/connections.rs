@@ -4,6 +4,7 @@
 
 use crate::Tags;
 use crate::auth::ApiKeyAuth;
+use kit::JsonBody;
 use kit::context::AppContext;
 use kit::problem::ApiProblem;
 use kit::wire::connections::*;
@@ -58,9 +59,9 @@ impl ConnectionsApi {
         auth: ApiKeyAuth,
         provider: Path<String>,
         /// `{}`, or the account the human should connect.
-        body: Json<StartConnectionBody>,
+        body: JsonBody<StartConnectionBody>,
     ) -> Result<StartResponse, ApiProblem> {
-        let expected = body.0.expected_account.map(|s| s.0);
+        let expected = body.0.expected_account;
         let started = self
             .ctx
             .services

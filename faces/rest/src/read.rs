@@ -4,6 +4,7 @@
 
 use crate::Tags;
 use crate::auth::ApiKeyAuth;
+use kit::JsonBody;
 use kit::context::AppContext;
 use kit::problem::{ApiProblem, Problem};
 use kit::{errors::read_problem, wire::read::*};
@@ -92,7 +93,7 @@ impl ReadApi {
     async fn read_post(
         &self,
         auth: ApiKeyAuth,
-        body: Json<ReadBody>,
+        body: JsonBody<ReadBody>,
     ) -> Result<ReadResponse, ApiProblem> {
         self.run(auth, body.0).await
     }

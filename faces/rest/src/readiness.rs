@@ -2,6 +2,7 @@
 //! `GET /api/readiness/scans/{scan_id}`.
 
 use crate::Tags;
+use kit::JsonBody;
 use kit::context::AppContext;
 use kit::edge::client_ip_of;
 use kit::limits::shared_limit;
@@ -44,7 +45,11 @@ impl ReadinessApi {
     /// score (0-100), a level, and per check pass/warn/fail with evidence and a
     /// recommendation. Limited per client address (429 with `Retry-After`).
     #[oai(path = "/api/readiness/scan", method = "post")]
-    async fn scan(&self, req: &Request, body: Json<ScanBody>) -> Result<ScanResponse, ApiProblem> {
+    async fn scan(
+        &self,
+        req: &Request,
+        body: JsonBody<ScanBody>,
+    ) -> Result<ScanResponse, ApiProblem> {
         let ip = client_ip_of(req, &self.ctx.proxies);
         shared_limit(
             self.ctx.services.scans.hit(ip).await,

@@ -6,11 +6,11 @@
 //! endpoint carries.
 
 use crate::Tags;
+use kit::JsonBody;
 use kit::context::AppContext;
 use kit::edge::client_ip_of;
 use kit::problem::ApiProblem;
 use kit::wire::signup::*;
-use kit::wire::types::StrictString;
 use poem::Request;
 use poem_openapi::{
     ApiResponse, OpenApi,
@@ -103,10 +103,9 @@ impl SignupApi {
     ) -> DeviceAuthorizationApiResponse {
         let (client_id, agent_name, scope) = match body {
             DeviceAuthorizationRequest::Form(Form(f)) => (f.client_id, None, f.scope),
-            DeviceAuthorizationRequest::Json(Json(j)) => {
-                let agent_name = j.agent_name.map(|s| s.0);
-                let client_id = j.client_id.map(|s| s.0).or_else(|| agent_name.clone());
-                (client_id, agent_name, j.scope.map(|s| s.0))
+            DeviceAuthorizationRequest::Json(JsonBody(j)) => {
+                let client_id = j.client_id.or_else(|| j.agent_name.clone());
+                (client_id, j.agent_name, j.scope)
             }
         };
         let started = self
@@ -200,14 +199,17 @@ impl SignupApi {
     /// Sends a 6-digit code to the human's address and returns `deviceId`. The code lives 10
     /// minutes and dies after 5 wrong tries. No account is created until the code is verified.
     #[oai(path = "/api/register", method = "post")]
-    async fn register(&self, body: Json<RegisterBody>) -> Result<RegisterApiResponse, ApiProblem> {
+    async fn register(
+        &self,
+        body: JsonBody<RegisterBody>,
+    ) -> Result<RegisterApiResponse, ApiProblem> {
         let identity = &self.ctx.services.identity;
         let id = identity
             .start_email(
                 ChallengePurpose::ApiKey,
                 body.email.as_str(),
-                body.agent_name.as_ref().map(StrictString::as_str),
-                body.scope.as_ref().map(StrictString::as_str),
+                body.agent_name.as_deref(),
+                body.scope.as_deref(),
                 Face::Rest,
             )
             .await?;
@@ -226,7 +228,7 @@ impl SignupApi {
     async fn verify(
         &self,
         req: &Request,
-        body: Json<VerifyBody>,
+        body: JsonBody<VerifyBody>,
     ) -> Result<VerifyApiResponse, ApiProblem> {
         let ip = client_ip_of(req, &self.ctx.proxies);
         let key = self

@@ -135,7 +135,7 @@ impl From<&AgentMap> for DiscoverResult {
 pub struct DiscoverBody {
     /// The site's host name, e.g. `shop.example.com`.
     #[oai(validator(min_length = 1, max_length = 253))]
-    pub domain: StrictString,
+    pub domain: String,
 }
 
 #[derive(Debug, Clone, Object)]
@@ -143,16 +143,16 @@ pub struct DiscoverBody {
 pub struct ExecuteBody {
     /// The site's host name, as discover returned it.
     #[oai(validator(min_length = 1, max_length = 253))]
-    pub domain: StrictString,
+    pub domain: String,
     /// Exact action name from discover.
     #[oai(validator(min_length = 1, max_length = 64))]
-    pub action: StrictString,
+    pub action: String,
     /// Parameters keyed exactly as discover lists them.
     pub params: Value,
     /// For actions that pay (discover shows their `payment`): the `pa_...` id of a payment
     /// authority the human created on the site. Other actions ignore it.
     #[oai(validator(min_length = 1, max_length = 64))]
-    pub authority_id: Option<StrictString>,
+    pub authority_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]

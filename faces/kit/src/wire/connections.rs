@@ -2,7 +2,6 @@
 //! The MCP tools `svc_connection_status`, `svc_start_connection` and `svc_poll_connection`
 //! answer with the same bodies.
 
-use crate::wire::types::*;
 use poem_openapi::Object;
 use svc_services::connections::{ConnectionView, POLL_AFTER_MS};
 
@@ -83,7 +82,7 @@ pub struct StartConnectionBody {
     /// The upstream account the human should connect (e.g. their email there); another
     /// account ends the connection as `wrong_account`.
     #[oai(validator(max_length = 254))]
-    pub expected_account: Option<StrictString>,
+    pub expected_account: Option<String>,
 }
 
 pub fn started_body(started: svc_services::connections::StartedConnection) -> ConnectionStarted {

@@ -1,7 +1,6 @@
 //! `POST /api/readiness/scan` (no credentials, its own per-IP limit) and
 //! `GET /api/readiness/scans/{scan_id}`.
 
-use crate::wire::types::*;
 use poem_openapi::{Enum, Object};
 
 /// The site to audit.
@@ -11,7 +10,7 @@ pub struct ScanBody {
     /// The company's URL (`https://example.com`; a bare domain gets `https://`). Its origin's
     /// well-known files are checked and the page itself is read as the home page.
     #[oai(validator(max_length = 2048))]
-    pub url: StrictString,
+    pub url: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]

@@ -5,11 +5,8 @@
 //! `error_description`) that OAuth clients parse, extended with the problem fields every other
 //! endpoint carries.
 
-use crate::{problem::*, wire::types::*};
-use poem_openapi::{
-    ApiRequest, Object,
-    payload::{Form, Json},
-};
+use crate::problem::*;
+use poem_openapi::{ApiRequest, Object, payload::Form};
 use serde::Deserialize;
 use svc_ports::FailureClass;
 use svc_services::{SignupKey, identity::DeviceAuthorization};
@@ -32,12 +29,12 @@ pub struct DeviceAuthorizationForm {
 #[oai(deny_unknown_fields)]
 pub struct DeviceAuthorizationJson {
     #[oai(validator(max_length = 128))]
-    pub client_id: Option<StrictString>,
+    pub client_id: Option<String>,
     /// How the agent names itself; shown to the human on the approval page.
     #[oai(validator(max_length = 80))]
-    pub agent_name: Option<StrictString>,
+    pub agent_name: Option<String>,
     #[oai(validator(max_length = 256))]
-    pub scope: Option<StrictString>,
+    pub scope: Option<String>,
 }
 
 #[derive(ApiRequest)]
@@ -45,7 +42,7 @@ pub enum DeviceAuthorizationRequest {
     /// RFC 8628 form body.
     Form(Form<DeviceAuthorizationForm>),
     /// JSON body naming the agent.
-    Json(Json<DeviceAuthorizationJson>),
+    Json(crate::JsonBody<DeviceAuthorizationJson>),
 }
 
 /// RFC 8628 §3.2 device authorization response.
@@ -180,13 +177,13 @@ pub struct RegisterBody {
     /// The human's address; a 6-digit code is sent there. No account exists until the code
     /// comes back.
     #[oai(validator(min_length = 3, max_length = 254))]
-    pub email: StrictString,
+    pub email: String,
     /// How the agent names itself; quoted in the email.
     #[oai(validator(max_length = 80))]
-    pub agent_name: Option<StrictString>,
+    pub agent_name: Option<String>,
     /// Space-separated scopes; omitted means `read discover execute`.
     #[oai(validator(max_length = 256))]
-    pub scope: Option<StrictString>,
+    pub scope: Option<String>,
 }
 
 #[derive(Debug, Object)]
@@ -207,10 +204,10 @@ pub struct RegisterResponse {
 pub struct VerifyBody {
     /// From `/api/register`.
     #[oai(rename = "deviceId", validator(max_length = 64))]
-    pub device_id: StrictString,
+    pub device_id: String,
     /// The 6-digit code from the email.
     #[oai(validator(max_length = 16))]
-    pub code: StrictString,
+    pub code: String,
 }
 
 #[derive(Debug, Object)]
