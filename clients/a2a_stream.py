@@ -2,8 +2,11 @@
 get. The card must declare streaming; SendStreamingMessage must yield the task (submitted),
 a working status, the artifact and a final completed status, in that order; a plain send and
 GetTask must agree; SubscribeToTask on the finished task replays its final state.
+With --api-key, the same for a streamed execute_action (the key travels in the httpx client's
+Authorization header): submitted, working, the artifact with the typed result and its signed
+artifact, completed; GetTask without the key must not find it.
 Exits 0 only if every step holds.
-usage: python a2a_stream.py BASE_URL [--email E]"""
+usage: python a2a_stream.py BASE_URL [--email E] [--api-key KEY]"""
 import argparse, asyncio, sys
 import httpx
 from a2a.client import ClientConfig, ClientFactory
@@ -80,10 +83,39 @@ async def main(a):
         got = await streaming.get_task(GetTaskRequest(id=streamed_id))
         if got.status.state != TaskState.TASK_STATE_COMPLETED:
             fail("GetTask on the streamed task")
+        if a.api_key:
+            await execute(base, card, a.api_key)
         print("all good")
         return 0
 
 
+async def execute(base, card, key):
+    data = {"task_type": "execute_action", "domain": "shop.sandbox.test", "action": "search_products",
+            "params": {"query": "tea"}, "idempotency_key": "a2a-sdk-python-execute"}
+    msg = new_message(parts=[new_data_part(data, media_type="application/json")], role=Role.ROLE_USER)
+    headers = {"Authorization": f"Bearer {key}"}
+    async with httpx.AsyncClient(timeout=60, headers=headers) as hc:
+        keyed = ClientFactory(ClientConfig(streaming=True, httpx_client=hc)).create(card)
+        events = [e async for e in keyed.send_message(SendMessageRequest(message=msg))]
+        kinds = [describe(e) for e in events]
+        print("execute stream:", kinds)
+        if [k for k, _ in kinds] != ["task", "status", "artifact", "status"] \
+                or kinds[3][1] != "TASK_STATE_COMPLETED":
+            fail("execute stream: task, working, artifact, completed expected")
+        result = get_data_parts(events[2].artifact_update.artifact.parts)[0]
+        if result.get("status") != "completed" or "signature" not in result.get("artifact", {}):
+            fail(f"execute stream: no completed result with a signed artifact: {result}")
+        task_id = events[0].task.id
+    async with httpx.AsyncClient(timeout=60) as anonymous:
+        plain = ClientFactory(ClientConfig(streaming=False, httpx_client=anonymous)).create(card)
+        try:
+            await plain.get_task(GetTaskRequest(id=task_id))
+            fail("GetTask without the key found the execute task")
+        except Exception as e:  # the SDK raises its task-not-found error
+            print("get without key:", type(e).__name__)
+
+
 if __name__ == "__main__":
     p = argparse.ArgumentParser(); p.add_argument("base"); p.add_argument("--email", default="a2a-stream@example.com")
+    p.add_argument("--api-key")
     sys.exit(asyncio.run(main(p.parse_args())))

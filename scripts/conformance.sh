@@ -129,11 +129,13 @@ no_warnings mcp-inspector-resources 'warn'
 
 # ===== A2A: @a2a-js/sdk and a2a-sdk (send, stream, get) =====
 # Each SDK's public client, unchanged: the card, a plain send, GetTask, a streamed send
-# (submitted, working, artifact, completed) and a resubscription to the finished task.
+# (submitted, working, artifact, completed) and a resubscription to the finished task; then,
+# with the sandbox key, a streamed execute_action with its signed result, hidden from others.
 cp clients/node/a2a_check.mjs "$nodedir/"
-check a2a-js-sdk node "$nodedir/a2a_check.mjs" "$SVC_BASE_URL" a2a-js@example.com
+check a2a-js-sdk node "$nodedir/a2a_check.mjs" "$SVC_BASE_URL" a2a-js@example.com "$SVC_API_KEY"
 no_warnings a2a-js-sdk 'warn'
-check a2a-python-sdk "$venv/bin/python" -W error::DeprecationWarning clients/a2a_stream.py "$SVC_BASE_URL"
+check a2a-python-sdk "$venv/bin/python" -W error::DeprecationWarning clients/a2a_stream.py "$SVC_BASE_URL" \
+  --api-key "$SVC_API_KEY"
 no_warnings a2a-python-sdk 'warn'
 # ===== end A2A =====
 

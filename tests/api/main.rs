@@ -1,5 +1,6 @@
 //! API tests: the real app on a random port, driven over HTTP.
 
+mod a2a_actions;
 mod a2a_stream;
 mod actions;
 mod authority;

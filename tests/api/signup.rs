@@ -772,7 +772,16 @@ async fn a2a_tasks_create_runs_the_email_code_signup() {
         .iter()
         .map(|s| s["id"].as_str().unwrap())
         .collect();
-    assert_eq!(skills, ["start_api_key_signup", "complete_api_key_signup"]);
+    assert_eq!(
+        skills,
+        [
+            "start_api_key_signup",
+            "complete_api_key_signup",
+            "read_page",
+            "discover_actions",
+            "execute_action"
+        ]
+    );
 
     let started = a2a(
         &app,

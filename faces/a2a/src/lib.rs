@@ -1,4 +1,5 @@
-//! The A2A face: an agent card and JSON-RPC at `/a2a` for the email-code signup.
+//! The A2A face: an agent card and JSON-RPC at `/a2a`: the email-code signup, and, with an API
+//! key, reading a page, discovering a domain's actions and executing one (see [`steps`]).
 //!
 //! Protocol 1.0 (`SendMessage`, `GetTask`, `CancelTask`; ProtoJSON: camelCase fields, enum
 //! names like `TASK_STATE_COMPLETED`) with the 0.3 names (`message/send`, `tasks/get`,
@@ -8,10 +9,12 @@
 //!
 //! Tasks finish within the request; they are kept in the store for an hour for `GetTask` (any
 //! instance answers for a task another ran), with the API key removed (a key is shown once).
+//! A task run with a key belongs to that key's account: to any other caller it does not exist.
 //! `SendStreamingMessage` / `message/stream` stream the same steps as server-sent task updates,
 //! and `SubscribeToTask` / `tasks/resubscribe` follow or replay them (see [`stream`]). Mounted
 //! at `/a2a` and `/a2a/`.
 
+mod steps;
 mod stream;
 
 use poem::{
@@ -19,14 +22,11 @@ use poem::{
     http::{StatusCode, header},
     web::Data,
 };
-use poem_openapi::types::ToJSON;
 use serde_json::{Value, json};
-use svc_ports::{ChallengePurpose, ClientAddress};
 
 use kit::context::AppContext;
-use kit::problem::ApiProblem;
+use steps::{Caller, Outcome};
 use stream::Running;
-use svc_services::SignupKey;
 
 /// Which wire names the caller used; answers use the same.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -133,132 +133,6 @@ fn agent_message(
     m
 }
 
-/// What one signup step produced.
-struct Outcome {
-    state: TaskState,
-    summary: String,
-    data: Value,
-    /// The data without secrets, as `GetTask` shows it later.
-    stored_data: Value,
-}
-
-fn problem_outcome(problem: &ApiProblem, rejected: bool) -> Outcome {
-    let body = problem.body().to_json().unwrap_or(Value::Null);
-    Outcome {
-        state: if rejected {
-            TaskState::Rejected
-        } else {
-            TaskState::Failed
-        },
-        summary: problem.detail.clone(),
-        data: body.clone(),
-        stored_data: body,
-    }
-}
-
-fn str_field<'a>(input: &'a Value, names: &[&str]) -> Option<&'a str> {
-    names
-        .iter()
-        .find_map(|n| input.get(*n).and_then(Value::as_str))
-}
-
-async fn run_signup_step(ctx: &AppContext, input: &Value, ip: Option<ClientAddress>) -> Outcome {
-    let identity = &ctx.services.identity;
-    match str_field(input, &["task_type", "taskType"]) {
-        Some("start_api_key_signup") => {
-            let Some(email) = str_field(input, &["email"]) else {
-                return problem_outcome(
-                    &ApiProblem::new(
-                        svc_ports::FailureClass::InvalidRequest,
-                        "`email` is required",
-                    ),
-                    true,
-                );
-            };
-            let agent_name = str_field(input, &["agent_name", "agentName"]);
-            let scope = str_field(input, &["scope"]);
-            match identity
-                .start_email(
-                    ChallengePurpose::ApiKey,
-                    email,
-                    agent_name,
-                    scope,
-                    svc_services::telemetry::Face::A2a,
-                )
-                .await
-            {
-                Ok(id) => {
-                    let data = json!({
-                        "task_type": "start_api_key_signup",
-                        "deviceId": id.as_str(),
-                        "expires_in": identity.settings().email_code_ttl.as_secs(),
-                        "max_attempts": svc_ports::identity::MAX_CODE_ATTEMPTS,
-                        "next": "Ask the human for the 6-digit code from the email, then send task_type complete_api_key_signup with deviceId and code.",
-                    });
-                    Outcome {
-                        state: TaskState::Completed,
-                        summary: "A 6-digit code was sent to the address; ask the human for it."
-                            .into(),
-                        stored_data: data.clone(),
-                        data,
-                    }
-                }
-                Err(e) => problem_outcome(&ApiProblem::from(e), false),
-            }
-        }
-        Some("complete_api_key_signup") => {
-            let (Some(device_id), Some(code)) = (
-                str_field(input, &["deviceId", "device_id"]),
-                str_field(input, &["code"]),
-            ) else {
-                return problem_outcome(
-                    &ApiProblem::new(
-                        svc_ports::FailureClass::InvalidRequest,
-                        "`deviceId` and `code` are required",
-                    ),
-                    true,
-                );
-            };
-            match identity.verify_api_key_code(device_id, code, ip).await {
-                Ok(key) => key_outcome(key),
-                Err(e) => problem_outcome(&ApiProblem::from(e), false),
-            }
-        }
-        other => problem_outcome(
-            &ApiProblem::new(
-                svc_ports::FailureClass::InvalidRequest,
-                format!(
-                    "unknown task_type {}; use start_api_key_signup or complete_api_key_signup",
-                    other
-                        .map(|o| format!("`{o}`"))
-                        .unwrap_or_else(|| "(none)".into())
-                ),
-            ),
-            true,
-        ),
-    }
-}
-
-fn key_outcome(key: SignupKey) -> Outcome {
-    let stored = json!({
-        "task_type": "complete_api_key_signup",
-        "key_prefix": key.record.prefix.as_str(),
-        "scope": key.record.scopes.to_list_string(),
-        "account_id": key.account.id.as_str(),
-        "welcome_message": key.welcome_message,
-        "api_key_shown_once": true,
-    });
-    let mut data = stored.clone();
-    data["api_key"] = json!(key.secret.expose());
-    data["mcp_setup_command"] = json!(key.mcp_setup_command);
-    Outcome {
-        state: TaskState::Completed,
-        summary: "Signed up: store api_key securely and send welcome_message to the human.".into(),
-        data,
-        stored_data: stored,
-    }
-}
-
 fn task_json(
     flavor: Flavor,
     task_id: &str,
@@ -307,18 +181,53 @@ fn pending_task(
     task
 }
 
-/// Runs one signup step as a task; answers the full task and logs the redacted one.
+/// The account a task belongs to: the caller's, for the steps that act with a key (their tasks
+/// are shown only to that account); none for the signup steps, which have no key yet.
+async fn owner_of(ctx: &AppContext, input: &Value, caller: &Caller) -> Option<String> {
+    let task_type = input
+        .get("task_type")
+        .or_else(|| input.get("taskType"))
+        .and_then(Value::as_str)?;
+    if task_type.ends_with("_api_key_signup") {
+        return None;
+    }
+    caller.account(ctx).await.map(|a| a.as_str().to_owned())
+}
+
+/// A task stamped with the account it belongs to.
+fn owned(mut task: Value, owner: Option<&str>) -> Value {
+    if let Some(owner) = owner {
+        task["metadata"] = json!({ "account_id": owner });
+    }
+    task
+}
+
+/// Whether `caller` may see `task`: anyone holding the id for a signup task, only its
+/// account's keys for the others (to anyone else it does not exist).
+async fn visible(ctx: &AppContext, caller: &Caller, task: &Value) -> bool {
+    match task.pointer("/metadata/account_id").and_then(Value::as_str) {
+        None => true,
+        Some(owner) => caller
+            .account(ctx)
+            .await
+            .is_some_and(|a| a.as_str() == owner),
+    }
+}
+
+/// Runs one step as a task; answers the full task and keeps the redacted one.
 async fn run_task(
     ctx: &AppContext,
     flavor: Flavor,
     input: &Value,
     context_id: Option<String>,
     history: Option<Value>,
-    ip: Option<ClientAddress>,
+    caller: &Caller,
 ) -> Value {
     let task_id = new_id(ctx);
     let context_id = context_id.unwrap_or_else(|| new_id(ctx));
-    finish_task(ctx, flavor, &task_id, &context_id, input, history, ip)
+    let owner = owner_of(ctx, input, caller).await;
+    let ids = (task_id.as_str(), context_id.as_str());
+    finish_task(ctx, flavor, ids, input, history, caller, owner.as_deref())
         .await
         .0
 }
@@ -327,49 +236,55 @@ async fn run_task(
 async fn finish_task(
     ctx: &AppContext,
     flavor: Flavor,
-    task_id: &str,
-    context_id: &str,
+    (task_id, context_id): (&str, &str),
     input: &Value,
     history: Option<Value>,
-    ip: Option<ClientAddress>,
+    caller: &Caller,
+    owner: Option<&str>,
 ) -> (Value, Value) {
     let task_id = task_id.to_owned();
     let context_id = context_id.to_owned();
-    let outcome = run_signup_step(ctx, input, ip).await;
+    let outcome: Outcome = steps::run_step(ctx, input, caller).await;
     let message = agent_message(
         flavor,
         new_id(ctx),
         vec![text_part(flavor, &outcome.summary)],
         Some((&task_id, &context_id)),
     );
-    let stored = task_json(
-        flavor,
-        &task_id,
-        &context_id,
-        outcome.state,
-        message.clone(),
-        outcome.stored_data,
-        history.clone(),
+    let stored = owned(
+        task_json(
+            flavor,
+            &task_id,
+            &context_id,
+            outcome.state,
+            message.clone(),
+            outcome.stored_data,
+            history.clone(),
+        ),
+        owner,
     );
     // The step ran (a key may have been issued, shown only in this answer): a task that cannot
     // be kept is still answered, and reads as not found later.
     if let Err(e) = ctx.services.a2a.keep(&task_id, &stored).await {
         tracing::warn!(error = %e, "an A2A task could not be kept for GetTask");
     }
-    let full = task_json(
-        flavor,
-        &task_id,
-        &context_id,
-        outcome.state,
-        message,
-        outcome.data,
-        history,
+    let full = owned(
+        task_json(
+            flavor,
+            &task_id,
+            &context_id,
+            outcome.state,
+            message,
+            outcome.data,
+            history,
+        ),
+        owner,
     );
     (full, stored)
 }
 
 /// The first data part of a message that names a task type.
-fn signup_input(message: &Value) -> Option<Value> {
+fn task_input(message: &Value) -> Option<Value> {
     message
         .get("parts")?
         .as_array()?
@@ -379,18 +294,23 @@ fn signup_input(message: &Value) -> Option<Value> {
         .cloned()
 }
 
-const HELP: &str = "I handle svc signup. Send a message with a data part {\"task_type\": \"start_api_key_signup\", \"email\": \"...\"}: \
-a 6-digit code is emailed to the human. Then send {\"task_type\": \"complete_api_key_signup\", \"deviceId\": \"...\", \"code\": \"...\"} \
-to receive the API key. The preferred one-link signup is on MCP (svc_start_claim_link_signup) and RFC 8628 (POST /agent/identity).";
+const HELP: &str = "Send a message with a data part naming a task_type. Signup (no key): \
+{\"task_type\": \"start_api_key_signup\", \"email\": \"...\"} emails a 6-digit code to the human; then \
+{\"task_type\": \"complete_api_key_signup\", \"deviceId\": \"...\", \"code\": \"...\"} returns the API key \
+(the one-link signup is on MCP svc_start_claim_link_signup and RFC 8628 POST /agent/identity). With the key \
+(Authorization: Bearer svc_...): {\"task_type\": \"read_page\", \"url\": \"https://...\"}, \
+{\"task_type\": \"discover_actions\", \"domain\": \"...\"} and {\"task_type\": \"execute_action\", \
+\"domain\": \"...\", \"action\": \"...\", \"params\": {...}, \"idempotency_key\": \"...\"}; \
+SendStreamingMessage streams each task's progress.";
 
-/// `ip`: the caller's address as the limits count it (wrong codes are counted per address on
-/// every face).
+/// `caller.ip`: the caller's address as the limits count it (wrong codes are counted per address
+/// on every face).
 async fn dispatch(
     ctx: &AppContext,
     running: &Running,
     method: &str,
     params: &Value,
-    ip: Option<ClientAddress>,
+    caller: &Caller,
 ) -> Result<Value, RpcError> {
     let flavor = match method {
         "SendMessage" | "GetTask" | "CancelTask" | "tasks/create" => Flavor::V10,
@@ -405,10 +325,17 @@ async fn dispatch(
     match method {
         "SendMessage" | "message/send" => {
             let (message, context_id) = sent_message(params)?;
-            match signup_input(message) {
+            match task_input(message) {
                 Some(input) => {
-                    let task =
-                        run_task(ctx, flavor, &input, context_id, Some(message.clone()), ip).await;
+                    let task = run_task(
+                        ctx,
+                        flavor,
+                        &input,
+                        context_id,
+                        Some(message.clone()),
+                        caller,
+                    )
+                    .await;
                     Ok(match flavor {
                         Flavor::V10 => json!({"task": task}),
                         Flavor::V03 => task,
@@ -430,7 +357,7 @@ async fn dispatch(
                 .get("input")
                 .filter(|i| i.is_object())
                 .unwrap_or(params);
-            Ok(run_task(ctx, flavor, input, None, None, ip).await)
+            Ok(run_task(ctx, flavor, input, None, None, caller).await)
         }
         "GetTask" | "tasks/get" => {
             let id = params
@@ -438,26 +365,38 @@ async fn dispatch(
                 .and_then(Value::as_str)
                 .ok_or_else(|| RpcError::new(-32602, "params.id is required"))?;
             // Still streaming here: its latest (redacted) state.
-            if let Some(rx) = running.get(id) {
-                return Ok(rx.borrow().clone());
+            let task = match running.get(id) {
+                Some(rx) => Some(rx.borrow().clone()),
+                None => kept_task(ctx, id).await?,
+            };
+            match task {
+                Some(task) if visible(ctx, caller, &task).await => Ok(task),
+                _ => Err(task_not_found(id)),
             }
-            kept_task(ctx, id).await?.ok_or_else(|| task_not_found(id))
         }
         _ => {
             let id = params.get("id").and_then(Value::as_str).unwrap_or_default();
-            if running.get(id).is_some() {
+            let task = match running.get(id) {
+                Some(rx) => Some(rx.borrow().clone()),
+                None => kept_task(ctx, id).await?,
+            };
+            let visible = match &task {
+                Some(task) => visible(ctx, caller, task).await,
+                None => false,
+            };
+            if !visible {
+                Err(task_not_found(id))
+            } else if running.get(id).is_some() {
                 // A signup step runs to its end (a code may already be on its way): never halfway.
                 Err(RpcError::new(
                     -32002,
                     "the task is running a step that cannot be canceled",
                 ))
-            } else if kept_task(ctx, id).await?.is_some() {
+            } else {
                 Err(RpcError::new(
                     -32002,
                     "the task already finished; it cannot be canceled",
                 ))
-            } else {
-                Err(task_not_found(id))
             }
         }
     }
@@ -485,7 +424,7 @@ async fn open_stream(
     running: &Running,
     method: &str,
     params: &Value,
-    ip: Option<ClientAddress>,
+    caller: Caller,
 ) -> Result<Events, RpcError> {
     use futures_util::StreamExt;
     let flavor = match method {
@@ -498,17 +437,22 @@ async fn open_stream(
             .and_then(Value::as_str)
             .ok_or_else(|| RpcError::new(-32602, "params.id is required"))?;
         if let Some(rx) = running.get(id) {
+            let snapshot = rx.borrow().clone();
+            if !visible(ctx, &caller, &snapshot).await {
+                return Err(task_not_found(id));
+            }
             return Ok(stream::follow(flavor, rx).boxed());
         }
         // Finished (here or on another instance): the kept final state, replayed.
-        let task = kept_task(ctx, id)
-            .await?
-            .ok_or_else(|| task_not_found(id))?;
+        let task = match kept_task(ctx, id).await? {
+            Some(task) if visible(ctx, &caller, &task).await => task,
+            _ => return Err(task_not_found(id)),
+        };
         let (_tx, rx) = tokio::sync::watch::channel(task);
         return Ok(stream::follow(flavor, rx).boxed());
     }
     let (message, context_id) = sent_message(params)?;
-    let Some(input) = signup_input(message) else {
+    let Some(input) = task_input(message) else {
         let reply = agent_message(flavor, new_id(ctx), vec![text_part(flavor, HELP)], None);
         let event = match flavor {
             Flavor::V10 => json!({"message": reply}),
@@ -519,12 +463,16 @@ async fn open_stream(
     let task_id = new_id(ctx);
     let context_id = context_id.unwrap_or_else(|| new_id(ctx));
     let history = Some(message.clone());
-    let submitted = pending_task(
-        flavor,
-        &task_id,
-        &context_id,
-        TaskState::Submitted,
-        history.as_ref(),
+    let owner = owner_of(ctx, &input, &caller).await;
+    let submitted = owned(
+        pending_task(
+            flavor,
+            &task_id,
+            &context_id,
+            TaskState::Submitted,
+            history.as_ref(),
+        ),
+        owner.as_deref(),
     );
     let (snapshot, rx) = tokio::sync::watch::channel(submitted.clone());
     running.insert(&task_id, rx);
@@ -534,17 +482,29 @@ async fn open_stream(
     // GetTask and SubscribeToTask.
     let (ctx, running) = (ctx.clone(), running.clone());
     tokio::spawn(async move {
-        let working = pending_task(
-            flavor,
-            &task_id,
-            &context_id,
-            TaskState::Working,
-            history.as_ref(),
+        let working = owned(
+            pending_task(
+                flavor,
+                &task_id,
+                &context_id,
+                TaskState::Working,
+                history.as_ref(),
+            ),
+            owner.as_deref(),
         );
         let _ = tx.send(stream::status_event(flavor, &working));
         snapshot.send_replace(working);
-        let (full, stored) =
-            finish_task(&ctx, flavor, &task_id, &context_id, &input, history, ip).await;
+        let ids = (task_id.as_str(), context_id.as_str());
+        let (full, stored) = finish_task(
+            &ctx,
+            flavor,
+            ids,
+            &input,
+            history,
+            &caller,
+            owner.as_deref(),
+        )
+        .await;
         // Kept before it leaves the running set, so a subscriber always finds it somewhere.
         snapshot.send_replace(stored);
         running.remove(&task_id);
@@ -583,7 +543,15 @@ async fn jsonrpc(
     ctx: Data<&AppContext>,
     running: Data<&Running>,
 ) -> Response {
-    let ip = kit::edge::client_ip_of(req, &ctx.proxies);
+    let caller = Caller {
+        ip: kit::edge::client_ip_of(req, &ctx.proxies),
+        authorization: req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
+        limits: req.data::<kit::edge::Edge>().map(|e| e.limits.clone()),
+    };
     let bytes = match body.into_bytes().await {
         Ok(b) => b,
         Err(_) => {
@@ -614,12 +582,12 @@ async fn jsonrpc(
         method,
         "SendStreamingMessage" | "message/stream" | "SubscribeToTask" | "tasks/resubscribe"
     ) {
-        return match open_stream(&ctx, &running, method, &params, ip).await {
+        return match open_stream(&ctx, &running, method, &params, caller).await {
             Ok(events) => stream::sse_response(id, events),
             Err(e) => rpc_error(&id, e),
         };
     }
-    match dispatch(&ctx, &running, method, &params, ip).await {
+    match dispatch(&ctx, &running, method, &params, &caller).await {
         Ok(result) => rpc_result(&id, result),
         Err(e) => rpc_error(&id, e),
     }
@@ -630,7 +598,7 @@ pub fn agent_card(ctx: &AppContext) -> Value {
     let url = format!("{}/a2a", ctx.origins.base_url);
     json!({
         "name": "svc",
-        "description": "Agent action and commerce service: read public pages, discover and execute mapped site actions with signed verification artifacts, and sign up for an API key. Over A2A: the email-code signup.",
+        "description": "Agent action and commerce service: read public pages, discover and execute mapped site actions with signed verification artifacts, and sign up for an API key. Over A2A: the email-code signup, and with an API key (Authorization: Bearer svc_...) reading a page, discovering a domain's actions and executing one, each as a task that streams its progress.",
         "version": env!("CARGO_PKG_VERSION"),
         "provider": {"organization": "svc", "url": ctx.origins.site_url},
         "documentationUrl": format!("{}/openapi.json", ctx.origins.base_url),
@@ -660,6 +628,33 @@ pub fn agent_card(ctx: &AppContext) -> Value {
                 "description": "Verifies the code and returns the API key (once) with a welcome message and the MCP setup command. Send {\"task_type\": \"complete_api_key_signup\", \"deviceId\": \"...\", \"code\": \"123456\"}.",
                 "tags": ["signup", "api-key"],
                 "examples": ["{\"task_type\": \"complete_api_key_signup\", \"deviceId\": \"dev_...\", \"code\": \"123456\"}"],
+                "inputModes": ["application/json"],
+                "outputModes": ["application/json"]
+            },
+            {
+                "id": "read_page",
+                "name": "Read a web page",
+                "description": "Needs an API key with the read scope (Authorization: Bearer svc_...). Reads a public page through the guarded client and returns its main content as Markdown and text with links, forms and metadata (the same JSON as POST /api/read); a captcha, sign-in wall or robots refusal comes back as outcome blocked with a reason. Send {\"task_type\": \"read_page\", \"url\": \"https://...\"} with the optional fields of POST /api/read.",
+                "tags": ["read", "web"],
+                "examples": ["{\"task_type\": \"read_page\", \"url\": \"https://example.com/\"}"],
+                "inputModes": ["application/json"],
+                "outputModes": ["application/json"]
+            },
+            {
+                "id": "discover_actions",
+                "name": "Discover a site's actions",
+                "description": "Needs an API key with the discover scope. Returns the published Agent Map of a domain: each action's name, parameter keys and types, the connection it needs, whether it is consequential and its credit cost. Send {\"task_type\": \"discover_actions\", \"domain\": \"...\"}.",
+                "tags": ["actions", "discover"],
+                "examples": ["{\"task_type\": \"discover_actions\", \"domain\": \"shop.example\"}"],
+                "inputModes": ["application/json"],
+                "outputModes": ["application/json"]
+            },
+            {
+                "id": "execute_action",
+                "name": "Execute one action",
+                "description": "Needs an API key with the execute scope (execute:consequential and the human's approval for orders and bookings). Runs one mapped action with names and keys exactly as discover_actions gave them; the outcome is verified, never assumed. Completed: the action's cost (about one credit) is charged and the artifact holds the typed result and a signed verification artifact. Failed: nothing is charged; the artifact holds the problem with failure_class, hint and the failure's artifact. Send {\"task_type\": \"execute_action\", \"domain\": \"...\", \"action\": \"...\", \"params\": {...}, \"idempotency_key\": \"...\"} (and authority_id for actions that pay); the same idempotency_key never charges twice. Stream it with SendStreamingMessage to follow submitted, working, then completed or failed.",
+                "tags": ["actions", "execute"],
+                "examples": ["{\"task_type\": \"execute_action\", \"domain\": \"shop.example\", \"action\": \"search_products\", \"params\": {\"query\": \"tea\"}, \"idempotency_key\": \"run-1\"}"],
                 "inputModes": ["application/json"],
                 "outputModes": ["application/json"]
             }

@@ -1,0 +1,275 @@
+//! A2A's skills that act with an API key (issue 19): `read_page`, `discover_actions` and
+//! `execute_action` as tasks, sent or streamed, charged as on every face, and shown only to the
+//! account that ran them.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use svc_sandbox::{DEMO_HOST, DemoSite};
+
+use crate::helpers::{TestApp, bearer};
+
+const SHOP: &str = "shop.sandbox.test";
+
+async fn app() -> (TestApp, DemoSite) {
+    let demo = DemoSite::start().await;
+    let app = TestApp::builder()
+        .fetch_timeout(Duration::from_secs(2))
+        .sandbox_host(DEMO_HOST, demo.address())
+        .action_sites()
+        .await
+        .spawn()
+        .await;
+    (app, demo)
+}
+
+/// One JSON-RPC call with `key` (or none); the raw response.
+async fn call(app: &TestApp, key: Option<&str>, method: &str, params: Value) -> reqwest::Response {
+    let mut req = app
+        .http
+        .post(app.url("/a2a"))
+        .header("A2A-Version", "1.0")
+        .json(&json!({"jsonrpc": "2.0", "id": "c1", "method": method, "params": params}));
+    if let Some(key) = key {
+        req = req.header("Authorization", bearer(key));
+    }
+    req.send().await.unwrap()
+}
+
+async fn result(app: &TestApp, key: Option<&str>, method: &str, params: Value) -> Value {
+    let body: Value = call(app, key, method, params).await.json().await.unwrap();
+    body
+}
+
+/// The results of every event of a finished stream.
+async fn stream(app: &TestApp, key: &str, params: Value) -> Vec<Value> {
+    let resp = call(app, Some(key), "SendStreamingMessage", params).await;
+    assert_eq!(resp.status(), 200);
+    let body = resp.text().await.unwrap();
+    body.split("\n\n")
+        .filter(|e| !e.trim().is_empty())
+        .map(|e| {
+            let data = e.strip_prefix("data: ").unwrap_or_else(|| panic!("{e}"));
+            serde_json::from_str::<Value>(data).unwrap()["result"].clone()
+        })
+        .collect()
+}
+
+fn message(data: Value) -> Value {
+    json!({"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"data": data}]}})
+}
+
+async fn spendable(app: &TestApp, key: &str) -> i64 {
+    let usage: Value = app
+        .get_usage(Some(&bearer(key)))
+        .await
+        .json()
+        .await
+        .unwrap();
+    usage["balance"]["spendable"].as_i64().unwrap()
+}
+
+fn add_to_cart(quantity: u32, idempotency_key: &str) -> Value {
+    json!({"task_type": "execute_action", "domain": SHOP, "action": "add_to_cart",
+           "params": {"sku": "TEA-GREEN", "quantity": quantity}, "idempotency_key": idempotency_key})
+}
+
+#[tokio::test]
+async fn a_streamed_execute_goes_submitted_working_artifact_completed_and_charges_once() {
+    let (app, _demo) = app().await;
+    let key = app.api_key.clone();
+    let before = spendable(&app, &key).await;
+    let got = stream(&app, &key, message(add_to_cart(2, "a2a-run-1"))).await;
+    let states: Vec<&str> = got
+        .iter()
+        .filter_map(|e| {
+            e.pointer("/task/status/state")
+                .or_else(|| e.pointer("/statusUpdate/status/state"))
+                .and_then(Value::as_str)
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [
+            "TASK_STATE_SUBMITTED",
+            "TASK_STATE_WORKING",
+            "TASK_STATE_COMPLETED"
+        ],
+        "{got:#?}"
+    );
+    let data = &got[2]["artifactUpdate"]["artifact"]["parts"][0]["data"];
+    assert_eq!(data["status"], "completed", "{data}");
+    assert_eq!(data["result"]["total_cents"], 1300);
+    assert_eq!(data["credits_charged"], 1);
+    crate::helpers::verify_with_jwks(&app, &data["artifact"]).await;
+    assert_eq!(spendable(&app, &key).await, before - 1);
+
+    // The same idempotency key, sent again without streaming: the same task, not charged again.
+    let again = result(
+        &app,
+        Some(&key),
+        "SendMessage",
+        message(add_to_cart(2, "a2a-run-1")),
+    )
+    .await;
+    let task = &again["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{again}");
+    assert_eq!(
+        task["artifacts"][0]["parts"][0]["data"]["task_id"],
+        data["task_id"]
+    );
+    assert_eq!(spendable(&app, &key).await, before - 1);
+}
+
+#[tokio::test]
+async fn a_failed_execute_is_a_failed_task_with_its_problem_and_nothing_charged() {
+    let (app, _demo) = app().await;
+    let key = app.api_key.clone();
+    let before = spendable(&app, &key).await;
+    let sent = result(
+        &app,
+        Some(&key),
+        "SendMessage",
+        message(add_to_cart(99, "a2a-bad")),
+    )
+    .await;
+    let task = &sent["result"]["task"];
+    let state = task["status"]["state"].as_str().unwrap();
+    assert!(
+        state == "TASK_STATE_FAILED" || state == "TASK_STATE_REJECTED",
+        "{sent}"
+    );
+    let data = &task["artifacts"][0]["parts"][0]["data"];
+    assert!(data["failure_class"].as_str().is_some(), "{data}");
+    assert!(
+        task["status"]["message"]["parts"][0]["text"]
+            .as_str()
+            .is_some_and(|t| !t.is_empty())
+    );
+    assert_eq!(spendable(&app, &key).await, before);
+}
+
+#[tokio::test]
+async fn without_a_key_or_with_wrong_types_the_task_is_rejected_and_nothing_runs() {
+    let (app, _demo) = app().await;
+    let sent = result(&app, None, "SendMessage", message(add_to_cart(2, "no-key"))).await;
+    let task = &sent["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_REJECTED", "{sent}");
+    assert_eq!(task["artifacts"][0]["parts"][0]["data"]["status"], 401);
+    for (data, field) in [
+        (
+            json!({"task_type": "execute_action", "domain": SHOP, "action": 5}),
+            "action",
+        ),
+        (
+            json!({"task_type": "execute_action", "domain": SHOP, "action": "add_to_cart", "params": []}),
+            "params",
+        ),
+        (
+            json!({"task_type": "read_page", "url": "https://example.com/", "exclude_selectors": [true]}),
+            "exclude_selectors",
+        ),
+        (json!({"task_type": "discover_actions"}), "domain"),
+    ] {
+        let sent = result(
+            &app,
+            Some(&app.api_key),
+            "SendMessage",
+            message(data.clone()),
+        )
+        .await;
+        let task = &sent["result"]["task"];
+        assert_eq!(
+            task["status"]["state"], "TASK_STATE_REJECTED",
+            "{data}: {sent}"
+        );
+        let problem = &task["artifacts"][0]["parts"][0]["data"];
+        assert_eq!(
+            problem["failure_class"], "invalid_request",
+            "{data}: {problem}"
+        );
+        assert!(
+            problem["detail"].as_str().unwrap().contains(field),
+            "{problem}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn read_and_discover_answer_what_rest_answers() {
+    let (app, demo) = app().await;
+    let key = app.api_key.clone();
+    let url = demo.url("/articles/tides");
+    let sent = result(
+        &app,
+        Some(&key),
+        "SendMessage",
+        message(json!({"task_type": "read_page", "url": url})),
+    )
+    .await;
+    let task = &sent["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{sent}");
+    let page = &task["artifacts"][0]["parts"][0]["data"];
+    let rest: Value = app
+        .http
+        .post(app.url("/api/read"))
+        .header("Authorization", bearer(&key))
+        .json(&json!({"url": url}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(page["outcome"], "page", "{page}");
+    assert_eq!(page["content"]["markdown"], rest["content"]["markdown"]);
+
+    let sent = result(
+        &app,
+        Some(&key),
+        "SendMessage",
+        message(json!({"task_type": "discover_actions", "domain": SHOP})),
+    )
+    .await;
+    let map = &sent["result"]["task"]["artifacts"][0]["parts"][0]["data"];
+    let rest = app
+        .get_json_with_key(&format!("/api/discover?domain={SHOP}"), &key)
+        .await;
+    assert_eq!(map, &rest);
+}
+
+#[tokio::test]
+async fn a_task_run_with_a_key_exists_only_for_that_account() {
+    let (app, _demo) = app().await;
+    let key = app.api_key.clone();
+    let sent = result(
+        &app,
+        Some(&key),
+        "SendMessage",
+        message(add_to_cart(1, "mine")),
+    )
+    .await;
+    let id = sent["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let stranger = app
+        .stranger_key("stranger@example.com", "read discover execute")
+        .await;
+    for who in [None, Some(stranger.as_str())] {
+        for method in ["GetTask", "CancelTask", "SubscribeToTask"] {
+            let body: Value = call(&app, who, method, json!({"id": id}))
+                .await
+                .json()
+                .await
+                .unwrap();
+            assert_eq!(body["error"]["code"], -32001, "{method} as {who:?}: {body}");
+        }
+    }
+    let mine = result(&app, Some(&key), "GetTask", json!({"id": id})).await;
+    assert_eq!(
+        mine["result"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{mine}"
+    );
+    assert_eq!(
+        mine["result"]["artifacts"][0]["parts"][0]["data"]["status"],
+        "completed"
+    );
+}
