@@ -58,7 +58,7 @@ failure_classes! {
     NotFound => ("not_found", 404, false, "Not found",
         "Check the path against /openapi.json."),
     UnknownDomain => ("unknown_domain", 404, false, "No published map for this domain",
-        "Call discover with a domain that has a published Agent Map; execute only what it lists."),
+        "List the domains with a published Agent Map (GET /api/domains, MCP list_domains), then discover one of them; execute only what it lists."),
     UnknownAction => ("unknown_action", 404, false, "No such action",
         "Use an action name exactly as discover or list_actions returned it."),
     ConnectionRequired => ("connection_required", 403, false, "Connection required",

@@ -725,3 +725,67 @@ async fn learning_drafts_a_candidate_that_runs_only_once_published() {
     assert_eq!(status, 200, "{done}");
     assert_eq!(done["result"]["books"][0]["title"], "Dune", "{done}");
 }
+
+/// Issue 20: an unknown domain's problem points to the list of the domains that have a map, and
+/// that list (REST and MCP) names exactly what discover accepts.
+#[tokio::test]
+async fn an_unknown_domain_points_to_the_supported_domains() {
+    let app = app().await;
+    let unknown = app
+        .http
+        .get(app.url("/api/discover?domain=nowhere.example.com"))
+        .header("Authorization", bearer(&app.api_key))
+        .send()
+        .await
+        .unwrap();
+    let body = problem(unknown, 404, "unknown_domain").await;
+    assert!(
+        body["hint"].as_str().unwrap().contains("/api/domains"),
+        "{body}"
+    );
+
+    let listed = app.get_json_with_key("/api/domains", &app.api_key).await;
+    let domains = listed["domains"].as_array().unwrap();
+    assert!(domains.iter().any(|d| d["domain"] == SHOP), "{listed}");
+    for d in domains {
+        let name = d["domain"].as_str().unwrap();
+        let map = app
+            .get_json_with_key(&format!("/api/discover?domain={name}"), &app.api_key)
+            .await;
+        assert_eq!(
+            d["actions"],
+            map["actions"].as_array().unwrap().len(),
+            "{name}"
+        );
+        assert_eq!(d["map_version"], map["map_version"], "{name}");
+    }
+    let mut names: Vec<&str> = domains
+        .iter()
+        .map(|d| d["domain"].as_str().unwrap())
+        .collect();
+    let sorted = {
+        let mut s = names.clone();
+        s.sort();
+        s
+    };
+    assert_eq!(names, sorted, "by name");
+    names.dedup();
+    assert_eq!(names.len(), domains.len(), "each once");
+
+    // The same list over MCP; a key without discover is refused on both.
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                      "params": {"name": "list_domains", "arguments": {}}});
+    let (_, tool) = app
+        .mcp(call, Some(&bearer(&app.api_key)), "2025-11-25")
+        .await;
+    assert_eq!(tool["result"]["structuredContent"], listed, "{tool}");
+    let reader = app.stranger_key("reader@example.com", "read").await;
+    let refused = app
+        .http
+        .get(app.url("/api/domains"))
+        .header("Authorization", bearer(&reader))
+        .send()
+        .await
+        .unwrap();
+    problem(refused, 403, "insufficient_scope").await;
+}

@@ -1,4 +1,4 @@
-//! `GET`/`POST /api/discover`, `POST /api/execute` and `GET /api/tasks/{task_id}`. The wire
+//! `GET`/`POST /api/discover`, `GET /api/domains`, `POST /api/execute` and `GET /api/tasks/{task_id}`. The wire
 //! types here are also the JSON of the MCP tools `discover`, `list_actions` and `execute`.
 
 use crate::Tags;
@@ -24,6 +24,13 @@ pub enum DiscoverResponse {
     /// The domain's published actions.
     #[oai(status = 200)]
     Ok(Json<DiscoverResult>),
+}
+
+#[derive(ApiResponse)]
+pub enum DomainsResponse {
+    /// Every domain with a published Agent Map.
+    #[oai(status = 200)]
+    Ok(Json<SupportedDomains>),
 }
 
 #[allow(clippy::large_enum_variant)]
@@ -128,6 +135,16 @@ impl ActionsApi {
         body: JsonBody<DiscoverBody>,
     ) -> Result<DiscoverResponse, ApiProblem> {
         self.discover(&auth.0, body.domain.as_str()).await
+    }
+
+    /// List the supported domains
+    ///
+    /// Every domain with a published Agent Map, by name: the domains `discover` and `execute`
+    /// accept. Needs an API key with the `discover` scope.
+    #[oai(path = "/api/domains", method = "get")]
+    async fn domains(&self, auth: ApiKeyAuth) -> Result<DomainsResponse, ApiProblem> {
+        let maps = self.ctx.services.actions.supported_domains(&auth.0).await?;
+        Ok(DomainsResponse::Ok(Json(SupportedDomains::of(&maps))))
     }
 
     /// Execute one mapped action

@@ -100,6 +100,30 @@ impl ActionService {
         Ok(map)
     }
 
+    /// Every domain with a published map, by name: what `discover` accepts, for a key holding
+    /// the `discover` scope (the answer an `unknown_domain` points to).
+    pub async fn supported_domains(
+        &self,
+        principal: &crate::Principal,
+    ) -> Result<Vec<AgentMap>, ExecuteRefusal> {
+        if !principal.key.scopes.contains("discover") {
+            return Err(ExecuteRefusal::MissingScopes {
+                missing: vec!["discover".into()],
+                consequential: false,
+            });
+        }
+        let mut published: Vec<AgentMap> = self
+            .ports
+            .maps
+            .maps(None)
+            .await?
+            .into_iter()
+            .filter(|m| m.status == svc_ports::MapStatus::Published)
+            .collect();
+        published.sort_by(|a, b| a.document.domain.as_str().cmp(b.document.domain.as_str()));
+        Ok(published)
+    }
+
     pub async fn published(&self, domain: &str) -> Result<Arc<AgentMap>, ExecuteRefusal> {
         let parsed =
             Domain::parse(domain).map_err(|_| ExecuteRefusal::UnknownDomain(domain.to_owned()))?;

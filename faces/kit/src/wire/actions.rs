@@ -130,6 +130,40 @@ impl From<&AgentMap> for DiscoverResult {
     }
 }
 
+/// One domain with a published Agent Map.
+#[derive(Debug, Clone, Object)]
+pub struct SupportedDomain {
+    /// The site's host name, as `discover` takes it.
+    pub domain: String,
+    pub description: String,
+    /// Version of the published Agent Map.
+    pub map_version: u32,
+    /// How many actions it publishes.
+    pub actions: u32,
+}
+
+/// The domains `discover` and `execute` accept.
+#[derive(Debug, Clone, Object)]
+pub struct SupportedDomains {
+    pub domains: Vec<SupportedDomain>,
+}
+
+impl SupportedDomains {
+    pub fn of(maps: &[AgentMap]) -> Self {
+        Self {
+            domains: maps
+                .iter()
+                .map(|m| SupportedDomain {
+                    domain: m.document.domain.to_string(),
+                    description: m.document.description.clone(),
+                    map_version: m.version,
+                    actions: u32::try_from(m.document.actions.len()).unwrap_or(u32::MAX),
+                })
+                .collect(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Object)]
 #[oai(deny_unknown_fields)]
 pub struct DiscoverBody {

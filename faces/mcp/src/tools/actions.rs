@@ -1,10 +1,11 @@
-//! `discover`, `list_actions`, `execute` and `svc_verify_task`: a site's mapped actions, one
+//! `list_domains`, `discover`, `list_actions`, `execute` and `svc_verify_task`: a site's mapped actions, one
 //! run of one, and the later verification of a payment's outcome.
 
 use kit::{
     problem::ApiProblem,
     wire::actions::{
-        DiscoverResult, ExecutionResult, TaskVerification, discover_json, verification_view,
+        DiscoverResult, ExecutionResult, SupportedDomains, TaskVerification, discover_json,
+        verification_view,
     },
 };
 use rmcp::{
@@ -110,6 +111,31 @@ impl SvcMcp {
         Parameters(args): Parameters<DomainArgs>,
     ) -> Result<CallToolResult, McpError> {
         self.discover_tool(parts, &args.domain).await
+    }
+
+    #[tool(
+        name = "list_domains",
+        title = "List the supported domains",
+        description = "Lists every domain with a published Agent Map (name, description, map version, number of \
+            actions): the domains discover and execute accept. Call it when discover answers unknown_domain. Needs \
+            an API key with the discover scope.",
+        output_schema = wire::<SupportedDomains>(),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn list_domains(
+        &self,
+        Extension(parts): Extension<http::request::Parts>,
+        Parameters(_): Parameters<super::signup::NoArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        let principal = principal!(&self.ctx, parts);
+        reply(
+            self.ctx
+                .services
+                .actions
+                .supported_domains(&principal)
+                .await,
+            |maps| wire_answer(&SupportedDomains::of(&maps)),
+        )
     }
 
     #[tool(
