@@ -35,6 +35,7 @@ pub fn app(
         )
         .into(),
         allowed,
+        html_error: Some(web::error_page),
     };
     // Probes and metrics: plain routes, not in the public OpenAPI document.
     let mut routes = web::mount(Route::new())

@@ -572,3 +572,42 @@ async fn a_number_or_boolean_where_a_string_belongs_is_refused() {
         );
     }
 }
+
+/// Issue 20: a browser that meets an error gets a page in sentences; an API client (any Accept
+/// that does not name HTML first) gets problem+json. The headers stay either way.
+#[tokio::test]
+async fn browsers_get_error_pages_and_api_clients_get_problems() {
+    let app = TestApp::spawn().await;
+    let browser = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+    let get = |path: &'static str, accept: &'static str| {
+        app.http.get(app.url(path)).header("Accept", accept).send()
+    };
+    let page = get("/no-such-page", browser).await.unwrap();
+    assert_eq!(page.status(), 404);
+    assert_eq!(page.headers()["content-type"], "text/html; charset=utf-8");
+    assert_eq!(page.headers()["vary"], "Accept");
+    let html = page.text().await.unwrap();
+    assert!(html.contains("<h1 id=\"heading\">Not found</h1>"), "{html}");
+    assert!(html.contains("No resource lives at this path."), "{html}");
+    assert!(html.contains("href=\"/\""), "{html}");
+    assert!(!html.contains("failure_class"), "{html}");
+
+    let unauthenticated = get("/api/usage", browser).await.unwrap();
+    assert_eq!(unauthenticated.status(), 401);
+    assert!(unauthenticated.headers().contains_key("www-authenticate"));
+    assert!(unauthenticated.text().await.unwrap().contains("<h1"));
+
+    for accept in [
+        "*/*",
+        "application/json",
+        "application/json, text/plain, */*",
+    ] {
+        let resp = get("/no-such-page", accept).await.unwrap();
+        assert_eq!(
+            resp.headers()["content-type"],
+            "application/problem+json",
+            "{accept}"
+        );
+        problem(resp, 404, "not_found").await;
+    }
+}

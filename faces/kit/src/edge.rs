@@ -122,6 +122,8 @@ pub struct Edge {
     pub proxies: Arc<TrustedProxies>,
     pub www_authenticate: Arc<str>,
     pub allowed: Arc<AllowedMethods>,
+    /// The page a browser gets for a problem (the web face's layout), chosen by `Accept`.
+    pub html_error: Option<fn(&ApiProblem) -> String>,
 }
 
 fn valid_request_id(v: &str) -> bool {
@@ -210,6 +212,11 @@ pub async fn edge<E: Endpoint>(next: E, mut req: Request) -> poem::Result<Respon
         let path = req.uri().path().to_owned();
         let method = method_label(req.method());
         let authorization_sent = req.headers().contains_key(header::AUTHORIZATION);
+        let wants_html = req
+            .headers()
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(crate::accept::prefers_html);
         let outcome = async {
             if let Some(ip) = client_ip_of(&req, &edge.proxies) {
                 edge.limits.check_ip(ip)?;
@@ -225,8 +232,21 @@ pub async fn edge<E: Endpoint>(next: E, mut req: Request) -> poem::Result<Respon
         .map(|p| p.0.clone());
         let mut resp = match outcome {
             Ok(resp) => resp,
-            Err(err) => classify(&err, authorization_sent, || edge.allowed.for_path(&path))
-                .render(&edge.www_authenticate),
+            Err(err) => {
+                let problem = classify(&err, authorization_sent, || edge.allowed.for_path(&path));
+                let mut resp = problem.render(&edge.www_authenticate);
+                // Headers (Retry-After, Allow, WWW-Authenticate) stay; the body is a page.
+                if let Some(page) = edge.html_error.filter(|_| wants_html) {
+                    resp.set_body(page(&problem));
+                    resp.headers_mut().insert(
+                        header::CONTENT_TYPE,
+                        HeaderValue::from_static("text/html; charset=utf-8"),
+                    );
+                }
+                resp.headers_mut()
+                    .insert(header::VARY, HeaderValue::from_static("Accept"));
+                resp
+            }
         };
         if let Ok(v) = HeaderValue::from_str(&request_id) {
             resp.headers_mut().insert(REQUEST_ID, v);

@@ -5,6 +5,7 @@
 //!
 //! Faces depend on this crate, on the services and on the ports; never on one another.
 
+pub mod accept;
 pub mod context;
 pub mod edge;
 pub mod errors;

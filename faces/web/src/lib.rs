@@ -35,6 +35,7 @@ pub(crate) use account::*;
 pub(crate) use device::*;
 pub(crate) use legal::*;
 pub(crate) use signin::*;
+pub use visit::error_page;
 use visit::*;
 
 /// The landing page (`/`), mounted by the app after the API.

@@ -70,25 +70,7 @@ impl From<CheckResult> for CheckRow {
 
 /// Whether an `Accept` header ranks Markdown above HTML (RFC 9110 q-values; absent q is 1).
 pub fn prefers_markdown(accept: &str) -> bool {
-    let q_of = |wanted: &[&str]| {
-        accept
-            .split(',')
-            .filter_map(|range| {
-                let mut parts = range.split(';');
-                let media = parts.next()?.trim().to_ascii_lowercase();
-                if !wanted.contains(&media.as_str()) {
-                    return None;
-                }
-                let q = parts
-                    .filter_map(|p| p.trim().strip_prefix("q="))
-                    .find_map(|q| q.trim().parse::<f32>().ok())
-                    .unwrap_or(1.0);
-                Some(q)
-            })
-            .fold(None, |best: Option<f32>, q| {
-                Some(best.map_or(q, |b| b.max(q)))
-            })
-    };
+    let q_of = |wanted: &[&str]| kit::accept::q_of(accept, wanted);
     match (
         q_of(&["text/markdown", "text/x-markdown"]),
         q_of(&["text/html", "application/xhtml+xml"]),

@@ -29,6 +29,26 @@ pub(crate) struct MessagePage {
     link: Option<(String, String)>,
 }
 
+/// The page a browser gets for a problem that reached the edge (a missing page, a refused
+/// call): the problem's title and detail as sentences, and a way back. No session is read here.
+pub fn error_page(problem: &ApiProblem) -> String {
+    let message = if problem.class == FailureClass::Internal {
+        "Something failed on our side; please try again.".to_owned()
+    } else {
+        problem.detail.clone()
+    };
+    MessagePage {
+        signed_in_as: None,
+        csrf: String::new(),
+        heading: problem.class.title().into(),
+        message,
+        kind: "error",
+        link: Some(("/".into(), "Go to the home page".into())),
+    }
+    .render()
+    .unwrap_or_default()
+}
+
 // ---- the visit: cookies, session, CSRF --------------------------------------------------------
 
 /// What one request brings: its CSRF seed (new if it had none), its session, and the cookies
