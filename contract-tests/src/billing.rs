@@ -332,11 +332,30 @@ pub async fn handoffs_are_taken_once_and_not_after_expiry(b: &Backend) {
     b.billing.insert_handoff(&handoff("two")).await.unwrap();
     let now = t0() + Duration::minutes(1);
     let one = KeyHash::of("one");
+    let peeked = b.billing.handoff(&one).await.unwrap().expect("stored");
+    assert_eq!(
+        (peeked.0.sku.as_str(), peeked.1),
+        ("starter", false),
+        "{}",
+        b.name
+    );
+    assert_eq!(
+        b.billing.handoff(&KeyHash::of("three")).await.unwrap(),
+        None
+    );
     let takes = join_all((0..6).map(|_| b.billing.take_handoff(&one, now))).await;
     let taken: Vec<_> = takes.into_iter().filter_map(|t| t.unwrap()).collect();
     assert_eq!(taken.len(), 1, "{}", b.name);
     assert_eq!(taken[0].account_id, a.id);
     assert_eq!(taken[0].sku, "starter");
+    let after = b
+        .billing
+        .handoff(&one)
+        .await
+        .unwrap()
+        .expect("still stored");
+    assert!(after.1, "{}: taken is seen", b.name);
+    assert_eq!(after.0.account_id, a.id);
     assert_eq!(
         b.billing
             .take_handoff(&KeyHash::of("two"), t0() + Duration::minutes(10))

@@ -118,6 +118,14 @@ impl Email {
         Ok(Email(s))
     }
 
+    /// The address as a page shows it to whoever holds a link: the first character of the
+    /// local part and the domain (`j***@example.com`), enough to recognise one's own account.
+    pub fn masked(&self) -> String {
+        let (local, domain) = self.0.split_once('@').unwrap_or((&self.0, ""));
+        let first: String = local.chars().take(1).collect();
+        format!("{first}***@{domain}")
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -164,6 +172,18 @@ pub struct Account {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn masked_addresses_keep_the_first_character_and_the_domain() {
+        assert_eq!(
+            Email::parse("ada@example.com").unwrap().masked(),
+            "a***@example.com"
+        );
+        assert_eq!(
+            Email::parse("é@example.org").unwrap().masked(),
+            "é***@example.org"
+        );
+    }
 
     #[test]
     fn emails_are_normalised() {

@@ -510,6 +510,13 @@ pub trait BillingStore: Send + Sync {
 
     async fn insert_handoff(&self, handoff: &CheckoutHandoff) -> Result<(), BillingError>;
 
+    /// A handoff as it stands, without taking it, and whether it was taken; `None` for an
+    /// unknown hash. Expiry is the caller's to judge (`expires_at`).
+    async fn handoff(
+        &self,
+        token_hash: &KeyHash,
+    ) -> Result<Option<(CheckoutHandoff, bool)>, StoreError>;
+
     /// Takes a handoff: only once, only before it expires. A second take, an expired one and
     /// an unknown hash all get `None`.
     async fn take_handoff(

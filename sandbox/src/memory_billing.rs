@@ -211,6 +211,18 @@ impl BillingStore for MemoryStore {
         Ok(())
     }
 
+    async fn handoff(
+        &self,
+        token_hash: &KeyHash,
+    ) -> Result<Option<(CheckoutHandoff, bool)>, StoreError> {
+        let s = self.lock();
+        Ok(s.billing
+            .handoffs
+            .iter()
+            .find(|(h, _)| &h.token_hash == token_hash)
+            .map(|(h, taken)| (h.clone(), *taken)))
+    }
+
     async fn take_handoff(
         &self,
         token_hash: &KeyHash,

@@ -109,6 +109,23 @@ pub struct BillingSettings {
     pub site_url: String,
 }
 
+/// A checkout handoff link as its page shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HandoffOffer {
+    /// The account it signs in, as `j***@example.com`.
+    pub masked_email: String,
+    pub sku: String,
+    pub state: HandoffState,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandoffState {
+    Usable,
+    /// Already opened a checkout: the link signs nobody in again.
+    Used,
+    Expired,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum BillingFailure {
     #[error("billing is not configured on this service (no payment provider)")]
@@ -391,6 +408,36 @@ impl BillingService {
     }
 
     /// Takes a handoff token (once): its account and SKU.
+    /// What a handoff link stands for, without taking it: the account it would sign in and
+    /// whether it can still be used. An unknown or malformed token is `HandoffUnusable`.
+    pub async fn handoff_offer(&self, token: &str) -> Result<HandoffOffer, BillingFailure> {
+        if token.is_empty() || token.len() > 128 {
+            return Err(BillingFailure::HandoffUnusable);
+        }
+        let (handoff, taken) = self
+            .store
+            .handoff(&KeyHash::of(token))
+            .await?
+            .ok_or(BillingFailure::HandoffUnusable)?;
+        let account = self
+            .accounts
+            .account(&handoff.account_id)
+            .await?
+            .ok_or(BillingFailure::HandoffUnusable)?;
+        let state = if taken {
+            HandoffState::Used
+        } else if handoff.expires_at <= self.clock.now() {
+            HandoffState::Expired
+        } else {
+            HandoffState::Usable
+        };
+        Ok(HandoffOffer {
+            masked_email: account.email.masked(),
+            sku: handoff.sku,
+            state,
+        })
+    }
+
     pub async fn take_handoff(&self, token: &str) -> Result<(Account, String), BillingFailure> {
         if token.is_empty() || token.len() > 128 {
             return Err(BillingFailure::HandoffUnusable);

@@ -31,7 +31,7 @@ pub use actions::{
 };
 pub use auth::{AuthError, Authenticator, Principal};
 pub use authority::{AuthorityFailure, AuthorityReport, AuthorityService, NewAuthority};
-pub use billing::{BillingFailure, BillingService, BillingSettings};
+pub use billing::{BillingFailure, BillingService, BillingSettings, HandoffOffer, HandoffState};
 pub use identity::{IdentityFailure, IdentityService, IdentitySettings, SignupKey};
 pub use keys::{CreateKey, IssuedKey, KeyService, KeyServiceError};
 pub use read::{ReadError, ReadOutcome, ReadRequest, ReadService};

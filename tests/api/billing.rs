@@ -363,6 +363,12 @@ async fn an_agents_handoff_link_signs_in_and_opens_checkout_once() {
     let browser = Browser::new(&app);
     let page = browser.page(path).await;
     assert!(page.contains("Continue to checkout"), "{page}");
+    // It names the account the link signs in, masked for whoever holds the link.
+    assert!(
+        page.contains("<strong>a***@sandbox.example.com</strong>"),
+        "{page}"
+    );
+    assert!(!page.contains("agent@sandbox.example.com"), "{page}");
     let token = path.split("token=").nth(1).unwrap();
     let form = [("csrf", csrf_of(&page)), ("token", token.to_owned())];
     let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
@@ -374,13 +380,49 @@ async fn an_agents_handoff_link_signs_in_and_opens_checkout_once() {
     // Now signed in as the seeded account: the account page is there, with no credits added.
     let account = browser.page("/account").await;
     assert!(account.contains("agent@sandbox.example.com"), "{account}");
-    // The link works once (the session rotated the CSRF seed: a fresh page's token).
-    let page = browser.page(path).await;
+    // The link works once: its page now says so and offers nothing; a replayed form is refused
+    // (the session rotated the CSRF seed: a fresh page's token).
+    let used = browser.get(path).await;
+    assert_eq!(used.status(), 410);
+    let page = used.text().await.unwrap();
+    assert!(page.contains("This link was already used"), "{page}");
+    assert!(page.contains("a***@sandbox.example.com"), "{page}");
+    assert!(!page.contains("Continue to checkout"), "{page}");
     let form = [("csrf", csrf_of(&page)), ("token", token.to_owned())];
     let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let again = browser.post("/billing/handoff", &form).await;
     assert_eq!(again.status(), 422);
     assert!(again.text().await.unwrap().contains("used or expired"));
+}
+
+#[tokio::test]
+async fn an_expired_handoff_link_says_so_and_offers_nothing() {
+    let clock = crate::helpers::TestClock::new();
+    let app = TestApp::builder()
+        .outbox()
+        .payments()
+        .await
+        .clock(clock.clone())
+        .spawn()
+        .await;
+    let started = tool(
+        &app,
+        "svc_create_checkout_session",
+        json!({"plan": "starter"}),
+        Some(&app.api_key),
+    )
+    .await;
+    let url = started["structuredContent"]["handoff_url"]
+        .as_str()
+        .unwrap();
+    let path = url.strip_prefix(&app.base_url).unwrap().to_owned();
+    clock.advance(std::time::Duration::from_secs(11 * 60));
+    let resp = Browser::new(&app).get(&path).await;
+    assert_eq!(resp.status(), 410);
+    let page = resp.text().await.unwrap();
+    assert!(page.contains("This link has expired"), "{page}");
+    assert!(page.contains("a***@sandbox.example.com"), "{page}");
+    assert!(!page.contains("Continue to checkout"), "{page}");
 }
 
 #[tokio::test]

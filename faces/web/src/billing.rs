@@ -26,7 +26,7 @@ use svc_ports::{
     CheckoutRecord, EventOutcome, FailureClass, Receipt, ReceiptKind, webhooks::WebhookHeaders,
 };
 use svc_services::{
-    BillingFailure,
+    BillingFailure, HandoffState,
     billing::{Offer, WebhookError},
 };
 
@@ -429,7 +429,34 @@ struct HandoffQuery {
 #[handler]
 async fn handoff_page(req: &Request, ctx: Data<&AppContext>, q: Query<HandoffQuery>) -> Response {
     let visit = visit!(req, &ctx);
-    let Some(offer) = ctx.services.billing.catalog().sku("starter").cloned() else {
+    if q.token.is_empty()
+        || q.token.len() > 128
+        || !q.token.bytes().all(|b| b.is_ascii_alphanumeric())
+    {
+        return billing_failure_page(visit, BillingFailure::HandoffUnusable);
+    }
+    let handoff = match ctx.services.billing.handoff_offer(&q.token).await {
+        Ok(h) => h,
+        Err(e) => return billing_failure_page(visit, e),
+    };
+    let who = &handoff.masked_email;
+    let again = "It signs nobody in again; if you still want to buy credits, ask your agent for a new link.";
+    let (heading, message) = match handoff.state {
+        HandoffState::Usable => (String::new(), String::new()),
+        HandoffState::Used => (
+            "This link was already used".to_owned(),
+            format!("It already opened a checkout for the account {who}. {again}"),
+        ),
+        HandoffState::Expired => (
+            "This link has expired".to_owned(),
+            format!("It was for the account {who} and expired before it was used. {again}"),
+        ),
+    };
+    if handoff.state != HandoffState::Usable {
+        let link = Some(("/account", "Your account"));
+        return visit.message(StatusCode::GONE, &heading, &message, link);
+    }
+    let Some(offer) = ctx.services.billing.catalog().sku(&handoff.sku).cloned() else {
         return billing_failure_page(visit, BillingFailure::NotConfigured);
     };
     let Offer::Checkout {
@@ -438,18 +465,10 @@ async fn handoff_page(req: &Request, ctx: Data<&AppContext>, q: Query<HandoffQue
     else {
         return billing_failure_page(visit, BillingFailure::NotConfigured);
     };
-    if q.token.is_empty()
-        || q.token.len() > 128
-        || !q.token.bytes().all(|b| b.is_ascii_alphanumeric())
-    {
-        return billing_failure_page(visit, BillingFailure::HandoffUnusable);
-    }
     let page = HandoffPage {
         signed_in_as: visit.signed_in_as(),
         csrf: visit.csrf(),
-        email: visit
-            .signed_in_as()
-            .unwrap_or_else(|| "the account your agent uses".into()),
+        email: handoff.masked_email.clone(),
         name: offer.name.clone(),
         description: offer.description.clone(),
         price: money(*amount, currency.as_str()),

@@ -355,6 +355,29 @@ impl BillingStore for PostgresStore {
         .map_err(refused("storing checkout handoff"))
     }
 
+    async fn handoff(
+        &self,
+        token_hash: &KeyHash,
+    ) -> Result<Option<(CheckoutHandoff, bool)>, StoreError> {
+        let row = sqlx::query(
+            "SELECT account_id, sku, created_at, expires_at, taken_at IS NOT NULL AS taken \
+             FROM checkout_handoffs WHERE token_hash = $1",
+        )
+        .bind(token_hash.as_bytes().as_slice())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| backend(e, "reading checkout handoff"))?;
+        let Some(r) = row else { return Ok(None) };
+        let handoff = CheckoutHandoff {
+            token_hash: *token_hash,
+            account_id: parsed(&r, "account_id", AccountId::parse)?,
+            sku: col(&r, "sku")?,
+            created_at: col(&r, "created_at")?,
+            expires_at: col(&r, "expires_at")?,
+        };
+        Ok(Some((handoff, col(&r, "taken")?)))
+    }
+
     async fn take_handoff(
         &self,
         token_hash: &KeyHash,

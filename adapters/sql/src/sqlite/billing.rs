@@ -346,6 +346,31 @@ impl BillingStore for SqliteStore {
         .map_err(refused("storing checkout handoff"))
     }
 
+    async fn handoff(
+        &self,
+        token_hash: &KeyHash,
+    ) -> Result<Option<(CheckoutHandoff, bool)>, StoreError> {
+        let row = sqlx::query(
+            "SELECT account_id, sku, created_at, expires_at, taken_at IS NOT NULL AS taken \
+             FROM checkout_handoffs WHERE token_hash = $1",
+        )
+        .bind(token_hash.to_hex())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| backend(e, "reading checkout handoff"))?;
+        let Some(r) = row else { return Ok(None) };
+        let err = |e| backend(e, "reading checkout handoff");
+        let handoff = CheckoutHandoff {
+            token_hash: *token_hash,
+            account_id: AccountId::parse(r.try_get("account_id").map_err(err)?)
+                .map_err(corrupt("account id"))?,
+            sku: r.try_get("sku").map_err(err)?,
+            created_at: from_millis(r.try_get("created_at").map_err(err)?)?,
+            expires_at: from_millis(r.try_get("expires_at").map_err(err)?)?,
+        };
+        Ok(Some((handoff, r.try_get("taken").map_err(err)?)))
+    }
+
     async fn take_handoff(
         &self,
         token_hash: &KeyHash,
