@@ -4,10 +4,11 @@ use std::{path::PathBuf, process::ExitCode, sync::Arc};
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+mod read_cli;
+
 use svc::{
     config::{RuntimeSettings, ServeSettings},
-    kit::wire::read::{ReadBody, ReadFormat, ReadResult},
-    services::{CreateKey, ReadOutcome, read::ContentFormat},
+    services::CreateKey,
     startup::{
         self, ActionSites, Application, DemoSite, Mail, Payments, ReadinessSites,
         SandboxAuthServer, SandboxPaymentProvider, Sealing, Signing, Stores, World,
@@ -84,7 +85,7 @@ enum Command {
     /// Read a page: a URL through the guarded fetcher, or a saved HTML file offline. Prints the
     /// main content (or, with `--format json`, the same JSON as `/api/read`); a blocked page
     /// exits with status 2.
-    Read(ReadArgs),
+    Read(read_cli::ReadArgs),
     /// Scan a site for agent readiness (the same checks as `POST /api/readiness/scan`), with a
     /// progress bar on a terminal; prints the report, or its JSON with `--json`.
     Scan(ScanArgs),
@@ -104,38 +105,6 @@ struct ScanArgs {
     /// `lacks-llms-txt.sandbox.test`, ...); a sandbox URL without a port gets theirs.
     #[arg(long)]
     sandbox: bool,
-}
-
-#[derive(clap::Args)]
-struct ReadArgs {
-    /// Public http(s) URL to read (omit with --file).
-    #[arg(required_unless_present = "file", conflicts_with = "file")]
-    url: Option<String>,
-    /// A saved HTML page to extract offline.
-    #[arg(long, requires = "base_url")]
-    file: Option<PathBuf>,
-    /// The URL the saved page came from (its links resolve against it).
-    #[arg(long)]
-    base_url: Option<String>,
-    #[arg(long, value_enum, default_value = "markdown")]
-    format: ReadOutput,
-    /// Keep the whole body instead of only the main content.
-    #[arg(long)]
-    whole_page: bool,
-    /// CSS selector whose matches are the content (repeatable).
-    #[arg(long = "include")]
-    include: Vec<String>,
-    /// CSS selector whose matches are removed first (repeatable).
-    #[arg(long = "exclude")]
-    exclude: Vec<String>,
-}
-
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum ReadOutput {
-    Markdown,
-    Text,
-    Html,
-    Json,
 }
 
 #[derive(clap::Args)]
@@ -471,7 +440,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             };
             verify_artifact(&file, &jwks)
         }
-        Command::Read(args) => read(args).await,
+        Command::Read(args) => read_cli::run(args).await,
         Command::Scan(args) => scan(args).await,
     }
 }
@@ -546,62 +515,6 @@ async fn scan(args: ScanArgs) -> anyhow::Result<()> {
         && score < min
     {
         anyhow::bail!("score {score} is below {min}");
-    }
-    Ok(())
-}
-
-async fn read(args: ReadArgs) -> anyhow::Result<()> {
-    let services = startup::offline_services(&Stores::memory(), Environment::Live)?;
-    let format = match args.format {
-        ReadOutput::Text => ReadFormat::Text,
-        ReadOutput::Html => ReadFormat::Html,
-        ReadOutput::Markdown | ReadOutput::Json => ReadFormat::Markdown,
-    };
-    let body = ReadBody {
-        url: args
-            .url
-            .clone()
-            .or(args.base_url.clone())
-            .unwrap_or_default(),
-        format: Some(format),
-        main_content_only: Some(!args.whole_page),
-        include_selectors: Some(args.include),
-        exclude_selectors: Some(args.exclude),
-        max_age: Some(0.0),
-    };
-    let request = body.into_request();
-    let outcome = match (&args.file, &args.base_url) {
-        (Some(file), Some(base_url)) => {
-            let bytes =
-                std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
-            services
-                .read
-                .read_document(
-                    String::from_utf8_lossy(&bytes).into_owned(),
-                    base_url,
-                    &request,
-                )
-                .await?
-        }
-        _ => services.read.read(&request).await?,
-    };
-    let blocked = matches!(outcome, ReadOutcome::Blocked(_));
-    match (args.format, outcome) {
-        (ReadOutput::Json, outcome) => {
-            let json = ReadResult::from(outcome).to_json_value();
-            println!("{}", serde_json::to_string_pretty(&json)?);
-        }
-        (_, ReadOutcome::Page(page)) => match page.format {
-            ContentFormat::Markdown => println!("{}", page.markdown),
-            ContentFormat::Text => println!("{}", page.text),
-            ContentFormat::Html => println!("{}", page.html.unwrap_or_default()),
-        },
-        (_, ReadOutcome::Blocked(b)) => {
-            eprintln!("blocked ({}): {}", b.reason.as_str(), b.detail);
-        }
-    }
-    if blocked {
-        std::process::exit(2);
     }
     Ok(())
 }

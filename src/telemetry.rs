@@ -22,7 +22,7 @@ const CAPS: &[&str] = &[
     "rmcp=error",
     "lettre=info",
     "wiremock=info",
-    "html5ever=info",
+    "html5ever=error",
     "selectors=info",
 ];
 

@@ -12,8 +12,13 @@ use url::Url;
 
 use crate::Document;
 
-/// Below this many characters of content, a password form or a challenge widget is the page.
+/// Below this many characters of content, a page titled as a challenge or a sign-in, or showing
+/// a challenge widget of its own, is that obstacle.
 const OBSTACLE_TEXT_CHARS: usize = 1500;
+/// Below this many characters there is nothing else to read: a password form or a challenge
+/// script alone then makes the page an obstacle. Above it, a login box or a comment form's
+/// captcha beside an article (a Slashdot story, a blog post) leaves the article a page.
+const NOTHING_ELSE_CHARS: usize = 300;
 
 /// Elements that never carry readable content when the whole body is kept.
 const NON_CONTENT: &str = "script, style, noscript, template, iframe, object, embed, svg, canvas";
@@ -325,10 +330,17 @@ const CHALLENGE_TITLES: &[&str] = &[
     "bot detection",
 ];
 
+/// Challenge widgets a visitor sees.
 const CHALLENGE_WIDGETS: &str = ".g-recaptcha, .h-captcha, .cf-turnstile, #challenge-form, \
     #cf-challenge-running, #px-captcha, iframe[src*='recaptcha'], iframe[src*='hcaptcha'], \
-    script[src*='challenges.cloudflare.com'], script[src*='hcaptcha.com'], \
-    script[src*='recaptcha/api'], [data-sitekey]";
+    [data-sitekey]";
+/// Challenge scripts: loaded by interstitials, but also by any page with a guarded form.
+const CHALLENGE_SCRIPTS: &str = "script[src*='challenges.cloudflare.com'], \
+    script[src*='hcaptcha.com'], script[src*='recaptcha/api']";
+/// Fields a person fills in a form of the page's own (a comment, a newsletter sign-up): a
+/// captcha among them guards that form, it does not stand between the visitor and the page.
+const OWN_FORM_FIELDS: &str = "textarea, input[type='email'], input[type='text'], \
+    input:not([type])";
 
 const SIGN_IN_WORDS: &[&str] = &[
     "sign in",
@@ -355,16 +367,25 @@ fn signals(
         .map(|t| t.text_contents().to_lowercase())
         .unwrap_or_default();
 
+    let chars = content.text.chars().count();
     let captcha = if let Some(t) = CHALLENGE_TITLES
         .iter()
         .find(|t| title.contains(*t) && short)
     {
         Some(format!("challenge page title ({t})"))
-    } else if short {
+    } else if let Some(w) = short
+        .then(|| page.root().select(CHALLENGE_WIDGETS).ok())
+        .flatten()
+        .into_iter()
+        .flatten()
+        .find(|w| !guards_own_form(w.as_node()))
+    {
+        Some(format!("challenge widget <{}>", &*w.name.local))
+    } else if chars < NOTHING_ELSE_CHARS {
         page.root()
-            .select_first(CHALLENGE_WIDGETS)
+            .select_first(CHALLENGE_SCRIPTS)
             .ok()
-            .map(|w| format!("challenge widget <{}>", &*w.name.local))
+            .map(|_| "challenge script and nothing else to read".to_owned())
     } else {
         None
     };
@@ -382,16 +403,22 @@ fn signals(
     let says_sign_in = SIGN_IN_WORDS
         .iter()
         .any(|w| title.contains(w) || heading.contains(w) || meta_title.contains(w));
-    let login_wall = (has_password && (short || says_sign_in)).then(|| {
-        format!(
-            "password form with {} characters of other content",
-            content.text.chars().count()
-        )
-    });
+    let login_wall = (has_password && ((short && says_sign_in) || chars < NOTHING_ELSE_CHARS))
+        .then(|| format!("password form with {chars} characters of other content"));
     PageSignals {
         captcha,
         login_wall,
     }
+}
+
+/// Whether a challenge widget sits in a form with fields of its own (comment, e-mail): it guards
+/// that form.
+fn guards_own_form(widget: &kuchikiki::NodeRef) -> bool {
+    widget
+        .ancestors()
+        .filter_map(|a| a.into_element_ref())
+        .find(|a| &*a.name.local == "form")
+        .is_some_and(|form| form.as_node().select_first(OWN_FORM_FIELDS).is_ok())
 }
 
 #[cfg(test)]
@@ -551,6 +578,48 @@ mod tests {
         );
         let e = read(&html, &ExtractOptions::default());
         assert_eq!(e.signals, PageSignals::default());
+    }
+
+    /// Issue 21: nine corpus pages with a full article came back blocked: Slashdot stories
+    /// with a login box, and a post whose comment form loads reCAPTCHA.
+    #[test]
+    fn a_short_article_beside_a_login_box_or_a_guarded_comment_form_is_a_page() {
+        let story =
+            "<p>A short story of some eight hundred characters, about the sea. </p>".repeat(12);
+        let login_box = format!(
+            r#"<html><head><title>Being honest in exit interviews - Slashdot</title>
+            <script src="https://www.google.com/recaptcha/api.js"></script></head><body>
+            <article><h1>Being honest in exit interviews</h1>{story}</article>
+            <aside><form action="/login" method="post"><input name="unickname">
+            <input type="password" name="upasswd"><button>Log in</button></form></aside>
+            <form action="/comment" method="post"><textarea name="c"></textarea>
+            <div class="g-recaptcha" data-sitekey="x"></div></form></body></html>"#
+        );
+        let e = read(&login_box, &ExtractOptions::default());
+        assert!(e.content.text.chars().count() > NOTHING_ELSE_CHARS);
+        assert_eq!(e.signals, PageSignals::default(), "{:?}", e.signals);
+    }
+
+    #[test]
+    fn a_page_with_nothing_but_a_challenge_script_or_a_password_form_is_the_obstacle() {
+        let script_only = r#"<html><head><title>example.com</title>
+            <script src="https://challenges.cloudflare.com/turnstile/v0/api.js"></script></head>
+            <body><p>One moment.</p></body></html>"#;
+        assert!(
+            read(script_only, &ExtractOptions::default())
+                .signals
+                .captcha
+                .is_some()
+        );
+        let password_only = r#"<html><head><title>Members</title></head><body>
+            <form method="post"><input name="user"><input type="password" name="pw"></form>
+            <p>Members only.</p></body></html>"#;
+        assert!(
+            read(password_only, &ExtractOptions::default())
+                .signals
+                .login_wall
+                .is_some()
+        );
     }
 
     #[test]

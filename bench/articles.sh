@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Article extraction beside trafilatura, in the same run on the same 480 pages of
+# ../shared/corpora/articles (four public benchmarks with human-made ground truth):
+#   (a) svc: `svc read --file ... --format text` over every page in one process (all cores),
+#       its JSON lines turned into score.py's input (a blocked page counts as empty);
+#   (b) trafilatura 2.3.1 (PyPI, venv .venv-bench) over the same pages in one process;
+#   (c) the corpus's own score.py on both, then a table with CPU seconds (start-up included)
+#       and peak RSS of each side.
+# Usage: bench/articles.sh     Env: SVC_BIN (default: a release build), SVC_ARTICLES_DIR.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+corpus=${SVC_ARTICLES_DIR:-../shared/corpora/articles}
+out=${CARGO_TARGET_DIR:-target}/bench/articles
+mkdir -p "$out"
+bin=${SVC_BIN:-}
+if [ -z "$bin" ]; then
+  cargo build --release --locked --bin svc
+  bin=${CARGO_TARGET_DIR:-target}/release/svc
+fi
+venv=.venv-bench
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import trafilatura' 2>/dev/null; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet trafilatura==2.3.1 lxml_html_clean
+fi
+
+# The pages, in one order both sides follow.
+(cd "$corpus" && find . -name source.html | sed 's|^\./||; s|/source.html$||' | LC_ALL=C sort) >"$out/pages.txt"
+files=()
+while read -r page; do files+=(--file "$corpus/$page/source.html"); done <"$out/pages.txt"
+
+# (a) svc, timed by the kernel: user + system seconds and peak RSS of the one process.
+/usr/bin/time -f '{"cpu_seconds": %U, "sys": %S, "peak_rss_kib": %M}' -o "$out/svc-time.json" \
+  "$bin" read --format text "${files[@]}" >"$out/svc.jsonl" || [ $? -eq 1 ]
+python3 - "$out" <<'PY'
+import json, sys
+out = sys.argv[1]
+pages = open(f"{out}/pages.txt").read().split()
+# One JSON line per page; split on \n only (a text may hold U+2028 or U+0085).
+lines = open(f"{out}/svc.jsonl", encoding="utf-8").read().rstrip("\n").split("\n")
+assert len(lines) == len(pages), (len(lines), len(pages))
+texts, blocked = {}, []
+for name, line in zip(pages, lines):
+    d = json.loads(line)
+    texts[name] = d.get("text") if d.get("outcome") == "page" else None
+    if d.get("outcome") != "page":
+        blocked.append(f"{name} ({d.get('reason') or d.get('detail')})")
+json.dump(texts, open(f"{out}/svc.json", "w"))
+json.dump(blocked, open(f"{out}/svc-blocked.json", "w"))
+PY
+
+# (b) trafilatura.
+"$venv/bin/python" bench/articles_trafilatura.py "$corpus" "$out/pages.txt" "$out/trafilatura.json" \
+  >"$out/trafilatura-time.json"
+
+# (c) Scores and the table.
+python3 "$corpus/score.py" "$out/svc.json" --per-page "$out/svc-per-page.json" >"$out/svc-score.txt"
+python3 "$corpus/score.py" "$out/trafilatura.json" --per-page "$out/trafilatura-per-page.json" >"$out/trafilatura-score.txt"
+cpu_model=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo 2>/dev/null || true)
+echo "machine: $(nproc) cores${cpu_model:+, $cpu_model}; commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . || echo ' (with local changes)')"
+echo "== svc (blocked: $(python3 -c "import json;print(len(json.load(open('$out/svc-blocked.json'))))"))"
+cat "$out/svc-score.txt"
+echo "== trafilatura 2.3.1"
+cat "$out/trafilatura-score.txt"
+python3 - "$out" <<'PY'
+import json, sys
+out = sys.argv[1]
+s = json.load(open(f"{out}/svc-time.json")); t = json.load(open(f"{out}/trafilatura-time.json"))
+s_cpu = s["cpu_seconds"] + s["sys"]; n = t["pages"]
+print(f"speed: svc {n / s_cpu:.1f} pages per CPU-second, trafilatura {n / t['cpu_seconds']:.1f} "
+      f"({(n / s_cpu) / (n / t['cpu_seconds']):.1f}x); peak RSS svc {s['peak_rss_kib'] // 1024} MiB, "
+      f"trafilatura {t['peak_rss_kib'] // 1024} MiB")
+PY

@@ -1,0 +1,202 @@
+//! `svc read`: one page (a URL or a saved file) printed as Markdown, text, HTML or JSON; or many
+//! saved pages (`--file A --file B ...`, `--dir DIR`) read in one process on every core, one JSON
+//! line per page in the order given, each the JSON `/api/read` answers.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use futures_util::StreamExt;
+use serde_json::json;
+use svc::{
+    kit::wire::read::{ReadBody, ReadFormat, ReadResult},
+    services::{ReadOutcome, ReadRequest, Services, read::ContentFormat},
+    startup::{self, Stores},
+};
+use svc_ports::Environment;
+
+#[derive(clap::Args)]
+pub struct ReadArgs {
+    /// Public http(s) URL to read (omit with --file or --dir).
+    #[arg(required_unless_present_any = ["file", "dir"], conflicts_with_all = ["file", "dir"])]
+    url: Option<String>,
+    /// A saved HTML page to extract offline; repeat it to read many in one run.
+    #[arg(long)]
+    file: Vec<PathBuf>,
+    /// Every `.html`/`.htm` file under this folder (sorted by path), read in one run.
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// The URL the saved page came from (its links resolve against it). Required for one
+    /// --file; for many, it applies to all, and without it each file's own `file://` URL.
+    #[arg(long)]
+    base_url: Option<String>,
+    /// Output for one page; many pages are always JSON lines (their content in this format,
+    /// Markdown for `json`).
+    #[arg(long, value_enum, default_value = "markdown")]
+    format: ReadOutput,
+    /// Keep the whole body instead of only the main content.
+    #[arg(long)]
+    whole_page: bool,
+    /// CSS selector whose matches are the content (repeatable).
+    #[arg(long = "include")]
+    include: Vec<String>,
+    /// CSS selector whose matches are removed first (repeatable).
+    #[arg(long = "exclude")]
+    exclude: Vec<String>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ReadOutput {
+    Markdown,
+    Text,
+    Html,
+    Json,
+}
+
+pub async fn run(args: ReadArgs) -> anyhow::Result<()> {
+    let services = startup::offline_services(&Stores::memory(), Environment::Live)?;
+    let format = match args.format {
+        ReadOutput::Text => ReadFormat::Text,
+        ReadOutput::Html => ReadFormat::Html,
+        ReadOutput::Markdown | ReadOutput::Json => ReadFormat::Markdown,
+    };
+    let body = ReadBody {
+        url: args
+            .url
+            .clone()
+            .or(args.base_url.clone())
+            .unwrap_or_default(),
+        format: Some(format),
+        main_content_only: Some(!args.whole_page),
+        include_selectors: Some(args.include.clone()),
+        exclude_selectors: Some(args.exclude.clone()),
+        max_age: Some(0.0),
+    };
+    let request = body.into_request();
+    let mut files = args.file.clone();
+    if let Some(dir) = &args.dir {
+        pages_under(dir, &mut files).with_context(|| format!("listing {}", dir.display()))?;
+        anyhow::ensure!(
+            !files.is_empty(),
+            "no .html or .htm file under {}",
+            dir.display()
+        );
+    }
+    if files.len() > 1 || args.dir.is_some() {
+        return many(services, files, args.base_url, request).await;
+    }
+    let outcome = match files.first() {
+        Some(file) => {
+            let base_url = args
+                .base_url
+                .as_deref()
+                .context("--base-url is required with one --file (the URL the page came from)")?;
+            let html =
+                std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+            services
+                .read
+                .read_document(
+                    String::from_utf8_lossy(&html).into_owned(),
+                    base_url,
+                    &request,
+                )
+                .await?
+        }
+        None => services.read.read(&request).await?,
+    };
+    let blocked = matches!(outcome, ReadOutcome::Blocked(_));
+    match (args.format, outcome) {
+        (ReadOutput::Json, outcome) => {
+            let json = ReadResult::from(outcome).to_json_value();
+            println!("{}", serde_json::to_string_pretty(&json)?);
+        }
+        (_, ReadOutcome::Page(page)) => match page.format {
+            ContentFormat::Markdown => println!("{}", page.markdown),
+            ContentFormat::Text => println!("{}", page.text),
+            ContentFormat::Html => println!("{}", page.html.unwrap_or_default()),
+        },
+        (_, ReadOutcome::Blocked(b)) => {
+            eprintln!("blocked ({}): {}", b.reason.as_str(), b.detail);
+        }
+    }
+    if blocked {
+        std::process::exit(2);
+    }
+    Ok(())
+}
+
+/// Reads `files` on every core, printing one JSON line per file in their order; a file that
+/// cannot be read is a line `{"outcome": "error", "file", "detail"}` and makes the exit code 1.
+async fn many(
+    services: std::sync::Arc<Services>,
+    files: Vec<PathBuf>,
+    base_url: Option<String>,
+    request: ReadRequest,
+) -> anyhow::Result<()> {
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get()) * 2;
+    let mut lines = futures_util::stream::iter(files)
+        .map(|file| {
+            let (services, request, base_url) =
+                (services.clone(), request.clone(), base_url.clone());
+            tokio::spawn(async move { read_file(&services, &file, base_url, &request).await })
+        })
+        .buffered(workers);
+    let mut failed = false;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    while let Some(line) = lines.next().await {
+        let line = line.unwrap_or_else(|e| json!({"outcome": "error", "detail": e.to_string()}));
+        failed |= line["outcome"] == "error";
+        std::io::Write::write_all(&mut out, format!("{line}\n").as_bytes())?;
+    }
+    std::io::Write::flush(&mut out)?;
+    if failed {
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+async fn read_file(
+    services: &Services,
+    file: &Path,
+    base_url: Option<String>,
+    request: &ReadRequest,
+) -> serde_json::Value {
+    let error = |detail: String| json!({"outcome": "error", "file": file.display().to_string(), "detail": detail});
+    let base_url = match base_url {
+        Some(b) => b,
+        None => match std::path::absolute(file)
+            .ok()
+            .and_then(|p| url::Url::from_file_path(p).ok())
+        {
+            Some(u) => u.to_string(),
+            None => return error("no file URL for this path; pass --base-url".into()),
+        },
+    };
+    let html = match tokio::fs::read(file).await {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(e) => return error(format!("reading it: {e}")),
+    };
+    match services.read.read_document(html, &base_url, request).await {
+        Ok(outcome) => ReadResult::from(outcome).to_json_value(),
+        Err(e) => error(e.to_string()),
+    }
+}
+
+/// The `.html`/`.htm` files under `dir`, depth first, sorted by path.
+fn pages_under(dir: &Path, into: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            pages_under(&path, into)?;
+        } else if path
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"))
+        {
+            into.push(path);
+        }
+    }
+    Ok(())
+}
