@@ -172,7 +172,7 @@ async fn read_file(
         },
     };
     let html = match tokio::fs::read(file).await {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Ok(bytes) => svc_fetch::decode(&bytes, None).0,
         Err(e) => return error(format!("reading it: {e}")),
     };
     match services.read.read_document(html, &base_url, request).await {

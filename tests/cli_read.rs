@@ -98,3 +98,40 @@ fn a_folder_is_read_recursively_in_path_order_with_one_base_url() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no .html or .htm file"));
 }
+
+/// A saved page is decoded as a fetched one is: by its `<meta>` charset, not as UTF-8 at any
+/// cost (`caf\xe9` in windows-1252 is "café", not "caf\u{fffd}").
+#[test]
+fn a_saved_page_is_decoded_by_its_declared_charset() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("latin.html");
+    let mut html =
+        b"<html><head><meta charset=\"windows-1252\"><title>Menu</title></head><body><article><p>"
+            .to_vec();
+    html.extend_from_slice(
+        b"Un caf\xe9 cr\xe8me, s'il vous pla\xeet. "
+            .repeat(20)
+            .as_slice(),
+    );
+    html.extend_from_slice(b"</p></article></body></html>");
+    std::fs::write(&page, html).unwrap();
+    let out = svc(dir.path())
+        .args([
+            "read",
+            "--format",
+            "text",
+            "--base-url",
+            "https://cafe.example/",
+        ])
+        .arg("--file")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("Un café crème, s'il vous plaît."), "{text}");
+}

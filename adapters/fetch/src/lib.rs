@@ -8,6 +8,10 @@
 //! deadline. robots.txt is honoured unless the caller opts out, and the decision is reported.
 
 mod charset;
+
+/// Text of a saved page by the same rules as a fetched one (BOM, then the `<meta>` charset,
+/// else UTF-8 when valid, else windows-1252): `svc read --file` decodes with it.
+pub use charset::decode;
 pub mod policy;
 mod robots;
 
