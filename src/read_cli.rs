@@ -90,15 +90,12 @@ pub async fn run(args: ReadArgs) -> anyhow::Result<()> {
                 .base_url
                 .as_deref()
                 .context("--base-url is required with one --file (the URL the page came from)")?;
-            let html =
+            let bytes =
                 std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+            let (html, _) = svc_fetch::decode(&bytes, None);
             services
                 .read
-                .read_document(
-                    String::from_utf8_lossy(&html).into_owned(),
-                    base_url,
-                    &request,
-                )
+                .read_document(html, base_url, &request)
                 .await?
         }
         None => services.read.read(&request).await?,
