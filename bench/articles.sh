@@ -6,7 +6,7 @@
 #   (b) trafilatura 2.3.1 (PyPI, venv .venv-bench) over the same pages in one process;
 #   (c) the corpus's own score.py on both, then a table with CPU seconds (start-up included)
 #       and peak RSS of each side.
-# Usage: bench/articles.sh     Env: SVC_BIN (default: a release build), SVC_ARTICLES_DIR.
+# Usage: bench/articles.sh     Env: SVC_BIN (default: the dist build), SVC_ARTICLES_DIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 corpus=${SVC_ARTICLES_DIR:-../shared/corpora/articles}
@@ -14,8 +14,8 @@ out=${CARGO_TARGET_DIR:-target}/bench/articles
 mkdir -p "$out"
 bin=${SVC_BIN:-}
 if [ -z "$bin" ]; then
-  cargo build --release --locked --bin svc
-  bin=${CARGO_TARGET_DIR:-target}/release/svc
+  cargo build --profile dist --locked --bin svc
+  bin=${CARGO_TARGET_DIR:-target}/dist/svc
 fi
 venv=.venv-bench
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import trafilatura' 2>/dev/null; then
