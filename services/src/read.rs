@@ -13,6 +13,10 @@ use svc_ports::{
 use url::Url;
 
 /// Longest `max_age` honoured; pages older than this are purged from the cache.
+/// Reads of one batch fetched at once: enough to overlap slow sites, few enough that one
+/// caller's batch does not crowd out everyone else's reads.
+pub const BATCH_CONCURRENCY: usize = 4;
+
 pub const MAX_CACHE_AGE_SECONDS: u64 = 7 * 24 * 3600;
 /// Limits on CSS selectors, which cost matching time on every element.
 pub const MAX_SELECTORS: usize = 20;
@@ -242,6 +246,25 @@ impl ReadService {
             return Err(ReadError::MissingScope("read"));
         }
         self.read(request).await
+    }
+
+    /// Many reads for an API key's holder, each exactly as [`Self::read_for`] (cache, guard,
+    /// robots), at most [`BATCH_CONCURRENCY`] at a time; the answers in the order asked.
+    pub async fn read_many_for(
+        &self,
+        principal: &crate::Principal,
+        requests: &[ReadRequest],
+    ) -> Result<Vec<Result<ReadOutcome, ReadError>>, ReadError> {
+        use futures_util::StreamExt;
+        if !principal.key.scopes.contains("read") {
+            return Err(ReadError::MissingScope("read"));
+        }
+        // Owned requests: a future borrowing from the slice is not `Send` for every lifetime.
+        Ok(futures_util::stream::iter(requests.to_vec())
+            .map(|r| async move { self.read(&r).await })
+            .buffered(BATCH_CONCURRENCY)
+            .collect()
+            .await)
     }
 
     pub async fn read(&self, request: &ReadRequest) -> Result<ReadOutcome, ReadError> {

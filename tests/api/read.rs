@@ -537,3 +537,87 @@ async fn read_page_over_mcp_counts_against_the_key_rate_limit() {
     }
     assert_eq!(classes, ["ok", "ok", "rate_limited"]);
 }
+
+/// Issue 21: many pages in one call, each read as a single read would be, answered in order;
+/// one bad URL takes no other with it.
+#[tokio::test]
+async fn a_batch_answers_each_url_in_order_as_a_single_read_would() {
+    let (app, demo) = with_demo().await;
+    let article = demo.url("/articles/tides");
+    let urls = json!([
+        article,
+        demo.url("/account"),
+        "http://127.0.0.1:9/",
+        article
+    ]);
+    let resp = app
+        .http
+        .post(app.url("/api/read/batch"))
+        .header("Authorization", bearer(&app.api_key))
+        .json(&json!({"urls": urls, "format": "text"}))
+        .send()
+        .await
+        .unwrap();
+    let body = ok_json(resp).await;
+    let results = body["results"].as_array().unwrap();
+    assert_eq!(results.len(), 4, "{body}");
+    assert_eq!(results[0]["outcome"], "page");
+    assert_eq!(results[0]["format"], "text");
+    let single = ok_json(
+        app.read_post(json!({"url": article, "format": "text"}))
+            .await,
+    )
+    .await;
+    assert_eq!(results[0]["text"], single["text"]);
+    assert_eq!(single["cache"]["state"], "hit", "the batch's read was cached");
+    assert_eq!(results[1]["outcome"], "blocked", "{}", results[1]);
+    assert_eq!(results[2]["outcome"], "error");
+    assert_eq!(results[2]["failure_class"], "url_refused");
+    assert_eq!(results[2]["status"], 422);
+    assert_eq!(results[2]["url"], "http://127.0.0.1:9/");
+    assert_eq!(results[3]["outcome"], "page");
+
+    // The same over MCP.
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "read_pages", "arguments": {"urls": [article, "http://127.0.0.1:9/"]}}});
+    let (_, tool) = app
+        .mcp(call, Some(&bearer(&app.api_key)), "2025-11-25")
+        .await;
+    let answers = &tool["result"]["structuredContent"]["results"];
+    assert_eq!(answers[0]["outcome"], "page", "{tool}");
+    assert_eq!(answers[1]["failure_class"], "url_refused", "{tool}");
+
+    // 0 or 21 URLs, or a key without read: refused before anything is fetched.
+    for urls in [json!([]), json!(vec![article.clone(); 21])] {
+        let resp = app
+            .http
+            .post(app.url("/api/read/batch"))
+            .header("Authorization", bearer(&app.api_key))
+            .json(&json!({ "urls": urls }))
+            .send()
+            .await
+            .unwrap();
+        assert!(resp.status().is_client_error(), "{}", resp.status());
+    }
+    let discoverer = app
+        .services
+        .keys
+        .create_key(CreateKey {
+            email: Email::parse("batch@example.com").unwrap(),
+            plan: Plan::Sandbox,
+            credits: None,
+            scopes: Scopes::parse_list("discover").unwrap(),
+            label: "no read".into(),
+        })
+        .await
+        .unwrap();
+    let resp = app
+        .http
+        .post(app.url("/api/read/batch"))
+        .header("Authorization", bearer(discoverer.secret.expose()))
+        .json(&json!({ "urls": [article] }))
+        .send()
+        .await
+        .unwrap();
+    problem(resp, 403, "insufficient_scope").await;
+}

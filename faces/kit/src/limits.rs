@@ -47,6 +47,25 @@ impl RateLimits {
         })
     }
 
+    /// `n` more requests with this key at once (a batch); 0 is always allowed.
+    pub fn check_key_n(&self, key: &ApiKeyId, n: usize) -> Result<(), ApiProblem> {
+        let Some(n) = u32::try_from(n).ok().and_then(NonZeroU32::new) else {
+            return Ok(());
+        };
+        match self.per_key.check_key_n(key, n) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(not_until)) => {
+                let wait = not_until.wait_time_from(DefaultClock::default().now());
+                Err(limited("Too many requests with this API key.", wait))
+            }
+            // More than the whole burst: never allowed, however long one waits.
+            Err(_) => Err(limited(
+                "This batch is larger than the key's rate limit allows at once.",
+                std::time::Duration::from_secs(60),
+            )),
+        }
+    }
+
     /// Forgets idle clients so the tables stay small; run on a timer.
     pub fn housekeep(&self) {
         self.per_ip.retain_recent();
@@ -99,6 +118,21 @@ mod tests {
         limits.check_key(&key).unwrap();
         limits.check_key(&key).unwrap();
         assert!(limits.check_key(&key).is_err());
+    }
+
+    /// A batch of n URLs spends n from the key's budget; one larger than the burst never passes.
+    #[test]
+    fn a_batch_spends_one_per_url() {
+        let limits = RateLimits::new(100, 5);
+        let key = ApiKeyId::from_ulid(Ulid::nil());
+        limits.check_key(&key).unwrap();
+        limits.check_key_n(&key, 0).unwrap();
+        limits.check_key_n(&key, 3).unwrap();
+        assert!(limits.check_key_n(&key, 2).is_err(), "1 + 3 + 2 > 5");
+        limits.check_key(&key).unwrap();
+        let other = ApiKeyId::from_ulid(Ulid::from_parts(1, 1));
+        let p = limits.check_key_n(&other, 6).unwrap_err();
+        assert!(p.detail.contains("larger than"), "{}", p.detail);
     }
 
     /// Issue 15: the request limit keyed IPv6 clients by their full address, so one client

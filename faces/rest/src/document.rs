@@ -93,6 +93,7 @@ pub fn complete(doc: &mut Value, ctx: &AppContext) {
 /// JSON request bodies: the server takes `null` for an optional field as its absence.
 const JSON_BODIES: &[&str] = &[
     "ReadBody",
+    "ReadBatchBody",
     "RegisterBody",
     "VerifyBody",
     "DeviceAuthorizationJson",
@@ -231,6 +232,17 @@ fn constrain_requests(doc: &mut Value) {
             }
         }),
     );
+    merge(
+        doc,
+        &format!("{schemas}/ReadBatchBody"),
+        json!({
+            "properties": {
+                "urls": {"items": {"format": "uri", "pattern": HTTP_URL}, "examples": [["https://example.com/"]]},
+                "include_selectors": selector,
+                "exclude_selectors": selector,
+            }
+        }),
+    );
     let read = "/paths/~1api~1read/get";
     for (name, patch) in [
         (
@@ -289,7 +301,12 @@ fn failure_class_enums(doc: &mut Value) {
         .iter()
         .map(|c| Value::from(c.as_str()))
         .collect();
-    for schema in ["Problem", "ExecutionFailure", "OAuthError"] {
+    for schema in [
+        "Problem",
+        "ExecutionFailure",
+        "OAuthError",
+        "ReadBatchError",
+    ] {
         merge(
             doc,
             &format!("/components/schemas/{schema}/properties/failure_class"),

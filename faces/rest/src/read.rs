@@ -24,6 +24,13 @@ pub enum ReadResponse {
     Unreachable(Json<Problem>),
 }
 
+#[derive(ApiResponse)]
+pub enum ReadBatchResponse {
+    /// One answer per URL, in their order: a page, `blocked`, or `error` (refused, unreachable).
+    #[oai(status = 200)]
+    Ok(Json<ReadBatchResult>),
+}
+
 pub struct ReadApi {
     pub ctx: AppContext,
 }
@@ -96,5 +103,36 @@ impl ReadApi {
         body: JsonBody<ReadBody>,
     ) -> Result<ReadResponse, ApiProblem> {
         self.run(auth, body.0).await
+    }
+
+    /// Read up to 20 public pages at once
+    ///
+    /// Each URL is read as `POST /api/read` would read it (cache, guarded client, robots.txt)
+    /// and counts as one request against the key's rate limit; the answers come in the order
+    /// of `urls`, each a page, a `blocked` outcome, or an `error` with the problem a single read
+    /// would have had (one bad URL takes no other with it).
+    #[oai(path = "/api/read/batch", method = "post", operation_id = "readPages")]
+    async fn read_batch(
+        &self,
+        req: &poem::Request,
+        auth: ApiKeyAuth,
+        body: JsonBody<ReadBatchBody>,
+    ) -> Result<ReadBatchResponse, ApiProblem> {
+        // The key's limit already counted this request once: the other URLs count too.
+        if let Some(edge) = req.data::<kit::edge::Edge>() {
+            let more = body.urls.len().saturating_sub(1);
+            edge.limits.check_key_n(&auth.0.key.id, more)?;
+        }
+        let urls = body.urls.clone();
+        let answers = self
+            .ctx
+            .services
+            .read
+            .read_many_for(&auth.0, &body.0.into_requests())
+            .await
+            .map_err(read_problem)?;
+        Ok(ReadBatchResponse::Ok(Json(ReadBatchResult::of(
+            &urls, answers,
+        ))))
     }
 }

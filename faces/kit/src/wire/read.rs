@@ -8,7 +8,7 @@ use poem_openapi::{Enum, Object, Union, types::ToJSON};
 use std::collections::BTreeMap;
 use svc_ports::{ExtractOptions, RobotsDecision};
 use svc_services::{
-    Principal, ReadOutcome, ReadRequest,
+    Principal, ReadError, ReadOutcome, ReadRequest,
     read::{
         BlockReason, Blocked, CacheInfo, CacheState, ContentFormat, DEFAULT_MAX_AGE_SECONDS,
         PageRead,
@@ -83,6 +83,111 @@ impl ReadBody {
                 .max_age
                 .map_or(DEFAULT_MAX_AGE_SECONDS, |s| s.max(0.0) as u64),
         }
+    }
+}
+
+/// Many pages, read as one each (the same options for all).
+#[derive(Debug, Clone, Object)]
+#[oai(deny_unknown_fields)]
+pub struct ReadBatchBody {
+    /// 1 to 20 absolute `http` or `https` URLs of public pages; answered in this order.
+    #[oai(validator(min_items = 1, max_items = 20, min_length = 1, max_length = 2048))]
+    pub urls: Vec<String>,
+    pub format: Option<ReadFormat>,
+    /// Keep only the main content (default true); false keeps the whole body.
+    pub main_content_only: Option<bool>,
+    /// CSS selectors whose matches are the content (main-content detection is then skipped).
+    #[oai(validator(max_items = 20, max_length = 256))]
+    pub include_selectors: Option<Vec<String>>,
+    /// CSS selectors whose matches are removed first.
+    #[oai(validator(max_items = 20, max_length = 256))]
+    pub exclude_selectors: Option<Vec<String>>,
+    /// Oldest cached copy acceptable, in seconds (default 600, at most 604800); 0 always
+    /// fetches.
+    #[oai(validator(minimum(value = "0"), maximum(value = "604800")))]
+    pub max_age: Option<f64>,
+}
+
+impl ReadBatchBody {
+    /// One read request per URL, in order.
+    pub fn into_requests(self) -> Vec<ReadRequest> {
+        let Self {
+            urls,
+            format,
+            main_content_only,
+            include_selectors,
+            exclude_selectors,
+            max_age,
+        } = self;
+        urls.into_iter()
+            .map(|url| {
+                ReadBody {
+                    url,
+                    format,
+                    main_content_only,
+                    include_selectors: include_selectors.clone(),
+                    exclude_selectors: exclude_selectors.clone(),
+                    max_age,
+                }
+                .into_request()
+            })
+            .collect()
+    }
+}
+
+/// A URL of a batch that could not be read at all (refused, unreachable): the problem a single
+/// read of it would have answered.
+#[derive(Debug, Clone, Object)]
+pub struct ReadBatchError {
+    pub url: String,
+    /// The HTTP status a single read would have had.
+    pub status: u16,
+    /// One of the published `failure_class` values.
+    pub failure_class: String,
+    pub detail: String,
+    pub retryable: bool,
+}
+
+/// One URL's answer in a batch: `outcome` is `page`, `blocked` or `error`.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, Union)]
+#[oai(discriminator_name = "outcome", one_of)]
+pub enum ReadBatchItem {
+    #[oai(mapping = "page")]
+    Page(ReadPage),
+    #[oai(mapping = "blocked")]
+    Blocked(ReadBlocked),
+    #[oai(mapping = "error")]
+    Error(ReadBatchError),
+}
+
+/// The answers of a batch, in the order of its URLs.
+#[derive(Debug, Clone, Object)]
+pub struct ReadBatchResult {
+    pub results: Vec<ReadBatchItem>,
+}
+
+impl ReadBatchResult {
+    pub fn of(urls: &[String], answers: Vec<Result<ReadOutcome, ReadError>>) -> Self {
+        let results = urls
+            .iter()
+            .zip(answers)
+            .map(|(url, answer)| match answer {
+                Ok(ReadOutcome::Page(p)) => ReadBatchItem::Page((*p).into()),
+                Ok(ReadOutcome::Blocked(b)) => ReadBatchItem::Blocked((*b).into()),
+                Err(e) => {
+                    let problem = crate::errors::read_problem(e);
+                    ReadBatchItem::Error(ReadBatchError {
+                        url: url.clone(),
+                        status: problem.class.http_status(),
+                        failure_class: problem.class.as_str().to_owned(),
+                        retryable: problem.class.retryable(),
+                        detail: problem.detail,
+                    })
+                }
+            })
+            .collect();
+        Self { results }
     }
 }
 

@@ -203,7 +203,7 @@ mod tests {
     #[test]
     fn every_served_description_is_clean_prose() {
         let tools = router().list_all();
-        assert_eq!(tools.len(), 15);
+        assert_eq!(tools.len(), 16);
         for tool in tools {
             let description = tool.description.as_deref().unwrap_or_default();
             assert!(!description.is_empty(), "{} has no description", tool.name);

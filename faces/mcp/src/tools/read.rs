@@ -2,7 +2,7 @@
 
 use kit::{
     errors::read_problem,
-    wire::read::{ReadBody, ReadFormat, ReadResult},
+    wire::read::{ReadBatchBody, ReadBatchResult, ReadBody, ReadFormat, ReadResult},
 };
 use rmcp::{
     ErrorData as McpError,
@@ -47,6 +47,29 @@ pub struct ReadPageArgs {
     pub max_age: Option<u32>,
 }
 
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadPagesArgs {
+    /// 1 to 20 absolute http or https URLs of public pages; answered in this order.
+    #[schemars(length(min = 1, max = 20), inner(length(min = 1, max = 2048)))]
+    pub urls: Vec<String>,
+    /// Main content format; html adds the cleaned HTML. Default markdown.
+    pub format: Option<Format>,
+    /// Keep only the main content (default true); false keeps the whole body.
+    pub main_content_only: Option<bool>,
+    /// Oldest cached copy acceptable, in seconds (default 600); 0 always fetches.
+    #[schemars(range(max = 604800))]
+    pub max_age: Option<u32>,
+}
+
+fn read_format(f: Format) -> ReadFormat {
+    match f {
+        Format::Markdown => ReadFormat::Markdown,
+        Format::Text => ReadFormat::Text,
+        Format::Html => ReadFormat::Html,
+    }
+}
+
 #[tool_router(router = read_router, vis = "pub(crate)")]
 impl SvcMcp {
     #[tool(
@@ -69,11 +92,7 @@ impl SvcMcp {
         let principal = principal!(&self.ctx, parts);
         let body = ReadBody {
             url: args.url,
-            format: args.format.map(|f| match f {
-                Format::Markdown => ReadFormat::Markdown,
-                Format::Text => ReadFormat::Text,
-                Format::Html => ReadFormat::Html,
-            }),
+            format: args.format.map(read_format),
             main_content_only: args.main_content_only,
             include_selectors: args.include_selectors,
             exclude_selectors: args.exclude_selectors,
@@ -88,6 +107,51 @@ impl SvcMcp {
                 .await
             {
                 Ok(outcome) => wire_answer(&ReadResult::from(outcome)),
+                Err(e) => tool_error(&read_problem(e)),
+            },
+        )
+    }
+
+    #[tool(
+        name = "read_pages",
+        title = "Read several web pages",
+        description = "Reads 1 to 20 public web pages at once, each exactly as read_page would (guarded client, \
+            robots.txt honoured, a copy up to max_age seconds old may answer), and returns one answer per URL in \
+            their order: a page, outcome blocked with a reason, or outcome error with the problem a single read \
+            would have had; one bad URL takes no other with it. Each URL counts as one request against the key's \
+            rate limit. Needs an API key with the read scope.",
+        output_schema = wire::<ReadBatchResult>(),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = true)
+    )]
+    async fn read_pages(
+        &self,
+        Extension(parts): Extension<http::request::Parts>,
+        Parameters(args): Parameters<ReadPagesArgs>,
+    ) -> Result<CallToolResult, McpError> {
+        let principal = principal!(&self.ctx, parts);
+        if let Some(limits) = parts.extensions.get::<kit::limits::RateLimits>()
+            && let Err(problem) =
+                limits.check_key_n(&principal.key.id, args.urls.len().saturating_sub(1))
+        {
+            return Ok(tool_error(&problem));
+        }
+        let body = ReadBatchBody {
+            urls: args.urls.clone(),
+            format: args.format.map(read_format),
+            main_content_only: args.main_content_only,
+            include_selectors: None,
+            exclude_selectors: None,
+            max_age: args.max_age.map(f64::from),
+        };
+        Ok(
+            match self
+                .ctx
+                .services
+                .read
+                .read_many_for(&principal, &body.into_requests())
+                .await
+            {
+                Ok(answers) => wire_answer(&ReadBatchResult::of(&args.urls, answers)),
                 Err(e) => tool_error(&read_problem(e)),
             },
         )
