@@ -163,8 +163,9 @@ impl ActivityService {
                 "limit must be between 1 and {MAX_TASK_PAGE}, not {limit}."
             )));
         }
+        // No store keeps a NUL in text, and no host name has a control character.
         if let Some(d) = &request.domain
-            && (d.is_empty() || d.len() > MAX_DOMAIN_LEN)
+            && (d.is_empty() || d.len() > MAX_DOMAIN_LEN || d.chars().any(char::is_control))
         {
             return Err(ActivityError::Invalid(format!(
                 "domain must be a host name of 1 to {MAX_DOMAIN_LEN} characters."
