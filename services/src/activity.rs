@@ -352,10 +352,15 @@ fn key_usage<'a>(
     &mut day.by_key[i]
 }
 
-/// The cursor as the caller sees it: base64url of `{created_at in µs}.{task id}`. Opaque to
-/// callers; its form may change (an old one is then refused as invalid, never misread).
+/// The cursor as the caller sees it: base64url of `{created_at in ns}.{task id}` (nanoseconds:
+/// exact for every store's precision). Opaque to callers; its form may change (an old one is
+/// then refused as invalid, never misread).
 fn encode_cursor(c: &TaskCursor) -> String {
-    URL_SAFE_NO_PAD.encode(format!("{}.{}", c.created_at.timestamp_micros(), c.id))
+    let at = c
+        .created_at
+        .timestamp_nanos_opt()
+        .unwrap_or(c.created_at.timestamp_micros().saturating_mul(1000));
+    URL_SAFE_NO_PAD.encode(format!("{at}.{}", c.id))
 }
 
 fn decode_cursor(s: &str) -> Result<TaskCursor, ActivityError> {
@@ -366,12 +371,8 @@ fn decode_cursor(s: &str) -> Result<TaskCursor, ActivityError> {
     };
     let bytes = URL_SAFE_NO_PAD.decode(s).map_err(|_| invalid())?;
     let text = String::from_utf8(bytes).map_err(|_| invalid())?;
-    let (micros, id) = text.split_once('.').ok_or_else(invalid)?;
-    let created_at = micros
-        .parse::<i64>()
-        .ok()
-        .and_then(|m| Utc.timestamp_micros(m).single())
-        .ok_or_else(invalid)?;
+    let (nanos, id) = text.split_once('.').ok_or_else(invalid)?;
+    let created_at = Utc.timestamp_nanos(nanos.parse::<i64>().map_err(|_| invalid())?);
     let id = TaskId::parse(id).map_err(|_| invalid())?;
     Ok(TaskCursor { created_at, id })
 }
@@ -383,7 +384,7 @@ mod tests {
     #[test]
     fn cursors_round_trip_and_anything_else_is_refused() {
         let c = TaskCursor {
-            created_at: Utc.timestamp_micros(1_780_000_000_123_456).unwrap(),
+            created_at: Utc.timestamp_nanos(1_780_000_000_123_456_789),
             id: TaskId::from_ulid(ulid::Ulid::new()),
         };
         assert_eq!(decode_cursor(&encode_cursor(&c)).unwrap(), c);
