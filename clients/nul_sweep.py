@@ -103,6 +103,11 @@ QUERY_OPS = [
     "/api/payment-authorities/{}/revocation",
     "/api/readiness/scans/{}",
     "/api/tasks/{}",
+    "/api/tasks?domain={}",
+    "/api/tasks?cursor={}",
+    "/api/tasks?status={}",
+    "/api/tasks?since={}",
+    "/api/usage/history?from={}",
     "/api/telemetry/funnel?hours={}",
     "/readiness/{}",
     "/signin?next={}",
@@ -153,6 +158,9 @@ TOOLS = [
     ("svc_start_connection", {"provider": "booking-sandbox", "expected_account": "x"}),
     ("svc_create_checkout_session", {"plan": "starter"}),
     ("svc_verify_task", {"task_id": "task_01JZZZZZZZZZZZZZZZZZZZZZZZ"}),
+    ("svc_list_tasks", {"status": "completed", "domain": "shop.sandbox.test", "cursor": "x",
+                        "since": "2026-01-01T00:00:00Z", "until": "2026-02-01T00:00:00Z"}),
+    ("svc_usage_history", {"from": "2026-01-01", "to": "2026-01-31"}),
 ]
 for i, (tool, args) in enumerate(TOOLS):
     for where, bad in poison(args):

@@ -23,6 +23,10 @@ mod helpers;
 
 use helpers::{TestApp, TestClock, bearer};
 
+/// The account page's activity list and usage chart at both widths.
+#[path = "browser/activity.rs"]
+mod activity;
+
 const AGENT_NAME: &str = "Browser E2E Agent";
 const DEVICE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
 /// Longer than the poll interval the service asks for (5 s), so no poll gets `slow_down`.

@@ -17,7 +17,7 @@ use crate::{
     scenarios::{new_account, t0},
 };
 
-fn checkout(account: &AccountId, key: Option<&str>) -> CheckoutRecord {
+pub(crate) fn checkout(account: &AccountId, key: Option<&str>) -> CheckoutRecord {
     CheckoutRecord {
         id: CheckoutId::from_ulid(Ulid::new()),
         account_id: account.clone(),
@@ -34,7 +34,7 @@ fn checkout(account: &AccountId, key: Option<&str>) -> CheckoutRecord {
     }
 }
 
-fn event(fact: PaymentFact) -> PaymentEvent {
+pub(crate) fn event(fact: PaymentFact) -> PaymentEvent {
     PaymentEvent {
         provider: "sandbox".into(),
         webhook_id: format!("msg_{}", Ulid::new()),
@@ -45,7 +45,7 @@ fn event(fact: PaymentFact) -> PaymentEvent {
     }
 }
 
-fn paid(c: &CheckoutRecord, payment: &str) -> PaymentFact {
+pub(crate) fn paid(c: &CheckoutRecord, payment: &str) -> PaymentFact {
     PaymentFact::Paid {
         payment_id: payment.into(),
         checkout_id: c.id.clone(),

@@ -6,6 +6,7 @@
 //! rather than skip, so a green run always means all three stores were checked.
 
 pub mod actions;
+pub mod activity;
 pub mod authority;
 pub mod billing;
 pub mod billing_model;
@@ -209,6 +210,10 @@ macro_rules! contract_suite {
             telemetry_batches_are_stored_whole_and_counted,
             scan_reports_round_trip_whole
         );
+        $crate::contract_suite!(@activity $backend;
+            tasks_are_listed_newest_first_a_page_at_a_time,
+            usage_per_day_adds_up_to_the_ledger
+        );
         $crate::contract_suite!(@billing $backend;
             checkouts_are_unique_per_idempotency_key,
             payments_credit_once_and_replays_change_nothing,
@@ -286,6 +291,15 @@ macro_rules! contract_suite {
             async fn $name() {
                 let backend = $backend().await;
                 $crate::actions::$name(&backend).await;
+            }
+        )+
+    };
+    (@activity $backend:path; $($name:ident),+) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let backend = $backend().await;
+                $crate::activity::$name(&backend).await;
             }
         )+
     };

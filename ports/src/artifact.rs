@@ -79,4 +79,9 @@ pub trait Signer: Send + Sync {
     /// The JWK Set (`{"keys": [{"kty": "OKP", "crv": "Ed25519", "x", "kid", "use": "sig",
     /// "alg": "EdDSA"}]}`) served at `/.well-known/jwks.json`.
     fn jwks(&self) -> Value;
+
+    /// Checks `artifact`'s signature against the key its `kid` names in [`Self::jwks`]
+    /// (active or retired), exactly as an offline verifier would with the JWKS; `Err` says
+    /// why it does not verify, in a sentence.
+    fn verify(&self, artifact: &Value) -> Result<(), String>;
 }

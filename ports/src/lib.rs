@@ -8,6 +8,7 @@
 pub mod a2a;
 pub mod account;
 pub mod actions;
+pub mod activity;
 pub mod artifact;
 pub mod authority;
 pub mod billing;
@@ -36,6 +37,7 @@ pub mod webhooks;
 pub use a2a::{A2aTask, A2aTaskStore};
 pub use account::{Account, Email, Environment, Plan};
 pub use actions::{ActionFamily, ActionSpec, AgentMap, Domain, MapDocument, MapError, MapStatus};
+pub use activity::{TaskCursor, TaskQuery, UsageKind, UsageRow};
 pub use artifact::{
     ArtifactSignature, ArtifactSource, ArtifactStatus, Signer, VerificationArtifact,
 };

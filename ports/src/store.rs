@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use crate::{
     account::{Account, Email, Environment},
     actions::{AgentMap, Domain, MapDocument},
+    activity::{TaskQuery, UsageRow},
     authority::{AuthoritySpendRecord, AuthorityUsage, PaymentAuthority},
     billing::{
         CheckoutHandoff, CheckoutOutcome, CheckoutRecord, EventOutcome, MeterEvent, MeterOutcome,
@@ -299,6 +300,20 @@ pub trait LedgerStore: Send + Sync {
         account: &AccountId,
         limit: u32,
     ) -> Result<Vec<LedgerEntry>, StoreError>;
+
+    /// The credits the account moved at or after `from` and before `until`, summed per UTC
+    /// day and [`crate::activity::UsageKind`] (and, for charges and refunds, per key of the
+    /// task), as the ledger records them: `Charged` is the cost of each task settled completed
+    /// (its `capture` entry), `Refunded` of each settled failed (its `refund` entry), both on
+    /// the day they settled; `Bought` sums `purchase` entries, `Granted` `grant` entries. Tasks
+    /// that cost nothing and kinds with nothing that day give no row; the order is unspecified.
+    /// An unknown account has none.
+    async fn usage_by_day(
+        &self,
+        account: &AccountId,
+        from: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<Vec<UsageRow>, StoreError>;
 }
 
 /// Fetched pages, kept so a read can be answered from the store when the caller's `max_age`
@@ -429,6 +444,17 @@ pub trait TaskStore: Send + Sync {
         id: &TaskId,
         account: Option<AccountId>,
     ) -> Result<Option<TaskRecord>, StoreError>;
+
+    /// The account's tasks that match `query` ([`TaskQuery::matches`]: status, domain,
+    /// `since` inclusive, `until` exclusive, strictly after the cursor), newest first by
+    /// `(created_at, id)` both descending, at most `query.limit`. Keyset, never an offset: a
+    /// task inserted between two pages cannot make the next page repeat or skip one. Another
+    /// account's tasks never appear.
+    async fn list_tasks(
+        &self,
+        account: &AccountId,
+        query: &TaskQuery,
+    ) -> Result<Vec<TaskRecord>, StoreError>;
 
     /// Tasks still in flight that began before `before` (their process may have died).
     async fn unsettled_tasks(&self, before: DateTime<Utc>) -> Result<Vec<TaskRecord>, StoreError>;

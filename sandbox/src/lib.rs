@@ -7,6 +7,7 @@ mod demo_site;
 mod memory;
 mod memory_a2a;
 mod memory_actions;
+mod memory_activity;
 mod memory_authority;
 mod memory_billing;
 mod memory_connections;

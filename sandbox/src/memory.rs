@@ -222,6 +222,20 @@ impl LedgerStore for MemoryStore {
             .cloned()
             .collect())
     }
+
+    async fn usage_by_day(
+        &self,
+        account: &AccountId,
+        from: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<Vec<svc_ports::UsageRow>, StoreError> {
+        Ok(crate::memory_activity::usage_by_day(
+            &self.lock(),
+            account,
+            from,
+            until,
+        ))
+    }
 }
 
 #[async_trait]

@@ -301,6 +301,18 @@ impl TaskStore for MemoryStore {
             .cloned())
     }
 
+    async fn list_tasks(
+        &self,
+        account: &AccountId,
+        query: &svc_ports::TaskQuery,
+    ) -> Result<Vec<TaskRecord>, StoreError> {
+        Ok(crate::memory_activity::list_tasks(
+            &self.lock(),
+            account,
+            query,
+        ))
+    }
+
     async fn unsettled_tasks(&self, before: DateTime<Utc>) -> Result<Vec<TaskRecord>, StoreError> {
         let s = self.lock();
         let mut out: Vec<TaskRecord> = s

@@ -2,6 +2,7 @@
 
 pub mod a2a;
 pub mod actions;
+pub mod activity;
 pub mod auth;
 pub mod authority;
 pub mod billing;
@@ -29,6 +30,7 @@ use svc_ports::{
 pub use actions::{
     ActionService, ExecuteRefusal, ExecuteRequest, Executed, TaskVerified, VerifyRefusal,
 };
+pub use activity::{ActivityError, ActivityService, TaskListRequest};
 pub use auth::{AuthError, Authenticator, Principal};
 pub use authority::{AuthorityFailure, AuthorityReport, AuthorityService, NewAuthority};
 pub use billing::{BillingFailure, BillingService, BillingSettings, HandoffOffer, HandoffState};
@@ -90,6 +92,7 @@ pub struct Services {
     pub limit_store: Arc<dyn LimitStore>,
     pub clock: Arc<dyn Clock>,
     pub a2a: a2a::A2aTaskService,
+    pub activity: ActivityService,
 }
 
 /// Readiness scans allowed per client address per minute unless set otherwise.
@@ -168,6 +171,13 @@ impl Services {
             ),
             connections,
             a2a: a2a::A2aTaskService::new(ports.a2a_tasks.clone(), ports.clock.clone()),
+            activity: ActivityService::new(
+                ports.tasks.clone(),
+                ports.ledger.clone(),
+                ports.accounts.clone(),
+                ports.signer.clone(),
+                ports.clock.clone(),
+            ),
             billing: BillingService::new(
                 ports.billing.clone(),
                 ports.accounts.clone(),

@@ -3,6 +3,7 @@
 mod a2a_actions;
 mod a2a_stream;
 mod actions;
+mod activity;
 mod authority;
 mod authority_property;
 mod billing;

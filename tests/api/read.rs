@@ -569,7 +569,10 @@ async fn a_batch_answers_each_url_in_order_as_a_single_read_would() {
     )
     .await;
     assert_eq!(results[0]["text"], single["text"]);
-    assert_eq!(single["cache"]["state"], "hit", "the batch's read was cached");
+    assert_eq!(
+        single["cache"]["state"], "hit",
+        "the batch's read was cached"
+    );
     assert_eq!(results[1]["outcome"], "blocked", "{}", results[1]);
     assert_eq!(results[2]["outcome"], "error");
     assert_eq!(results[2]["failure_class"], "url_refused");

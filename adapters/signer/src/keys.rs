@@ -183,6 +183,10 @@ impl Signer for Ed25519Signer {
             .collect();
         json!({ "keys": keys })
     }
+
+    fn verify(&self, artifact: &Value) -> Result<(), String> {
+        crate::verify_artifact(artifact, &self.jwks()).map_err(|e| e.to_string())
+    }
 }
 
 impl fmt::Debug for Ed25519Signer {

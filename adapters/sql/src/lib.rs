@@ -6,6 +6,7 @@
 //! Money-guarding uniqueness lives in constraints, so several instances on one Postgres cannot
 //! apply the same grant twice.
 
+mod activity;
 mod errors;
 mod migrations;
 mod outcomes;

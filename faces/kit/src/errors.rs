@@ -3,8 +3,8 @@
 
 use svc_ports::FailureClass;
 use svc_services::{
-    AuthError, AuthorityFailure, BillingFailure, ExecuteRefusal, IdentityFailure, ReadError,
-    VerifyRefusal, connections::ConnectionFailure, readiness::ScanFailure,
+    ActivityError, AuthError, AuthorityFailure, BillingFailure, ExecuteRefusal, IdentityFailure,
+    ReadError, VerifyRefusal, connections::ConnectionFailure, readiness::ScanFailure,
     telemetry::TelemetryRefusal,
 };
 
@@ -198,6 +198,15 @@ impl From<AuthorityFailure> for ApiProblem {
             AuthorityFailure::NotFound => ApiProblem::new(FailureClass::NotFound, e.to_string()),
             AuthorityFailure::Invalid(d) => ApiProblem::new(FailureClass::InvalidRequest, d),
             AuthorityFailure::Internal(e) => ApiProblem::failure(e.as_ref()),
+        }
+    }
+}
+
+impl From<ActivityError> for ApiProblem {
+    fn from(e: ActivityError) -> Self {
+        match e {
+            ActivityError::Invalid(d) => ApiProblem::new(FailureClass::InvalidRequest, d),
+            ActivityError::Store(e) => ApiProblem::failure(&e),
         }
     }
 }

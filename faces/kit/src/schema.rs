@@ -1,6 +1,6 @@
 //! poem-openapi writes OpenAPI 3.0.0; the service serves 3.1.0. This rewrites the generated
 //! document: `nullable` becomes a `null` type (and joins a nullable `enum`), boolean exclusive
-//! bounds become numeric ones, and the version becomes 3.1.0.
+//! bounds become numeric ones, `naive-date` becomes `date`, and the version becomes 3.1.0.
 
 use serde_json::{Map, Value, json};
 
@@ -61,6 +61,11 @@ fn is_nullable_marker(v: &Value) -> bool {
 }
 
 fn rewrite_schema(map: &mut Map<String, Value>) {
+    // poem-openapi names chrono's `NaiveDate` `naive-date`; it is RFC 3339's `full-date`,
+    // which JSON Schema and OpenAPI call `date`.
+    if map.get("format").and_then(Value::as_str) == Some("naive-date") {
+        map.insert("format".into(), json!("date"));
+    }
     exclusive_bound(map, "exclusiveMinimum", "minimum");
     exclusive_bound(map, "exclusiveMaximum", "maximum");
 

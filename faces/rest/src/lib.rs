@@ -3,6 +3,7 @@
 //! and the OpenAPI 3.1 document they describe.
 
 pub mod actions;
+pub mod activity;
 pub mod auth;
 pub mod authority;
 pub mod connections;
@@ -82,6 +83,7 @@ type Apis = (
     readiness::ReadinessApi,
     connections::ConnectionsApi,
     authority::AuthorityApi,
+    activity::ActivityApi,
 );
 
 fn openapi_service(ctx: &AppContext) -> OpenApiService<Apis, ()> {
@@ -96,6 +98,7 @@ fn openapi_service(ctx: &AppContext) -> OpenApiService<Apis, ()> {
             readiness::ReadinessApi { ctx: ctx.clone() },
             connections::ConnectionsApi { ctx: ctx.clone() },
             authority::AuthorityApi { ctx: ctx.clone() },
+            activity::ActivityApi { ctx: ctx.clone() },
         ),
         "Agent action and commerce service",
         env!("CARGO_PKG_VERSION"),
@@ -131,6 +134,7 @@ pub fn openapi_document(ctx: &AppContext) -> Value {
         }
     }
     document::complete(&mut doc, ctx);
+    activity::document(&mut doc);
     doc
 }
 

@@ -45,6 +45,8 @@ pub(crate) struct AccountPage {
     contact_url: String,
     receipts: Vec<billing::ReceiptRow>,
     authorities: Vec<authority::AuthorityRow>,
+    /// The activity section (`account_activity.html`).
+    activity: activity::ActivitySection,
 }
 
 #[derive(Template)]
@@ -94,7 +96,12 @@ pub(crate) async fn render_account(
         Ok(a) => a,
         Err(e) => return visit.failure(IdentityFailure::Internal(anyhow::Error::new(e))),
     };
+    let activity = match activity::account_section(ctx, account).await {
+        Ok(a) => a,
+        Err(e) => return visit.failure(IdentityFailure::Internal(anyhow::Error::new(e))),
+    };
     let page = AccountPage {
+        activity,
         authorities: authorities
             .iter()
             .map(authority::AuthorityRow::of)

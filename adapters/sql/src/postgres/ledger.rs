@@ -151,4 +151,13 @@ impl LedgerStore for PostgresStore {
         .map(rows::ledger_entry)
         .collect()
     }
+
+    async fn usage_by_day(
+        &self,
+        account: &AccountId,
+        from: chrono::DateTime<chrono::Utc>,
+        until: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Vec<svc_ports::UsageRow>, StoreError> {
+        self.select_usage(account, from, until).await
+    }
 }

@@ -8,6 +8,7 @@
 
 mod a2a;
 mod accounts;
+mod activity;
 mod authority;
 mod billing;
 mod columns;

@@ -389,6 +389,14 @@ impl TaskStore for PostgresStore {
         .transpose()
     }
 
+    async fn list_tasks(
+        &self,
+        account: &AccountId,
+        query: &svc_ports::TaskQuery,
+    ) -> Result<Vec<TaskRecord>, StoreError> {
+        self.select_tasks(account, query).await
+    }
+
     async fn unsettled_tasks(&self, before: DateTime<Utc>) -> Result<Vec<TaskRecord>, StoreError> {
         sqlx::query(
             "SELECT id, account_id, key_id, domain, action, cost, idempotency_key, fingerprint, \

@@ -127,4 +127,13 @@ impl LedgerStore for SqliteStore {
         .map(rows::ledger_entry)
         .collect()
     }
+
+    async fn usage_by_day(
+        &self,
+        account: &AccountId,
+        from: chrono::DateTime<chrono::Utc>,
+        until: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Vec<svc_ports::UsageRow>, StoreError> {
+        self.select_usage(account, from, until).await
+    }
 }

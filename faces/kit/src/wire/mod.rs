@@ -1,6 +1,7 @@
 //! The wire types: the JSON bodies of the API, one definition for every face.
 
 pub mod actions;
+pub mod activity;
 pub mod authority;
 pub mod connections;
 pub mod discovery;

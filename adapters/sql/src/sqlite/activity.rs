@@ -1,0 +1,86 @@
+//! The activity statements of `TaskStore::list_tasks` and `LedgerStore::usage_by_day`: a
+//! keyset page of an account's tasks, and its credits per UTC day (times are milliseconds, so
+//! a day is `time / 86400000`).
+
+use chrono::{DateTime, Utc};
+use svc_ports::{AccountId, StoreError, TaskQuery, TaskRecord, UsageRow};
+
+use super::{SqliteStore, backend, millis};
+use crate::{activity::usage_row, rows};
+
+impl SqliteStore {
+    pub(super) async fn select_tasks(
+        &self,
+        account: &AccountId,
+        query: &TaskQuery,
+    ) -> Result<Vec<TaskRecord>, StoreError> {
+        let (after_at, after_id) = match &query.after {
+            Some(c) => (Some(millis(c.created_at)), Some(c.id.as_str())),
+            None => (None, None),
+        };
+        sqlx::query(
+            "SELECT id, account_id, key_id, domain, action, cost, idempotency_key, fingerprint, \
+             status, response_status, response_body, artifact_id, artifact, created_at, \
+             settled_at, verified_artifact, verified_at \
+             FROM tasks \
+             WHERE account_id = $1 \
+               AND ($2 IS NULL OR status = $2) \
+               AND ($3 IS NULL OR domain = $3) \
+               AND ($4 IS NULL OR created_at >= $4) \
+               AND ($5 IS NULL OR created_at < $5) \
+               AND ($6 IS NULL OR created_at < $6 OR (created_at = $6 AND id < $7)) \
+             ORDER BY created_at DESC, id DESC \
+             LIMIT $8",
+        )
+        .bind(account.as_str())
+        .bind(query.status.map(|s| s.as_str()))
+        .bind(query.domain.as_deref())
+        .bind(query.since.map(millis))
+        .bind(query.until.map(millis))
+        .bind(after_at)
+        .bind(after_id)
+        .bind(i64::from(query.limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| backend(e, "listing tasks"))?
+        .iter()
+        .map(rows::task)
+        .collect()
+    }
+
+    pub(super) async fn select_usage(
+        &self,
+        account: &AccountId,
+        from: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<Vec<UsageRow>, StoreError> {
+        // Charges and refunds from the settled tasks (their capture and refund entries are
+        // written with them, at `settled_at`, for their cost); the rest from the entries.
+        sqlx::query(
+            "SELECT settled_at / 86400000 AS day, \
+                CASE status WHEN 'completed' THEN 'charged' ELSE 'refunded' END AS usage, \
+                key_id, SUM(cost) AS credits, COUNT(*) AS entries \
+             FROM tasks \
+             WHERE account_id = $1 AND cost > 0 AND status IN ('completed', 'failed') \
+               AND settled_at >= $2 AND settled_at < $3 \
+             GROUP BY day, usage, key_id \
+             UNION ALL \
+             SELECT created_at / 86400000 AS day, \
+                CASE kind WHEN 'purchase' THEN 'bought' ELSE 'granted' END AS usage, \
+                NULL AS key_id, SUM(delta) AS credits, COUNT(*) AS entries \
+             FROM ledger_entries \
+             WHERE account_id = $1 AND kind IN ('purchase', 'grant') \
+               AND created_at >= $2 AND created_at < $3 \
+             GROUP BY day, usage",
+        )
+        .bind(account.as_str())
+        .bind(millis(from))
+        .bind(millis(until))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| backend(e, "summing usage"))?
+        .iter()
+        .map(usage_row)
+        .collect()
+    }
+}
