@@ -53,6 +53,7 @@ pub(crate) fn key_for(account: &Account, at: DateTime<Utc>) -> (ApiKeySecret, Ap
         label: "contract".into(),
         created_at: at,
         revoked_at: None,
+        expires_at: None,
     };
     (secret, record)
 }

@@ -159,7 +159,7 @@ impl AccountStore for MemoryStore {
         &self,
         prefix: &KeyPrefix,
         replacement: &ApiKeyRecord,
-        at: DateTime<Utc>,
+        old_expires_at: DateTime<Utc>,
     ) -> Result<ApiKeyRecord, KeyError> {
         let mut s = self.lock();
         let index = s
@@ -170,8 +170,11 @@ impl AccountStore for MemoryStore {
         if s.keys[index].revoked_at.is_some() {
             return Err(KeyError::AlreadyRevoked);
         }
+        if s.keys[index].expires_at.is_some() {
+            return Err(KeyError::AlreadyRotated);
+        }
         s.check_new_key(replacement)?;
-        s.keys[index].revoked_at = Some(at);
+        s.keys[index].expires_at = Some(old_expires_at);
         let old = s.keys[index].clone();
         s.keys.push(replacement.clone());
         Ok(old)

@@ -28,6 +28,9 @@ pub enum AuthError {
     Unknown,
     #[error("the API key was revoked")]
     Revoked,
+    /// Rotated, and its overlap has ended: its replacement works instead.
+    #[error("the API key was rotated and its overlap ended")]
+    Expired,
     #[error("a {presented} key was presented to the {server} service")]
     WrongEnvironment {
         presented: &'static str,
@@ -66,9 +69,10 @@ impl KeyCache {
     fn get(&self, hash: &KeyHash) -> Option<Principal> {
         let now = self.clock.now();
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        // A rotated key's overlap ends on the clock, on every instance at once, cached or not.
         entries
             .get(hash)
-            .filter(|(_, at)| now - *at < self.ttl && now >= *at)
+            .filter(|(p, at)| now - *at < self.ttl && now >= *at && !p.key.is_expired(now))
             .map(|(p, _)| p.clone())
     }
 
@@ -140,6 +144,9 @@ impl Authenticator {
         if key.is_revoked() {
             return Err(AuthError::Revoked);
         }
+        if key.is_expired(self.cache.clock.now()) {
+            return Err(AuthError::Expired);
+        }
         if account.environment != self.environment {
             return Err(AuthError::WrongEnvironment {
                 presented: account.environment.as_str(),
@@ -193,6 +200,7 @@ mod tests {
             label: "test".into(),
             created_at: Utc::now(),
             revoked_at: revoked.then(Utc::now),
+            expires_at: None,
         };
         (key, account)
     }
@@ -277,6 +285,29 @@ mod tests {
         assert!(matches!(
             auth.authenticate(LIVE).await,
             Err(AuthError::Revoked)
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_rotated_key_stops_when_its_overlap_ends_even_when_cached() {
+        let secret = ApiKeySecret::parse(LIVE).unwrap();
+        let clock = Arc::new(ManualClock::at(Utc::now()));
+        let (mut key, account) = record(&secret, false, Environment::Live);
+        key.expires_at = Some(clock.now() + TimeDelta::milliseconds(500));
+        let slot = Arc::new(Mutex::new(Some((key, account))));
+        let lookups = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let auth = Authenticator::new(
+            counting_store(slot, lookups),
+            Environment::Live,
+            Arc::new(KeyCache::new(clock.clone(), KeyCache::TTL)),
+        );
+        assert!(auth.authenticate(LIVE).await.is_ok());
+        clock.advance(TimeDelta::milliseconds(499));
+        assert!(auth.authenticate(LIVE).await.is_ok(), "within the overlap");
+        clock.advance(TimeDelta::milliseconds(1));
+        assert!(matches!(
+            auth.authenticate(LIVE).await,
+            Err(AuthError::Expired)
         ));
     }
 

@@ -33,7 +33,9 @@ pub use auth::{AuthError, Authenticator, Principal};
 pub use authority::{AuthorityFailure, AuthorityReport, AuthorityService, NewAuthority};
 pub use billing::{BillingFailure, BillingService, BillingSettings};
 pub use identity::{IdentityFailure, IdentityService, IdentitySettings, SignupKey};
-pub use keys::{CreateKey, IssuedKey, KeyService, KeyServiceError};
+pub use keys::{
+    CreateKey, DEFAULT_ROTATION_OVERLAP, Holder, IssuedKey, KeyService, KeyServiceError, RotatedKey,
+};
 pub use read::{ReadError, ReadOutcome, ReadRequest, ReadService};
 pub use usage::UsageService;
 
@@ -122,7 +124,8 @@ impl Services {
         let key_cache = Arc::new(auth::KeyCache::new(ports.clock.clone(), identity.key_cache));
         let keys = Arc::new(
             KeyService::new(ports.clone(), environment, key_cache.clone())
-                .with_free_credits(identity.free_credits),
+                .with_free_credits(identity.free_credits)
+                .with_rotation_overlap(identity.key_rotation_overlap),
         );
         let site_url = identity.site_url.clone();
         let telemetry = Arc::new(telemetry::TelemetryService::new(

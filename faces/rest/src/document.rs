@@ -55,6 +55,19 @@ pub const SIGNUP_SCOPES: &str = concat!(
     ws!(),
     "*$"
 );
+/// Scopes the device flow may ask for: a signup's, and `execute:consequential`, which the
+/// human sees apart and grants only by ticking it.
+pub const DEVICE_SCOPES: &str = concat!(
+    "^",
+    ws!(),
+    r"*[ ,]*(?:(?:read|discover|execute:consequential|execute)(?:[ ,]+(?:read|discover|execute:consequential|execute))*)?[ ,]*",
+    ws!(),
+    "*$"
+);
+/// One scope's syntax (`Scope::parse`).
+pub const SCOPE: &str = r"^[a-z0-9_.:*-]{1,64}$";
+/// A key prefix as listed.
+pub const KEY_PREFIX: &str = r"^svc_(?:live|test)_[0-9A-Za-z]{8}$";
 /// 1-255 visible ASCII characters, spaces only inside (HTTP drops them at the ends).
 pub const IDEMPOTENCY_KEY: &str = r"^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$";
 /// An absolute `http` or `https` URL (anything else is 422 `url_refused`).
@@ -100,6 +113,7 @@ const JSON_BODIES: &[&str] = &[
     "ExecuteBody",
     "ScanBody",
     "StartConnectionBody",
+    "CreateKeyBody",
 ];
 
 fn optional_may_be_null(doc: &mut Value) {
@@ -172,7 +186,7 @@ fn constrain_requests(doc: &mut Value) {
             "required": ["client_id"],
             "properties": {
                 "client_id": {"maxLength": 128, "pattern": PRINTABLE_NOT_BLANK},
-                "scope": {"maxLength": 256, "pattern": SIGNUP_SCOPES},
+                "scope": {"maxLength": 256, "pattern": DEVICE_SCOPES},
             }
         }),
     );
@@ -184,7 +198,7 @@ fn constrain_requests(doc: &mut Value) {
             "properties": {
                 "client_id": {"pattern": PRINTABLE_NOT_BLANK},
                 "agent_name": {"pattern": PRINTABLE},
-                "scope": {"pattern": SIGNUP_SCOPES},
+                "scope": {"pattern": DEVICE_SCOPES},
             },
             "anyOf": [
                 {"required": ["client_id"], "properties": {"client_id": {"type": "string"}}},
@@ -214,6 +228,22 @@ fn constrain_requests(doc: &mut Value) {
         &format!("{schemas}/ExecuteBody"),
         json!({"properties": {"params": {"type": "object"}}}),
     );
+    merge(
+        doc,
+        &format!("{schemas}/CreateKeyBody"),
+        json!({"properties": {
+            "name": {"pattern": PRINTABLE},
+            "scopes": {"items": {"pattern": SCOPE, "maxLength": 64}},
+        }}),
+    );
+    for op in [
+        "/paths/~1api~1keys~1{prefix}~1rotate/post",
+        "/paths/~1api~1keys~1{prefix}/delete",
+    ] {
+        if let Some(p) = parameter_schema(doc, op, "prefix") {
+            merge(doc, &p, json!({"pattern": KEY_PREFIX}));
+        }
+    }
     merge(
         doc,
         &format!("{schemas}/StartConnectionBody"),
@@ -725,6 +755,36 @@ mod tests {
                 "\t",
             ],
             &["discoverread", "write", "read\tdiscover", "read;execute"],
+        );
+        check(
+            DEVICE_SCOPES,
+            &[
+                "",
+                "read execute:consequential",
+                "execute:consequential,execute",
+                " execute:consequential ",
+            ],
+            &[
+                "execute:consequentialread",
+                "execute:",
+                "admin",
+                "read;execute",
+            ],
+        );
+        check(
+            SCOPE,
+            &["read", "execute:consequential"],
+            &["", "READ", "a b", "é"],
+        );
+        check(
+            KEY_PREFIX,
+            &["svc_live_AbCd1234", "svc_test_00000000"],
+            &[
+                "svc_live_AbCd123",
+                "svc_prod_AbCd1234",
+                "svc_live_AbCd1234x",
+                "svc_live_AbCd-234",
+            ],
         );
         check(
             IDEMPOTENCY_KEY,

@@ -7,6 +7,7 @@ pub mod auth;
 pub mod authority;
 pub mod connections;
 pub mod document;
+pub mod keys;
 pub mod meta;
 pub mod read;
 pub mod readiness;
@@ -32,6 +33,8 @@ pub enum Tags {
     Signup,
     /// Credits, plan and metering of the calling account.
     Usage,
+    /// The account's API keys: list, create restricted keys, rotate with an overlap, revoke.
+    Keys,
     /// Delegated payment authorities: read them, check one at its revocation URL, revoke it.
     PaymentAuthorities,
     /// Agent traffic events and the conversion funnel.
@@ -82,6 +85,7 @@ type Apis = (
     readiness::ReadinessApi,
     connections::ConnectionsApi,
     authority::AuthorityApi,
+    keys::KeysApi,
 );
 
 fn openapi_service(ctx: &AppContext) -> OpenApiService<Apis, ()> {
@@ -96,6 +100,7 @@ fn openapi_service(ctx: &AppContext) -> OpenApiService<Apis, ()> {
             readiness::ReadinessApi { ctx: ctx.clone() },
             connections::ConnectionsApi { ctx: ctx.clone() },
             authority::AuthorityApi { ctx: ctx.clone() },
+            keys::KeysApi { ctx: ctx.clone() },
         ),
         "Agent action and commerce service",
         env!("CARGO_PKG_VERSION"),
@@ -115,6 +120,7 @@ const CLOSED_REQUEST_BODIES: &[&str] = &[
     "ExecuteBody",
     "ScanBody",
     "StartConnectionBody",
+    "CreateKeyBody",
 ];
 
 /// The served OpenAPI 3.1 document.

@@ -6,6 +6,7 @@
 mod actions;
 mod billing;
 mod connections;
+mod keys;
 mod read;
 mod signup;
 
@@ -43,7 +44,8 @@ pub fn router() -> &'static ToolRouter<SvcMcp> {
             + SvcMcp::actions_router()
             + SvcMcp::signup_router()
             + SvcMcp::billing_router()
-            + SvcMcp::connections_router();
+            + SvcMcp::connections_router()
+            + SvcMcp::keys_router();
         // Every schema in its portable form, once, before anything reads it.
         for route in router.map.values_mut() {
             crate::schema::portable(Arc::make_mut(&mut route.attr.input_schema));
@@ -203,7 +205,7 @@ mod tests {
     #[test]
     fn every_served_description_is_clean_prose() {
         let tools = router().list_all();
-        assert_eq!(tools.len(), 14);
+        assert_eq!(tools.len(), 18);
         for tool in tools {
             let description = tool.description.as_deref().unwrap_or_default();
             assert!(!description.is_empty(), "{} has no description", tool.name);
