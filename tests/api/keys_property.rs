@@ -155,8 +155,15 @@ async fn device_key(
 }
 
 fn run_property(make: crate::helpers::StoresFactory) {
+    // What the cases did, so a property that only ever skipped cannot pass.
+    let tally = std::cell::Cell::new([0usize; 4]);
+    let count = |i: usize| {
+        let mut t = tally.get();
+        t[i] += 1;
+        tally.set(t);
+    };
     let (runtime, mut runner) =
-        svc_contract_tests::property::runner(svc_contract_tests::property::config(8));
+        svc_contract_tests::property::runner(svc_contract_tests::property::config(16));
     runner
         .run(&proptest::collection::vec(op(), 1..14), |ops| {
             runtime.block_on(async {
@@ -208,6 +215,7 @@ fn run_property(make: crate::helpers::StoresFactory) {
                                 _ => 201,
                             };
                             prop_assert_eq!(code, expected, "op {} {:?} holds {:?}", i, op, holds);
+                            count(usize::from(code != 201));
                             if code == 201 {
                                 let made: Value = resp.json().await.unwrap();
                                 let key = made["api_key"].as_str().unwrap().to_owned();
@@ -255,6 +263,7 @@ fn run_property(make: crate::helpers::StoresFactory) {
                             };
                             prop_assert_eq!(code, expected, "op {} {:?}", i, op);
                             if rotating && code == 200 {
+                                count(2);
                                 let made: Value = resp.json().await.unwrap();
                                 prop_assert_eq!(set_of(&made["key"]["scopes"]), t_scopes);
                                 let key = made["api_key"].as_str().unwrap().to_owned();
@@ -270,6 +279,7 @@ fn run_property(make: crate::helpers::StoresFactory) {
                             }
                             bound.insert(key[..17].to_owned(), granted);
                             keys.push(key);
+                            count(3);
                         }
                         Op::AdvanceHours(h) => clock.advance(Duration::from_secs(h * 3600)),
                     }
@@ -292,6 +302,12 @@ fn run_property(make: crate::helpers::StoresFactory) {
             })
         })
         .unwrap();
+    let [created, refused, rotated, approved] = tally.get();
+    assert!(
+        created > 0 && refused > 0 && rotated > 0 && approved > 0,
+        "the cases exercised too little: {:?}",
+        tally.get()
+    );
 }
 
 #[test]
