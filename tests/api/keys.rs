@@ -242,7 +242,7 @@ async fn a_rotated_key_works_for_the_overlap_then_stops() {
     assert!(works(&app, &old).await && works(&app, &new).await);
 
     // Rotated once: not again (rotate the replacement instead).
-    problem(rotate(&app, &new, &prefix).await, 422, "invalid_request").await;
+    problem(rotate(&app, &new, &prefix).await, 409, "key_not_active").await;
 
     clock.advance(DAY - Duration::from_secs(1));
     assert!(
@@ -318,8 +318,8 @@ async fn revoking_stops_a_key_at_once_and_is_idempotent() {
     // A revoked key is not rotated.
     problem(
         rotate(&app, &app.api_key, &prefix).await,
-        422,
-        "invalid_request",
+        409,
+        "key_not_active",
     )
     .await;
 

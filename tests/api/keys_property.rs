@@ -257,7 +257,7 @@ fn run_property(make: crate::helpers::StoresFactory) {
                             } else if !t_scopes.is_subset(&holds) {
                                 403
                             } else if rotating && t_status != "active" {
-                                422
+                                409
                             } else {
                                 200
                             };

@@ -205,9 +205,10 @@ impl From<KeyServiceError> for ApiProblem {
                 ApiProblem::new(FailureClass::InsufficientScope, detail)
                     .next_action(NextActionKind::Approve, None)
             }
-            KeyServiceError::AlreadyRevoked(_)
-            | KeyServiceError::AlreadyRotated(_)
-            | KeyServiceError::Invalid(_) => ApiProblem::new(FailureClass::InvalidRequest, detail),
+            KeyServiceError::AlreadyRevoked(_) | KeyServiceError::AlreadyRotated(_) => {
+                ApiProblem::new(FailureClass::KeyNotActive, detail)
+            }
+            KeyServiceError::Invalid(_) => ApiProblem::new(FailureClass::InvalidRequest, detail),
             KeyServiceError::Internal(e) => ApiProblem::failure(e.as_ref()),
         }
     }

@@ -457,6 +457,32 @@ fn links(doc: &mut Value) {
             "ConnectionStatus": provider("/get", "Where the connection stands."),
         }),
     );
+    let key = |op: &str, at: &str, description: &str| {
+        json!({
+            "operationRef": format!("#/paths/~1api~1keys~1{{prefix}}{op}"),
+            "parameters": {"prefix": format!("$response.body#/{at}/prefix")},
+            "description": description,
+        })
+    };
+    add_links(
+        doc,
+        "/paths/~1api~1keys/post",
+        "201",
+        json!({
+            "RotateKey": key("~1rotate/post", "key", "Rotate the new key."),
+            "RevokeKey": key("/delete", "key", "Revoke the new key."),
+        }),
+    );
+    add_links(
+        doc,
+        "/paths/~1api~1keys~1{prefix}~1rotate/post",
+        "200",
+        json!({
+            "RotateReplacement": key("~1rotate/post", "key", "Rotate the replacement in turn."),
+            "RevokeReplacement": key("/delete", "key", "Revoke the replacement."),
+            "RevokePrevious": key("/delete", "previous", "Stop the old key before its overlap ends."),
+        }),
+    );
     let authority = |op: &str, description: &str| {
         json!({
             "operationRef": format!("#/paths/~1api~1payment-authorities~1{{authority_id}}{op}"),

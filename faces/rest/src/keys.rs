@@ -101,8 +101,8 @@ impl KeysApi {
     /// overlap (24 hours unless the service sets `SVC_KEY_ROTATION_OVERLAP_HOURS`; its end is
     /// `previous.expires_at`), so a running agent can switch without a failed request; then it
     /// stops (401). The calling key must hold every scope of the key it rotates (else 403
-    /// `insufficient_scope`). A revoked key, or one already rotated, is 422. Another
-    /// account's prefix is 404.
+    /// `insufficient_scope`). A revoked key, or one already rotated, is 409 `key_not_active`.
+    /// Another account's prefix is 404.
     #[oai(path = "/api/keys/:prefix/rotate", method = "post")]
     async fn rotate(
         &self,
