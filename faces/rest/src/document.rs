@@ -64,10 +64,6 @@ pub const DEVICE_SCOPES: &str = concat!(
     ws!(),
     "*$"
 );
-/// One scope's syntax (`Scope::parse`).
-pub const SCOPE: &str = r"^[a-z0-9_.:*-]{1,64}$";
-/// A key prefix as listed.
-pub const KEY_PREFIX: &str = r"^svc_(?:live|test)_[0-9A-Za-z]{8}$";
 /// 1-255 visible ASCII characters, spaces only inside (HTTP drops them at the ends).
 pub const IDEMPOTENCY_KEY: &str = r"^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$";
 /// An absolute `http` or `https` URL (anything else is 422 `url_refused`).
@@ -91,6 +87,7 @@ pub fn complete(doc: &mut Value, ctx: &AppContext) {
     failure_class_enums(doc);
     telemetry_body(doc, &ctx.origins.site_url);
     links(doc);
+    crate::keys::document(doc);
     let skus = ctx
         .services
         .billing
@@ -140,7 +137,7 @@ fn optional_may_be_null(doc: &mut Value) {
 }
 
 /// Merges `patch` into the object at `pointer` (objects merged key by key, the rest replaced).
-fn merge(doc: &mut Value, pointer: &str, patch: Value) {
+pub(crate) fn merge(doc: &mut Value, pointer: &str, patch: Value) {
     if let Some(target) = doc.pointer_mut(pointer) {
         merge_value(target, patch);
     }
@@ -158,7 +155,7 @@ fn merge_value(target: &mut Value, patch: Value) {
 }
 
 /// The parameter `name` of the operation at `op` (a JSON pointer to it).
-fn parameter_schema(doc: &mut Value, op: &str, name: &str) -> Option<String> {
+pub(crate) fn parameter_schema(doc: &mut Value, op: &str, name: &str) -> Option<String> {
     let params = doc.pointer(&format!("{op}/parameters"))?.as_array()?;
     let i = params.iter().position(|p| p["name"] == name)?;
     Some(format!("{op}/parameters/{i}/schema"))
@@ -228,22 +225,6 @@ fn constrain_requests(doc: &mut Value) {
         &format!("{schemas}/ExecuteBody"),
         json!({"properties": {"params": {"type": "object"}}}),
     );
-    merge(
-        doc,
-        &format!("{schemas}/CreateKeyBody"),
-        json!({"properties": {
-            "name": {"pattern": PRINTABLE},
-            "scopes": {"items": {"pattern": SCOPE, "maxLength": 64}},
-        }}),
-    );
-    for op in [
-        "/paths/~1api~1keys~1{prefix}~1rotate/post",
-        "/paths/~1api~1keys~1{prefix}/delete",
-    ] {
-        if let Some(p) = parameter_schema(doc, op, "prefix") {
-            merge(doc, &p, json!({"pattern": KEY_PREFIX}));
-        }
-    }
     merge(
         doc,
         &format!("{schemas}/StartConnectionBody"),
@@ -457,32 +438,6 @@ fn links(doc: &mut Value) {
             "ConnectionStatus": provider("/get", "Where the connection stands."),
         }),
     );
-    let key = |op: &str, at: &str, description: &str| {
-        json!({
-            "operationRef": format!("#/paths/~1api~1keys~1{{prefix}}{op}"),
-            "parameters": {"prefix": format!("$response.body#/{at}/prefix")},
-            "description": description,
-        })
-    };
-    add_links(
-        doc,
-        "/paths/~1api~1keys/post",
-        "201",
-        json!({
-            "RotateKey": key("~1rotate/post", "key", "Rotate the new key."),
-            "RevokeKey": key("/delete", "key", "Revoke the new key."),
-        }),
-    );
-    add_links(
-        doc,
-        "/paths/~1api~1keys~1{prefix}~1rotate/post",
-        "200",
-        json!({
-            "RotateReplacement": key("~1rotate/post", "key", "Rotate the replacement in turn."),
-            "RevokeReplacement": key("/delete", "key", "Revoke the replacement."),
-            "RevokePrevious": key("/delete", "previous", "Stop the old key before its overlap ends."),
-        }),
-    );
     let authority = |op: &str, description: &str| {
         json!({
             "operationRef": format!("#/paths/~1api~1payment-authorities~1{{authority_id}}{op}"),
@@ -501,7 +456,7 @@ fn links(doc: &mut Value) {
     );
 }
 
-fn add_links(doc: &mut Value, op: &str, status: &str, links: Value) {
+pub(crate) fn add_links(doc: &mut Value, op: &str, status: &str, links: Value) {
     if let Some(resp) = doc
         .pointer_mut(&format!("{op}/responses/{status}"))
         .and_then(Value::as_object_mut)
@@ -795,21 +750,6 @@ mod tests {
                 "execute:",
                 "admin",
                 "read;execute",
-            ],
-        );
-        check(
-            SCOPE,
-            &["read", "execute:consequential"],
-            &["", "READ", "a b", "é"],
-        );
-        check(
-            KEY_PREFIX,
-            &["svc_live_AbCd1234", "svc_test_00000000"],
-            &[
-                "svc_live_AbCd123",
-                "svc_prod_AbCd1234",
-                "svc_live_AbCd1234x",
-                "svc_live_AbCd-234",
             ],
         );
         check(

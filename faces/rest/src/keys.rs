@@ -10,7 +10,10 @@ use kit::context::AppContext;
 use kit::problem::ApiProblem;
 use kit::wire::keys::*;
 use poem_openapi::{ApiResponse, OpenApi, param::Path, payload::Json};
+use serde_json::{Value, json};
 use svc_services::Holder;
+
+use crate::document::{PRINTABLE, add_links, merge, parameter_schema};
 
 #[derive(ApiResponse)]
 pub enum KeyListResponse {
@@ -145,5 +148,99 @@ impl KeysApi {
             .await?;
         let now = self.ctx.services.clock.now();
         Ok(RevokeKeyResponse::Ok(Json(ApiKeyView::of(&record, now))))
+    }
+}
+
+/// One scope's syntax (`Scope::parse`).
+pub const SCOPE: &str = r"^[a-z0-9_.:*-]{1,64}$";
+/// A key prefix as listed.
+pub const KEY_PREFIX: &str = r"^svc_(?:live|test)_[0-9A-Za-z]{8}$";
+
+/// What the OpenAPI document says of these operations beyond their types: the body's and the
+/// path's syntax, and links from a created or rotated key to rotating and revoking it.
+pub(crate) fn document(doc: &mut Value) {
+    let schemas = "/components/schemas";
+    merge(
+        doc,
+        &format!("{schemas}/CreateKeyBody"),
+        json!({"properties": {
+            "name": {"pattern": PRINTABLE},
+            "scopes": {"items": {"pattern": SCOPE, "maxLength": 64}},
+        }}),
+    );
+    for op in [
+        "/paths/~1api~1keys~1{prefix}~1rotate/post",
+        "/paths/~1api~1keys~1{prefix}/delete",
+    ] {
+        if let Some(p) = parameter_schema(doc, op, "prefix") {
+            merge(doc, &p, json!({"pattern": KEY_PREFIX}));
+        }
+    }
+    let key = |op: &str, at: &str, description: &str| {
+        json!({
+            "operationRef": format!("#/paths/~1api~1keys~1{{prefix}}{op}"),
+            "parameters": {"prefix": format!("$response.body#/{at}/prefix")},
+            "description": description,
+        })
+    };
+    add_links(
+        doc,
+        "/paths/~1api~1keys/post",
+        "201",
+        json!({
+            "RotateKey": key("~1rotate/post", "key", "Rotate the new key."),
+            "RevokeKey": key("/delete", "key", "Revoke the new key."),
+        }),
+    );
+    add_links(
+        doc,
+        "/paths/~1api~1keys~1{prefix}~1rotate/post",
+        "200",
+        json!({
+            "RotateReplacement": key("~1rotate/post", "key", "Rotate the replacement in turn."),
+            "RevokeReplacement": key("/delete", "key", "Revoke the replacement."),
+            "RevokePrevious": key("/delete", "previous", "Stop the old key before its overlap ends."),
+        }),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use regex::Regex;
+
+    fn check(pattern: &str, accepted: &[&str], refused: &[&str]) {
+        let re = Regex::new(pattern).expect(pattern);
+        for v in accepted {
+            assert!(
+                re.is_match(v),
+                "{pattern} refuses {v:?}, which the server takes"
+            );
+        }
+        for v in refused {
+            assert!(
+                !re.is_match(v),
+                "{pattern} takes {v:?}, which the server refuses"
+            );
+        }
+    }
+
+    #[test]
+    fn the_patterns_are_the_servers_rules() {
+        check(
+            SCOPE,
+            &["read", "execute:consequential"],
+            &["", "READ", "a b", "é"],
+        );
+        check(
+            KEY_PREFIX,
+            &["svc_live_AbCd1234", "svc_test_00000000"],
+            &[
+                "svc_live_AbCd123",
+                "svc_prod_AbCd1234",
+                "svc_live_AbCd1234x",
+                "svc_live_AbCd-234",
+            ],
+        );
     }
 }
