@@ -734,4 +734,5 @@ async fn connect_link_expired_in_the_browser_offers_nothing() -> anyhow::Result<
 }
 
 // Keys: consequential approval and rotation with its overlap, at phone and desktop width.
+#[path = "browser/keys.rs"]
 mod keys;
