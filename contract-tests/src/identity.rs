@@ -519,6 +519,23 @@ pub async fn keys_rotate_in_one_step(b: &Backend) {
     );
 }
 
+pub async fn key_uses_are_recorded_and_never_go_back(b: &Backend) {
+    let owner = new_account(b, "human@example.com").await;
+    let (_, key) = key_for(&owner, t0());
+    b.accounts.insert_key(&key).await.unwrap();
+    let used = t0() + Duration::minutes(5);
+    b.accounts.touch_key(&key.id, used).await.unwrap();
+    let earlier = t0() + Duration::minutes(1);
+    b.accounts.touch_key(&key.id, earlier).await.unwrap();
+    let (found, _) = b.accounts.key_by_hash(&key.hash).await.unwrap().unwrap();
+    assert_eq!(found.last_used_at, Some(used), "{}", b.name);
+    let listed = b.accounts.keys(Some(owner.id.clone())).await.unwrap();
+    assert_eq!(listed[0].last_used_at, Some(used), "{}", b.name);
+    // An unknown key: nothing to record, no error.
+    let (_, stranger) = key_for(&owner, t0());
+    b.accounts.touch_key(&stranger.id, used).await.unwrap();
+}
+
 pub async fn identity_purge_removes_only_expired_records(b: &Backend) {
     let owner = new_account(b, "human@example.com").await;
     let old = device_grant(t0() - Duration::minutes(1));

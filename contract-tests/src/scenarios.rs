@@ -54,6 +54,7 @@ pub(crate) fn key_for(account: &Account, at: DateTime<Utc>) -> (ApiKeySecret, Ap
         created_at: at,
         revoked_at: None,
         expires_at: None,
+        last_used_at: None,
     };
     (secret, record)
 }

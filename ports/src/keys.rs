@@ -294,7 +294,14 @@ pub struct ApiKeyRecord {
     pub revoked_at: Option<DateTime<Utc>>,
     /// Set when the key was rotated: it keeps working until then (the overlap), then stops.
     pub expires_at: Option<DateTime<Utc>>,
+    /// When it last authenticated, to within [`LAST_USED_GRANULARITY`]; `None`: never (or not
+    /// since this was recorded).
+    pub last_used_at: Option<DateTime<Utc>>,
 }
+
+/// How stale a key's `last_used_at` may be: a use is written at most this often per key, so
+/// a busy agent's requests do not each write.
+pub const LAST_USED_GRANULARITY: chrono::TimeDelta = chrono::TimeDelta::minutes(1);
 
 impl ApiKeyRecord {
     pub fn is_revoked(&self) -> bool {

@@ -16,8 +16,8 @@ use crate::{
     fetch::FetchedPage,
     identity::{DeviceDecision, DeviceGrant, EmailChallenge, UserCode, WebSession},
     ids::{
-        AccountId, ArtifactId, AuthorityId, ChallengeId, CheckoutId, ConnectionId, DeviceGrantId,
-        MeterEventId, ScanId, TaskId,
+        AccountId, ApiKeyId, ArtifactId, AuthorityId, ChallengeId, CheckoutId, ConnectionId,
+        DeviceGrantId, MeterEventId, ScanId, TaskId,
     },
     keys::{ApiKeyRecord, KeyHash, KeyPrefix},
     ledger::{Balance, Grant, GrantOutcome, LedgerEntry},
@@ -139,6 +139,10 @@ pub trait AccountStore: Send + Sync {
         prefix: &KeyPrefix,
         at: DateTime<Utc>,
     ) -> Result<ApiKeyRecord, KeyError>;
+
+    /// Records that the key `id` authenticated at `at`; an earlier time never replaces a later
+    /// one. A key that does not exist is not an error (nothing to record).
+    async fn touch_key(&self, id: &ApiKeyId, at: DateTime<Utc>) -> Result<(), StoreError>;
 
     /// Sets the key with `prefix` to stop working at `old_expires_at` (the rotation overlap) and
     /// stores `replacement` in one transaction, and returns the old record as updated. MUST

@@ -9,8 +9,8 @@ use std::{
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use svc_ports::{
-    Account, AccountId, ApiKeyRecord, Balance, Email, Environment, FetchedPage, GrantOutcome,
-    KeyHash, KeyPrefix, LedgerEntry, PageCache,
+    Account, AccountId, ApiKeyId, ApiKeyRecord, Balance, Email, Environment, FetchedPage,
+    GrantOutcome, KeyHash, KeyPrefix, LedgerEntry, PageCache,
     ledger::Grant,
     store::{AccountError, AccountStore, KeyError, LedgerError, LedgerStore, StoreError},
 };
@@ -153,6 +153,16 @@ impl AccountStore for MemoryStore {
         }
         key.revoked_at = Some(at);
         Ok(key.clone())
+    }
+
+    async fn touch_key(&self, id: &ApiKeyId, at: DateTime<Utc>) -> Result<(), StoreError> {
+        let mut s = self.lock();
+        if let Some(k) = s.keys.iter_mut().find(|k| &k.id == id)
+            && k.last_used_at.is_none_or(|last| last < at)
+        {
+            k.last_used_at = Some(at);
+        }
+        Ok(())
     }
 
     async fn rotate_key(

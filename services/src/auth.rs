@@ -144,8 +144,18 @@ impl Authenticator {
         if key.is_revoked() {
             return Err(AuthError::Revoked);
         }
-        if key.is_expired(self.cache.clock.now()) {
+        let now = self.cache.clock.now();
+        if key.is_expired(now) {
             return Err(AuthError::Expired);
+        }
+        // Remember the use, at most once a minute per key (and only on a store read, at most
+        // once a second): the key list shows when a key last worked.
+        if key
+            .last_used_at
+            .is_none_or(|last| now - last >= svc_ports::keys::LAST_USED_GRANULARITY)
+            && let Err(e) = self.accounts.touch_key(&key.id, now).await
+        {
+            tracing::warn!(key_prefix = %key.prefix, error = %e, "could not record the key's use");
         }
         if account.environment != self.environment {
             return Err(AuthError::WrongEnvironment {
@@ -201,6 +211,7 @@ mod tests {
             created_at: Utc::now(),
             revoked_at: revoked.then(Utc::now),
             expires_at: None,
+            last_used_at: None,
         };
         (key, account)
     }
@@ -210,6 +221,7 @@ mod tests {
         store
             .expect_key_by_hash()
             .returning(move |_| Ok(found.clone()));
+        store.expect_touch_key().returning(|_, _| Ok(()));
         Arc::new(store)
     }
 
@@ -226,6 +238,7 @@ mod tests {
         lookups: Arc<std::sync::atomic::AtomicUsize>,
     ) -> Arc<dyn AccountStore> {
         let mut store = MockAccountStore::new();
+        store.expect_touch_key().returning(|_, _| Ok(()));
         store.expect_key_by_hash().returning(move |_| {
             lookups.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             Ok(slot.lock().unwrap().clone())

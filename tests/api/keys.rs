@@ -97,6 +97,9 @@ async fn the_list_names_keys_by_prefix_and_never_shows_a_secret() {
     assert_eq!(keys[1]["scopes"], json!(["discover", "execute", "read"]));
     assert!(keys[1]["created_at"].is_string());
     assert!(keys[1].get("expires_at").is_none());
+    // The seed key has just worked; the new one never has.
+    assert!(keys[0]["last_used_at"].is_string(), "{body}");
+    assert!(keys[1].get("last_used_at").is_none(), "{body}");
 }
 
 #[tokio::test]

@@ -78,6 +78,7 @@ fn api_key(account: &Account, n: u8, created_at: DateTime<Utc>) -> ApiKeyRecord 
         created_at,
         revoked_at: None,
         expires_at: None,
+        last_used_at: None,
     }
 }
 

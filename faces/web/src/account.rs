@@ -20,6 +20,8 @@ pub(crate) struct KeyRow {
     label: String,
     scopes: String,
     created_at: String,
+    /// When it last worked, to the minute, or "never".
+    last_used: String,
     status: &'static str,
     /// For a rotated key in its overlap: when it stops working (else empty).
     until: String,
@@ -81,6 +83,7 @@ pub(crate) fn key_row(k: &ApiKeyRecord, now: DateTime<Utc>) -> KeyRow {
         label: k.label.clone(),
         scopes: k.scopes.to_list_string(),
         created_at: when(k.created_at),
+        last_used: k.last_used_at.map_or_else(|| "never".to_owned(), when),
         status: k.status(now),
         until: k
             .expires_at

@@ -237,6 +237,7 @@ impl KeyService {
             created_at: self.ports.clock.now(),
             revoked_at: None,
             expires_at: None,
+            last_used_at: None,
         };
         Ok((secret, record))
     }

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 use svc_ports::{
-    Account, AccountId, ApiKeyRecord, Email, Environment, KeyHash, KeyPrefix,
+    Account, AccountId, ApiKeyId, ApiKeyRecord, Email, Environment, KeyHash, KeyPrefix,
     store::{AccountError, AccountStore, KeyError, StoreError},
 };
 
@@ -104,7 +104,7 @@ impl AccountStore for PostgresStore {
     ) -> Result<Option<(ApiKeyRecord, Account)>, StoreError> {
         let row = sqlx::query(
             "SELECT k.id, k.account_id, k.prefix, k.hash, k.scopes, k.label, k.created_at, \
-             k.revoked_at, k.expires_at, a.id AS a_id, a.email AS a_email, a.plan AS a_plan, \
+             k.revoked_at, k.expires_at, k.last_used_at, a.id AS a_id, a.email AS a_email, a.plan AS a_plan, \
              a.environment AS a_environment, a.created_at AS a_created_at \
              FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.hash = $1",
         )
@@ -119,7 +119,7 @@ impl AccountStore for PostgresStore {
     async fn keys(&self, account: Option<AccountId>) -> Result<Vec<ApiKeyRecord>, StoreError> {
         sqlx::query(
             "SELECT id, account_id, prefix, hash, scopes, label, created_at, revoked_at, \
-             expires_at FROM api_keys WHERE ($1::TEXT IS NULL OR account_id = $1) ORDER BY created_at, id",
+             expires_at, last_used_at FROM api_keys WHERE ($1::TEXT IS NULL OR account_id = $1) ORDER BY created_at, id",
         )
         .bind(account.as_ref().map(AccountId::as_str))
         .fetch_all(&self.pool)
@@ -139,7 +139,7 @@ impl AccountStore for PostgresStore {
         let row = sqlx::query(
             "UPDATE api_keys SET revoked_at = $1 WHERE prefix = $2 AND revoked_at IS NULL \
              RETURNING id, account_id, prefix, hash, scopes, label, created_at, revoked_at, \
-             expires_at",
+             expires_at, last_used_at",
         )
         .bind(ms(at))
         .bind(prefix.as_str())
@@ -162,6 +162,19 @@ impl AccountStore for PostgresStore {
         })
     }
 
+    async fn touch_key(&self, id: &ApiKeyId, at: DateTime<Utc>) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE api_keys SET last_used_at = $1 \
+             WHERE id = $2 AND (last_used_at IS NULL OR last_used_at < $1)",
+        )
+        .bind(ms(at))
+        .bind(id.as_str())
+        .execute(&self.pool)
+        .await
+        .map_err(|e| backend(e, "recording key use"))?;
+        Ok(())
+    }
+
     async fn rotate_key(
         &self,
         prefix: &KeyPrefix,
@@ -174,7 +187,7 @@ impl AccountStore for PostgresStore {
             "UPDATE api_keys SET expires_at = $1 \
              WHERE prefix = $2 AND account_id = $3 AND revoked_at IS NULL AND expires_at IS NULL \
              RETURNING id, account_id, prefix, hash, scopes, label, created_at, revoked_at, \
-             expires_at",
+             expires_at, last_used_at",
         )
         .bind(ms(old_expires_at))
         .bind(prefix.as_str())

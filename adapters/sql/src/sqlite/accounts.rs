@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use svc_ports::{
-    Account, AccountId, ApiKeyRecord, Email, Environment, KeyHash, KeyPrefix,
+    Account, AccountId, ApiKeyId, ApiKeyRecord, Email, Environment, KeyHash, KeyPrefix,
     store::{AccountError, AccountStore, KeyError, StoreError},
 };
 
@@ -104,7 +104,7 @@ impl AccountStore for SqliteStore {
     ) -> Result<Option<(ApiKeyRecord, Account)>, StoreError> {
         let row = sqlx::query(
             "SELECT k.id, k.account_id, k.prefix, k.hash, k.scopes, k.label, k.created_at, \
-             k.revoked_at, k.expires_at, a.email, a.plan, a.environment, a.created_at AS account_created_at \
+             k.revoked_at, k.expires_at, k.last_used_at, a.email, a.plan, a.environment, a.created_at AS account_created_at \
              FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.hash = $1",
         )
         .bind(hash.to_hex())
@@ -118,7 +118,7 @@ impl AccountStore for SqliteStore {
     async fn keys(&self, account: Option<AccountId>) -> Result<Vec<ApiKeyRecord>, StoreError> {
         sqlx::query(
             "SELECT id, account_id, prefix, hash, scopes, label, created_at, revoked_at, \
-             expires_at FROM api_keys WHERE ($1 IS NULL OR account_id = $1) ORDER BY created_at, id",
+             expires_at, last_used_at FROM api_keys WHERE ($1 IS NULL OR account_id = $1) ORDER BY created_at, id",
         )
         .bind(account.as_ref().map(AccountId::as_str))
         .fetch_all(&self.pool)
@@ -138,7 +138,7 @@ impl AccountStore for SqliteStore {
         let row = sqlx::query(
             "UPDATE api_keys SET revoked_at = $1 WHERE prefix = $2 AND revoked_at IS NULL \
              RETURNING id, account_id, prefix, hash, scopes, label, created_at, revoked_at, \
-             expires_at",
+             expires_at, last_used_at",
         )
         .bind(millis(at))
         .bind(prefix.as_str())
@@ -161,6 +161,19 @@ impl AccountStore for SqliteStore {
         })
     }
 
+    async fn touch_key(&self, id: &ApiKeyId, at: DateTime<Utc>) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE api_keys SET last_used_at = $1 \
+             WHERE id = $2 AND (last_used_at IS NULL OR last_used_at < $1)",
+        )
+        .bind(millis(at))
+        .bind(id.as_str())
+        .execute(self.writer())
+        .await
+        .map_err(|e| backend(e, "recording key use"))?;
+        Ok(())
+    }
+
     async fn rotate_key(
         &self,
         prefix: &KeyPrefix,
@@ -173,7 +186,7 @@ impl AccountStore for SqliteStore {
             "UPDATE api_keys SET expires_at = $1 \
              WHERE prefix = $2 AND account_id = $3 AND revoked_at IS NULL AND expires_at IS NULL \
              RETURNING id, account_id, prefix, hash, scopes, label, created_at, revoked_at, \
-             expires_at",
+             expires_at, last_used_at",
         )
         .bind(millis(old_expires_at))
         .bind(prefix.as_str())

@@ -28,6 +28,9 @@ pub struct ApiKeyView {
     pub expires_at: Option<DateTime<Utc>>,
     #[oai(skip_serializing_if_is_none)]
     pub revoked_at: Option<DateTime<Utc>>,
+    /// When it last authenticated, to the minute; absent if it never has.
+    #[oai(skip_serializing_if_is_none)]
+    pub last_used_at: Option<DateTime<Utc>>,
 }
 
 impl ApiKeyView {
@@ -40,6 +43,7 @@ impl ApiKeyView {
             created_at: k.created_at,
             expires_at: k.expires_at,
             revoked_at: k.revoked_at,
+            last_used_at: k.last_used_at,
         }
     }
 }
