@@ -219,6 +219,11 @@ pub struct RuntimeSettings {
     #[arg(long, env = "SVC_KEY_CACHE_MILLIS", default_value_t = 1000)]
     pub key_cache_millis: u64,
 
+    /// How long a rotated API key keeps working beside its replacement, in hours (0 to 720; 0
+    /// stops it at once): long enough for a running agent to switch to the new key.
+    #[arg(long, env = "SVC_KEY_ROTATION_OVERLAP_HOURS", default_value_t = 24)]
+    pub key_rotation_overlap_hours: u64,
+
     /// Credits an account created by signup gets once, so a new agent can try an action at once
     /// (0 to 1,000,000; 0 gives none). Default: 100 on `svc serve`; in the sandbox, the seeded
     /// account's figure (`SVC_SANDBOX_SEED_CREDITS`).
@@ -293,6 +298,9 @@ where
     Ok(value)
 }
 
+/// The longest rotation overlap, in hours (30 days): past that a "rotated" key is not rotated.
+pub const MAX_KEY_ROTATION_OVERLAP_HOURS: u64 = 720;
+
 /// The shortest task recovery window: the request deadline and as long again.
 pub const MIN_RECOVER_AFTER_SECONDS: i64 = 2 * svc_ports::fetch::FETCH_DEADLINE.as_secs() as i64;
 /// The shortest shutdown grace: the request deadline and five seconds to answer.
@@ -339,6 +347,11 @@ impl RuntimeSettings {
             MIN_RECOVER_AFTER_SECONDS..=86_400,
         )?;
         in_range("SVC_KEY_CACHE_MILLIS", self.key_cache_millis, 0..=1000)?;
+        in_range(
+            "SVC_KEY_ROTATION_OVERLAP_HOURS",
+            self.key_rotation_overlap_hours,
+            0..=MAX_KEY_ROTATION_OVERLAP_HOURS,
+        )?;
         if let Some(credits) = self.free_credits {
             in_range("SVC_FREE_CREDITS", credits, 0..=1_000_000)?;
         }
@@ -434,6 +447,7 @@ impl Default for RuntimeSettings {
             mcp_disable_host_check: false,
             recover_after_seconds: 60,
             key_cache_millis: 1000,
+            key_rotation_overlap_hours: 24,
             free_credits: None,
             email_codes_per_hour: None,
             shutdown_grace_seconds: 20,
@@ -519,6 +533,14 @@ mod tests {
         let delay =
             edge(|s| s.shutdown_delay_seconds = MAX_SHUTDOWN_DELAY_SECONDS + 1).unwrap_err();
         assert!(delay.contains("SVC_SHUTDOWN_DELAY_SECONDS"), "{delay}");
+        assert!(edge(|s| s.key_rotation_overlap_hours = 0).is_ok());
+        assert!(edge(|s| s.key_rotation_overlap_hours = MAX_KEY_ROTATION_OVERLAP_HOURS).is_ok());
+        let overlap = edge(|s| s.key_rotation_overlap_hours = MAX_KEY_ROTATION_OVERLAP_HOURS + 1)
+            .unwrap_err();
+        assert!(
+            overlap.contains("SVC_KEY_ROTATION_OVERLAP_HOURS"),
+            "{overlap}"
+        );
         let proxies =
             edge(|s| s.trusted_proxies = Some("10.0.0.0/8, nonsense".into())).unwrap_err();
         assert!(proxies.contains("SVC_TRUSTED_PROXIES"), "{proxies}");

@@ -138,6 +138,14 @@ enum KeysCommand {
     },
     /// Revoke the key with this prefix (e.g. `svc_live_AbCd1234`).
     Revoke { prefix: String },
+    /// Rotate the key with this prefix: prints only the new key on stdout; the old one keeps
+    /// working for the overlap, then stops.
+    Rotate {
+        prefix: String,
+        /// How long the old key keeps working, in hours (0 to 720; 0 stops it at once).
+        #[arg(long, env = "SVC_KEY_ROTATION_OVERLAP_HOURS", default_value_t = 24)]
+        overlap_hours: u64,
+    },
 }
 
 #[derive(Subcommand)]
@@ -637,7 +645,16 @@ fn verify_artifact(file: &std::path::Path, jwks: &serde_json::Value) -> anyhow::
 
 async fn keys(database_url: &str, command: KeysCommand) -> anyhow::Result<()> {
     let stores = Stores::open(database_url, 2).await?;
-    let services = startup::offline_services(&stores, Environment::Live)?;
+    let mut world = startup::World::default();
+    if let KeysCommand::Rotate { overlap_hours, .. } = &command {
+        svc::config::in_range(
+            "SVC_KEY_ROTATION_OVERLAP_HOURS",
+            *overlap_hours,
+            0..=svc::config::MAX_KEY_ROTATION_OVERLAP_HOURS,
+        )?;
+        world.key_rotation_overlap = Some(std::time::Duration::from_secs(overlap_hours * 3600));
+    }
+    let services = startup::offline_services_in(&stores, Environment::Live, &world)?;
     match command {
         KeysCommand::Create {
             email,
@@ -673,11 +690,7 @@ async fn keys(database_url: &str, command: KeysCommand) -> anyhow::Result<()> {
                 "PREFIX", "STATUS", "EMAIL", "PLAN", "CREATED"
             );
             for (key, account) in services.keys.list(email.as_ref()).await? {
-                let status = if key.is_revoked() {
-                    "revoked"
-                } else {
-                    "active"
-                };
+                let status = key.status(chrono::Utc::now());
                 let (email, plan) = account
                     .map(|a| (a.email.to_string(), a.plan.to_string()))
                     .unwrap_or_else(|| ("?".into(), "?".into()));
@@ -698,6 +711,21 @@ async fn keys(database_url: &str, command: KeysCommand) -> anyhow::Result<()> {
                 KeyPrefix::parse(&prefix).context("PREFIX must look like svc_live_AbCd1234")?;
             let record = services.keys.revoke(&prefix).await?;
             println!("revoked {}", record.prefix);
+        }
+        KeysCommand::Rotate { prefix, .. } => {
+            let prefix =
+                KeyPrefix::parse(&prefix).context("PREFIX must look like svc_live_AbCd1234")?;
+            let rotated = services.keys.rotate(&prefix).await?;
+            println!("{}", rotated.secret.expose());
+            let until = rotated
+                .previous
+                .expires_at
+                .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+                .unwrap_or_default();
+            eprintln!(
+                "rotated {} to {}; {} keeps working until {until}, then stops",
+                prefix, rotated.record.prefix, prefix
+            );
         }
     }
     Ok(())

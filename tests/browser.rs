@@ -736,3 +736,7 @@ async fn connect_link_expired_in_the_browser_offers_nothing() -> anyhow::Result<
     );
     browser.close().await
 }
+
+// Keys: consequential approval and rotation with its overlap, at phone and desktop width.
+#[path = "browser/keys.rs"]
+mod keys;

@@ -181,6 +181,52 @@ async fn serve_creates_svc_db_and_keys_survive_a_restart() {
     assert!(!again.status.success(), "a second revocation must fail");
 }
 
+/// `svc keys rotate PREFIX`: the new key on stdout, the old one working until the overlap's
+/// end (named on stderr); the overlap is a setting, refused out of range naming its variable.
+#[tokio::test]
+async fn keys_rotate_keeps_the_old_key_for_the_overlap() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = create_key(dir.path(), "rotate@example.com", &[]);
+    let (_server, base) = serve(dir.path(), &[("SVC_KEY_CACHE_MILLIS", "0")]).await;
+    let rotate = |prefix: &str, extra: &[&str]| {
+        svc(dir.path())
+            .args(["keys", "rotate", prefix])
+            .args(extra)
+            .env_remove("SVC_KEY_ROTATION_OVERLAP_HOURS")
+            .output()
+            .unwrap()
+    };
+    let out = rotate(&key[..17], &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let new = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    assert!(new.starts_with("svc_live_") && new.len() == 41, "{new}");
+    assert!(stderr.contains("keeps working until"), "{stderr}");
+    assert!(!stderr.contains(&new), "the secret on stderr");
+    assert_eq!(usage(&base, &key).await.status(), 200, "no overlap");
+    assert_eq!(usage(&base, &new).await.status(), 200);
+    let listed = svc(dir.path()).args(["keys", "list"]).output().unwrap();
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    assert!(listed.contains("rotating"), "{listed}");
+
+    // Rotated once: not again.
+    assert!(!rotate(&key[..17], &[]).status.success());
+    // Out of range: refused, naming the variable; nothing rotated.
+    let wide = rotate(&new[..17], &["--overlap-hours", "721"]);
+    assert!(!wide.status.success());
+    assert!(
+        String::from_utf8_lossy(&wide.stderr).contains("SVC_KEY_ROTATION_OVERLAP_HOURS"),
+        "{}",
+        String::from_utf8_lossy(&wide.stderr)
+    );
+    // No overlap: the old key stops at once.
+    let out = rotate(&new[..17], &["--overlap-hours", "0"]);
+    assert!(out.status.success());
+    let newest = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    assert_eq!(usage(&base, &new).await.status(), 401);
+    assert_eq!(usage(&base, &newest).await.status(), 200);
+}
+
 #[tokio::test]
 async fn migrate_and_bad_input_fail_cleanly() {
     let dir = tempfile::tempdir().unwrap();

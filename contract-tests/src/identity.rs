@@ -107,7 +107,12 @@ pub async fn device_decisions_happen_once_and_not_after_expiry(b: &Backend) {
     let owner = new_account(b, "owner@example.com").await;
     let g = device_grant(t0() + Duration::minutes(15));
     b.identity.insert_device_grant(&g).await.unwrap();
-    let approve = DeviceDecision::Approve(owner.id.clone());
+    // The human granted less than the agent asked for: the grant keeps what was granted.
+    let granted = Scopes::parse_list("read").unwrap();
+    let approve = DeviceDecision::Approve {
+        account: owner.id.clone(),
+        scopes: granted.clone(),
+    };
     let decided = b
         .identity
         .decide_device_grant(&g.id, &approve, t0())
@@ -115,6 +120,18 @@ pub async fn device_decisions_happen_once_and_not_after_expiry(b: &Backend) {
         .unwrap();
     assert_eq!(decided.status, DeviceGrantStatus::Approved, "{}", b.name);
     assert_eq!(decided.account_id, Some(owner.id.clone()));
+    assert_eq!(decided.scopes, granted, "{}", b.name);
+    let stored = b
+        .identity
+        .device_grant_by_code(&g.device_code_hash)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        stored.scopes, granted,
+        "{}: granted scopes not stored",
+        b.name
+    );
     assert!(matches!(
         b.identity
             .decide_device_grant(&g.id, &DeviceDecision::Deny, t0())
@@ -189,7 +206,14 @@ pub async fn device_keys_are_issued_once(b: &Backend) {
     );
 
     b.identity
-        .decide_device_grant(&g.id, &DeviceDecision::Approve(owner.id.clone()), t0())
+        .decide_device_grant(
+            &g.id,
+            &DeviceDecision::Approve {
+                account: owner.id.clone(),
+                scopes: g.scopes.clone(),
+            },
+            t0(),
+        )
         .await
         .unwrap();
     let (_, wrong_account) = key_for(&other, t0());
@@ -436,24 +460,80 @@ pub async fn keys_rotate_in_one_step(b: &Backend) {
     );
 
     let later = t0() + Duration::seconds(1);
+    let overlap_end = later + Duration::hours(24);
     let (_, new) = key_for(&owner, later);
-    let revoked = b
+    let rotating = b
         .accounts
-        .rotate_key(&old.prefix, &new, later)
+        .rotate_key(&old.prefix, &new, overlap_end)
         .await
         .unwrap();
-    assert_eq!(revoked.revoked_at, Some(later));
+    // The old key is not revoked: it keeps working until the overlap ends.
+    assert_eq!(rotating.revoked_at, None, "{}", b.name);
+    assert_eq!(rotating.expires_at, Some(overlap_end), "{}", b.name);
+    let (found, _) = b
+        .accounts
+        .key_by_hash(&old.hash)
+        .await
+        .unwrap()
+        .expect("old key still stored");
+    assert_eq!(found.expires_at, Some(overlap_end), "{}", b.name);
     let keys = b.accounts.keys(Some(owner.id.clone())).await.unwrap();
     assert_eq!(keys.len(), 2);
     assert!(
         keys.iter()
-            .any(|k| k.id == new.id && k.revoked_at.is_none())
+            .any(|k| k.id == new.id && k.revoked_at.is_none() && k.expires_at.is_none())
     );
+    // Rotated once: not again, and its end stays.
     let (_, again) = key_for(&owner, later);
     assert!(matches!(
-        b.accounts.rotate_key(&old.prefix, &again, later).await,
+        b.accounts
+            .rotate_key(&old.prefix, &again, overlap_end + Duration::hours(1))
+            .await,
+        Err(KeyError::AlreadyRotated)
+    ));
+    // Revoked during the overlap: it stops now, and cannot be rotated.
+    let revoked = b.accounts.revoke_key(&old.prefix, later).await.unwrap();
+    assert_eq!(
+        (revoked.revoked_at, revoked.expires_at),
+        (Some(later), Some(overlap_end)),
+        "{}",
+        b.name
+    );
+    let (_, third) = key_for(&owner, later);
+    assert!(matches!(
+        b.accounts.revoke_key(&new.prefix, later).await.map(|_| ()),
+        Ok(())
+    ));
+    assert!(matches!(
+        b.accounts
+            .rotate_key(&new.prefix, &third, overlap_end)
+            .await,
         Err(KeyError::AlreadyRevoked)
     ));
+    let after = b.accounts.keys(Some(owner.id.clone())).await.unwrap();
+    assert_eq!(
+        after.len(),
+        2,
+        "{}: a refused rotation stored a key",
+        b.name
+    );
+}
+
+pub async fn key_uses_are_recorded_and_never_go_back(b: &Backend) {
+    let owner = new_account(b, "human@example.com").await;
+    let (_, key) = key_for(&owner, t0());
+    b.accounts.insert_key(&key).await.unwrap();
+    let used = t0() + Duration::minutes(5);
+    b.accounts.touch_key(&key.id, used).await.unwrap();
+    let earlier = t0() + Duration::minutes(1);
+    b.accounts.touch_key(&key.id, earlier).await.unwrap();
+    let (found, _) = b.accounts.key_by_hash(&key.hash).await.unwrap().unwrap();
+    assert_eq!(found.last_used_at, Some(used), "{}", b.name);
+    let listed = b.accounts.keys(Some(owner.id.clone())).await.unwrap();
+    assert_eq!(listed[0].last_used_at, Some(used), "{}", b.name);
+    // An unknown key: nothing to record, no error.
+    let (_, stranger) = key_for(&owner, t0());
+    b.accounts.touch_key(&stranger.id, used).await.unwrap();
 }
 
 pub async fn identity_purge_removes_only_expired_records(b: &Backend) {

@@ -197,6 +197,7 @@ macro_rules! contract_suite {
             challenges_are_consumed_once_with_their_key,
             sessions_expire_and_end_on_sign_out,
             keys_rotate_in_one_step,
+            key_uses_are_recorded_and_never_go_back,
             identity_purge_removes_only_expired_records
         );
         $crate::contract_suite!(@actions $backend;

@@ -53,6 +53,8 @@ pub(crate) fn key_for(account: &Account, at: DateTime<Utc>) -> (ApiKeySecret, Ap
         label: "contract".into(),
         created_at: at,
         revoked_at: None,
+        expires_at: None,
+        last_used_at: None,
     };
     (secret, record)
 }

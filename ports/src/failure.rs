@@ -73,6 +73,8 @@ failure_classes! {
         "The site does not confirm the payment's business outcome yet (the detail carries what it answered); nothing was stored or charged, so verify again later."),
     NotVerifiable => ("not_verifiable", 409, false, "Task cannot be verified",
         "Only a task settled with a payment_completed artifact (a payment under an authority with verification_required) can be verified; this one stands as it is."),
+    KeyNotActive => ("key_not_active", 409, false, "Key not active",
+        "This key was revoked or already rotated, so it cannot be rotated again; rotate its replacement (GET /api/keys lists the keys) or create a new key."),
     IdempotencyInFlight => ("idempotency_in_flight", 409, true, "Request with this key is in flight",
         "Wait for Retry-After, then send the same request with the same Idempotency-Key."),
     PayloadTooLarge => ("payload_too_large", 413, false, "Request body too large",

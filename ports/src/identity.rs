@@ -122,7 +122,12 @@ impl DeviceGrant {
 /// The human's decision on a pending device grant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DeviceDecision {
-    Approve(AccountId),
+    /// Approved for `account`, with the `scopes` the human granted (what the agent asked for,
+    /// less what the human left unticked); the store keeps them as the grant's scopes.
+    Approve {
+        account: AccountId,
+        scopes: Scopes,
+    },
     Deny,
 }
 

@@ -258,6 +258,27 @@ impl Scopes {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+
+    /// The scopes of `self` that `holder` does not carry (empty: `self` is a subset).
+    pub fn beyond(&self, holder: &Scopes) -> Vec<Scope> {
+        self.0.difference(&holder.0).cloned().collect()
+    }
+
+    /// These scopes without `scope`.
+    pub fn without(&self, scope: &str) -> Scopes {
+        Scopes(
+            self.0
+                .iter()
+                .filter(|s| s.as_str() != scope)
+                .cloned()
+                .collect(),
+        )
+    }
+
+    /// The scopes both sets carry.
+    pub fn intersection(&self, other: &Scopes) -> Scopes {
+        Scopes(self.0.intersection(&other.0).cloned().collect())
+    }
 }
 
 /// What the store keeps about a key.
@@ -271,11 +292,43 @@ pub struct ApiKeyRecord {
     pub label: String,
     pub created_at: DateTime<Utc>,
     pub revoked_at: Option<DateTime<Utc>>,
+    /// Set when the key was rotated: it keeps working until then (the overlap), then stops.
+    pub expires_at: Option<DateTime<Utc>>,
+    /// When it last authenticated, to within [`LAST_USED_GRANULARITY`]; `None`: never (or not
+    /// since this was recorded).
+    pub last_used_at: Option<DateTime<Utc>>,
 }
+
+/// How stale a key's `last_used_at` may be: a use is written at most this often per key, so
+/// a busy agent's requests do not each write.
+pub const LAST_USED_GRANULARITY: chrono::TimeDelta = chrono::TimeDelta::minutes(1);
 
 impl ApiKeyRecord {
     pub fn is_revoked(&self) -> bool {
         self.revoked_at.is_some()
+    }
+
+    /// Its rotation overlap ended at or before `now`.
+    pub fn is_expired(&self, now: DateTime<Utc>) -> bool {
+        self.expires_at.is_some_and(|end| now >= end)
+    }
+
+    /// Whether it still authenticates at `now`.
+    pub fn is_live(&self, now: DateTime<Utc>) -> bool {
+        !self.is_revoked() && !self.is_expired(now)
+    }
+
+    /// `active`, `rotating` (replaced, working until `expires_at`), `expired` or `revoked`.
+    pub fn status(&self, now: DateTime<Utc>) -> &'static str {
+        if self.is_revoked() {
+            "revoked"
+        } else if self.is_expired(now) {
+            "expired"
+        } else if self.expires_at.is_some() {
+            "rotating"
+        } else {
+            "active"
+        }
     }
 }
 

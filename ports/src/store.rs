@@ -17,8 +17,8 @@ use crate::{
     fetch::FetchedPage,
     identity::{DeviceDecision, DeviceGrant, EmailChallenge, UserCode, WebSession},
     ids::{
-        AccountId, ArtifactId, AuthorityId, ChallengeId, CheckoutId, ConnectionId, DeviceGrantId,
-        MeterEventId, ScanId, TaskId,
+        AccountId, ApiKeyId, ArtifactId, AuthorityId, ChallengeId, CheckoutId, ConnectionId,
+        DeviceGrantId, MeterEventId, ScanId, TaskId,
     },
     keys::{ApiKeyRecord, KeyHash, KeyPrefix},
     ledger::{Balance, Grant, GrantOutcome, LedgerEntry},
@@ -81,6 +81,9 @@ pub enum KeyError {
     NotFound,
     #[error("the key was already revoked")]
     AlreadyRevoked,
+    /// The key was rotated before: it is on its way out (or gone), so it is not rotated again.
+    #[error("the key was already rotated")]
+    AlreadyRotated,
     #[error("the key's account does not exist")]
     UnknownAccount,
     #[error(transparent)]
@@ -138,16 +141,22 @@ pub trait AccountStore: Send + Sync {
         at: DateTime<Utc>,
     ) -> Result<ApiKeyRecord, KeyError>;
 
-    /// Revokes the key with `prefix` at `at` and stores `replacement` in one transaction, and
-    /// returns the revoked record. MUST return [`KeyError::NotFound`] when no key has this
-    /// prefix or `replacement` belongs to another account, [`KeyError::AlreadyRevoked`] when it
-    /// was revoked before, and [`KeyError::Duplicate`] when the replacement's hash or prefix
-    /// exists; in each case nothing changes.
+    /// Records that the key `id` authenticated at `at`; an earlier time never replaces a later
+    /// one. A key that does not exist is not an error (nothing to record).
+    async fn touch_key(&self, id: &ApiKeyId, at: DateTime<Utc>) -> Result<(), StoreError>;
+
+    /// Sets the key with `prefix` to stop working at `old_expires_at` (the rotation overlap) and
+    /// stores `replacement` in one transaction, and returns the old record as updated. MUST
+    /// return [`KeyError::NotFound`] when no key has this prefix or `replacement` belongs to
+    /// another account, [`KeyError::AlreadyRevoked`] when it was revoked before,
+    /// [`KeyError::AlreadyRotated`] when it was rotated before (its `expires_at` stays), and
+    /// [`KeyError::Duplicate`] when the replacement's hash or prefix exists; in each case
+    /// nothing changes.
     async fn rotate_key(
         &self,
         prefix: &KeyPrefix,
         replacement: &ApiKeyRecord,
-        at: DateTime<Utc>,
+        old_expires_at: DateTime<Utc>,
     ) -> Result<ApiKeyRecord, KeyError>;
 }
 

@@ -9,8 +9,8 @@ use std::{
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use svc_ports::{
-    Account, AccountId, ApiKeyRecord, Balance, Email, Environment, FetchedPage, GrantOutcome,
-    KeyHash, KeyPrefix, LedgerEntry, PageCache,
+    Account, AccountId, ApiKeyId, ApiKeyRecord, Balance, Email, Environment, FetchedPage,
+    GrantOutcome, KeyHash, KeyPrefix, LedgerEntry, PageCache,
     ledger::Grant,
     store::{AccountError, AccountStore, KeyError, LedgerError, LedgerStore, StoreError},
 };
@@ -155,11 +155,21 @@ impl AccountStore for MemoryStore {
         Ok(key.clone())
     }
 
+    async fn touch_key(&self, id: &ApiKeyId, at: DateTime<Utc>) -> Result<(), StoreError> {
+        let mut s = self.lock();
+        if let Some(k) = s.keys.iter_mut().find(|k| &k.id == id)
+            && k.last_used_at.is_none_or(|last| last < at)
+        {
+            k.last_used_at = Some(at);
+        }
+        Ok(())
+    }
+
     async fn rotate_key(
         &self,
         prefix: &KeyPrefix,
         replacement: &ApiKeyRecord,
-        at: DateTime<Utc>,
+        old_expires_at: DateTime<Utc>,
     ) -> Result<ApiKeyRecord, KeyError> {
         let mut s = self.lock();
         let index = s
@@ -170,8 +180,11 @@ impl AccountStore for MemoryStore {
         if s.keys[index].revoked_at.is_some() {
             return Err(KeyError::AlreadyRevoked);
         }
+        if s.keys[index].expires_at.is_some() {
+            return Err(KeyError::AlreadyRotated);
+        }
         s.check_new_key(replacement)?;
-        s.keys[index].revoked_at = Some(at);
+        s.keys[index].expires_at = Some(old_expires_at);
         let old = s.keys[index].clone();
         s.keys.push(replacement.clone());
         Ok(old)

@@ -93,9 +93,10 @@ impl IdentityStore for MemoryStore {
             return Err(IdentityError::Expired);
         }
         match decision {
-            DeviceDecision::Approve(account) => {
+            DeviceDecision::Approve { account, scopes } => {
                 g.status = DeviceGrantStatus::Approved;
                 g.account_id = Some(account.clone());
+                g.scopes = scopes.clone();
             }
             DeviceDecision::Deny => g.status = DeviceGrantStatus::Denied,
         }

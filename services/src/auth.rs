@@ -28,6 +28,9 @@ pub enum AuthError {
     Unknown,
     #[error("the API key was revoked")]
     Revoked,
+    /// Rotated, and its overlap has ended: its replacement works instead.
+    #[error("the API key was rotated and its overlap ended")]
+    Expired,
     #[error("a {presented} key was presented to the {server} service")]
     WrongEnvironment {
         presented: &'static str,
@@ -66,9 +69,10 @@ impl KeyCache {
     fn get(&self, hash: &KeyHash) -> Option<Principal> {
         let now = self.clock.now();
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        // A rotated key's overlap ends on the clock, on every instance at once, cached or not.
         entries
             .get(hash)
-            .filter(|(_, at)| now - *at < self.ttl && now >= *at)
+            .filter(|(p, at)| now - *at < self.ttl && now >= *at && !p.key.is_expired(now))
             .map(|(p, _)| p.clone())
     }
 
@@ -140,6 +144,19 @@ impl Authenticator {
         if key.is_revoked() {
             return Err(AuthError::Revoked);
         }
+        let now = self.cache.clock.now();
+        if key.is_expired(now) {
+            return Err(AuthError::Expired);
+        }
+        // Remember the use, at most once a minute per key (and only on a store read, at most
+        // once a second): the key list shows when a key last worked.
+        if key
+            .last_used_at
+            .is_none_or(|last| now - last >= svc_ports::keys::LAST_USED_GRANULARITY)
+            && let Err(e) = self.accounts.touch_key(&key.id, now).await
+        {
+            tracing::warn!(key_prefix = %key.prefix, error = %e, "could not record the key's use");
+        }
         if account.environment != self.environment {
             return Err(AuthError::WrongEnvironment {
                 presented: account.environment.as_str(),
@@ -193,6 +210,8 @@ mod tests {
             label: "test".into(),
             created_at: Utc::now(),
             revoked_at: revoked.then(Utc::now),
+            expires_at: None,
+            last_used_at: None,
         };
         (key, account)
     }
@@ -202,6 +221,7 @@ mod tests {
         store
             .expect_key_by_hash()
             .returning(move |_| Ok(found.clone()));
+        store.expect_touch_key().returning(|_, _| Ok(()));
         Arc::new(store)
     }
 
@@ -218,6 +238,7 @@ mod tests {
         lookups: Arc<std::sync::atomic::AtomicUsize>,
     ) -> Arc<dyn AccountStore> {
         let mut store = MockAccountStore::new();
+        store.expect_touch_key().returning(|_, _| Ok(()));
         store.expect_key_by_hash().returning(move |_| {
             lookups.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             Ok(slot.lock().unwrap().clone())
@@ -277,6 +298,29 @@ mod tests {
         assert!(matches!(
             auth.authenticate(LIVE).await,
             Err(AuthError::Revoked)
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_rotated_key_stops_when_its_overlap_ends_even_when_cached() {
+        let secret = ApiKeySecret::parse(LIVE).unwrap();
+        let clock = Arc::new(ManualClock::at(Utc::now()));
+        let (mut key, account) = record(&secret, false, Environment::Live);
+        key.expires_at = Some(clock.now() + TimeDelta::milliseconds(500));
+        let slot = Arc::new(Mutex::new(Some((key, account))));
+        let lookups = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let auth = Authenticator::new(
+            counting_store(slot, lookups),
+            Environment::Live,
+            Arc::new(KeyCache::new(clock.clone(), KeyCache::TTL)),
+        );
+        assert!(auth.authenticate(LIVE).await.is_ok());
+        clock.advance(TimeDelta::milliseconds(499));
+        assert!(auth.authenticate(LIVE).await.is_ok(), "within the overlap");
+        clock.advance(TimeDelta::milliseconds(1));
+        assert!(matches!(
+            auth.authenticate(LIVE).await,
+            Err(AuthError::Expired)
         ));
     }
 

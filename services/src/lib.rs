@@ -35,7 +35,9 @@ pub use auth::{AuthError, Authenticator, Principal};
 pub use authority::{AuthorityFailure, AuthorityReport, AuthorityService, NewAuthority};
 pub use billing::{BillingFailure, BillingService, BillingSettings, HandoffOffer, HandoffState};
 pub use identity::{IdentityFailure, IdentityService, IdentitySettings, SignupKey};
-pub use keys::{CreateKey, IssuedKey, KeyService, KeyServiceError};
+pub use keys::{
+    CreateKey, DEFAULT_ROTATION_OVERLAP, Holder, IssuedKey, KeyService, KeyServiceError, RotatedKey,
+};
 pub use read::{ReadError, ReadOutcome, ReadRequest, ReadService};
 pub use usage::UsageService;
 
@@ -125,7 +127,8 @@ impl Services {
         let key_cache = Arc::new(auth::KeyCache::new(ports.clock.clone(), identity.key_cache));
         let keys = Arc::new(
             KeyService::new(ports.clone(), environment, key_cache.clone())
-                .with_free_credits(identity.free_credits),
+                .with_free_credits(identity.free_credits)
+                .with_rotation_overlap(identity.key_rotation_overlap),
         );
         let site_url = identity.site_url.clone();
         let telemetry = Arc::new(telemetry::TelemetryService::new(

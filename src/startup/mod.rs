@@ -243,6 +243,8 @@ pub struct World {
     /// How long an authenticated key is remembered (`SVC_KEY_CACHE_MILLIS`): the longest a
     /// revocation made elsewhere goes unnoticed here. `None`: one second.
     pub key_cache: Option<Duration>,
+    /// How long a rotated key keeps working (`SVC_KEY_ROTATION_OVERLAP_HOURS`). `None`: 24 h.
+    pub key_rotation_overlap: Option<Duration>,
     /// Readiness scans per client address per minute (`SVC_SCAN_RATE_LIMIT_PER_IP`), shared by
     /// every instance on the store. `None`: the default, 10.
     pub scans_per_minute: Option<u32>,
@@ -403,6 +405,9 @@ pub fn services(
     if let Some(ttl) = world.key_cache {
         identity.key_cache = ttl;
     }
+    if let Some(overlap) = world.key_rotation_overlap {
+        identity.key_rotation_overlap = overlap;
+    }
     identity.free_credits = world.free_credits.unwrap_or(match environment {
         Environment::Live => LIVE_FREE_CREDITS,
         Environment::Test => SANDBOX_CREDITS,
@@ -561,6 +566,9 @@ impl Application {
         );
         let mut world = world;
         world.key_cache = Some(Duration::from_millis(runtime.key_cache_millis));
+        world.key_rotation_overlap = Some(Duration::from_secs(
+            runtime.key_rotation_overlap_hours * 3600,
+        ));
         world.scans_per_minute = Some(runtime.scan_rate_limit_per_ip);
         world.free_credits = runtime.free_credits.or(world.free_credits);
         world.email_codes_per_hour = runtime.email_codes_per_hour.or(world.email_codes_per_hour);

@@ -14,6 +14,8 @@ mod discovery;
 mod execution_property;
 mod helpers;
 mod instances;
+mod keys;
+mod keys_property;
 mod mcp;
 mod openapi;
 mod operations;

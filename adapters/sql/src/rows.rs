@@ -88,7 +88,8 @@ pub(crate) fn account(r: &impl Columns, c: AccountColumns) -> Result<Account, St
     })
 }
 
-/// `id, account_id, prefix, hash, scopes, label, created_at, revoked_at`.
+/// `id, account_id, prefix, hash, scopes, label, created_at, revoked_at, expires_at,
+/// last_used_at`.
 pub(crate) fn api_key(r: &impl Columns) -> Result<ApiKeyRecord, StoreError> {
     Ok(ApiKeyRecord {
         id: r.parsed("id", ApiKeyId::parse)?,
@@ -99,6 +100,8 @@ pub(crate) fn api_key(r: &impl Columns) -> Result<ApiKeyRecord, StoreError> {
         label: r.text("label")?,
         created_at: r.time("created_at")?,
         revoked_at: r.time_opt("revoked_at")?,
+        expires_at: r.time_opt("expires_at")?,
+        last_used_at: r.time_opt("last_used_at")?,
     })
 }
 

@@ -77,6 +77,8 @@ fn api_key(account: &Account, n: u8, created_at: DateTime<Utc>) -> ApiKeyRecord 
         label: format!("key {n}"),
         created_at,
         revoked_at: None,
+        expires_at: None,
+        last_used_at: None,
     }
 }
 

@@ -4,8 +4,8 @@
 use svc_ports::FailureClass;
 use svc_services::{
     ActivityError, AuthError, AuthorityFailure, BillingFailure, ExecuteRefusal, IdentityFailure,
-    ReadError, VerifyRefusal, connections::ConnectionFailure, readiness::ScanFailure,
-    telemetry::TelemetryRefusal,
+    KeyServiceError, ReadError, VerifyRefusal, connections::ConnectionFailure,
+    readiness::ScanFailure, telemetry::TelemetryRefusal,
 };
 
 use crate::problem::{ApiProblem, NextActionKind};
@@ -192,6 +192,28 @@ impl From<IdentityFailure> for ApiProblem {
     }
 }
 
+impl From<KeyServiceError> for ApiProblem {
+    fn from(e: KeyServiceError) -> Self {
+        let detail = e.to_string();
+        match e {
+            // Another account's key reads as no key at all.
+            KeyServiceError::NotFound(_) => ApiProblem::new(FailureClass::NotFound, detail),
+            KeyServiceError::InsufficientScope(_) => {
+                ApiProblem::new(FailureClass::InsufficientScope, detail)
+            }
+            KeyServiceError::ConsequentialUnconfirmed => {
+                ApiProblem::new(FailureClass::InsufficientScope, detail)
+                    .next_action(NextActionKind::Approve, None)
+            }
+            KeyServiceError::AlreadyRevoked(_) | KeyServiceError::AlreadyRotated(_) => {
+                ApiProblem::new(FailureClass::KeyNotActive, detail)
+            }
+            KeyServiceError::Invalid(_) => ApiProblem::new(FailureClass::InvalidRequest, detail),
+            KeyServiceError::Internal(e) => ApiProblem::failure(e.as_ref()),
+        }
+    }
+}
+
 impl From<AuthorityFailure> for ApiProblem {
     fn from(e: AuthorityFailure) -> Self {
         match e {
@@ -241,6 +263,10 @@ impl From<AuthError> for ApiProblem {
             AuthError::Revoked => {
                 ApiProblem::new(FailureClass::RevokedApiKey, "This API key was revoked.")
             }
+            AuthError::Expired => ApiProblem::new(
+                FailureClass::RevokedApiKey,
+                "This API key was rotated and its overlap has ended; use the key that replaced it.",
+            ),
             AuthError::WrongEnvironment { presented, server } => ApiProblem::new(
                 FailureClass::WrongEnvironment,
                 format!("A {presented} key cannot be used on the {server} service."),

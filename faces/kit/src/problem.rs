@@ -293,7 +293,7 @@ impl poem_openapi::ApiResponse for ApiProblem {
                     409,
                     "A request with this Idempotency-Key is in flight (`idempotency_in_flight`), or \
                      the resource is not in a state that allows this (`not_verifiable`, \
-                     `verification_pending`).",
+                     `verification_pending`, `key_not_active`).",
                     vec![header_meta::<u64>(
                         "Retry-After",
                         "Seconds to wait before sending it again (when retrying can help).",

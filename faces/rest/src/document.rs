@@ -55,6 +55,15 @@ pub const SIGNUP_SCOPES: &str = concat!(
     ws!(),
     "*$"
 );
+/// Scopes the device flow may ask for: a signup's, and `execute:consequential`, which the
+/// human sees apart and grants only by ticking it.
+pub const DEVICE_SCOPES: &str = concat!(
+    "^",
+    ws!(),
+    r"*[ ,]*(?:(?:read|discover|execute:consequential|execute)(?:[ ,]+(?:read|discover|execute:consequential|execute))*)?[ ,]*",
+    ws!(),
+    "*$"
+);
 /// 1-255 visible ASCII characters, spaces only inside (HTTP drops them at the ends).
 pub const IDEMPOTENCY_KEY: &str = r"^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$";
 /// An absolute `http` or `https` URL (anything else is 422 `url_refused`).
@@ -78,6 +87,7 @@ pub fn complete(doc: &mut Value, ctx: &AppContext) {
     failure_class_enums(doc);
     telemetry_body(doc, &ctx.origins.site_url);
     links(doc);
+    crate::keys::document(doc);
     let skus = ctx
         .services
         .billing
@@ -101,6 +111,7 @@ const JSON_BODIES: &[&str] = &[
     "ExecuteBody",
     "ScanBody",
     "StartConnectionBody",
+    "CreateKeyBody",
 ];
 
 fn optional_may_be_null(doc: &mut Value) {
@@ -127,7 +138,7 @@ fn optional_may_be_null(doc: &mut Value) {
 }
 
 /// Merges `patch` into the object at `pointer` (objects merged key by key, the rest replaced).
-fn merge(doc: &mut Value, pointer: &str, patch: Value) {
+pub(crate) fn merge(doc: &mut Value, pointer: &str, patch: Value) {
     if let Some(target) = doc.pointer_mut(pointer) {
         merge_value(target, patch);
     }
@@ -145,7 +156,7 @@ fn merge_value(target: &mut Value, patch: Value) {
 }
 
 /// The parameter `name` of the operation at `op` (a JSON pointer to it).
-fn parameter_schema(doc: &mut Value, op: &str, name: &str) -> Option<String> {
+pub(crate) fn parameter_schema(doc: &mut Value, op: &str, name: &str) -> Option<String> {
     let params = doc.pointer(&format!("{op}/parameters"))?.as_array()?;
     let i = params.iter().position(|p| p["name"] == name)?;
     Some(format!("{op}/parameters/{i}/schema"))
@@ -173,7 +184,7 @@ fn constrain_requests(doc: &mut Value) {
             "required": ["client_id"],
             "properties": {
                 "client_id": {"maxLength": 128, "pattern": PRINTABLE_NOT_BLANK},
-                "scope": {"maxLength": 256, "pattern": SIGNUP_SCOPES},
+                "scope": {"maxLength": 256, "pattern": DEVICE_SCOPES},
             }
         }),
     );
@@ -185,7 +196,7 @@ fn constrain_requests(doc: &mut Value) {
             "properties": {
                 "client_id": {"pattern": PRINTABLE_NOT_BLANK},
                 "agent_name": {"pattern": PRINTABLE},
-                "scope": {"pattern": SIGNUP_SCOPES},
+                "scope": {"pattern": DEVICE_SCOPES},
             },
             "anyOf": [
                 {"required": ["client_id"], "properties": {"client_id": {"type": "string"}}},
@@ -462,7 +473,7 @@ fn links(doc: &mut Value) {
     );
 }
 
-fn add_links(doc: &mut Value, op: &str, status: &str, links: Value) {
+pub(crate) fn add_links(doc: &mut Value, op: &str, status: &str, links: Value) {
     if let Some(resp) = doc
         .pointer_mut(&format!("{op}/responses/{status}"))
         .and_then(Value::as_object_mut)
@@ -742,6 +753,21 @@ mod tests {
                 "\t",
             ],
             &["discoverread", "write", "read\tdiscover", "read;execute"],
+        );
+        check(
+            DEVICE_SCOPES,
+            &[
+                "",
+                "read execute:consequential",
+                "execute:consequential,execute",
+                " execute:consequential ",
+            ],
+            &[
+                "execute:consequentialread",
+                "execute:",
+                "admin",
+                "read;execute",
+            ],
         );
         check(
             IDEMPOTENCY_KEY,

@@ -8,6 +8,7 @@ pub mod auth;
 pub mod authority;
 pub mod connections;
 pub mod document;
+pub mod keys;
 pub mod meta;
 pub mod read;
 pub mod readiness;
@@ -33,6 +34,8 @@ pub enum Tags {
     Signup,
     /// Credits, plan and metering of the calling account.
     Usage,
+    /// The account's API keys: list, create restricted keys, rotate with an overlap, revoke.
+    Keys,
     /// Delegated payment authorities: read them, check one at its revocation URL, revoke it.
     PaymentAuthorities,
     /// Agent traffic events and the conversion funnel.
@@ -84,6 +87,7 @@ type Apis = (
     connections::ConnectionsApi,
     authority::AuthorityApi,
     activity::ActivityApi,
+    keys::KeysApi,
 );
 
 fn openapi_service(ctx: &AppContext) -> OpenApiService<Apis, ()> {
@@ -99,6 +103,7 @@ fn openapi_service(ctx: &AppContext) -> OpenApiService<Apis, ()> {
             connections::ConnectionsApi { ctx: ctx.clone() },
             authority::AuthorityApi { ctx: ctx.clone() },
             activity::ActivityApi { ctx: ctx.clone() },
+            keys::KeysApi { ctx: ctx.clone() },
         ),
         "Agent action and commerce service",
         env!("CARGO_PKG_VERSION"),
@@ -118,6 +123,7 @@ const CLOSED_REQUEST_BODIES: &[&str] = &[
     "ExecuteBody",
     "ScanBody",
     "StartConnectionBody",
+    "CreateKeyBody",
 ];
 
 /// The served OpenAPI 3.1 document.

@@ -1,6 +1,7 @@
 //! The account page: plan, credits, keys (create, rotate, revoke).
 
 use askama::Template;
+use chrono::{DateTime, Utc};
 use kit::context::AppContext;
 use kit::problem::ApiProblem;
 use poem::{
@@ -9,7 +10,7 @@ use poem::{
     web::{Data, Form, Query},
 };
 use serde::Deserialize;
-use svc_ports::{Account, ApiKeyRecord};
+use svc_ports::{Account, ApiKeyRecord, Scopes, actions::CONSEQUENTIAL_SCOPE};
 use svc_services::IdentityFailure;
 
 use crate::*;
@@ -19,7 +20,14 @@ pub(crate) struct KeyRow {
     label: String,
     scopes: String,
     created_at: String,
+    /// When it last worked, to the minute, or "never".
+    last_used: String,
     status: &'static str,
+    /// For a rotated key in its overlap: when it stops working (else empty).
+    until: String,
+    /// It still works: it may be revoked.
+    live: bool,
+    /// Never rotated and live: it may be rotated.
     active: bool,
 }
 
@@ -38,6 +46,7 @@ pub(crate) struct AccountPage {
     frozen: i64,
     cost_per_action: i64,
     keys: Vec<KeyRow>,
+    consequential_words: &'static str,
     /// "Starter: 1000 credits for 9.00 USD", when checkout sells it.
     starter: Option<String>,
     /// A fresh Idempotency-Key per rendering: submitting this form twice opens one checkout.
@@ -57,6 +66,10 @@ pub(crate) struct KeyCreatedPage {
     heading: String,
     secret: String,
     setup_command: String,
+    /// After a rotation: the old key and when it stops working.
+    previous: Option<(String, String)>,
+    /// What the new key may do, in a sentence.
+    scopes: String,
 }
 
 // ---- account ----------------------------------------------------------------------------------
@@ -66,15 +79,26 @@ pub(crate) struct AccountQuery {
     notice: Option<String>,
 }
 
-pub(crate) fn key_row(k: &ApiKeyRecord) -> KeyRow {
+pub(crate) fn key_row(k: &ApiKeyRecord, now: DateTime<Utc>) -> KeyRow {
     KeyRow {
         prefix: k.prefix.to_string(),
         label: k.label.clone(),
         scopes: k.scopes.to_list_string(),
-        created_at: k.created_at.format("%Y-%m-%d %H:%M UTC").to_string(),
-        status: if k.is_revoked() { "revoked" } else { "active" },
-        active: !k.is_revoked(),
+        created_at: when(k.created_at),
+        last_used: k.last_used_at.map_or_else(|| "never".to_owned(), when),
+        status: k.status(now),
+        until: k
+            .expires_at
+            .filter(|_| k.is_live(now))
+            .map(when)
+            .unwrap_or_default(),
+        live: k.is_live(now),
+        active: k.is_live(now) && k.expires_at.is_none(),
     }
+}
+
+fn when(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%d %H:%M UTC").to_string()
 }
 
 pub(crate) async fn render_account(
@@ -117,7 +141,11 @@ pub(crate) async fn render_account(
         held: billing.balance.held,
         frozen: billing.balance.frozen,
         cost_per_action: ctx.services.usage.policy().cost_per_completed_action,
-        keys: keys.iter().map(key_row).collect(),
+        keys: keys
+            .iter()
+            .map(|k| key_row(k, ctx.services.clock.now()))
+            .collect(),
+        consequential_words: CONSEQUENTIAL_WORDS,
         starter: billing::starter_offer(ctx),
         checkout_key: ctx.services.identity.random_token(24),
         contact_url: billing::contact_url(ctx),
@@ -163,6 +191,32 @@ pub(crate) struct KeyForm {
     csrf: String,
     prefix: Option<String>,
     label: Option<String>,
+    /// Set by the create form: the scope boxes below say what the key holds.
+    scopes_chosen: Option<String>,
+    scope_read: Option<String>,
+    scope_discover: Option<String>,
+    scope_execute: Option<String>,
+    scope_consequential: Option<String>,
+    /// The box naming what `execute:consequential` allows.
+    confirm_consequential: Option<String>,
+}
+
+impl KeyForm {
+    /// The ticked scopes, when the form offered them.
+    fn scopes(&self) -> Option<Scopes> {
+        self.scopes_chosen.as_ref()?;
+        let ticked: Vec<&str> = [
+            (&self.scope_read, "read"),
+            (&self.scope_discover, "discover"),
+            (&self.scope_execute, "execute"),
+            (&self.scope_consequential, CONSEQUENTIAL_SCOPE),
+        ]
+        .into_iter()
+        .filter(|(v, _)| v.is_some())
+        .map(|(_, s)| s)
+        .collect();
+        Scopes::parse_list(&ticked.join(" ")).ok()
+    }
 }
 
 pub(crate) enum KeyAction {
@@ -189,11 +243,26 @@ pub(crate) async fn key_action(
     let (heading, result) = match action {
         KeyAction::Create => (
             "New API key",
-            identity.create_key(&account, form.label.as_deref()).await,
+            identity
+                .create_key(
+                    &account,
+                    form.label.as_deref(),
+                    form.scopes(),
+                    form.confirm_consequential.is_some(),
+                )
+                .await
+                .map(|(secret, record)| (secret, record, None)),
         ),
         KeyAction::Rotate => (
             "Rotated API key",
-            identity.rotate_key(&account, prefix).await,
+            identity.rotate_key(&account, prefix).await.map(|r| {
+                let until = r.previous.expires_at.map(when).unwrap_or_default();
+                (
+                    r.secret,
+                    r.record,
+                    Some((r.previous.prefix.to_string(), until)),
+                )
+            }),
         ),
         KeyAction::Revoke => {
             return match identity.revoke_key(&account, prefix).await {
@@ -206,13 +275,15 @@ pub(crate) async fn key_action(
         }
     };
     match result {
-        Ok((secret, _)) => {
+        Ok((secret, record, previous)) => {
             let page = KeyCreatedPage {
                 signed_in_as: visit.signed_in_as(),
                 csrf: visit.csrf(),
                 heading: heading.into(),
                 setup_command: identity.mcp_setup_command(&secret),
                 secret: secret.expose().to_owned(),
+                previous,
+                scopes: record.scopes.to_list_string(),
             };
             visit.page(StatusCode::OK, &page)
         }

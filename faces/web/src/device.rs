@@ -9,6 +9,7 @@ use poem::{
     web::{Data, Form, Query},
 };
 use serde::Deserialize;
+use svc_ports::actions::CONSEQUENTIAL_SCOPE;
 use svc_services::IdentityFailure;
 
 use crate::*;
@@ -31,9 +32,16 @@ pub(crate) struct DeviceApprovePage {
     client_id: String,
     user_code: String,
     scopes: Vec<(String, &'static str)>,
+    /// The agent asked for `execute:consequential`: shown apart, unticked, in words.
+    consequential: bool,
+    consequential_words: &'static str,
     email: String,
     expires_at: String,
 }
+
+/// What `execute:consequential` allows, in the words the human confirms.
+pub(crate) const CONSEQUENTIAL_WORDS: &str = "place orders, make bookings and make payments on sites \
+    for you, spending your credits and, where an action pays, money under a payment authority you create";
 
 pub(crate) fn scope_description(scope: &str) -> &'static str {
     match scope {
@@ -92,8 +100,11 @@ pub(crate) async fn device_page(
                 scopes: grant
                     .scopes
                     .iter()
+                    .filter(|s| s.as_str() != CONSEQUENTIAL_SCOPE)
                     .map(|s| (s.as_str().to_owned(), scope_description(s.as_str())))
                     .collect(),
+                consequential: grant.scopes.contains(CONSEQUENTIAL_SCOPE),
+                consequential_words: CONSEQUENTIAL_WORDS,
                 email: account.email.to_string(),
                 expires_at: grant.expires_at.format("%Y-%m-%d %H:%M UTC").to_string(),
             };
@@ -120,6 +131,8 @@ pub(crate) struct DeviceForm {
     user_code: String,
     #[serde(default)]
     decision: String,
+    /// Present when the human ticked the consequential scope.
+    consequential: Option<String>,
 }
 
 #[handler]
@@ -152,7 +165,13 @@ pub(crate) async fn device_submit(
     match ctx
         .services
         .identity
-        .decide_device(&form.user_code, &account, approve, ip)
+        .decide_device(
+            &form.user_code,
+            &account,
+            approve,
+            form.consequential.is_some(),
+            ip,
+        )
         .await
     {
         Ok(_) if approve => visit.message(

@@ -45,7 +45,8 @@ pub fn tools_manifest(ctx: &AppContext, mcp: &McpListing) -> Value {
 pub fn oauth_authorization_server(ctx: &AppContext) -> Value {
     let base = &ctx.origins.base_url;
     let site = &ctx.origins.site_url;
-    let scopes: Vec<String> = svc_ports::Scopes::default_for_new_key()
+    // The device flow may also ask for `execute:consequential`: the human grants it or not.
+    let scopes: Vec<String> = svc_services::keys::grantable_scopes()
         .iter()
         .map(|s| s.as_str().to_owned())
         .collect();
@@ -67,7 +68,7 @@ pub fn oauth_authorization_server(ctx: &AppContext) -> Value {
 /// are sent. The 401 challenge points here.
 pub fn oauth_protected_resource(ctx: &AppContext) -> Value {
     let base = &ctx.origins.base_url;
-    let scopes: Vec<String> = svc_ports::Scopes::default_for_new_key()
+    let scopes: Vec<String> = svc_services::keys::grantable_scopes()
         .iter()
         .map(|s| s.as_str().to_owned())
         .collect();

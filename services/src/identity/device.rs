@@ -5,6 +5,7 @@ use anyhow::Context;
 use svc_ports::{
     Account, ClientAddress, DeviceDecision, DeviceGrant, DeviceGrantId, DeviceGrantStatus, KeyHash,
     UserCode,
+    actions::CONSEQUENTIAL_SCOPE,
     identity::{USER_CODE_ALPHABET, USER_CODE_LEN},
     keys::BASE62,
     store::IdentityError,
@@ -31,7 +32,7 @@ impl IdentityService {
         let client_id = clean_text(Some(client_id), MAX_CLIENT_ID_LEN, "client_id")?
             .ok_or_else(|| IdentityFailure::InvalidRequest("client_id is required".into()))?;
         let agent_name = clean_text(agent_name, MAX_AGENT_NAME_LEN, "agent name")?;
-        let scopes = self.signup_scopes(scope)?;
+        let scopes = self.signup_scopes(scope, true)?;
         let now = self.now();
         let interval = u32::try_from(self.settings.poll_interval.as_secs().max(1)).unwrap_or(5);
         // A user-code collision among live grants is rare (20^8 codes); draw again if it happens.
@@ -204,17 +205,28 @@ impl IdentityService {
         }
     }
 
-    /// The signed-in human's answer to a pending grant.
+    /// The signed-in human's answer to a pending grant. The key gets what the agent asked for,
+    /// except `execute:consequential` unless the human ticked it (`grant_consequential`);
+    /// ticking it grants nothing the agent did not ask for.
     pub async fn decide_device(
         &self,
         user_code: &str,
         account: &Account,
         approve: bool,
+        grant_consequential: bool,
         ip: Option<ClientAddress>,
     ) -> Result<DeviceGrant, IdentityFailure> {
         let grant = self.pending_device(user_code, ip).await?;
         let decision = if approve {
-            DeviceDecision::Approve(account.id.clone())
+            let scopes = if grant_consequential {
+                grant.scopes.clone()
+            } else {
+                grant.scopes.without(CONSEQUENTIAL_SCOPE)
+            };
+            DeviceDecision::Approve {
+                account: account.id.clone(),
+                scopes,
+            }
         } else {
             DeviceDecision::Deny
         };

@@ -49,7 +49,7 @@ impl IdentityService {
         let email = Email::parse(email.trim())
             .map_err(|e| IdentityFailure::InvalidRequest(format!("email: {e}")))?;
         let agent_name = clean_text(agent_name, MAX_AGENT_NAME_LEN, "agent name")?;
-        let scopes = self.signup_scopes(scope)?;
+        let scopes = self.signup_scopes(scope, false)?;
         let now = self.now();
         let hour_ago = now - chrono::Duration::hours(1);
         let sent = self

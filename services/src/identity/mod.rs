@@ -38,6 +38,8 @@ pub struct IdentitySettings {
     /// Credits an account created by signup gets once, so a new agent can try something at
     /// once (0: none).
     pub free_credits: i64,
+    /// How long a rotated key keeps working beside its replacement.
+    pub key_rotation_overlap: Duration,
 }
 
 impl IdentitySettings {
@@ -54,6 +56,7 @@ impl IdentitySettings {
             lockout_window: Duration::from_secs(15 * 60),
             key_cache: Duration::from_secs(1),
             free_credits: 0,
+            key_rotation_overlap: crate::keys::DEFAULT_ROTATION_OVERLAP,
         }
     }
 }
@@ -206,11 +209,22 @@ impl IdentityService {
         self.ports.clock.now()
     }
 
-    /// Scopes a signup may ask for: those of a new key. Omitted means all of them.
-    pub fn signup_scopes(&self, requested: Option<&str>) -> Result<Scopes, IdentityFailure> {
-        let allowed = Scopes::default_for_new_key();
+    /// Scopes a signup may ask for: those of a new key, and through the device flow (where the
+    /// human sees the request and may grant it) `execute:consequential`. Omitted means the
+    /// default set.
+    pub fn signup_scopes(
+        &self,
+        requested: Option<&str>,
+        consequential: bool,
+    ) -> Result<Scopes, IdentityFailure> {
+        let default = Scopes::default_for_new_key();
+        let allowed = if consequential {
+            crate::keys::grantable_scopes()
+        } else {
+            default.clone()
+        };
         let Some(raw) = requested.map(str::trim).filter(|s| !s.is_empty()) else {
-            return Ok(allowed);
+            return Ok(default);
         };
         let scopes =
             Scopes::parse_list(raw).map_err(|e| IdentityFailure::InvalidScope(e.to_string()))?;
@@ -286,7 +300,9 @@ pub fn what_scopes_allow(scopes: &Scopes) -> String {
         });
     }
     if scopes.contains("execute:consequential") {
-        can.push("run consequential actions (payments, submissions) the human approves");
+        can.push(
+            "run consequential actions (place orders, make bookings and payments) as the human approved",
+        );
     }
     let cannot: Vec<&str> = [
         (!scopes.contains("read")).then_some("read pages"),

@@ -1,14 +1,10 @@
 //! What the web pages do for a signed-in human: the session cookie, and the account owner's
 //! keys (list, create, rotate, revoke).
 
-use svc_ports::{
-    Account, ApiKeyRecord, ApiKeySecret, KeyHash, KeyPrefix, Scopes, WebSession, keys::BASE62,
-    store::KeyError,
-};
+use svc_ports::{Account, ApiKeyRecord, ApiKeySecret, KeyHash, Scopes, WebSession, keys::BASE62};
 
-use super::{
-    IdentityFailure, IdentityService, MAX_AGENT_NAME_LEN, SignedIn, chrono_of, clean_text,
-};
+use super::{IdentityFailure, IdentityService, SignedIn, chrono_of};
+use crate::{Holder, KeyServiceError, RotatedKey};
 
 const SESSION_TOKEN_LEN: usize = 43;
 
@@ -56,52 +52,50 @@ impl IdentityService {
         Ok(())
     }
 
-    // ---- the account owner's keys ----------------------------------------------------------
+    // ---- the account owner's keys (the rules are the key service's) ------------------------
 
     pub async fn account_keys(
         &self,
         account: &Account,
     ) -> Result<Vec<ApiKeyRecord>, IdentityFailure> {
-        Ok(self.ports.accounts.keys(Some(account.id.clone())).await?)
+        self.keys
+            .account_keys(&account.id)
+            .await
+            .map_err(web_failure)
     }
 
+    /// A key the human creates on the account page: `scopes` omitted is the default set;
+    /// `execute:consequential` only with `consequential_confirmed`.
     pub async fn create_key(
         &self,
         account: &Account,
         label: Option<&str>,
+        scopes: Option<Scopes>,
+        consequential_confirmed: bool,
     ) -> Result<(ApiKeySecret, ApiKeyRecord), IdentityFailure> {
-        let label = clean_text(label, MAX_AGENT_NAME_LEN, "label")?.unwrap_or_else(|| "web".into());
-        Ok(self
-            .keys
-            .issue_key(&account.id, Scopes::default_for_new_key(), label)
-            .await?)
+        let human = Holder::Human {
+            consequential_confirmed,
+        };
+        self.keys
+            .create_for(&account.id, &human, label, scopes)
+            .await
+            .map_err(web_failure)
     }
 
-    /// Replaces a key by a new one with the same scopes and label, in one store transaction.
+    /// Replaces a key by a new one with the same scopes and label; the old one keeps working
+    /// for the overlap.
     pub async fn rotate_key(
         &self,
         account: &Account,
         prefix: &str,
-    ) -> Result<(ApiKeySecret, ApiKeyRecord), IdentityFailure> {
-        let old = self.own_key(account, prefix).await?;
-        let (secret, record) =
-            self.keys
-                .draft_key(&account.id, old.scopes.clone(), old.label.clone())?;
-        match self
-            .ports
-            .accounts
-            .rotate_key(&old.prefix, &record, self.now())
+    ) -> Result<RotatedKey, IdentityFailure> {
+        let human = Holder::Human {
+            consequential_confirmed: false,
+        };
+        self.keys
+            .rotate_for(&account.id, &human, prefix)
             .await
-        {
-            Ok(_) => {
-                self.keys.forget(&old.prefix);
-                tracing::info!(account_id = %account.id, old_prefix = %old.prefix, key_prefix = %record.prefix, "api key rotated");
-                Ok((secret, record))
-            }
-            Err(KeyError::AlreadyRevoked) => Err(IdentityFailure::KeyAlreadyRevoked),
-            Err(KeyError::NotFound) => Err(IdentityFailure::KeyNotFound),
-            Err(e) => Err(anyhow::Error::new(e).context("rotating key").into()),
-        }
+            .map_err(web_failure)
     }
 
     pub async fn revoke_key(
@@ -109,25 +103,22 @@ impl IdentityService {
         account: &Account,
         prefix: &str,
     ) -> Result<ApiKeyRecord, IdentityFailure> {
-        let key = self.own_key(account, prefix).await?;
-        self.keys.revoke(&key.prefix).await.map_err(|e| match e {
-            crate::KeyServiceError::AlreadyRevoked(_) => IdentityFailure::KeyAlreadyRevoked,
-            crate::KeyServiceError::NotFound(_) => IdentityFailure::KeyNotFound,
-            crate::KeyServiceError::Internal(e) => IdentityFailure::Internal(e),
-        })
-    }
-
-    /// A key of this account by prefix; another account's key reads as not found.
-    async fn own_key(
-        &self,
-        account: &Account,
-        prefix: &str,
-    ) -> Result<ApiKeyRecord, IdentityFailure> {
-        let prefix = KeyPrefix::parse(prefix).map_err(|_| IdentityFailure::KeyNotFound)?;
-        self.account_keys(account)
+        let key = self
+            .account_keys(account)
             .await?
             .into_iter()
-            .find(|k| k.prefix == prefix)
-            .ok_or(IdentityFailure::KeyNotFound)
+            .find(|k| k.prefix.as_str() == prefix)
+            .ok_or(IdentityFailure::KeyNotFound)?;
+        self.keys.revoke(&key.prefix).await.map_err(web_failure)
+    }
+}
+
+/// The key service's refusals as the pages show them.
+fn web_failure(e: KeyServiceError) -> IdentityFailure {
+    match e {
+        KeyServiceError::NotFound(_) => IdentityFailure::KeyNotFound,
+        KeyServiceError::AlreadyRevoked(_) => IdentityFailure::KeyAlreadyRevoked,
+        KeyServiceError::Internal(e) => IdentityFailure::Internal(e),
+        other => IdentityFailure::InvalidRequest(other.to_string()),
     }
 }

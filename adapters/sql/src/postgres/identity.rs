@@ -183,12 +183,17 @@ impl IdentityStore for PostgresStore {
         decision: &DeviceDecision,
         at: DateTime<Utc>,
     ) -> Result<DeviceGrant, IdentityError> {
-        let (status, account) = match decision {
-            DeviceDecision::Approve(a) => (DeviceGrantStatus::Approved, Some(a.as_str())),
-            DeviceDecision::Deny => (DeviceGrantStatus::Denied, None),
+        // Approving writes the scopes the human granted; denying keeps what was asked.
+        let (status, account, scopes) = match decision {
+            DeviceDecision::Approve { account, scopes } => (
+                DeviceGrantStatus::Approved,
+                Some(account.as_str()),
+                Some(scopes.to_list_string()),
+            ),
+            DeviceDecision::Deny => (DeviceGrantStatus::Denied, None, None),
         };
         let row = sqlx::query(
-            "UPDATE device_grants SET status = $1, account_id = $2 \
+            "UPDATE device_grants SET status = $1, account_id = $2, scopes = COALESCE($5, scopes) \
              WHERE id = $3 AND status = 'pending' AND expires_at > $4 \
              RETURNING id, device_code_hash, user_code, client_id, agent_name, scopes, status, \
              account_id, key_id, interval_secs, created_at, expires_at, last_polled_at",
@@ -197,6 +202,7 @@ impl IdentityStore for PostgresStore {
         .bind(account)
         .bind(id.as_str())
         .bind(ms(at))
+        .bind(scopes)
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| backend(e, "deciding device grant"))?;

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use svc_ports::{
-    Account, AccountId, ApiKeyRecord, Email, Environment, KeyHash, KeyPrefix,
+    Account, AccountId, ApiKeyId, ApiKeyRecord, Email, Environment, KeyHash, KeyPrefix,
     store::{AccountError, AccountStore, KeyError, StoreError},
 };
 
@@ -17,8 +17,8 @@ pub(super) async fn insert_key(
     key: &ApiKeyRecord,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "INSERT INTO api_keys (id, account_id, prefix, hash, scopes, label, created_at, revoked_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        "INSERT INTO api_keys (id, account_id, prefix, hash, scopes, label, created_at, revoked_at, \
+         expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
     )
     .bind(key.id.as_str())
     .bind(key.account_id.as_str())
@@ -28,6 +28,7 @@ pub(super) async fn insert_key(
     .bind(&key.label)
     .bind(millis(key.created_at))
     .bind(key.revoked_at.map(millis))
+    .bind(key.expires_at.map(millis))
     .execute(db)
     .await
     .map(|_| ())
@@ -103,7 +104,7 @@ impl AccountStore for SqliteStore {
     ) -> Result<Option<(ApiKeyRecord, Account)>, StoreError> {
         let row = sqlx::query(
             "SELECT k.id, k.account_id, k.prefix, k.hash, k.scopes, k.label, k.created_at, \
-             k.revoked_at, a.email, a.plan, a.environment, a.created_at AS account_created_at \
+             k.revoked_at, k.expires_at, k.last_used_at, a.email, a.plan, a.environment, a.created_at AS account_created_at \
              FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.hash = $1",
         )
         .bind(hash.to_hex())
@@ -116,8 +117,8 @@ impl AccountStore for SqliteStore {
 
     async fn keys(&self, account: Option<AccountId>) -> Result<Vec<ApiKeyRecord>, StoreError> {
         sqlx::query(
-            "SELECT id, account_id, prefix, hash, scopes, label, created_at, revoked_at \
-             FROM api_keys WHERE ($1 IS NULL OR account_id = $1) ORDER BY created_at, id",
+            "SELECT id, account_id, prefix, hash, scopes, label, created_at, revoked_at, \
+             expires_at, last_used_at FROM api_keys WHERE ($1 IS NULL OR account_id = $1) ORDER BY created_at, id",
         )
         .bind(account.as_ref().map(AccountId::as_str))
         .fetch_all(&self.pool)
@@ -136,7 +137,8 @@ impl AccountStore for SqliteStore {
         // One statement: only the first revocation matches `revoked_at IS NULL`.
         let row = sqlx::query(
             "UPDATE api_keys SET revoked_at = $1 WHERE prefix = $2 AND revoked_at IS NULL \
-             RETURNING id, account_id, prefix, hash, scopes, label, created_at, revoked_at",
+             RETURNING id, account_id, prefix, hash, scopes, label, created_at, revoked_at, \
+             expires_at, last_used_at",
         )
         .bind(millis(at))
         .bind(prefix.as_str())
@@ -159,38 +161,52 @@ impl AccountStore for SqliteStore {
         })
     }
 
+    async fn touch_key(&self, id: &ApiKeyId, at: DateTime<Utc>) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE api_keys SET last_used_at = $1 \
+             WHERE id = $2 AND (last_used_at IS NULL OR last_used_at < $1)",
+        )
+        .bind(millis(at))
+        .bind(id.as_str())
+        .execute(self.writer())
+        .await
+        .map_err(|e| backend(e, "recording key use"))?;
+        Ok(())
+    }
+
     async fn rotate_key(
         &self,
         prefix: &KeyPrefix,
         replacement: &ApiKeyRecord,
-        at: DateTime<Utc>,
+        old_expires_at: DateTime<Utc>,
     ) -> Result<ApiKeyRecord, KeyError> {
         let err = |e| backend(e, "rotating key");
         let mut tx = self.begin_write().await.map_err(err)?;
         let row = sqlx::query(
-            "UPDATE api_keys SET revoked_at = $1 \
-             WHERE prefix = $2 AND account_id = $3 AND revoked_at IS NULL \
-             RETURNING id, account_id, prefix, hash, scopes, label, created_at, revoked_at",
+            "UPDATE api_keys SET expires_at = $1 \
+             WHERE prefix = $2 AND account_id = $3 AND revoked_at IS NULL AND expires_at IS NULL \
+             RETURNING id, account_id, prefix, hash, scopes, label, created_at, revoked_at, \
+             expires_at, last_used_at",
         )
-        .bind(millis(at))
+        .bind(millis(old_expires_at))
         .bind(prefix.as_str())
         .bind(replacement.account_id.as_str())
         .fetch_optional(&mut *tx)
         .await
         .map_err(err)?;
         let Some(row) = row else {
-            let exists: bool = sqlx::query_scalar(
-                "SELECT EXISTS (SELECT 1 FROM api_keys WHERE prefix = $1 AND account_id = $2)",
+            let revoked: Option<bool> = sqlx::query_scalar(
+                "SELECT revoked_at IS NOT NULL FROM api_keys WHERE prefix = $1 AND account_id = $2",
             )
             .bind(prefix.as_str())
             .bind(replacement.account_id.as_str())
-            .fetch_one(&mut *tx)
+            .fetch_optional(&mut *tx)
             .await
             .map_err(err)?;
-            return Err(if exists {
-                KeyError::AlreadyRevoked
-            } else {
-                KeyError::NotFound
+            return Err(match revoked {
+                None => KeyError::NotFound,
+                Some(true) => KeyError::AlreadyRevoked,
+                Some(false) => KeyError::AlreadyRotated,
             });
         };
         let old = rows::api_key(&row)?;

@@ -190,12 +190,17 @@ impl IdentityStore for SqliteStore {
         decision: &DeviceDecision,
         at: DateTime<Utc>,
     ) -> Result<DeviceGrant, IdentityError> {
-        let (status, account) = match decision {
-            DeviceDecision::Approve(a) => (DeviceGrantStatus::Approved, Some(a.as_str())),
-            DeviceDecision::Deny => (DeviceGrantStatus::Denied, None),
+        // Approving writes the scopes the human granted; denying keeps what was asked.
+        let (status, account, scopes) = match decision {
+            DeviceDecision::Approve { account, scopes } => (
+                DeviceGrantStatus::Approved,
+                Some(account.as_str()),
+                Some(scopes.to_list_string()),
+            ),
+            DeviceDecision::Deny => (DeviceGrantStatus::Denied, None, None),
         };
         let row = sqlx::query(
-            "UPDATE device_grants SET status = $1, account_id = $2 \
+            "UPDATE device_grants SET status = $1, account_id = $2, scopes = COALESCE($5, scopes) \
              WHERE id = $3 AND status = 'pending' AND expires_at > $4 \
              RETURNING id, device_code_hash, user_code, client_id, agent_name, scopes, status, \
              account_id, key_id, interval_secs, created_at, expires_at, last_polled_at",
@@ -204,6 +209,7 @@ impl IdentityStore for SqliteStore {
         .bind(account)
         .bind(id.as_str())
         .bind(millis(at))
+        .bind(scopes)
         .fetch_optional(self.writer())
         .await
         .map_err(|e| backend(e, "deciding device grant"))?;

@@ -7,6 +7,7 @@ mod actions;
 mod activity;
 mod billing;
 mod connections;
+mod keys;
 mod read;
 mod signup;
 
@@ -45,7 +46,8 @@ pub fn router() -> &'static ToolRouter<SvcMcp> {
             + SvcMcp::signup_router()
             + SvcMcp::billing_router()
             + SvcMcp::connections_router()
-            + SvcMcp::activity_router();
+            + SvcMcp::activity_router()
+            + SvcMcp::keys_router();
         // Every schema in its portable form, once, before anything reads it.
         for route in router.map.values_mut() {
             crate::schema::portable(Arc::make_mut(&mut route.attr.input_schema));
@@ -205,7 +207,7 @@ mod tests {
     #[test]
     fn every_served_description_is_clean_prose() {
         let tools = router().list_all();
-        assert_eq!(tools.len(), 18);
+        assert_eq!(tools.len(), 22);
         for tool in tools {
             let description = tool.description.as_deref().unwrap_or_default();
             assert!(!description.is_empty(), "{} has no description", tool.name);

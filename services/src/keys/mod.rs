@@ -1,4 +1,9 @@
-//! Issuing, listing and revoking API keys, and granting credits with them.
+//! Issuing, listing and revoking API keys, and granting credits with them. What an account's
+//! own keys (and its human) may do to its keys is in [`account`].
+
+mod account;
+
+pub use account::{Holder, KEY_NAME_MAX, RotatedKey, grantable_scopes};
 
 use anyhow::Context;
 use svc_ports::{
@@ -35,10 +40,22 @@ pub struct IssuedKey {
 
 #[derive(Debug, thiserror::Error)]
 pub enum KeyServiceError {
-    #[error("no key has the prefix {0}")]
-    NotFound(KeyPrefix),
+    #[error("no key of this account has the prefix {0}")]
+    NotFound(String),
     #[error("the key {0} was already revoked")]
     AlreadyRevoked(KeyPrefix),
+    #[error("the key {0} was already rotated; rotate its replacement instead")]
+    AlreadyRotated(KeyPrefix),
+    /// The calling key does not hold every scope asked for (or held by the key it acts on).
+    #[error("this key cannot grant or act on scopes it does not hold: {}", .0.join(", "))]
+    InsufficientScope(Vec<String>),
+    #[error(
+        "`execute:consequential` lets the key place orders, make bookings and make payments \
+         with your credits and payment authorities; confirm that to grant it"
+    )]
+    ConsequentialUnconfirmed,
+    #[error("{0}")]
+    Invalid(String),
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
 }
@@ -50,7 +67,13 @@ pub struct KeyService {
     cache: Arc<KeyCache>,
     /// Credits granted once to an account that signup creates.
     free_credits: i64,
+    /// How long a rotated key keeps working beside its replacement.
+    overlap: std::time::Duration,
 }
+
+/// A rotated key keeps working this long beside its replacement, unless configured otherwise:
+/// long enough for a running agent to pick up the new key.
+pub const DEFAULT_ROTATION_OVERLAP: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
 /// The ledger reference of the free credits: one grant per account, whatever retries happen.
 pub const FREE_CREDITS_REFERENCE: &str = "free-credits";
@@ -89,11 +112,18 @@ impl KeyService {
             environment,
             cache,
             free_credits: 0,
+            overlap: DEFAULT_ROTATION_OVERLAP,
         }
     }
 
     pub fn with_free_credits(mut self, credits: i64) -> Self {
         self.free_credits = credits;
+        self
+    }
+
+    /// How long a rotated key keeps working (`SVC_KEY_ROTATION_OVERLAP_HOURS`).
+    pub fn with_rotation_overlap(mut self, overlap: std::time::Duration) -> Self {
+        self.overlap = overlap;
         self
     }
 
@@ -206,6 +236,8 @@ impl KeyService {
             label,
             created_at: self.ports.clock.now(),
             revoked_at: None,
+            expires_at: None,
+            last_used_at: None,
         };
         Ok((secret, record))
     }
@@ -296,7 +328,7 @@ impl KeyService {
                 tracing::info!(account_id = %record.account_id, key_prefix = %record.prefix, "api key revoked");
                 Ok(record)
             }
-            Err(KeyError::NotFound) => Err(KeyServiceError::NotFound(prefix.clone())),
+            Err(KeyError::NotFound) => Err(KeyServiceError::NotFound(prefix.to_string())),
             Err(KeyError::AlreadyRevoked) => Err(KeyServiceError::AlreadyRevoked(prefix.clone())),
             Err(e) => Err(anyhow::Error::new(e).context("revoking key").into()),
         }
