@@ -10,6 +10,7 @@ mod memory_actions;
 mod memory_authority;
 mod memory_billing;
 mod memory_connections;
+mod memory_hooks;
 mod memory_identity;
 mod memory_key_set;
 mod memory_limits;

@@ -7,6 +7,7 @@
 //! apply the same grant twice.
 
 mod errors;
+mod hook_rows;
 mod migrations;
 mod outcomes;
 mod postgres;

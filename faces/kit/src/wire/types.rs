@@ -64,5 +64,4 @@ mod tests {
         assert_eq!(none.to_json(), Some(Value::Null));
         assert!(NullableString::parse_from_json(Some(serde_json::json!(1))).is_err());
     }
-
 }
