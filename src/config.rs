@@ -219,6 +219,12 @@ pub struct RuntimeSettings {
     #[arg(long, env = "SVC_KEY_CACHE_MILLIS", default_value_t = 1000)]
     pub key_cache_millis: u64,
 
+    /// How often this instance looks for webhook deliveries that came due (retries, and events
+    /// stored by other instances), in milliseconds (0 to 60,000); events stored here are sent
+    /// at once. 0: this instance sends no webhooks (another instance on the store does).
+    #[arg(long, env = "SVC_WEBHOOK_POLL_MILLIS", default_value_t = 1000)]
+    pub webhook_poll_millis: u64,
+
     /// Credits an account created by signup gets once, so a new agent can try an action at once
     /// (0 to 1,000,000; 0 gives none). Default: 100 on `svc serve`; in the sandbox, the seeded
     /// account's figure (`SVC_SANDBOX_SEED_CREDITS`).
@@ -339,6 +345,7 @@ impl RuntimeSettings {
             MIN_RECOVER_AFTER_SECONDS..=86_400,
         )?;
         in_range("SVC_KEY_CACHE_MILLIS", self.key_cache_millis, 0..=1000)?;
+        in_range("SVC_WEBHOOK_POLL_MILLIS", self.webhook_poll_millis, 0..=60_000)?;
         if let Some(credits) = self.free_credits {
             in_range("SVC_FREE_CREDITS", credits, 0..=1_000_000)?;
         }
@@ -434,6 +441,7 @@ impl Default for RuntimeSettings {
             mcp_disable_host_check: false,
             recover_after_seconds: 60,
             key_cache_millis: 1000,
+            webhook_poll_millis: 1000,
             free_credits: None,
             email_codes_per_hour: None,
             shutdown_grace_seconds: 20,
