@@ -4,7 +4,7 @@
 use svc_ports::FailureClass;
 use svc_services::{
     AuthError, AuthorityFailure, BillingFailure, ExecuteRefusal, IdentityFailure, ReadError,
-    VerifyRefusal, connections::ConnectionFailure, readiness::ScanFailure,
+    VerifyRefusal, connections::ConnectionFailure, hooks::HookFailure, readiness::ScanFailure,
     telemetry::TelemetryRefusal,
 };
 
@@ -198,6 +198,20 @@ impl From<AuthorityFailure> for ApiProblem {
             AuthorityFailure::NotFound => ApiProblem::new(FailureClass::NotFound, e.to_string()),
             AuthorityFailure::Invalid(d) => ApiProblem::new(FailureClass::InvalidRequest, d),
             AuthorityFailure::Internal(e) => ApiProblem::failure(e.as_ref()),
+        }
+    }
+}
+
+impl From<HookFailure> for ApiProblem {
+    fn from(e: HookFailure) -> Self {
+        match e {
+            HookFailure::NotFound => ApiProblem::new(FailureClass::NotFound, e.to_string()),
+            HookFailure::Invalid(d) => ApiProblem::new(FailureClass::InvalidRequest, d),
+            HookFailure::UrlRefused(r) => ApiProblem::new(
+                FailureClass::UrlRefused,
+                format!("The webhook URL is refused: {r}. Give a public http or https URL."),
+            ),
+            HookFailure::Internal(e) => ApiProblem::failure(e.as_ref()),
         }
     }
 }

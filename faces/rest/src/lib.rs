@@ -7,6 +7,7 @@ pub mod auth;
 pub mod authority;
 pub mod connections;
 pub mod document;
+pub mod hooks;
 pub mod meta;
 pub mod read;
 pub mod readiness;
@@ -40,6 +41,8 @@ pub enum Tags {
     Readiness,
     /// The human's accounts on target sites, connected for actions that need them.
     Connections,
+    /// Webhooks to the customer's systems: endpoints, the delivery log, the event feed.
+    Webhooks,
     /// Health and service metadata.
     Meta,
 }
@@ -82,6 +85,7 @@ type Apis = (
     readiness::ReadinessApi,
     connections::ConnectionsApi,
     authority::AuthorityApi,
+    hooks::HooksApi,
 );
 
 fn openapi_service(ctx: &AppContext) -> OpenApiService<Apis, ()> {
@@ -96,6 +100,7 @@ fn openapi_service(ctx: &AppContext) -> OpenApiService<Apis, ()> {
             readiness::ReadinessApi { ctx: ctx.clone() },
             connections::ConnectionsApi { ctx: ctx.clone() },
             authority::AuthorityApi { ctx: ctx.clone() },
+            hooks::HooksApi { ctx: ctx.clone() },
         ),
         "Agent action and commerce service",
         env!("CARGO_PKG_VERSION"),
@@ -115,6 +120,7 @@ const CLOSED_REQUEST_BODIES: &[&str] = &[
     "ExecuteBody",
     "ScanBody",
     "StartConnectionBody",
+    "CreateWebhookEndpointBody",
 ];
 
 /// The served OpenAPI 3.1 document.

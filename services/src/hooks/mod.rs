@@ -113,10 +113,10 @@ impl HookService {
         account: &AccountId,
         new: NewEndpoint<'_>,
     ) -> Result<CreatedEndpoint, HookFailure> {
-        let url = new.url.trim();
-        if url.is_empty() || url.len() > MAX_URL_LEN {
+        let url = new.url;
+        if url.is_empty() || url.len() > MAX_URL_LEN || url.chars().any(char::is_whitespace) {
             return Err(HookFailure::Invalid(format!(
-                "`url` must be an http or https URL of at most {MAX_URL_LEN} characters."
+                "`url` must be an http or https URL of at most {MAX_URL_LEN} characters, without spaces."
             )));
         }
         let description = new.description.unwrap_or("").trim();
@@ -281,16 +281,20 @@ pub fn parse_events(names: &[String]) -> Result<Vec<HookEventType>, HookFailure>
     }
     let mut events = Vec::new();
     for name in names {
-        let t = HookEventType::parse(name.trim()).ok_or_else(|| {
+        let t = HookEventType::parse(name.as_str()).ok_or_else(|| {
             HookFailure::Invalid(format!(
                 "Unknown event type `{}`; the types are {}.",
-                name.trim(),
+                name,
                 HookEventType::ALL.map(|t| t.as_str()).join(", ")
             ))
         })?;
-        if !events.contains(&t) {
-            events.push(t);
+        if events.contains(&t) {
+            return Err(HookFailure::Invalid(format!(
+                "Event type `{}` is named twice.",
+                t.as_str()
+            )));
         }
+        events.push(t);
     }
     events.sort();
     Ok(events)
@@ -303,11 +307,13 @@ mod tests {
     #[test]
     fn events_are_known_types_each_once_and_none_means_all() {
         assert_eq!(parse_events(&[]).unwrap(), HookEventType::ALL.to_vec());
-        let two = ["task.failed".to_owned(), " task.completed ".into(), "task.failed".into()];
+        let two = ["task.failed".to_owned(), "task.completed".into()];
         assert_eq!(
             parse_events(&two).unwrap(),
             vec![HookEventType::TaskCompleted, HookEventType::TaskFailed]
         );
+        let twice = ["task.failed".to_owned(), "task.failed".into()];
+        assert!(parse_events(&twice).is_err());
         let err = parse_events(&["task.done".to_owned()]).unwrap_err().to_string();
         assert!(err.contains("task.done") && err.contains("credits.low"), "{err}");
     }

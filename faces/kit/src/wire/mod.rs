@@ -4,6 +4,7 @@ pub mod actions;
 pub mod authority;
 pub mod connections;
 pub mod discovery;
+pub mod hooks;
 pub mod meta;
 pub mod read;
 pub mod readiness;
