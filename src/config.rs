@@ -345,7 +345,11 @@ impl RuntimeSettings {
             MIN_RECOVER_AFTER_SECONDS..=86_400,
         )?;
         in_range("SVC_KEY_CACHE_MILLIS", self.key_cache_millis, 0..=1000)?;
-        in_range("SVC_WEBHOOK_POLL_MILLIS", self.webhook_poll_millis, 0..=60_000)?;
+        in_range(
+            "SVC_WEBHOOK_POLL_MILLIS",
+            self.webhook_poll_millis,
+            0..=60_000,
+        )?;
         if let Some(credits) = self.free_credits {
             in_range("SVC_FREE_CREDITS", credits, 0..=1_000_000)?;
         }

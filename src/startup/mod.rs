@@ -20,8 +20,8 @@ use svc_oauth::{AesGcmSealer, OAuthProviders, ProviderConfig};
 use svc_payments::HttpPaymentProvider;
 use svc_ports::{
     A2aTaskStore, AccountStore, AuthorityStore, BillingStore, Clock, ConnectionStore, Environment,
-    HookStore, IdentityStore, KeySetStore, LedgerStore, LimitStore, Mailer, MapStore, Outbox, PageCache,
-    PaymentProvider, ScanStore, Signer, StoreHealth, TaskStore, TelemetryStore,
+    HookStore, IdentityStore, KeySetStore, LedgerStore, LimitStore, Mailer, MapStore, Outbox,
+    PageCache, PaymentProvider, ScanStore, Signer, StoreHealth, TaskStore, TelemetryStore,
     webhooks::WebhookSecret,
 };
 pub use svc_sandbox::{

@@ -23,3 +23,4 @@ mod store_outage;
 mod telemetry;
 mod usage;
 mod verdicts;
+mod webhooks;

@@ -485,7 +485,9 @@ impl ActionTransport for GuardedFetcher {
             })
         })?;
         self.check(&url)?;
-        let Some(host) = url.host_str().map(|h| h.trim_end_matches('.').to_ascii_lowercase())
+        let Some(host) = url
+            .host_str()
+            .map(|h| h.trim_end_matches('.').to_ascii_lowercase())
         else {
             return Ok(());
         };

@@ -234,7 +234,11 @@ fn constrain_requests(doc: &mut Value) {
     );
     let after = "/paths/~1api~1webhook-events/get";
     if let Some(p) = parameter_schema(doc, after, "after") {
-        merge(doc, &p, json!({"pattern": r"^\s*(?:evt_[0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25})?\s*$"}));
+        merge(
+            doc,
+            &p,
+            json!({"pattern": r"^\s*(?:evt_[0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25})?\s*$"}),
+        );
     }
     let selector = json!({"items": {"minLength": 1, "pattern": r"\S"}});
     merge(

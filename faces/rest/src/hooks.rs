@@ -63,7 +63,12 @@ impl HooksApi {
     /// The account's webhook endpoints
     #[oai(path = "/api/webhook-endpoints", method = "get")]
     async fn list(&self, auth: ApiKeyAuth) -> Result<EndpointListResponse, ApiProblem> {
-        let endpoints = self.ctx.services.hooks.endpoints(&auth.0.account.id).await?;
+        let endpoints = self
+            .ctx
+            .services
+            .hooks
+            .endpoints(&auth.0.account.id)
+            .await?;
         Ok(EndpointListResponse::Ok(Json(WebhookEndpointList {
             endpoints: endpoints.iter().map(WebhookEndpointView::of).collect(),
             event_types: event_types(),
@@ -189,7 +194,11 @@ impl HooksApi {
             .ctx
             .services
             .hooks
-            .events_after(&auth.0.account.id, after.0.as_deref(), limit.0.unwrap_or(50))
+            .events_after(
+                &auth.0.account.id,
+                after.0.as_deref(),
+                limit.0.unwrap_or(50),
+            )
             .await?;
         let next_after = events
             .last()

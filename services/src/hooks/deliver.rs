@@ -65,7 +65,10 @@ impl HookService {
         let sent_at = self.now();
         let (status_code, error) = match self.send(&claimed, sent_at).await {
             Ok(status) if (200..300).contains(&status) => (Some(status), None),
-            Ok(status) => (Some(status), Some(format!("the endpoint answered HTTP {status}"))),
+            Ok(status) => (
+                Some(status),
+                Some(format!("the endpoint answered HTTP {status}")),
+            ),
             Err(e) => (None, Some(e)),
         };
         let at = self.now();
@@ -79,7 +82,11 @@ impl HookService {
             error: error.map(|e| e.chars().take(MAX_ERROR_LEN).collect()),
             result,
         };
-        match self.store.record_attempt(&d.id, &claimed.lease, &attempt).await {
+        match self
+            .store
+            .record_attempt(&d.id, &claimed.lease, &attempt)
+            .await
+        {
             Ok(r) => match result {
                 AttemptResult::GaveUp => tracing::warn!(
                     delivery_id = %r.id, event_id = %r.event_id, endpoint_id = %r.endpoint_id,
@@ -100,7 +107,9 @@ impl HookService {
             Err(HookError::LeaseLost) => {
                 tracing::warn!(delivery_id = %d.id, "webhook attempt not recorded: the lease was lost")
             }
-            Err(e) => tracing::error!(delivery_id = %d.id, error = %e, "webhook attempt not recorded"),
+            Err(e) => {
+                tracing::error!(delivery_id = %d.id, error = %e, "webhook attempt not recorded")
+            }
         }
     }
 
@@ -123,10 +132,7 @@ impl HookService {
             headers: vec![
                 ("webhook-id".into(), id.to_owned()),
                 ("webhook-timestamp".into(), timestamp.to_string()),
-                (
-                    "webhook-signature".into(),
-                    secret.sign(id, timestamp, body),
-                ),
+                ("webhook-signature".into(), secret.sign(id, timestamp, body)),
             ],
             body: Some(("application/json".into(), body.to_vec())),
         };

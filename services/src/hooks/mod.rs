@@ -150,10 +150,13 @@ impl HookService {
             secret: self.sealer.seal(secret.expose().as_bytes()),
             created_at: self.now(),
         };
-        self.store.insert_endpoint(&endpoint).await.map_err(|e| match e {
-            HookError::UnknownAccount => HookFailure::NotFound,
-            other => other.into(),
-        })?;
+        self.store
+            .insert_endpoint(&endpoint)
+            .await
+            .map_err(|e| match e {
+                HookError::UnknownAccount => HookFailure::NotFound,
+                other => other.into(),
+            })?;
         tracing::info!(endpoint_id = %endpoint.id, account_id = %account, "webhook endpoint registered");
         Ok(CreatedEndpoint {
             endpoint,
@@ -161,7 +164,10 @@ impl HookService {
         })
     }
 
-    pub async fn endpoints(&self, account: &AccountId) -> Result<Vec<WebhookEndpoint>, HookFailure> {
+    pub async fn endpoints(
+        &self,
+        account: &AccountId,
+    ) -> Result<Vec<WebhookEndpoint>, HookFailure> {
         Ok(self.store.endpoints(account).await?)
     }
 
@@ -187,7 +193,11 @@ impl HookService {
 
     /// Sends the delivery's event to its endpoint again, as a new delivery with the same
     /// `webhook-id` (receivers that deduplicate see it once).
-    pub async fn replay(&self, account: &AccountId, id: &str) -> Result<DeliveryRecord, HookFailure> {
+    pub async fn replay(
+        &self,
+        account: &AccountId,
+        id: &str,
+    ) -> Result<DeliveryRecord, HookFailure> {
         let id = WebhookDeliveryId::parse(id.trim()).map_err(|_| HookFailure::NotFound)?;
         let new_id = WebhookDeliveryId::from_ulid(self.entropy.ulid());
         let replay = self
@@ -222,7 +232,13 @@ impl HookService {
     /// Records an event for the account, once per `source` (what it is about), with a
     /// delivery to each endpoint subscribed to its type. Never fails its caller: the fact it
     /// reports already happened, so a store failure is logged, not passed on.
-    pub async fn emit(&self, account: &AccountId, event_type: HookEventType, source: String, data: Value) {
+    pub async fn emit(
+        &self,
+        account: &AccountId,
+        event_type: HookEventType,
+        source: String,
+        data: Value,
+    ) {
         if let Err(e) = self.try_emit(account, event_type, source, data).await {
             tracing::error!(error = %e, account_id = %account, event_type = event_type.as_str(), "webhook event not recorded");
         }
@@ -239,7 +255,12 @@ impl HookService {
         let deliveries: Vec<_> = endpoints
             .iter()
             .filter(|e| e.events.contains(&event_type))
-            .map(|e| (WebhookDeliveryId::from_ulid(self.entropy.ulid()), e.id.clone()))
+            .map(|e| {
+                (
+                    WebhookDeliveryId::from_ulid(self.entropy.ulid()),
+                    e.id.clone(),
+                )
+            })
             .collect();
         let at = self.now();
         let id = WebhookEventId::from_ulid(self.entropy.ulid());
@@ -314,7 +335,12 @@ mod tests {
         );
         let twice = ["task.failed".to_owned(), "task.failed".into()];
         assert!(parse_events(&twice).is_err());
-        let err = parse_events(&["task.done".to_owned()]).unwrap_err().to_string();
-        assert!(err.contains("task.done") && err.contains("credits.low"), "{err}");
+        let err = parse_events(&["task.done".to_owned()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("task.done") && err.contains("credits.low"),
+            "{err}"
+        );
     }
 }
