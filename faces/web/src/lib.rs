@@ -30,6 +30,7 @@ mod legal;
 mod readiness;
 mod signin;
 mod visit;
+mod webhooks;
 
 pub(crate) use account::*;
 pub(crate) use device::*;
@@ -52,15 +53,17 @@ pub fn home(llms: String) -> poem::endpoint::BoxEndpoint<'static> {
 
 /// Adds the human-facing pages to `route`.
 pub fn mount(route: Route) -> Route {
-    connect::mount(readiness::mount(authority::mount(billing::mount(route))))
-        .at("/signin", get(signin_page).post(signin_submit))
-        .at("/signin/code", get(code_page).post(code_submit))
-        .at("/signout", poem::post(signout))
-        .at("/device", get(device_page).post(device_submit))
-        .at("/account", get(account_page))
-        .at("/account/keys", poem::post(create_key))
-        .at("/account/keys/rotate", poem::post(rotate_key))
-        .at("/account/keys/revoke", poem::post(revoke_key))
-        .at("/terms", get(terms))
-        .at("/privacy", get(privacy))
+    webhooks::mount(connect::mount(readiness::mount(authority::mount(
+        billing::mount(route),
+    ))))
+    .at("/signin", get(signin_page).post(signin_submit))
+    .at("/signin/code", get(code_page).post(code_submit))
+    .at("/signout", poem::post(signout))
+    .at("/device", get(device_page).post(device_submit))
+    .at("/account", get(account_page))
+    .at("/account/keys", poem::post(create_key))
+    .at("/account/keys/rotate", poem::post(rotate_key))
+    .at("/account/keys/revoke", poem::post(revoke_key))
+    .at("/terms", get(terms))
+    .at("/privacy", get(privacy))
 }
