@@ -23,6 +23,9 @@ mod helpers;
 
 use helpers::{TestApp, TestClock, bearer};
 
+#[path = "browser/webhooks.rs"]
+mod webhooks;
+
 const AGENT_NAME: &str = "Browser E2E Agent";
 const DEVICE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
 /// Longer than the poll interval the service asks for (5 s), so no poll gets `slow_down`.
