@@ -24,3 +24,4 @@ mod telemetry;
 mod usage;
 mod verdicts;
 mod webhooks;
+mod webhooks_listen;

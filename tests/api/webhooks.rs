@@ -27,9 +27,9 @@ const SHOP: &str = "shop.sandbox.test";
 
 /// One request the receiver got.
 #[derive(Debug, Clone)]
-struct Received {
-    headers: HashMap<String, String>,
-    body: String,
+pub(crate) struct Received {
+    pub(crate) headers: HashMap<String, String>,
+    pub(crate) body: String,
 }
 
 /// Answers each request with the next status of its script (then the last one), and reports
@@ -59,15 +59,15 @@ impl Respond for Recorder {
     }
 }
 
-struct Receiver {
-    server: MockServer,
+pub(crate) struct Receiver {
+    pub(crate) server: MockServer,
     seen: mpsc::UnboundedReceiver<Received>,
     /// What it answers once its script is used up.
     last: Arc<Mutex<u16>>,
 }
 
 impl Receiver {
-    async fn start(script: &[u16]) -> Self {
+    pub(crate) async fn start(script: &[u16]) -> Self {
         let (tx, seen) = mpsc::unbounded_channel();
         let server = MockServer::start().await;
         let last = Arc::new(Mutex::new(200));
@@ -92,7 +92,7 @@ impl Receiver {
     }
 
     /// The next request, waited for (bounded, so a missing delivery fails instead of hanging).
-    async fn next(&mut self) -> Received {
+    pub(crate) async fn next(&mut self) -> Received {
         tokio::time::timeout(Duration::from_secs(20), self.seen.recv())
             .await
             .expect("a delivery arrives")
@@ -107,7 +107,7 @@ impl Receiver {
 
 /// Checks a delivery's signature with `ring`'s HMAC (not the service's code); answers the
 /// parsed body.
-fn verify_independently(secret: &str, got: &Received) -> Value {
+pub(crate) fn verify_independently(secret: &str, got: &Received) -> Value {
     let b64 = base64::engine::general_purpose::STANDARD;
     let key = b64.decode(secret.strip_prefix("whsec_").unwrap()).unwrap();
     let id = &got.headers["webhook-id"];
@@ -174,7 +174,7 @@ async fn register(app: &TestApp, key: &str, body: Value) -> reqwest::Response {
 }
 
 /// Registers `url` for the task events; answers the endpoint id and its secret.
-async fn register_ok(app: &TestApp, url: &str) -> (String, String) {
+pub(crate) async fn register_ok(app: &TestApp, url: &str) -> (String, String) {
     let resp = register(
         app,
         &app.api_key,
@@ -191,7 +191,7 @@ async fn register_ok(app: &TestApp, url: &str) -> (String, String) {
     )
 }
 
-async fn search(app: &TestApp, query: &str) -> Value {
+pub(crate) async fn search(app: &TestApp, query: &str) -> Value {
     let resp = app
         .http
         .post(app.url("/api/execute"))
@@ -216,7 +216,7 @@ fn sealing() -> Sealing {
     }
 }
 
-async fn app_with(
+pub(crate) async fn app_with(
     receiver: &Receiver,
     clock: Option<Arc<TestClock>>,
     worker: bool,
