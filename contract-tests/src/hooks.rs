@@ -90,8 +90,15 @@ pub async fn endpoints_are_stored_listed_and_deleted_per_account(b: &Backend) {
         .delete_endpoint(&alice.id, &first.id, at(3))
         .await
         .unwrap();
+    // Again: nothing changes, and it is not an error.
+    b.hooks
+        .delete_endpoint(&alice.id, &first.id, at(4))
+        .await
+        .unwrap();
     assert!(matches!(
-        b.hooks.delete_endpoint(&alice.id, &first.id, at(4)).await,
+        b.hooks
+            .delete_endpoint(&alice.id, &WebhookEndpointId::from_ulid(Ulid::new()), at(4))
+            .await,
         Err(HookError::NotFound)
     ));
     assert_eq!(b.hooks.endpoints(&alice.id).await.unwrap(), vec![second]);

@@ -227,8 +227,9 @@ pub trait HookStore: Send + Sync {
     async fn endpoints(&self, account: &AccountId) -> Result<Vec<WebhookEndpoint>, StoreError>;
 
     /// Deletes the account's endpoint and cancels its pending deliveries, in one transaction.
-    /// MUST return [`HookError::NotFound`] for an unknown or deleted id and for another
-    /// account's endpoint, changing nothing.
+    /// Idempotent: deleting it again changes nothing and succeeds (the first `deleted_at`
+    /// stays). MUST return [`HookError::NotFound`] for an unknown id and for another account's
+    /// endpoint, changing nothing.
     async fn delete_endpoint(
         &self,
         account: &AccountId,

@@ -82,11 +82,11 @@ impl HookStore for MemoryStore {
         let Some((_, deleted)) = state
             .endpoints
             .iter_mut()
-            .find(|(e, d)| &e.id == id && &e.account_id == account && d.is_none())
+            .find(|(e, _)| &e.id == id && &e.account_id == account)
         else {
             return Err(HookError::NotFound);
         };
-        *deleted = Some(at);
+        deleted.get_or_insert(at);
         for d in state
             .deliveries
             .iter_mut()

@@ -136,13 +136,19 @@ impl Services {
             ports.entropy.clone(),
             &site_url,
         ));
-        let hooks = Arc::new(hooks::HookService::new(
-            ports.hooks.clone(),
-            ports.sealer.clone(),
-            ports.transport.clone(),
-            ports.clock.clone(),
-            ports.entropy.clone(),
-        ));
+        let hooks = Arc::new(
+            hooks::HookService::new(
+                ports.hooks.clone(),
+                ports.sealer.clone(),
+                ports.transport.clone(),
+                ports.clock.clone(),
+                ports.entropy.clone(),
+            )
+            .with_max_endpoints(match environment {
+                Environment::Live => hooks::MAX_ENDPOINTS,
+                Environment::Test => hooks::MAX_SANDBOX_ENDPOINTS,
+            }),
+        );
         let connections = connections::ConnectionService::new(
             ports.connections.clone(),
             ports.maps.clone(),

@@ -81,7 +81,7 @@ impl HooksApi {
     /// (`webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<HMAC-SHA256 of
     /// id.timestamp.body>` with the secret answered here, shown only once). A delivery that
     /// gets no 2xx is retried with backoff (5 s, 5 min, 30 min, 2 h, 5 h, then every 10 h)
-    /// for 72 hours, then given up. At most 16 endpoints per account.
+    /// for 72 hours, then given up. At most 16 endpoints per account (10,000 in the sandbox).
     #[oai(path = "/api/webhook-endpoints", method = "post")]
     async fn create(
         &self,
@@ -111,8 +111,8 @@ impl HooksApi {
 
     /// Delete a webhook endpoint
     ///
-    /// Nothing more is sent to it; its pending deliveries are canceled. Another account's
-    /// endpoint is 404.
+    /// Nothing more is sent to it; its pending deliveries are canceled. Idempotent: deleting
+    /// it again answers 204 too. An unknown id, or another account's endpoint, is 404.
     #[oai(path = "/api/webhook-endpoints/:endpoint_id", method = "delete")]
     async fn delete(
         &self,

@@ -80,8 +80,8 @@ impl HookStore for PostgresStore {
         let err = |e| HookError::from(backend(e, "deleting a webhook endpoint"));
         let mut tx = self.pool.begin().await.map_err(err)?;
         let done = sqlx::query(
-            "UPDATE webhook_endpoints SET deleted_at = $1 \
-             WHERE id = $2 AND account_id = $3 AND deleted_at IS NULL",
+            "UPDATE webhook_endpoints SET deleted_at = COALESCE(deleted_at, $1) \
+             WHERE id = $2 AND account_id = $3",
         )
         .bind(ms(at))
         .bind(id.as_str())

@@ -80,8 +80,8 @@ impl HookStore for SqliteStore {
         let err = |e| HookError::from(backend(e, "deleting a webhook endpoint"));
         let mut tx = self.begin_write().await.map_err(err)?;
         let done = sqlx::query(
-            "UPDATE webhook_endpoints SET deleted_at = $1 \
-             WHERE id = $2 AND account_id = $3 AND deleted_at IS NULL",
+            "UPDATE webhook_endpoints SET deleted_at = COALESCE(deleted_at, $1) \
+             WHERE id = $2 AND account_id = $3",
         )
         .bind(millis(at))
         .bind(id.as_str())

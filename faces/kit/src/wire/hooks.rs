@@ -82,12 +82,17 @@ pub struct WebhookDeliveryView {
     /// `pending`, `succeeded`, `failed` (given up after 72 h) or `canceled` (endpoint deleted).
     pub status: String,
     pub attempts: u32,
+    #[oai(skip_serializing_if_is_none)]
     pub next_attempt_at: Option<DateTime<Utc>>,
+    #[oai(skip_serializing_if_is_none)]
     pub last_attempt_at: Option<DateTime<Utc>>,
     /// The endpoint's HTTP status at the last attempt.
+    #[oai(skip_serializing_if_is_none)]
     pub last_status_code: Option<u16>,
+    #[oai(skip_serializing_if_is_none)]
     pub last_error: Option<String>,
     /// The delivery this one replays.
+    #[oai(skip_serializing_if_is_none)]
     pub replay_of: Option<String>,
     pub created_at: DateTime<Utc>,
 }
@@ -147,5 +152,6 @@ pub struct WebhookEventList {
     /// Oldest first.
     pub events: Vec<WebhookEventView>,
     /// Pass as `after` for the next page (the last event's id, or the `after` given).
+    #[oai(skip_serializing_if_is_none)]
     pub next_after: Option<String>,
 }
