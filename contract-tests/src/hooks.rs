@@ -455,3 +455,57 @@ pub async fn replays_are_new_deliveries_and_deletion_cancels(b: &Backend) {
         Err(HookError::NotFound)
     ));
 }
+
+pub async fn settled_tasks_without_their_event_are_found(b: &Backend) {
+    use crate::actions::{funded, new_task, settlement};
+    use svc_ports::{BeginOutcome, HookEvent};
+    let a = funded(b, "hooks-sweep@example.com", 10).await;
+    let mut tasks = Vec::new();
+    for (i, completed) in [(0, true), (1, false), (2, true)] {
+        let BeginOutcome::Started(t) = b
+            .tasks
+            .begin_task(&new_task(&a, 1, None, &format!("sweep-{i}")))
+            .await
+            .unwrap()
+        else {
+            panic!("{}: not started", b.name)
+        };
+        if i < 2 {
+            b.tasks
+                .settle_task(&settlement(&t.id, completed, at(10 + i)))
+                .await
+                .unwrap();
+        }
+        tasks.push(t);
+    }
+    // The in-flight one is not listed; the settled ones are, oldest settlement first.
+    let missing = b.hooks.tasks_missing_events(at(0), 10).await.unwrap();
+    let ids: Vec<_> = missing.iter().map(|t| t.id.clone()).collect();
+    assert_eq!(
+        ids,
+        vec![tasks[0].id.clone(), tasks[1].id.clone()],
+        "{}",
+        b.name
+    );
+    assert!(
+        b.hooks
+            .tasks_missing_events(at(11), 10)
+            .await
+            .unwrap()
+            .len()
+            == 1
+    );
+    assert_eq!(
+        b.hooks.tasks_missing_events(at(0), 1).await.unwrap().len(),
+        1
+    );
+    // Once its event is recorded, a task is no longer listed.
+    let recorded = HookEvent {
+        source: format!("task:{}", tasks[0].id),
+        ..event(&a, "unused", 12)
+    };
+    b.hooks.enqueue_event(&recorded, &[]).await.unwrap();
+    let missing = b.hooks.tasks_missing_events(at(0), 10).await.unwrap();
+    assert_eq!(missing.len(), 1);
+    assert_eq!(missing[0].id, tasks[1].id);
+}

@@ -254,7 +254,8 @@ macro_rules! contract_suite {
             events_are_stored_once_per_source_with_their_deliveries,
             attempts_are_recorded_only_under_their_lease,
             concurrent_claims_hand_out_each_delivery_once,
-            replays_are_new_deliveries_and_deletion_cancels
+            replays_are_new_deliveries_and_deletion_cancels,
+            settled_tasks_without_their_event_are_found
         );
         $crate::contract_suite!(@authority $backend;
             authorities_are_stored_listed_and_revoked,

@@ -46,3 +46,7 @@ CREATE TABLE webhook_deliveries (
 );
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending';
 CREATE INDEX webhook_deliveries_by_account ON webhook_deliveries (account_id, created_at);
+
+-- The sweep that records the event of a task settled by a process that died before it could
+-- (`HookStore::tasks_missing_events`) reads recent settlements.
+CREATE INDEX tasks_by_settled_at ON tasks (settled_at);

@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::{
-    AccountId, SealedSecret,
+    AccountId, SealedSecret, TaskRecord,
     ids::{WebhookDeliveryId, WebhookEndpointId, WebhookEventId},
     store::StoreError,
 };
@@ -295,6 +295,15 @@ pub trait HookStore: Send + Sync {
         new_id: &WebhookDeliveryId,
         at: DateTime<Utc>,
     ) -> Result<DeliveryRecord, HookError>;
+
+    /// Tasks settled (completed or failed) at or after `since` whose account has no event with
+    /// source `task:{id}`, oldest settlement first, at most `limit`: those whose process died
+    /// between settling and recording the event.
+    async fn tasks_missing_events(
+        &self,
+        since: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<TaskRecord>, StoreError>;
 
     /// The account's events with an id after `after` (all when `None`), oldest first, at
     /// most `limit`.

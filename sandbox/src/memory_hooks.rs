@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use svc_ports::{
     AccountId, Attempt, AttemptResult, ClaimedDelivery, DeliveryRecord, DeliveryStatus,
-    EnqueueOutcome, HookError, HookEvent, HookStore, StoreError, WebhookDeliveryId,
-    WebhookEndpoint, WebhookEndpointId, WebhookEventId,
+    EnqueueOutcome, HookError, HookEvent, HookStore, StoreError, TaskRecord, TaskStatus,
+    WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId, WebhookEventId,
 };
 
 use crate::MemoryStore;
@@ -294,6 +294,30 @@ impl HookStore for MemoryStore {
         };
         state.push(replay.clone());
         Ok(replay)
+    }
+
+    async fn tasks_missing_events(
+        &self,
+        since: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<TaskRecord>, StoreError> {
+        let s = self.lock();
+        let mut list: Vec<TaskRecord> = s
+            .actions
+            .tasks
+            .values()
+            .filter(|t| {
+                t.status != TaskStatus::InFlight
+                    && t.settled_at.is_some_and(|at| at >= since)
+                    && !s.hooks.events.iter().any(|e| {
+                        e.account_id == t.account_id && e.source == format!("task:{}", t.id)
+                    })
+            })
+            .cloned()
+            .collect();
+        list.sort_by(|a, b| (a.settled_at, &a.id).cmp(&(b.settled_at, &b.id)));
+        list.truncate(limit as usize);
+        Ok(list)
     }
 
     async fn events_after(

@@ -64,7 +64,8 @@ pub async fn purge_limits(services: Arc<Services>, mut stop: watch::Receiver<boo
 }
 
 /// At start and every third of the window: tasks that began but never settled (their process
-/// died) are settled as failed and refunded once they are older than any action may run.
+/// died) are settled as failed and refunded once they are older than any action may run; and
+/// tasks settled by a process that died before recording their webhook event get it.
 pub async fn recover_tasks(
     services: Arc<Services>,
     after_seconds: i64,
@@ -79,6 +80,14 @@ pub async fn recover_tasks(
             Ok(0) => {}
             Ok(n) => tracing::warn!(recovered = n, "orphaned tasks refunded"),
             Err(e) => tracing::warn!(error = %e, "task recovery failed"),
+        }
+        match services.actions.recover_task_events().await {
+            Ok(0) => {}
+            Ok(n) => tracing::warn!(
+                recorded = n,
+                "webhook events of settled tasks recorded late"
+            ),
+            Err(e) => tracing::warn!(error = %e, "webhook event sweep failed"),
         }
     }
 }

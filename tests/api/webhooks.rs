@@ -660,3 +660,65 @@ async fn private_addresses_are_refused_at_registration_and_at_delivery() {
     assert_eq!(d["last_status_code"], Value::Null);
     assert!(d["last_error"].as_str().unwrap().contains("refused"), "{d}");
 }
+
+/// A process that died between settling a task and recording its event: the recovery job's
+/// sweep records it (once), and it is delivered.
+#[tokio::test]
+async fn a_settlement_whose_event_was_never_recorded_is_swept_up() {
+    let mut receiver = Receiver::start(&[]).await;
+    let stores = Stores::memory();
+    let app = app_with(&receiver, None, false, Some(stores.clone())).await;
+    let (_, secret) = register_ok(&app, &receiver.url()).await;
+    let account = app
+        .services
+        .auth
+        .authenticate_header(Some(&bearer(&app.api_key)))
+        .await
+        .unwrap()
+        .account
+        .id;
+    // Begun and settled straight in the store, as the dead process did; no event followed.
+    let now = app.services.clock.now();
+    let task = svc_ports::NewTask {
+        id: svc_ports::TaskId::from_ulid(ulid::Ulid::new()),
+        account_id: account,
+        key_id: svc_ports::ApiKeyId::from_ulid(ulid::Ulid::new()),
+        domain: SHOP.into(),
+        action: "search_products".into(),
+        cost: 1,
+        idempotency_key: None,
+        fingerprint: "swept".into(),
+        hold_entry: svc_ports::LedgerEntryId::from_ulid(ulid::Ulid::new()),
+        authority_spend: None,
+        created_at: now,
+    };
+    stores.tasks.begin_task(&task).await.unwrap();
+    stores
+        .tasks
+        .settle_task(&svc_ports::Settlement {
+            task_id: task.id.clone(),
+            completed: true,
+            release_spend: false,
+            response_status: 200,
+            response_body: "{}".into(),
+            artifact_id: svc_ports::ArtifactId::from_ulid(ulid::Ulid::new()),
+            artifact: r#"{"status":"completed"}"#.into(),
+            entry: svc_ports::LedgerEntryId::from_ulid(ulid::Ulid::new()),
+            at: now,
+        })
+        .await
+        .unwrap();
+    assert_eq!(app.services.hooks.deliver_due().await.unwrap(), 0);
+
+    assert_eq!(app.services.actions.recover_task_events().await.unwrap(), 1);
+    assert_eq!(
+        app.services.actions.recover_task_events().await.unwrap(),
+        0,
+        "once"
+    );
+    assert_eq!(app.services.hooks.deliver_due().await.unwrap(), 1);
+    let got = receiver.next().await;
+    let body = verify_independently(&secret, &got);
+    assert_eq!(body["type"], "task.completed");
+    assert_eq!(body["data"]["task_id"], task.id.as_str());
+}

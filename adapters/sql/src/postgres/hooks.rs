@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use svc_ports::{
     AccountId, Attempt, AttemptResult, ClaimedDelivery, DeliveryRecord, DeliveryStatus,
-    EnqueueOutcome, HookError, HookEvent, HookEventType, HookStore, StoreError, WebhookDeliveryId,
-    WebhookEndpoint, WebhookEndpointId, WebhookEventId,
+    EnqueueOutcome, HookError, HookEvent, HookEventType, HookStore, StoreError, TaskRecord,
+    WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId, WebhookEventId,
 };
 
 use super::{PostgresStore, backend, is_foreign_key_violation, is_unique_violation, ms};
@@ -291,6 +291,28 @@ impl HookStore for PostgresStore {
         self.delivery_by_id(new_id)
             .await?
             .ok_or(HookError::NotFound)
+    }
+
+    async fn tasks_missing_events(
+        &self,
+        since: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<TaskRecord>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, account_id, key_id, domain, action, cost, idempotency_key, fingerprint, \
+             status, response_status, response_body, artifact_id, artifact, created_at, \
+             settled_at, verified_artifact, verified_at FROM tasks t \
+             WHERE settled_at >= $1 AND status IN ('completed', 'failed') AND NOT EXISTS (\
+               SELECT 1 FROM webhook_events e \
+               WHERE e.account_id = t.account_id AND e.source = 'task:' || t.id) \
+             ORDER BY settled_at, id LIMIT $2",
+        )
+        .bind(ms(since))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| backend(e, "listing tasks without their webhook event"))?;
+        rows.iter().map(crate::rows::task).collect()
     }
 
     async fn events_after(
