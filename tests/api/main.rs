@@ -24,4 +24,5 @@ mod telemetry;
 mod usage;
 mod verdicts;
 mod webhooks;
+mod webhooks_billing;
 mod webhooks_listen;

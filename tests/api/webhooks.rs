@@ -87,7 +87,7 @@ impl Receiver {
         *self.last.lock().unwrap() = status;
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{HOOK_HOST}:{}/hooks", self.server.address().port())
     }
 
