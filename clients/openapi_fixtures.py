@@ -1,6 +1,6 @@
 """Creates, through the sandbox's real pages and API, the resources schemathesis reads back, and
 prints them as shell assignments for clients/schemathesis.toml: a task (an execute of the
-demo shop), a readiness scan, a payment authority (created by the sandbox key's human on the
+demo shop) and the webhook delivery it left, an endpoint to delete, a readiness scan, a payment authority (created by the sandbox key's human on the
 account page), that human's web session with its CSRF token (for /api/billing/*), and device
 codes the human approved (a libFuzzer dictionary file, one code per line: each yields its key
 to `POST /oauth2/token` once, then answers 400 `invalid_grant` as RFC 6749 has it).
@@ -21,10 +21,22 @@ def csrf_of(html):
 def main():
     base, key, shop, ready, codes_file = sys.argv[1].rstrip("/"), *sys.argv[2:6]
     api = {"Authorization": f"Bearer {key}"}
+    # A webhook endpoint first, so that the task below leaves a delivery to replay.
+    r = requests.post(f"{base}/api/webhook-endpoints", headers=api, timeout=30,
+                      json={"url": "https://example.com/schemathesis", "events": ["task.completed"]})
+    r.raise_for_status()
+    # And one that DELETE may delete (again and again: deleting is idempotent).
+    r = requests.post(f"{base}/api/webhook-endpoints", headers=api, timeout=30,
+                      json={"url": "https://example.com/deletable", "events": ["credits.low"]})
+    r.raise_for_status()
+    deletable = r.json()["endpoint"]["id"]
     r = requests.post(f"{base}/api/execute", headers=api, timeout=30,
                       json={"domain": shop, "action": "get_product", "params": {"sku": "MUG-BLUE"}})
     r.raise_for_status()
     task_id = r.json()["task_id"]
+    deliveries = requests.get(f"{base}/api/webhook-deliveries", headers=api, timeout=30).json()["deliveries"]
+    if not deliveries:
+        sys.exit("the task left no webhook delivery")
     r = requests.post(f"{base}/api/readiness/scan", json={"url": ready}, timeout=60)
     r.raise_for_status()
     scan_id = r.json()["scan_id"]
@@ -63,6 +75,8 @@ def main():
     page = s.get(f"{base}/account")
     fixtures = {
         "ST_TASK_ID": task_id,
+        "ST_DELIVERY_ID": deliveries[0]["id"],
+        "ST_ENDPOINT_ID": deletable,
         "ST_SCAN_ID": scan_id,
         "ST_AUTHORITY_ID": authorities[0]["authority_id"],
         "ST_SESSION": s.cookies["svc_session"],

@@ -185,6 +185,14 @@ check standardwebhooks-npm-replay-is-duplicate node "$js/standard_webhooks.mjs" 
 check standardwebhooks-npm-wrong-secret-refused node "$js/standard_webhooks.mjs" send \
   "whsec_$(printf 'another-secret-entirely-unknown!' | base64)" "$wh_url" msg_conformance_bad "$wh_event" \
   --expect-status 400
+# The service's own webhooks to a customer: `svc listen` forwards the account's events (an
+# action run here) to a local receiver that verifies each with the Python reference library.
+curl -sf -o /dev/null -H "Authorization: Bearer $SVC_API_KEY" -H 'Content-Type: application/json' \
+  -H 'Idempotency-Key: conformance-webhook-event' "$SVC_BASE_URL/api/execute" \
+  -d '{"domain":"shop.sandbox.test","action":"search_products","params":{"query":"tea"}}'
+listen_secret="whsec_$(printf 'conformance-listen-secret-32byte' | base64)"
+check standardwebhooks-python-verifies-svc-listen "$venv/bin/python" clients/webhook_receiver.py \
+  "$listen_secret" -- "$bin" listen --all --max-events 1 --secret "$listen_secret" --forward-to
 
 # ===== end Standard Webhooks =====
 

@@ -223,6 +223,11 @@ pub struct RuntimeSettings {
     /// stops it at once): long enough for a running agent to switch to the new key.
     #[arg(long, env = "SVC_KEY_ROTATION_OVERLAP_HOURS", default_value_t = 24)]
     pub key_rotation_overlap_hours: u64,
+    /// How often this instance looks for webhook deliveries that came due (retries, and events
+    /// stored by other instances), in milliseconds (0 to 60,000); events stored here are sent
+    /// at once. 0: this instance sends no webhooks (another instance on the store does).
+    #[arg(long, env = "SVC_WEBHOOK_POLL_MILLIS", default_value_t = 1000)]
+    pub webhook_poll_millis: u64,
 
     /// Credits an account created by signup gets once, so a new agent can try an action at once
     /// (0 to 1,000,000; 0 gives none). Default: 100 on `svc serve`; in the sandbox, the seeded
@@ -352,6 +357,11 @@ impl RuntimeSettings {
             self.key_rotation_overlap_hours,
             0..=MAX_KEY_ROTATION_OVERLAP_HOURS,
         )?;
+        in_range(
+            "SVC_WEBHOOK_POLL_MILLIS",
+            self.webhook_poll_millis,
+            0..=60_000,
+        )?;
         if let Some(credits) = self.free_credits {
             in_range("SVC_FREE_CREDITS", credits, 0..=1_000_000)?;
         }
@@ -448,6 +458,7 @@ impl Default for RuntimeSettings {
             recover_after_seconds: 60,
             key_cache_millis: 1000,
             key_rotation_overlap_hours: 24,
+            webhook_poll_millis: 1000,
             free_credits: None,
             email_codes_per_hour: None,
             shutdown_grace_seconds: 20,

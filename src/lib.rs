@@ -3,6 +3,7 @@
 //! the faces in `faces/*`, the adapters in `adapters/*`; only `startup` names adapters.
 
 pub mod config;
+pub mod listen;
 pub mod qa;
 pub mod startup;
 pub mod telemetry;

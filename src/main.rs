@@ -86,9 +86,33 @@ enum Command {
     /// main content (or, with `--format json`, the same JSON as `/api/read`); a blocked page
     /// exits with status 2.
     Read(read_cli::ReadArgs),
+    /// Forward the account's webhook events to a local server while developing (as `stripe
+    /// listen` does): polls the event feed with the API key and POSTs each new event there,
+    /// signed per Standard Webhooks with the secret it prints (or `--secret`).
+    Listen(ListenArgs),
     /// Scan a site for agent readiness (the same checks as `POST /api/readiness/scan`), with a
     /// progress bar on a terminal; prints the report, or its JSON with `--json`.
     Scan(ScanArgs),
+}
+
+#[derive(clap::Args)]
+struct ListenArgs {
+    /// Where each event is POSTed, e.g. `http://localhost:3000/webhooks`.
+    #[arg(long)]
+    forward_to: String,
+    #[arg(long, env = "SVC_BASE_URL", default_value = "http://127.0.0.1:8080")]
+    base_url: String,
+    #[arg(long, env = "SVC_API_KEY", hide_env_values = true)]
+    api_key: String,
+    /// Sign with this `whsec_...` secret instead of a new one.
+    #[arg(long, env = "SVC_LISTEN_SECRET", hide_env_values = true)]
+    secret: Option<String>,
+    /// Forward the events recorded before the start too.
+    #[arg(long)]
+    all: bool,
+    /// Stop after forwarding this many events.
+    #[arg(long)]
+    max_events: Option<usize>,
 }
 
 #[derive(clap::Args)]
@@ -450,6 +474,19 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Read(args) => read_cli::run(args).await,
         Command::Scan(args) => scan(args).await,
+        Command::Listen(args) => {
+            let options = svc::listen::ListenOptions {
+                base_url: args.base_url,
+                api_key: args.api_key,
+                forward_to: args.forward_to,
+                secret: args.secret,
+                replay_existing: args.all,
+                poll_every: std::time::Duration::from_secs(1),
+                max_events: args.max_events,
+            };
+            svc::listen::run(options, &mut std::io::stdout()).await?;
+            Ok(())
+        }
     }
 }
 

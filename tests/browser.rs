@@ -26,6 +26,8 @@ use helpers::{TestApp, TestClock, bearer};
 /// The account page's activity list and usage chart at both widths.
 #[path = "browser/activity.rs"]
 mod activity;
+#[path = "browser/webhooks.rs"]
+mod webhooks;
 
 const AGENT_NAME: &str = "Browser E2E Agent";
 const DEVICE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";

@@ -12,6 +12,7 @@ pub mod billing;
 pub mod billing_model;
 pub mod connections;
 pub mod health;
+pub mod hooks;
 pub mod identity;
 pub mod limits;
 pub mod property;
@@ -23,9 +24,9 @@ pub mod text;
 use std::sync::Arc;
 
 use svc_ports::{
-    A2aTaskStore, AccountStore, AuthorityStore, BillingStore, ConnectionStore, IdentityStore,
-    KeySetStore, LedgerStore, LimitStore, MapStore, PageCache, ScanStore, StoreHealth, TaskStore,
-    TelemetryStore,
+    A2aTaskStore, AccountStore, AuthorityStore, BillingStore, ConnectionStore, HookStore,
+    IdentityStore, KeySetStore, LedgerStore, LimitStore, MapStore, PageCache, ScanStore,
+    StoreHealth, TaskStore, TelemetryStore,
 };
 
 pub struct Backend {
@@ -45,6 +46,7 @@ pub struct Backend {
     pub limits: Arc<dyn LimitStore>,
     pub a2a_tasks: Arc<dyn A2aTaskStore>,
     pub key_set: Arc<dyn KeySetStore>,
+    pub hooks: Arc<dyn HookStore>,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -67,6 +69,7 @@ impl Backend {
             + LimitStore
             + A2aTaskStore
             + KeySetStore
+            + HookStore
             + 'static,
     {
         Self {
@@ -85,7 +88,8 @@ impl Backend {
             health: store.clone(),
             limits: store.clone(),
             a2a_tasks: store.clone(),
-            key_set: store,
+            key_set: store.clone(),
+            hooks: store,
             _dir: dir,
         }
     }
@@ -251,6 +255,14 @@ macro_rules! contract_suite {
             rotated_keys_join_the_record_once,
             racing_first_starts_record_exactly_one_key
         );
+        $crate::contract_suite!(@hooks $backend;
+            endpoints_are_stored_listed_and_deleted_per_account,
+            events_are_stored_once_per_source_with_their_deliveries,
+            attempts_are_recorded_only_under_their_lease,
+            concurrent_claims_hand_out_each_delivery_once,
+            replays_are_new_deliveries_and_deletion_cancels,
+            settled_tasks_without_their_event_are_found
+        );
         $crate::contract_suite!(@authority $backend;
             authorities_are_stored_listed_and_revoked,
             refused_spends_store_nothing,
@@ -337,6 +349,15 @@ macro_rules! contract_suite {
             async fn $name() {
                 let backend = $backend().await;
                 $crate::shared::$name(&backend).await;
+            }
+        )+
+    };
+    (@hooks $backend:path; $($name:ident),+) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let backend = $backend().await;
+                $crate::hooks::$name(&backend).await;
             }
         )+
     };

@@ -176,4 +176,11 @@ pub struct ActionResponse {
 #[async_trait]
 pub trait ActionTransport: Send + Sync {
     async fn send(&self, request: &ActionRequest) -> Result<ActionResponse, FetchError>;
+
+    /// Checks `url` as [`Self::send`] would before sending anything (scheme, credentials,
+    /// internal names, every address the host resolves to now) and sends nothing (a URL
+    /// registered now and called later, as a webhook endpoint). MUST return
+    /// [`FetchError::Refused`] for a URL `send` would refuse; a host that does not resolve
+    /// now is not refused (it may later), and `send` checks again each time.
+    async fn check(&self, url: &str) -> Result<(), FetchError>;
 }

@@ -119,6 +119,22 @@ prefixed_id!(
     "mtr_"
 );
 prefixed_id!(
+    /// One endpoint of the customer's that webhooks are sent to: `we_` + ULID.
+    WebhookEndpointId,
+    "we_"
+);
+prefixed_id!(
+    /// One event sent as a webhook; its `webhook-id`, the same on every attempt and replay:
+    /// `evt_` + ULID.
+    WebhookEventId,
+    "evt_"
+);
+prefixed_id!(
+    /// One delivery of an event to one endpoint (a replay is a new delivery): `whd_` + ULID.
+    WebhookDeliveryId,
+    "whd_"
+);
+prefixed_id!(
     /// One readiness scan: `scn_` + ULID.
     ScanId,
     "scn_"

@@ -16,6 +16,7 @@ pub mod connections;
 pub mod failure;
 pub mod fetch;
 pub mod health;
+pub mod hooks;
 pub mod identity;
 pub mod ids;
 pub mod key_set;
@@ -60,6 +61,10 @@ pub use fetch::{
     PageFetcher, RobotsDecision, UrlRefusal,
 };
 pub use health::{PoolUsage, StoreHealth};
+pub use hooks::{
+    Attempt, AttemptResult, ClaimedDelivery, DeliveryRecord, DeliveryStatus, EnqueueOutcome,
+    HookError, HookEvent, HookEventType, HookStore, WebhookEndpoint,
+};
 pub use identity::{
     ChallengePurpose, DeviceDecision, DeviceGrant, DeviceGrantStatus, EmailChallenge, UserCode,
     WebSession,
@@ -67,6 +72,7 @@ pub use identity::{
 pub use ids::{
     AccountId, ApiKeyId, ArtifactId, AuthorityId, ChallengeId, CheckoutId, ConnectionId,
     DeviceGrantId, IdError, LedgerEntryId, MeterEventId, ReceiptId, ScanId, TaskId,
+    WebhookDeliveryId, WebhookEndpointId, WebhookEventId,
 };
 pub use key_set::{KeyFingerprint, KeyKind, KeySetStore};
 pub use keys::{ApiKeyRecord, ApiKeySecret, KeyHash, KeyPrefix, Scope, Scopes};

@@ -11,6 +11,7 @@ mod memory_activity;
 mod memory_authority;
 mod memory_billing;
 mod memory_connections;
+mod memory_hooks;
 mod memory_identity;
 mod memory_key_set;
 mod memory_limits;

@@ -37,6 +37,7 @@ pub(crate) struct State {
     pub(crate) limits: crate::memory_limits::LimitState,
     pub(crate) a2a: crate::memory_a2a::A2aState,
     pub(crate) key_set: crate::memory_key_set::KeySetState,
+    pub(crate) hooks: crate::memory_hooks::HookState,
 }
 
 impl State {

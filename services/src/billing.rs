@@ -215,6 +215,8 @@ pub struct BillingService {
     entropy: Arc<dyn Entropy>,
     settings: BillingSettings,
     funnel: crate::telemetry::Funnel,
+    /// Where `credits.added` is recorded for the account's webhooks.
+    hooks: Option<Arc<crate::hooks::HookService>>,
 }
 
 fn valid_idempotency_key(key: Option<&str>) -> Result<&str, BillingFailure> {
@@ -251,12 +253,19 @@ impl BillingService {
             entropy,
             settings,
             funnel: Default::default(),
+            hooks: None,
         }
     }
 
     /// Records the funnel's payment steps.
     pub fn with_telemetry(mut self, telemetry: Arc<crate::telemetry::TelemetryService>) -> Self {
         self.funnel = crate::telemetry::Funnel::new(telemetry);
+        self
+    }
+
+    /// Records `credits.added` for the account's webhooks when a payment credits it.
+    pub fn with_hooks(mut self, hooks: Arc<crate::hooks::HookService>) -> Self {
+        self.hooks = Some(hooks);
         self
     }
 
@@ -527,6 +536,26 @@ impl BillingService {
                 )
                 .capability("payment_webhook"),
             );
+        }
+        if let (EventOutcome::Applied(receipts), Some(hooks)) = (&outcome, &self.hooks) {
+            for r in receipts.iter().filter(|r| r.spendable_delta > 0) {
+                hooks
+                    .emit(
+                        &r.account_id,
+                        svc_ports::HookEventType::CreditsAdded,
+                        r.reference.clone(),
+                        serde_json::json!({
+                            "credits": r.spendable_delta,
+                            "kind": r.kind.as_str(),
+                            "receipt_id": r.id.as_str(),
+                            "payment_id": r.payment_id,
+                            "checkout_id": r.checkout_id.as_ref().map(|c| c.as_str()),
+                            "amount": r.amount,
+                            "currency": r.currency.as_ref().map(|c| c.to_string()),
+                        }),
+                    )
+                    .await;
+            }
         }
         match &outcome {
             EventOutcome::Rejected(reason) => {

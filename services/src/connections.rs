@@ -148,6 +148,8 @@ pub struct ConnectionService {
     clock: Arc<dyn Clock>,
     entropy: Arc<dyn Entropy>,
     site_url: String,
+    /// Where `connection.expired` is recorded for the account's webhooks.
+    hooks: Option<Arc<crate::hooks::HookService>>,
 }
 
 impl ConnectionService {
@@ -169,7 +171,14 @@ impl ConnectionService {
             clock,
             entropy,
             site_url: site_url.trim_end_matches('/').to_owned(),
+            hooks: None,
         }
+    }
+
+    /// Records `connection.expired` for the account's webhooks.
+    pub fn with_hooks(mut self, hooks: Arc<crate::hooks::HookService>) -> Self {
+        self.hooks = Some(hooks);
+        self
     }
 
     pub fn callback_url(&self) -> String {
@@ -578,10 +587,26 @@ impl ConnectionService {
         record: &ConnectionRecord,
         provider: &str,
     ) -> Result<CredentialFailure, CredentialFailure> {
-        self.store
+        let expired = self
+            .store
             .expire_connection(&record.id, self.clock.now())
             .await
             .map_err(|e| anyhow::anyhow!("expiring connection {}: {e}", record.id))?;
+        if let Some(hooks) = &self.hooks {
+            hooks
+                .emit(
+                    &record.account_id,
+                    svc_ports::HookEventType::ConnectionExpired,
+                    format!("connection:{}:expired", record.id),
+                    serde_json::json!({
+                        "connection_id": record.id.as_str(),
+                        "provider": provider,
+                        "state": expired.state.as_str(),
+                        "next_action": {"kind": "connect"},
+                    }),
+                )
+                .await;
+        }
         Ok(CredentialFailure::Expired(provider.to_owned()))
     }
 

@@ -8,6 +8,7 @@ pub mod authority;
 pub mod billing;
 pub mod connections;
 pub mod health;
+pub mod hooks;
 pub mod identity;
 pub mod key_set;
 pub mod keys;
@@ -23,7 +24,7 @@ use std::sync::Arc;
 
 use svc_ports::{
     A2aTaskStore, AccountStore, ActionTransport, AuthorityStore, BillingStore, Clock, Entropy,
-    Environment, IdentityStore, LedgerStore, LimitStore, Mailer, MapStore, PageCache,
+    Environment, HookStore, IdentityStore, LedgerStore, LimitStore, Mailer, MapStore, PageCache,
     PageExtractor, PageFetcher, PaymentProvider, ScanStore, Signer, TaskStore, TelemetryStore,
 };
 
@@ -62,6 +63,8 @@ pub struct Ports {
     pub limits: Arc<dyn LimitStore>,
     /// Finished A2A tasks, readable from any instance until they expire.
     pub a2a_tasks: Arc<dyn A2aTaskStore>,
+    /// Webhook endpoints, events and the delivery outbox.
+    pub hooks: Arc<dyn HookStore>,
     /// The payment provider; `None` when billing is not configured.
     pub payments: Option<Arc<dyn PaymentProvider>>,
     pub mailer: Arc<dyn Mailer>,
@@ -95,6 +98,8 @@ pub struct Services {
     pub clock: Arc<dyn Clock>,
     pub a2a: a2a::A2aTaskService,
     pub activity: ActivityService,
+    /// Webhooks to the customer's systems: endpoints, events, deliveries.
+    pub hooks: Arc<hooks::HookService>,
 }
 
 /// Readiness scans allowed per client address per minute unless set otherwise.
@@ -137,6 +142,19 @@ impl Services {
             ports.entropy.clone(),
             &site_url,
         ));
+        let hooks = Arc::new(
+            hooks::HookService::new(
+                ports.hooks.clone(),
+                ports.sealer.clone(),
+                ports.transport.clone(),
+                ports.clock.clone(),
+                ports.entropy.clone(),
+            )
+            .with_max_endpoints(match environment {
+                Environment::Live => hooks::MAX_ENDPOINTS,
+                Environment::Test => hooks::MAX_SANDBOX_ENDPOINTS,
+            }),
+        );
         let connections = connections::ConnectionService::new(
             ports.connections.clone(),
             ports.maps.clone(),
@@ -145,7 +163,8 @@ impl Services {
             ports.clock.clone(),
             ports.entropy.clone(),
             &site_url,
-        );
+        )
+        .with_hooks(hooks.clone());
         let scans = limits::SharedLimit::new(
             ports.limits.clone(),
             ports.clock.clone(),
@@ -165,7 +184,8 @@ impl Services {
                 .with_telemetry(telemetry.clone()),
             actions: ActionService::new(ports.clone(), connections.clone())
                 .with_site_url(&site_url)
-                .with_telemetry(telemetry.clone()),
+                .with_telemetry(telemetry.clone())
+                .with_hooks(hooks.clone()),
             authorities: AuthorityService::new(
                 ports.authorities.clone(),
                 ports.clock.clone(),
@@ -190,7 +210,9 @@ impl Services {
                 ports.entropy.clone(),
                 billing,
             )
-            .with_telemetry(telemetry.clone()),
+            .with_telemetry(telemetry.clone())
+            .with_hooks(hooks.clone()),
+            hooks,
             telemetry,
             keys,
             usage: UsageService::new(ports.ledger.clone()),

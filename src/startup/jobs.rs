@@ -1,5 +1,5 @@
-//! Background jobs: page-cache, identity and limit-window purges, orphaned-task recovery, the telemetry
-//! writer, and rate-limit housekeeping.
+//! Background jobs: page-cache, identity and limit-window purges, orphaned-task recovery, the
+//! webhook sender, the telemetry writer, and rate-limit housekeeping.
 //!
 //! The store jobs stop when `stop` turns true (at shutdown), and only between two runs: a run
 //! in progress (a recovery settling a task) is finished, never cut off half-way.
@@ -64,7 +64,8 @@ pub async fn purge_limits(services: Arc<Services>, mut stop: watch::Receiver<boo
 }
 
 /// At start and every third of the window: tasks that began but never settled (their process
-/// died) are settled as failed and refunded once they are older than any action may run.
+/// died) are settled as failed and refunded once they are older than any action may run; and
+/// tasks settled by a process that died before recording their webhook event get it.
 pub async fn recover_tasks(
     services: Arc<Services>,
     after_seconds: i64,
@@ -79,6 +80,48 @@ pub async fn recover_tasks(
             Ok(0) => {}
             Ok(n) => tracing::warn!(recovered = n, "orphaned tasks refunded"),
             Err(e) => tracing::warn!(error = %e, "task recovery failed"),
+        }
+        match services.actions.recover_task_events().await {
+            Ok(0) => {}
+            Ok(n) => tracing::warn!(
+                recorded = n,
+                "webhook events of settled tasks recorded late"
+            ),
+            Err(e) => tracing::warn!(error = %e, "webhook event sweep failed"),
+        }
+    }
+}
+
+/// Sends due webhook deliveries: at once when this instance stores an event or a replay, and
+/// every `every` for retries that came due and events other instances stored. A round that
+/// filled its batch is followed by another at once. Deliveries in flight at shutdown keep
+/// their lease; when it ends, this or another instance sends them again (at least once).
+pub async fn deliver_webhooks(
+    services: Arc<Services>,
+    every: Duration,
+    mut stop: watch::Receiver<bool>,
+) {
+    let wake = services.hooks.wake_signal();
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        if *stop.borrow_and_update() {
+            return;
+        }
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = wake.notified() => {}
+            _ = stop.changed() => return,
+        }
+        loop {
+            match services.hooks.deliver_due().await {
+                Ok(n) if n >= svc_services::hooks::BATCH as usize && !*stop.borrow() => {}
+                Ok(_) => break,
+                Err(e) => {
+                    tracing::warn!(error = %e, "webhook deliveries could not be claimed");
+                    break;
+                }
+            }
         }
     }
 }

@@ -20,8 +20,8 @@ use svc_oauth::{AesGcmSealer, OAuthProviders, ProviderConfig};
 use svc_payments::HttpPaymentProvider;
 use svc_ports::{
     A2aTaskStore, AccountStore, AuthorityStore, BillingStore, Clock, ConnectionStore, Environment,
-    IdentityStore, KeySetStore, LedgerStore, LimitStore, Mailer, MapStore, Outbox, PageCache,
-    PaymentProvider, ScanStore, Signer, StoreHealth, TaskStore, TelemetryStore,
+    HookStore, IdentityStore, KeySetStore, LedgerStore, LimitStore, Mailer, MapStore, Outbox,
+    PageCache, PaymentProvider, ScanStore, Signer, StoreHealth, TaskStore, TelemetryStore,
     webhooks::WebhookSecret,
 };
 pub use svc_sandbox::{
@@ -61,6 +61,8 @@ pub struct Stores {
     pub a2a_tasks: Arc<dyn A2aTaskStore>,
     /// The record of the keys the instances sharing the store use (checked at start).
     pub key_set: Arc<dyn KeySetStore>,
+    /// Webhook endpoints, events and the delivery outbox.
+    pub hooks: Arc<dyn HookStore>,
     /// What the store is, for logs (never the URL, which may hold a password).
     pub kind: &'static str,
 }
@@ -84,6 +86,7 @@ impl Stores {
             + LimitStore
             + A2aTaskStore
             + KeySetStore
+            + HookStore
             + 'static,
     {
         Self {
@@ -101,7 +104,8 @@ impl Stores {
             health: store.clone(),
             limits: store.clone(),
             a2a_tasks: store.clone(),
-            key_set: store,
+            key_set: store.clone(),
+            hooks: store,
             kind,
         }
     }
@@ -368,6 +372,7 @@ pub fn ports(stores: &Stores, world: &World) -> anyhow::Result<(Ports, Option<Ar
         authorities: stores.authorities.clone(),
         limits: stores.limits.clone(),
         a2a_tasks: stores.a2a_tasks.clone(),
+        hooks: stores.hooks.clone(),
         payments,
         mailer,
         transport: fetcher.clone(),
@@ -504,6 +509,8 @@ pub struct Application {
     metrics_token: Option<String>,
     /// Between readiness turning 503 and the listener closing.
     shutdown_delay: Duration,
+    /// How often due webhook deliveries are looked for; `None`: this instance sends none.
+    webhook_poll: Option<Duration>,
 }
 
 /// How long the background jobs may take to finish their current run at shutdown.
@@ -631,6 +638,8 @@ impl Application {
             metrics,
             metrics_token,
             shutdown_delay: Duration::from_secs(runtime.shutdown_delay_seconds),
+            webhook_poll: (runtime.webhook_poll_millis > 0)
+                .then(|| Duration::from_millis(runtime.webhook_poll_millis)),
         })
     }
 
@@ -662,7 +671,7 @@ impl Application {
         stop: impl std::future::Future<Output = ()>,
     ) -> std::io::Result<()> {
         let (stop_jobs, jobs_stopped) = tokio::sync::watch::channel(false);
-        let jobs = [
+        let mut jobs = vec![
             tokio::spawn(jobs::purge_page_cache(self.pages, jobs_stopped.clone())),
             tokio::spawn(jobs::purge_identity(
                 self.ctx.services.clone(),
@@ -675,9 +684,16 @@ impl Application {
             tokio::spawn(jobs::recover_tasks(
                 self.ctx.services.clone(),
                 self.ctx.limits.recover_after_seconds,
-                jobs_stopped,
+                jobs_stopped.clone(),
             )),
         ];
+        if let Some(every) = self.webhook_poll {
+            jobs.push(tokio::spawn(jobs::deliver_webhooks(
+                self.ctx.services.clone(),
+                every,
+                jobs_stopped,
+            )));
+        }
         let services = self.ctx.services.clone();
         let telemetry = tokio::spawn(async move { services.telemetry.run_writer().await });
         let services = self.ctx.services.clone();

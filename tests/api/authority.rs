@@ -532,6 +532,18 @@ async fn a_single_use_authority_pays_once() {
     assert_eq!(status["status"], "exhausted");
     assert_eq!(status["remaining"]["value"], 0);
     assert_eq!(status["remaining"]["spends"], 1);
+    // The payment that used it up told the account's webhooks (`authority.exhausted`), once.
+    let feed = app.get_json_as_owner("/api/webhook-events").await;
+    let exhausted: Vec<serde_json::Value> = feed["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "authority.exhausted")
+        .map(|e| serde_json::from_str(e["body"].as_str().unwrap()).unwrap())
+        .collect();
+    assert_eq!(exhausted.len(), 1, "{feed}");
+    assert_eq!(exhausted[0]["data"]["authority_id"], once.as_str());
+    assert_eq!(exhausted[0]["data"]["remaining"]["value"], 0);
 }
 
 /// A payment whose outcome is unknown (the shop broke mid-payment) is refunded in credits but

@@ -355,6 +355,19 @@ async fn credentials_that_cannot_be_refreshed_expire_and_the_action_is_not_charg
         (expired["state"].as_str(), expired["connected"].as_bool()),
         (Some("expired"), Some(false))
     );
+    // The account's webhooks are told (`connection.expired`), once.
+    let feed = app.get_json_as_owner("/api/webhook-events").await;
+    let events: Vec<Value> = feed["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "connection.expired")
+        .map(|e| serde_json::from_str(e["body"].as_str().unwrap()).unwrap())
+        .collect();
+    assert_eq!(events.len(), 1, "{feed}");
+    assert_eq!(events[0]["data"]["provider"], PROVIDER);
+    assert_eq!(events[0]["data"]["connection_id"], started["connection_id"]);
+    assert_eq!(events[0]["data"]["state"], "expired");
 }
 
 /// A second start ends the first link, and a new attempt (pending, then refused) does not take

@@ -268,6 +268,12 @@ impl TestAppBuilder {
         (self, origin)
     }
 
+    /// Seals connection credentials and webhook secrets with this key (kept across restarts).
+    pub fn sealing(mut self, sealing: startup::Sealing) -> Self {
+        self.world.sealing = sealing;
+        self
+    }
+
     /// Pins the service's clock.
     pub fn clock(mut self, clock: Arc<TestClock>) -> Self {
         self.world.clock = Some(clock);

@@ -27,3 +27,6 @@ mod store_outage;
 mod telemetry;
 mod usage;
 mod verdicts;
+mod webhooks;
+mod webhooks_billing;
+mod webhooks_listen;

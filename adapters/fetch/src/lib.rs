@@ -145,6 +145,8 @@ impl Resolve for GuardedResolve {
 pub struct GuardedFetcher {
     client: reqwest::Client,
     config: FetcherConfig,
+    /// The resolver the client's connections use, for checks that send nothing.
+    resolver: Arc<dyn NameResolver>,
     robots: robots::RobotsCache,
 }
 
@@ -175,13 +177,14 @@ impl GuardedFetcher {
             .no_proxy()
             .connect_timeout(config.connect_timeout)
             .dns_resolver(Arc::new(GuardedResolve {
-                inner: resolver,
+                inner: resolver.clone(),
                 sandbox: Arc::new(config.sandbox_hosts.clone()),
             }))
             .build()?;
         Ok(Self {
             client,
             config,
+            resolver,
             robots: robots::RobotsCache::default(),
         })
     }
@@ -476,6 +479,36 @@ impl ActionTransport for GuardedFetcher {
             Err(_) => Err(FetchError::Timeout {
                 seconds: self.config.timeout.as_secs(),
             }),
+        }
+    }
+
+    async fn check(&self, url: &str) -> Result<(), FetchError> {
+        let url = Url::parse(url.trim()).map_err(|e| {
+            FetchError::Refused(UrlRefusal::Unparsable {
+                detail: e.to_string(),
+            })
+        })?;
+        self.check(&url)?;
+        let Some(host) = url
+            .host_str()
+            .map(|h| h.trim_end_matches('.').to_ascii_lowercase())
+        else {
+            return Ok(());
+        };
+        if self.config.sandbox_hosts.contains_key(&host) || host.parse::<IpAddr>().is_ok() {
+            return Ok(());
+        }
+        let lookup = self.resolver.resolve(&host);
+        let Ok(Ok(ips)) = tokio::time::timeout(self.config.connect_timeout, lookup).await else {
+            return Ok(()); // unresolvable now: `send` decides when it is called
+        };
+        match ips.iter().find_map(|ip| forbidden(*ip).map(|r| (*ip, r))) {
+            Some((ip, range)) => Err(FetchError::Refused(UrlRefusal::Address {
+                host,
+                address: ip.to_string(),
+                range,
+            })),
+            None => Ok(()),
         }
     }
 }

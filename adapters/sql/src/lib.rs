@@ -8,6 +8,7 @@
 
 mod activity;
 mod errors;
+mod hook_rows;
 mod migrations;
 mod outcomes;
 mod postgres;

@@ -4,7 +4,7 @@
 use svc_ports::FailureClass;
 use svc_services::{
     ActivityError, AuthError, AuthorityFailure, BillingFailure, ExecuteRefusal, IdentityFailure,
-    KeyServiceError, ReadError, VerifyRefusal, connections::ConnectionFailure,
+    KeyServiceError, ReadError, VerifyRefusal, connections::ConnectionFailure, hooks::HookFailure,
     readiness::ScanFailure, telemetry::TelemetryRefusal,
 };
 
@@ -229,6 +229,20 @@ impl From<ActivityError> for ApiProblem {
         match e {
             ActivityError::Invalid(d) => ApiProblem::new(FailureClass::InvalidRequest, d),
             ActivityError::Store(e) => ApiProblem::failure(&e),
+        }
+    }
+}
+
+impl From<HookFailure> for ApiProblem {
+    fn from(e: HookFailure) -> Self {
+        match e {
+            HookFailure::NotFound => ApiProblem::new(FailureClass::NotFound, e.to_string()),
+            HookFailure::Invalid(d) => ApiProblem::new(FailureClass::InvalidRequest, d),
+            HookFailure::UrlRefused(r) => ApiProblem::new(
+                FailureClass::UrlRefused,
+                format!("The webhook URL is refused: {r}. Give a public http or https URL."),
+            ),
+            HookFailure::Internal(e) => ApiProblem::failure(e.as_ref()),
         }
     }
 }

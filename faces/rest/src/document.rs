@@ -112,6 +112,7 @@ const JSON_BODIES: &[&str] = &[
     "ScanBody",
     "StartConnectionBody",
     "CreateKeyBody",
+    "CreateWebhookEndpointBody",
 ];
 
 fn optional_may_be_null(doc: &mut Value) {
@@ -231,6 +232,26 @@ fn constrain_requests(doc: &mut Value) {
         &format!("{schemas}/StartConnectionBody"),
         json!({"properties": {"expected_account": {"pattern": PRINTABLE}}}),
     );
+    // Event types are the six names; the description is printable; the URL http(s).
+    merge(
+        doc,
+        &format!("{schemas}/CreateWebhookEndpointBody"),
+        json!({
+            "properties": {
+                "url": {"format": "uri", "pattern": HTTP_URL, "examples": ["https://example.com/webhooks"]},
+                "events": {"uniqueItems": true, "items": {"enum": svc_ports::HookEventType::ALL.map(|t| t.as_str())}},
+                "description": {"pattern": PRINTABLE},
+            }
+        }),
+    );
+    let after = "/paths/~1api~1webhook-events/get";
+    if let Some(p) = parameter_schema(doc, after, "after") {
+        merge(
+            doc,
+            &p,
+            json!({"pattern": r"^\s*(?:evt_[0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25})?\s*$"}),
+        );
+    }
     let selector = json!({"items": {"minLength": 1, "pattern": r"\S"}});
     merge(
         doc,
@@ -454,6 +475,26 @@ fn links(doc: &mut Value) {
             "PollConnection": provider("~1poll/get", "Poll until the connection reaches a final state."),
             "ConnectionStatus": provider("/get", "Where the connection stands."),
         }),
+    );
+    add_links(
+        doc,
+        "/paths/~1api~1webhook-endpoints/post",
+        "201",
+        json!({"DeleteEndpoint": {
+            "operationRef": "#/paths/~1api~1webhook-endpoints~1{endpoint_id}/delete",
+            "parameters": {"endpoint_id": "$response.body#/endpoint/id"},
+            "description": "Delete this endpoint.",
+        }}),
+    );
+    add_links(
+        doc,
+        "/paths/~1api~1webhook-deliveries~1{delivery_id}~1replay/post",
+        "202",
+        json!({"ReplayAgain": {
+            "operationRef": "#/paths/~1api~1webhook-deliveries~1{delivery_id}~1replay/post",
+            "parameters": {"delivery_id": "$response.body#/replay_of"},
+            "description": "Replay the original delivery again.",
+        }}),
     );
     let authority = |op: &str, description: &str| {
         json!({

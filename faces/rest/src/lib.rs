@@ -8,6 +8,7 @@ pub mod auth;
 pub mod authority;
 pub mod connections;
 pub mod document;
+pub mod hooks;
 pub mod keys;
 pub mod meta;
 pub mod read;
@@ -44,6 +45,8 @@ pub enum Tags {
     Readiness,
     /// The human's accounts on target sites, connected for actions that need them.
     Connections,
+    /// Webhooks to the customer's systems: endpoints, the delivery log, the event feed.
+    Webhooks,
     /// Health and service metadata.
     Meta,
 }
@@ -88,6 +91,7 @@ type Apis = (
     authority::AuthorityApi,
     activity::ActivityApi,
     keys::KeysApi,
+    hooks::HooksApi,
 );
 
 fn openapi_service(ctx: &AppContext) -> OpenApiService<Apis, ()> {
@@ -104,6 +108,7 @@ fn openapi_service(ctx: &AppContext) -> OpenApiService<Apis, ()> {
             authority::AuthorityApi { ctx: ctx.clone() },
             activity::ActivityApi { ctx: ctx.clone() },
             keys::KeysApi { ctx: ctx.clone() },
+            hooks::HooksApi { ctx: ctx.clone() },
         ),
         "Agent action and commerce service",
         env!("CARGO_PKG_VERSION"),
@@ -124,6 +129,7 @@ const CLOSED_REQUEST_BODIES: &[&str] = &[
     "ScanBody",
     "StartConnectionBody",
     "CreateKeyBody",
+    "CreateWebhookEndpointBody",
 ];
 
 /// The served OpenAPI 3.1 document.

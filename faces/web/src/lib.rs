@@ -32,6 +32,7 @@ mod readiness;
 mod signin;
 mod usage_chart;
 mod visit;
+mod webhooks;
 
 pub(crate) use account::*;
 pub(crate) use device::*;
@@ -55,8 +56,8 @@ pub fn home(llms: String) -> poem::endpoint::BoxEndpoint<'static> {
 
 /// Adds the human-facing pages to `route`.
 pub fn mount(route: Route) -> Route {
-    activity::mount(connect::mount(readiness::mount(authority::mount(
-        billing::mount(route),
+    webhooks::mount(activity::mount(connect::mount(readiness::mount(
+        authority::mount(billing::mount(route)),
     ))))
     .at("/signin", get(signin_page).post(signin_submit))
     .at("/signin/code", get(code_page).post(code_submit))

@@ -7,6 +7,7 @@ mod learning;
 mod maps;
 mod request;
 mod settle;
+mod settle_hooks;
 mod verify;
 
 use std::{
@@ -144,6 +145,8 @@ pub struct ActionService {
     schemas: SchemaCache,
     published: MapCache,
     funnel: crate::telemetry::Funnel,
+    /// Where settlements are recorded as webhook events (`hooks.rs`).
+    hooks: Option<Arc<crate::hooks::HookService>>,
 }
 
 fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
@@ -162,7 +165,15 @@ impl ActionService {
             schemas: Mutex::new(HashMap::new()),
             published: Mutex::new(HashMap::new()),
             funnel: Default::default(),
+            hooks: None,
         }
+    }
+
+    /// Records `task.completed`, `task.failed`, `credits.low` and `authority.exhausted` for
+    /// the account's webhooks when a task settles.
+    pub fn with_hooks(mut self, hooks: Arc<crate::hooks::HookService>) -> Self {
+        self.hooks = Some(hooks);
+        self
     }
 
     /// Records the funnel steps of discovery and executions.

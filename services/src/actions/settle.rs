@@ -102,6 +102,7 @@ impl ActionService {
         match settled {
             Ok(SettleOutcome::Settled(t)) => {
                 tracing::info!(task_id = %t.id, status = t.status.as_str(), "task settled");
+                self.settled_hooks(&t, &observed, payment).await;
                 if observed.completed {
                     crate::metrics::execution("completed", task.cost, 0);
                 } else if matches!(observed.failure, Some((FailureClass::Interrupted, _))) {

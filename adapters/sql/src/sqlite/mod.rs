@@ -14,6 +14,7 @@ mod billing;
 mod columns;
 mod connections;
 mod health;
+mod hooks;
 mod identity;
 mod key_set;
 mod ledger;

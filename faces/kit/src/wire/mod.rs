@@ -5,6 +5,7 @@ pub mod activity;
 pub mod authority;
 pub mod connections;
 pub mod discovery;
+pub mod hooks;
 pub mod keys;
 pub mod meta;
 pub mod read;

@@ -1,0 +1,336 @@
+//! `HookStore`: webhook endpoints, events and the delivery outbox. A claim is one statement
+//! that locks due rows with `FOR UPDATE SKIP LOCKED`, so instances claiming at once on one
+//! database each get other deliveries; an attempt is recorded only under its claim's lease.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use svc_ports::{
+    AccountId, Attempt, AttemptResult, ClaimedDelivery, DeliveryRecord, DeliveryStatus,
+    EnqueueOutcome, HookError, HookEvent, HookEventType, HookStore, StoreError, TaskRecord,
+    WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId, WebhookEventId,
+};
+
+use super::{PostgresStore, backend, is_foreign_key_violation, is_unique_violation, ms};
+use crate::hook_rows;
+
+impl PostgresStore {
+    async fn delivery_by_id(
+        &self,
+        id: &WebhookDeliveryId,
+    ) -> Result<Option<DeliveryRecord>, StoreError> {
+        let row = sqlx::query(
+            "SELECT d.id, d.account_id, d.event_id, e.type AS event_type, d.endpoint_id, w.url AS endpoint_url, d.status, d.attempts, d.next_attempt_at, d.last_attempt_at, d.last_status_code, d.last_error, d.replay_of, d.created_at FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id JOIN webhook_endpoints w ON w.id = d.endpoint_id WHERE d.id = $1",
+        )
+        .bind(id.as_str())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| backend(e, "reading a webhook delivery"))?;
+        row.as_ref().map(hook_rows::delivery).transpose()
+    }
+}
+
+#[async_trait]
+impl HookStore for PostgresStore {
+    async fn insert_endpoint(&self, endpoint: &WebhookEndpoint) -> Result<(), HookError> {
+        sqlx::query(
+            "INSERT INTO webhook_endpoints \
+             (id, account_id, url, description, events, secret, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(endpoint.id.as_str())
+        .bind(endpoint.account_id.as_str())
+        .bind(&endpoint.url)
+        .bind(&endpoint.description)
+        .bind(HookEventType::join(&endpoint.events))
+        .bind(endpoint.secret.as_bytes())
+        .bind(ms(endpoint.created_at))
+        .execute(&self.pool)
+        .await
+        .map_err(|e| {
+            if is_unique_violation(&e) {
+                HookError::Duplicate
+            } else if is_foreign_key_violation(&e) {
+                HookError::UnknownAccount
+            } else {
+                backend(e, "storing a webhook endpoint").into()
+            }
+        })?;
+        Ok(())
+    }
+
+    async fn endpoints(&self, account: &AccountId) -> Result<Vec<WebhookEndpoint>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, account_id, url, description, events, secret, created_at \
+             FROM webhook_endpoints WHERE account_id = $1 AND deleted_at IS NULL \
+             ORDER BY created_at DESC, id DESC",
+        )
+        .bind(account.as_str())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| backend(e, "listing webhook endpoints"))?;
+        rows.iter().map(hook_rows::endpoint).collect()
+    }
+
+    async fn delete_endpoint(
+        &self,
+        account: &AccountId,
+        id: &WebhookEndpointId,
+        at: DateTime<Utc>,
+    ) -> Result<(), HookError> {
+        let err = |e| HookError::from(backend(e, "deleting a webhook endpoint"));
+        let mut tx = self.pool.begin().await.map_err(err)?;
+        let done = sqlx::query(
+            "UPDATE webhook_endpoints SET deleted_at = COALESCE(deleted_at, $1) \
+             WHERE id = $2 AND account_id = $3",
+        )
+        .bind(ms(at))
+        .bind(id.as_str())
+        .bind(account.as_str())
+        .execute(&mut *tx)
+        .await
+        .map_err(err)?;
+        if done.rows_affected() == 0 {
+            return Err(HookError::NotFound);
+        }
+        sqlx::query(
+            "UPDATE webhook_deliveries SET status = 'canceled', next_attempt_at = NULL, \
+             lease = NULL, lease_until = NULL WHERE endpoint_id = $1 AND status = 'pending'",
+        )
+        .bind(id.as_str())
+        .execute(&mut *tx)
+        .await
+        .map_err(err)?;
+        tx.commit().await.map_err(err)?;
+        Ok(())
+    }
+
+    async fn enqueue_event(
+        &self,
+        event: &HookEvent,
+        deliveries: &[(WebhookDeliveryId, WebhookEndpointId)],
+    ) -> Result<EnqueueOutcome, HookError> {
+        let err = |e| HookError::from(backend(e, "storing a webhook event"));
+        let mut tx = self.pool.begin().await.map_err(err)?;
+        let inserted = sqlx::query(
+            "INSERT INTO webhook_events (id, account_id, type, source, payload, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (account_id, source) DO NOTHING",
+        )
+        .bind(event.id.as_str())
+        .bind(event.account_id.as_str())
+        .bind(event.event_type.as_str())
+        .bind(&event.source)
+        .bind(&event.payload)
+        .bind(ms(event.created_at))
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| {
+            if is_foreign_key_violation(&e) {
+                HookError::UnknownAccount
+            } else if is_unique_violation(&e) {
+                HookError::Duplicate
+            } else {
+                err(e)
+            }
+        })?;
+        if inserted.rows_affected() == 0 {
+            return Ok(EnqueueOutcome::Duplicate);
+        }
+        let mut count = 0;
+        for (delivery, endpoint) in deliveries {
+            let done = sqlx::query(
+                "INSERT INTO webhook_deliveries \
+                 (id, account_id, event_id, endpoint_id, status, attempts, next_attempt_at, created_at) \
+                 SELECT $1::text, $2::text, $3::text, id, 'pending', 0, $4::timestamptz, $4::timestamptz \
+                 FROM webhook_endpoints \
+                 WHERE id = $5 AND account_id = $2 AND deleted_at IS NULL",
+            )
+            .bind(delivery.as_str())
+            .bind(event.account_id.as_str())
+            .bind(event.id.as_str())
+            .bind(ms(event.created_at))
+            .bind(endpoint.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(err)?;
+            count += done.rows_affected() as u32;
+        }
+        tx.commit().await.map_err(err)?;
+        Ok(EnqueueOutcome::Enqueued { deliveries: count })
+    }
+
+    async fn claim_due(
+        &self,
+        now: DateTime<Utc>,
+        lease: &str,
+        lease_until: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<ClaimedDelivery>, StoreError> {
+        let rows = sqlx::query(
+            "WITH due AS (\
+               SELECT id FROM webhook_deliveries WHERE status = 'pending' \
+               AND next_attempt_at <= $3 AND (lease_until IS NULL OR lease_until <= $3) \
+               ORDER BY next_attempt_at, id LIMIT $4 FOR UPDATE SKIP LOCKED), \
+             claimed AS (\
+               UPDATE webhook_deliveries c SET lease = $1, lease_until = $2 FROM due \
+               WHERE c.id = due.id RETURNING c.*) \
+             SELECT d.id, d.account_id, d.event_id, e.type AS event_type, d.endpoint_id, \
+             w.url AS endpoint_url, d.status, d.attempts, d.next_attempt_at, d.last_attempt_at, \
+             d.last_status_code, d.last_error, d.replay_of, d.created_at, d.lease, e.payload, \
+             w.secret, e.created_at AS event_created_at FROM claimed d \
+             JOIN webhook_events e ON e.id = d.event_id \
+             JOIN webhook_endpoints w ON w.id = d.endpoint_id \
+             ORDER BY d.next_attempt_at, d.id",
+        )
+        .bind(lease)
+        .bind(ms(lease_until))
+        .bind(ms(now))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| backend(e, "claiming webhook deliveries"))?;
+        let claimed = rows
+            .iter()
+            .map(hook_rows::claimed)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(claimed)
+    }
+
+    async fn record_attempt(
+        &self,
+        id: &WebhookDeliveryId,
+        lease: &str,
+        attempt: &Attempt,
+    ) -> Result<DeliveryRecord, HookError> {
+        let (status, next) = match attempt.result {
+            AttemptResult::Delivered => (DeliveryStatus::Succeeded, None),
+            AttemptResult::RetryAt(t) => (DeliveryStatus::Pending, Some(ms(t))),
+            AttemptResult::GaveUp => (DeliveryStatus::Failed, None),
+        };
+        let done = sqlx::query(
+            "UPDATE webhook_deliveries SET status = $1, next_attempt_at = $2, \
+             attempts = attempts + 1, last_attempt_at = $3, last_status_code = $4, \
+             last_error = $5, lease = NULL, lease_until = NULL \
+             WHERE id = $6 AND lease = $7 AND status = 'pending'",
+        )
+        .bind(status.as_str())
+        .bind(next)
+        .bind(ms(attempt.at))
+        .bind(attempt.status_code.map(i64::from))
+        .bind(attempt.error.as_deref())
+        .bind(id.as_str())
+        .bind(lease)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| HookError::from(backend(e, "recording a webhook attempt")))?;
+        let record = self.delivery_by_id(id).await?.ok_or(HookError::NotFound)?;
+        if done.rows_affected() == 0 {
+            return Err(HookError::LeaseLost);
+        }
+        Ok(record)
+    }
+
+    async fn deliveries(
+        &self,
+        account: &AccountId,
+        limit: u32,
+    ) -> Result<Vec<DeliveryRecord>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT d.id, d.account_id, d.event_id, e.type AS event_type, d.endpoint_id, w.url AS endpoint_url, d.status, d.attempts, d.next_attempt_at, d.last_attempt_at, d.last_status_code, d.last_error, d.replay_of, d.created_at FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id JOIN webhook_endpoints w ON w.id = d.endpoint_id WHERE d.account_id = $1 \
+             ORDER BY d.created_at DESC, d.id DESC LIMIT $2",
+        )
+        .bind(account.as_str())
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| backend(e, "listing webhook deliveries"))?;
+        rows.iter().map(hook_rows::delivery).collect()
+    }
+
+    async fn delivery(
+        &self,
+        account: &AccountId,
+        id: &WebhookDeliveryId,
+    ) -> Result<Option<DeliveryRecord>, StoreError> {
+        Ok(self
+            .delivery_by_id(id)
+            .await?
+            .filter(|d| &d.account_id == account))
+    }
+
+    async fn replay_delivery(
+        &self,
+        account: &AccountId,
+        id: &WebhookDeliveryId,
+        new_id: &WebhookDeliveryId,
+        at: DateTime<Utc>,
+    ) -> Result<DeliveryRecord, HookError> {
+        let done = sqlx::query(
+            "INSERT INTO webhook_deliveries \
+             (id, account_id, event_id, endpoint_id, status, attempts, next_attempt_at, replay_of, created_at) \
+             SELECT $1::text, d.account_id, d.event_id, d.endpoint_id, 'pending', 0, $2::timestamptz, d.id, \
+             $2::timestamptz \
+             FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id \
+             WHERE d.id = $3 AND d.account_id = $4 AND w.deleted_at IS NULL",
+        )
+        .bind(new_id.as_str())
+        .bind(ms(at))
+        .bind(id.as_str())
+        .bind(account.as_str())
+        .execute(&self.pool)
+        .await
+        .map_err(|e| {
+            if is_unique_violation(&e) {
+                HookError::Duplicate
+            } else {
+                backend(e, "replaying a webhook delivery").into()
+            }
+        })?;
+        if done.rows_affected() == 0 {
+            return Err(HookError::NotFound);
+        }
+        self.delivery_by_id(new_id)
+            .await?
+            .ok_or(HookError::NotFound)
+    }
+
+    async fn tasks_missing_events(
+        &self,
+        since: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<TaskRecord>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, account_id, key_id, domain, action, cost, idempotency_key, fingerprint, \
+             status, response_status, response_body, artifact_id, artifact, created_at, \
+             settled_at, verified_artifact, verified_at FROM tasks t \
+             WHERE settled_at >= $1 AND status IN ('completed', 'failed') AND NOT EXISTS (\
+               SELECT 1 FROM webhook_events e \
+               WHERE e.account_id = t.account_id AND e.source = 'task:' || t.id) \
+             ORDER BY settled_at, id LIMIT $2",
+        )
+        .bind(ms(since))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| backend(e, "listing tasks without their webhook event"))?;
+        rows.iter().map(crate::rows::task).collect()
+    }
+
+    async fn events_after(
+        &self,
+        account: &AccountId,
+        after: Option<WebhookEventId>,
+        limit: u32,
+    ) -> Result<Vec<HookEvent>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, account_id, type, source, payload, created_at FROM webhook_events \
+             WHERE account_id = $1 AND id > $2 ORDER BY id LIMIT $3",
+        )
+        .bind(account.as_str())
+        .bind(after.as_ref().map(|a| a.as_str()).unwrap_or(""))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| backend(e, "listing webhook events"))?;
+        rows.iter().map(hook_rows::event).collect()
+    }
+}

@@ -1,0 +1,511 @@
+//! Scenarios for `HookStore`: endpoints per account, events stored once per source with their
+//! deliveries, claims under a lease (never one delivery to two claims at once, taken again when
+//! a lease ends), attempts recorded only under their lease, replays and deletions.
+
+use std::collections::HashSet;
+
+use chrono::{DateTime, Duration, Utc};
+use futures_util::future::join_all;
+use svc_ports::{
+    AccountId, Attempt, AttemptResult, DeliveryStatus, EnqueueOutcome, HookError, HookEvent,
+    HookEventType, SealedSecret, WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId,
+    WebhookEventId,
+};
+use ulid::Ulid;
+
+use crate::{
+    Backend,
+    scenarios::{new_account, t0},
+};
+
+fn at(seconds: i64) -> DateTime<Utc> {
+    t0() + Duration::seconds(seconds)
+}
+
+fn endpoint(account: &AccountId, url: &str, seconds: i64) -> WebhookEndpoint {
+    WebhookEndpoint {
+        id: WebhookEndpointId::from_ulid(Ulid::new()),
+        account_id: account.clone(),
+        url: url.to_owned(),
+        description: "contract é \u{1F980}".into(),
+        events: vec![HookEventType::TaskCompleted, HookEventType::TaskFailed],
+        secret: SealedSecret::new(vec![0, 1, 2, 255, 7]),
+        created_at: at(seconds),
+    }
+}
+
+fn event(account: &AccountId, source: &str, seconds: i64) -> HookEvent {
+    HookEvent {
+        id: WebhookEventId::from_ulid(Ulid::new()),
+        account_id: account.clone(),
+        event_type: HookEventType::TaskCompleted,
+        source: source.to_owned(),
+        payload: format!(r#"{{"type":"task.completed","data":{{"source":"{source}"}}}}"#),
+        created_at: at(seconds),
+    }
+}
+
+fn new_delivery() -> WebhookDeliveryId {
+    WebhookDeliveryId::from_ulid(Ulid::new())
+}
+
+fn attempt(seconds: i64, result: AttemptResult) -> Attempt {
+    Attempt {
+        at: at(seconds),
+        status_code: Some(500),
+        error: Some("HTTP 500".into()),
+        result,
+    }
+}
+
+pub async fn endpoints_are_stored_listed_and_deleted_per_account(b: &Backend) {
+    let alice = new_account(b, "hooks-a@example.com").await;
+    let bob = new_account(b, "hooks-b@example.com").await;
+    let first = endpoint(&alice.id, "https://a.example/1", 0);
+    let second = endpoint(&alice.id, "https://a.example/2", 1);
+    let bobs = endpoint(&bob.id, "https://b.example/", 2);
+    for e in [&first, &second, &bobs] {
+        b.hooks.insert_endpoint(e).await.unwrap();
+    }
+    assert!(matches!(
+        b.hooks.insert_endpoint(&first).await,
+        Err(HookError::Duplicate)
+    ));
+    let stranger = AccountId::from_ulid(Ulid::new());
+    assert!(matches!(
+        b.hooks
+            .insert_endpoint(&endpoint(&stranger, "https://x.example/", 0))
+            .await,
+        Err(HookError::UnknownAccount)
+    ));
+    let listed = b.hooks.endpoints(&alice.id).await.unwrap();
+    assert_eq!(listed, vec![second.clone(), first.clone()], "{}", b.name);
+    // Another account's endpoint is not found, and stays.
+    assert!(matches!(
+        b.hooks.delete_endpoint(&alice.id, &bobs.id, at(3)).await,
+        Err(HookError::NotFound)
+    ));
+    assert_eq!(b.hooks.endpoints(&bob.id).await.unwrap(), vec![bobs]);
+    b.hooks
+        .delete_endpoint(&alice.id, &first.id, at(3))
+        .await
+        .unwrap();
+    // Again: nothing changes, and it is not an error.
+    b.hooks
+        .delete_endpoint(&alice.id, &first.id, at(4))
+        .await
+        .unwrap();
+    assert!(matches!(
+        b.hooks
+            .delete_endpoint(&alice.id, &WebhookEndpointId::from_ulid(Ulid::new()), at(4))
+            .await,
+        Err(HookError::NotFound)
+    ));
+    assert_eq!(b.hooks.endpoints(&alice.id).await.unwrap(), vec![second]);
+}
+
+pub async fn events_are_stored_once_per_source_with_their_deliveries(b: &Backend) {
+    let alice = new_account(b, "hooks-c@example.com").await;
+    let bob = new_account(b, "hooks-d@example.com").await;
+    let live = endpoint(&alice.id, "https://a.example/live", 0);
+    let gone = endpoint(&alice.id, "https://a.example/gone", 0);
+    let bobs = endpoint(&bob.id, "https://b.example/", 0);
+    for e in [&live, &gone, &bobs] {
+        b.hooks.insert_endpoint(e).await.unwrap();
+    }
+    b.hooks
+        .delete_endpoint(&alice.id, &gone.id, at(1))
+        .await
+        .unwrap();
+    let e = event(&alice.id, "task:1", 2);
+    // Only the account's own endpoint that is not deleted gets a delivery.
+    let outcome = b
+        .hooks
+        .enqueue_event(
+            &e,
+            &[
+                (new_delivery(), live.id.clone()),
+                (new_delivery(), gone.id.clone()),
+                (new_delivery(), bobs.id.clone()),
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome,
+        EnqueueOutcome::Enqueued { deliveries: 1 },
+        "{}",
+        b.name
+    );
+    let again = event(&alice.id, "task:1", 3);
+    assert_eq!(
+        b.hooks
+            .enqueue_event(&again, &[(new_delivery(), live.id.clone())])
+            .await
+            .unwrap(),
+        EnqueueOutcome::Duplicate
+    );
+    // Another account may have the same source.
+    assert_eq!(
+        b.hooks
+            .enqueue_event(&event(&bob.id, "task:1", 3), &[])
+            .await
+            .unwrap(),
+        EnqueueOutcome::Enqueued { deliveries: 0 }
+    );
+    let log = b.hooks.deliveries(&alice.id, 10).await.unwrap();
+    assert_eq!(log.len(), 1);
+    let d = &log[0];
+    assert_eq!(
+        (
+            &d.event_id,
+            d.event_type,
+            &d.endpoint_id,
+            d.endpoint_url.as_str()
+        ),
+        (&e.id, e.event_type, &live.id, "https://a.example/live")
+    );
+    assert_eq!(
+        (d.status, d.attempts, d.next_attempt_at, d.created_at),
+        (DeliveryStatus::Pending, 0, Some(at(2)), at(2))
+    );
+    assert!(b.hooks.deliveries(&bob.id, 10).await.unwrap().is_empty());
+    assert_eq!(
+        b.hooks.delivery(&alice.id, &d.id).await.unwrap().as_ref(),
+        Some(d)
+    );
+    assert_eq!(b.hooks.delivery(&bob.id, &d.id).await.unwrap(), None);
+    // Events page by id, oldest first, per account.
+    let events = b.hooks.events_after(&alice.id, None, 10).await.unwrap();
+    assert_eq!(events, vec![e.clone()]);
+    assert!(
+        b.hooks
+            .events_after(&alice.id, Some(e.id.clone()), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(matches!(
+        b.hooks
+            .enqueue_event(&event(&AccountId::from_ulid(Ulid::new()), "x", 0), &[])
+            .await,
+        Err(HookError::UnknownAccount)
+    ));
+}
+
+pub async fn attempts_are_recorded_only_under_their_lease(b: &Backend) {
+    let alice = new_account(b, "hooks-e@example.com").await;
+    let ep = endpoint(&alice.id, "https://a.example/", 0);
+    b.hooks.insert_endpoint(&ep).await.unwrap();
+    let e = event(&alice.id, "task:2", 10);
+    b.hooks
+        .enqueue_event(&e, &[(new_delivery(), ep.id.clone())])
+        .await
+        .unwrap();
+    assert!(
+        b.hooks
+            .claim_due(at(9), "early", at(70), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let claimed = b.hooks.claim_due(at(10), "one", at(70), 10).await.unwrap();
+    assert_eq!(claimed.len(), 1, "{}", b.name);
+    let c = &claimed[0];
+    assert_eq!(
+        (
+            c.lease.as_str(),
+            c.payload.as_str(),
+            &c.secret,
+            c.event_created_at
+        ),
+        ("one", e.payload.as_str(), &ep.secret, at(10))
+    );
+    // Leased: nobody else gets it before the lease ends.
+    assert!(
+        b.hooks
+            .claim_due(at(11), "two", at(71), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let id = &c.delivery.id;
+    assert!(matches!(
+        b.hooks
+            .record_attempt(id, "two", &attempt(12, AttemptResult::GaveUp))
+            .await,
+        Err(HookError::LeaseLost)
+    ));
+    let retried = b
+        .hooks
+        .record_attempt(id, "one", &attempt(12, AttemptResult::RetryAt(at(17))))
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            retried.status,
+            retried.attempts,
+            retried.next_attempt_at,
+            retried.last_status_code,
+            retried.last_error.as_deref()
+        ),
+        (
+            DeliveryStatus::Pending,
+            1,
+            Some(at(17)),
+            Some(500),
+            Some("HTTP 500")
+        )
+    );
+    // A second record under the same (now freed) lease is refused.
+    assert!(matches!(
+        b.hooks
+            .record_attempt(id, "one", &attempt(13, AttemptResult::Delivered))
+            .await,
+        Err(HookError::LeaseLost)
+    ));
+    assert!(
+        b.hooks
+            .claim_due(at(16), "three", at(80), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        b.hooks
+            .claim_due(at(17), "three", at(80), 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    // The claimant died: once its lease ends, another claims it; the dead one cannot record.
+    assert_eq!(
+        b.hooks
+            .claim_due(at(80), "four", at(140), 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(matches!(
+        b.hooks
+            .record_attempt(id, "three", &attempt(81, AttemptResult::Delivered))
+            .await,
+        Err(HookError::LeaseLost)
+    ));
+    let done = b
+        .hooks
+        .record_attempt(
+            id,
+            "four",
+            &Attempt {
+                at: at(81),
+                status_code: Some(204),
+                error: None,
+                result: AttemptResult::Delivered,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            done.status,
+            done.attempts,
+            done.next_attempt_at,
+            done.last_attempt_at
+        ),
+        (DeliveryStatus::Succeeded, 2, None, Some(at(81)))
+    );
+    assert!(
+        b.hooks
+            .claim_due(at(999), "five", at(1100), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(matches!(
+        b.hooks
+            .record_attempt(&new_delivery(), "x", &attempt(1, AttemptResult::GaveUp))
+            .await,
+        Err(HookError::NotFound)
+    ));
+}
+
+pub async fn concurrent_claims_hand_out_each_delivery_once(b: &Backend) {
+    let alice = new_account(b, "hooks-f@example.com").await;
+    let ep = endpoint(&alice.id, "https://a.example/", 0);
+    b.hooks.insert_endpoint(&ep).await.unwrap();
+    for i in 0..24 {
+        b.hooks
+            .enqueue_event(
+                &event(&alice.id, &format!("task:{i}"), 0),
+                &[(new_delivery(), ep.id.clone())],
+            )
+            .await
+            .unwrap();
+    }
+    let claims = join_all((0..8).map(|i| {
+        let hooks = b.hooks.clone();
+        async move {
+            hooks
+                .claim_due(at(1), &format!("lease-{i}"), at(60), 5)
+                .await
+                .unwrap()
+        }
+    }))
+    .await;
+    let ids: Vec<_> = claims
+        .iter()
+        .flatten()
+        .map(|c| c.delivery.id.clone())
+        .collect();
+    let unique: HashSet<_> = ids.iter().collect();
+    assert_eq!(
+        unique.len(),
+        ids.len(),
+        "{}: a delivery was claimed twice",
+        b.name
+    );
+    assert_eq!(ids.len(), 24, "{}: every due delivery claimed", b.name);
+    for claim in &claims {
+        assert!(claim.len() <= 5);
+    }
+}
+
+pub async fn replays_are_new_deliveries_and_deletion_cancels(b: &Backend) {
+    let alice = new_account(b, "hooks-g@example.com").await;
+    let bob = new_account(b, "hooks-h@example.com").await;
+    let ep = endpoint(&alice.id, "https://a.example/", 0);
+    b.hooks.insert_endpoint(&ep).await.unwrap();
+    let e = event(&alice.id, "task:3", 1);
+    b.hooks
+        .enqueue_event(&e, &[(new_delivery(), ep.id.clone())])
+        .await
+        .unwrap();
+    let claimed = b.hooks.claim_due(at(1), "l", at(60), 1).await.unwrap();
+    let first = b
+        .hooks
+        .record_attempt(
+            &claimed[0].delivery.id,
+            "l",
+            &attempt(2, AttemptResult::GaveUp),
+        )
+        .await
+        .unwrap();
+    assert_eq!(first.status, DeliveryStatus::Failed);
+    let new_id = new_delivery();
+    assert!(matches!(
+        b.hooks
+            .replay_delivery(&bob.id, &first.id, &new_id, at(5))
+            .await,
+        Err(HookError::NotFound)
+    ));
+    let replay = b
+        .hooks
+        .replay_delivery(&alice.id, &first.id, &new_id, at(5))
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            &replay.id,
+            &replay.event_id,
+            &replay.endpoint_id,
+            replay.status,
+            replay.attempts,
+            replay.next_attempt_at,
+            replay.replay_of.as_ref()
+        ),
+        (
+            &new_id,
+            &e.id,
+            &ep.id,
+            DeliveryStatus::Pending,
+            0,
+            Some(at(5)),
+            Some(&first.id)
+        ),
+        "{}",
+        b.name
+    );
+    let log = b.hooks.deliveries(&alice.id, 10).await.unwrap();
+    assert_eq!(log.len(), 2);
+    assert_eq!(log[0].id, new_id, "newest first");
+    // Deleting the endpoint cancels what is pending and refuses further replays.
+    b.hooks
+        .delete_endpoint(&alice.id, &ep.id, at(6))
+        .await
+        .unwrap();
+    let canceled = b.hooks.delivery(&alice.id, &new_id).await.unwrap().unwrap();
+    assert_eq!(
+        (canceled.status, canceled.next_attempt_at),
+        (DeliveryStatus::Canceled, None)
+    );
+    assert!(
+        b.hooks
+            .claim_due(at(99), "m", at(160), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(matches!(
+        b.hooks
+            .replay_delivery(&alice.id, &first.id, &new_delivery(), at(7))
+            .await,
+        Err(HookError::NotFound)
+    ));
+}
+
+pub async fn settled_tasks_without_their_event_are_found(b: &Backend) {
+    use crate::actions::{funded, new_task, settlement};
+    use svc_ports::{BeginOutcome, HookEvent};
+    let a = funded(b, "hooks-sweep@example.com", 10).await;
+    let mut tasks = Vec::new();
+    for (i, completed) in [(0, true), (1, false), (2, true)] {
+        let BeginOutcome::Started(t) = b
+            .tasks
+            .begin_task(&new_task(&a, 1, None, &format!("sweep-{i}")))
+            .await
+            .unwrap()
+        else {
+            panic!("{}: not started", b.name)
+        };
+        if i < 2 {
+            b.tasks
+                .settle_task(&settlement(&t.id, completed, at(10 + i)))
+                .await
+                .unwrap();
+        }
+        tasks.push(t);
+    }
+    // The in-flight one is not listed; the settled ones are, oldest settlement first.
+    let missing = b.hooks.tasks_missing_events(at(0), 10).await.unwrap();
+    let ids: Vec<_> = missing.iter().map(|t| t.id.clone()).collect();
+    assert_eq!(
+        ids,
+        vec![tasks[0].id.clone(), tasks[1].id.clone()],
+        "{}",
+        b.name
+    );
+    assert!(
+        b.hooks
+            .tasks_missing_events(at(11), 10)
+            .await
+            .unwrap()
+            .len()
+            == 1
+    );
+    assert_eq!(
+        b.hooks.tasks_missing_events(at(0), 1).await.unwrap().len(),
+        1
+    );
+    // Once its event is recorded, a task is no longer listed.
+    let recorded = HookEvent {
+        source: format!("task:{}", tasks[0].id),
+        ..event(&a, "unused", 12)
+    };
+    b.hooks.enqueue_event(&recorded, &[]).await.unwrap();
+    let missing = b.hooks.tasks_missing_events(at(0), 10).await.unwrap();
+    assert_eq!(missing.len(), 1);
+    assert_eq!(missing[0].id, tasks[1].id);
+}

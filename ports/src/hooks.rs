@@ -1,0 +1,335 @@
+//! Webhooks to the customer's own systems: the endpoints an account registers, the events the
+//! service records for it, and the durable outbox of deliveries a worker sends (signed per
+//! Standard Webhooks with [`crate::webhooks::WebhookSecret`], the same code that checks the
+//! payment provider's deliveries).
+//!
+//! An event is stored once per account and `source` (what it is about), with one delivery per
+//! endpoint subscribed to its type, in one transaction. A delivery is sent only by the
+//! instance holding its lease; its attempt is recorded under that lease, so instances sharing
+//! a store never send one attempt twice at once, and a delivery whose instance died is claimed
+//! again once its lease ends (at least once, one `webhook-id` per event).
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use crate::{
+    AccountId, SealedSecret, TaskRecord,
+    ids::{WebhookDeliveryId, WebhookEndpointId, WebhookEventId},
+    store::StoreError,
+};
+
+/// What an endpoint may subscribe to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum HookEventType {
+    /// A task settled completed (charged).
+    TaskCompleted,
+    /// A task settled failed (refunded).
+    TaskFailed,
+    /// A verified payment added credits.
+    CreditsAdded,
+    /// A charge took spendable credits below the low-balance mark.
+    CreditsLow,
+    /// A payment authority has nothing left to spend.
+    AuthorityExhausted,
+    /// A target-site connection expired (it could not be refreshed).
+    ConnectionExpired,
+}
+
+impl HookEventType {
+    pub const ALL: [HookEventType; 6] = [
+        HookEventType::TaskCompleted,
+        HookEventType::TaskFailed,
+        HookEventType::CreditsAdded,
+        HookEventType::CreditsLow,
+        HookEventType::AuthorityExhausted,
+        HookEventType::ConnectionExpired,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookEventType::TaskCompleted => "task.completed",
+            HookEventType::TaskFailed => "task.failed",
+            HookEventType::CreditsAdded => "credits.added",
+            HookEventType::CreditsLow => "credits.low",
+            HookEventType::AuthorityExhausted => "authority.exhausted",
+            HookEventType::ConnectionExpired => "connection.expired",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.as_str() == raw)
+    }
+
+    /// A stored list (`task.completed task.failed`), as [`Self::join`] writes it.
+    pub fn parse_list(raw: &str) -> Option<Vec<Self>> {
+        raw.split(' ')
+            .filter(|s| !s.is_empty())
+            .map(Self::parse)
+            .collect()
+    }
+
+    /// The stored form of a list: names separated by one space.
+    pub fn join(types: &[HookEventType]) -> String {
+        types
+            .iter()
+            .map(|t| t.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// A registered endpoint. Its secret is sealed ([`crate::SecretSealer`]); the `whsec_` form is
+/// shown once, when it is created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookEndpoint {
+    pub id: WebhookEndpointId,
+    pub account_id: AccountId,
+    pub url: String,
+    pub description: String,
+    /// Never empty; no type twice.
+    pub events: Vec<HookEventType>,
+    pub secret: SealedSecret,
+    pub created_at: DateTime<Utc>,
+}
+
+/// One event of an account, as sent: `payload` is the exact body of every delivery of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookEvent {
+    pub id: WebhookEventId,
+    pub account_id: AccountId,
+    pub event_type: HookEventType,
+    /// What the event is about, unique per account (`task:{id}`, `payment:{id}:...`): the same
+    /// fact recorded twice (two instances, a retried settlement) is one event.
+    pub source: String,
+    /// JSON text.
+    pub payload: String,
+    pub created_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeliveryStatus {
+    /// Waiting for its next attempt (or being attempted, under a lease).
+    Pending,
+    /// The endpoint answered 2xx.
+    Succeeded,
+    /// Given up: no 2xx within the retry window.
+    Failed,
+    /// Its endpoint was deleted before it succeeded.
+    Canceled,
+}
+
+impl DeliveryStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryStatus::Pending => "pending",
+            DeliveryStatus::Succeeded => "succeeded",
+            DeliveryStatus::Failed => "failed",
+            DeliveryStatus::Canceled => "canceled",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Option<Self> {
+        [
+            DeliveryStatus::Pending,
+            DeliveryStatus::Succeeded,
+            DeliveryStatus::Failed,
+            DeliveryStatus::Canceled,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == raw)
+    }
+}
+
+/// One delivery as the log shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryRecord {
+    pub id: WebhookDeliveryId,
+    pub account_id: AccountId,
+    pub event_id: WebhookEventId,
+    pub event_type: HookEventType,
+    pub endpoint_id: WebhookEndpointId,
+    pub endpoint_url: String,
+    pub status: DeliveryStatus,
+    pub attempts: u32,
+    /// When it is due again (pending only).
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub last_attempt_at: Option<DateTime<Utc>>,
+    /// The endpoint's HTTP status at the last attempt, when it answered.
+    pub last_status_code: Option<u16>,
+    /// Why the last attempt failed (refused URL, timeout, status), when it did.
+    pub last_error: Option<String>,
+    /// The delivery this one replays, if it is a replay.
+    pub replay_of: Option<WebhookDeliveryId>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A delivery claimed for one attempt, with what sending it needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimedDelivery {
+    pub delivery: DeliveryRecord,
+    /// The claim's token: the attempt is recorded only under it.
+    pub lease: String,
+    pub payload: String,
+    pub secret: SealedSecret,
+    /// When the event happened: the retry window runs from here.
+    pub event_created_at: DateTime<Utc>,
+}
+
+/// What comes of an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttemptResult {
+    Delivered,
+    RetryAt(DateTime<Utc>),
+    GaveUp,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    pub at: DateTime<Utc>,
+    pub status_code: Option<u16>,
+    pub error: Option<String>,
+    pub result: AttemptResult,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EnqueueOutcome {
+    /// Stored, with this many deliveries.
+    Enqueued { deliveries: u32 },
+    /// The account already has an event with this `source`: nothing stored.
+    Duplicate,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum HookError {
+    #[error("account not found")]
+    UnknownAccount,
+    #[error("an endpoint or event with this id already exists")]
+    Duplicate,
+    /// No such endpoint or delivery, or another account's, or its endpoint was deleted.
+    #[error("not found")]
+    NotFound,
+    /// The lease ended and another claim holds the delivery, or it is no longer pending.
+    #[error("the delivery's lease was lost")]
+    LeaseLost,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Endpoints, events and the delivery outbox of the customer's webhooks.
+#[cfg_attr(feature = "mock", mockall::automock)]
+#[async_trait]
+pub trait HookStore: Send + Sync {
+    /// MUST return [`HookError::UnknownAccount`] for an unknown account and
+    /// [`HookError::Duplicate`] for a taken id; then nothing is stored.
+    async fn insert_endpoint(&self, endpoint: &WebhookEndpoint) -> Result<(), HookError>;
+
+    /// The account's endpoints that were not deleted, newest first.
+    async fn endpoints(&self, account: &AccountId) -> Result<Vec<WebhookEndpoint>, StoreError>;
+
+    /// Deletes the account's endpoint and cancels its pending deliveries, in one transaction.
+    /// Idempotent: deleting it again changes nothing and succeeds (the first `deleted_at`
+    /// stays). MUST return [`HookError::NotFound`] for an unknown id and for another account's
+    /// endpoint, changing nothing.
+    async fn delete_endpoint(
+        &self,
+        account: &AccountId,
+        id: &WebhookEndpointId,
+        at: DateTime<Utc>,
+    ) -> Result<(), HookError>;
+
+    /// Stores the event and, in the same transaction, one pending delivery (due at
+    /// `event.created_at`) per `(delivery id, endpoint)` of `deliveries` whose endpoint is the
+    /// account's and not deleted. When the account already has an event with the same
+    /// `source`, MUST store nothing and return [`EnqueueOutcome::Duplicate`], also when two
+    /// race. MUST return [`HookError::UnknownAccount`] for an unknown account.
+    async fn enqueue_event(
+        &self,
+        event: &HookEvent,
+        deliveries: &[(WebhookDeliveryId, WebhookEndpointId)],
+    ) -> Result<EnqueueOutcome, HookError>;
+
+    /// Claims at most `limit` pending deliveries due at `now` whose lease is free (never
+    /// taken, or ended at or before `now`), oldest due first, giving each the lease `lease`
+    /// until `lease_until`. Concurrent claims MUST never hand out one delivery twice.
+    async fn claim_due(
+        &self,
+        now: DateTime<Utc>,
+        lease: &str,
+        lease_until: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<ClaimedDelivery>, StoreError>;
+
+    /// Records an attempt of a delivery claimed under `lease` and frees the lease: attempts
+    /// +1, the last status and error, and `pending` with its next time, `succeeded` or
+    /// `failed` as `attempt.result` says. MUST return [`HookError::LeaseLost`] (changing
+    /// nothing) when the delivery is not pending under this lease, and [`HookError::NotFound`]
+    /// for an unknown id.
+    async fn record_attempt(
+        &self,
+        id: &WebhookDeliveryId,
+        lease: &str,
+        attempt: &Attempt,
+    ) -> Result<DeliveryRecord, HookError>;
+
+    /// The account's deliveries, newest first, at most `limit`.
+    async fn deliveries(
+        &self,
+        account: &AccountId,
+        limit: u32,
+    ) -> Result<Vec<DeliveryRecord>, StoreError>;
+
+    /// One delivery of the account's.
+    async fn delivery(
+        &self,
+        account: &AccountId,
+        id: &WebhookDeliveryId,
+    ) -> Result<Option<DeliveryRecord>, StoreError>;
+
+    /// Stores a new pending delivery `new_id` of the same event to the same endpoint, due at
+    /// `at`, replaying `id`. MUST return [`HookError::NotFound`] for an unknown delivery,
+    /// another account's, or one whose endpoint was deleted.
+    async fn replay_delivery(
+        &self,
+        account: &AccountId,
+        id: &WebhookDeliveryId,
+        new_id: &WebhookDeliveryId,
+        at: DateTime<Utc>,
+    ) -> Result<DeliveryRecord, HookError>;
+
+    /// Tasks settled (completed or failed) at or after `since` whose account has no event with
+    /// source `task:{id}`, oldest settlement first, at most `limit`: those whose process died
+    /// between settling and recording the event.
+    async fn tasks_missing_events(
+        &self,
+        since: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<TaskRecord>, StoreError>;
+
+    /// The account's events with an id after `after` (all when `None`), oldest first, at
+    /// most `limit`.
+    async fn events_after(
+        &self,
+        account: &AccountId,
+        after: Option<WebhookEventId>,
+        limit: u32,
+    ) -> Result<Vec<HookEvent>, StoreError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_types_round_trip_and_lists_are_spaced() {
+        for t in HookEventType::ALL {
+            assert_eq!(HookEventType::parse(t.as_str()), Some(t));
+        }
+        let all = HookEventType::join(&HookEventType::ALL);
+        assert_eq!(
+            HookEventType::parse_list(&all).unwrap(),
+            HookEventType::ALL.to_vec()
+        );
+        assert_eq!(HookEventType::parse_list("task.done"), None);
+        assert_eq!(HookEventType::parse("Task.Completed"), None);
+    }
+}

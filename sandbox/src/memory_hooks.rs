@@ -1,0 +1,341 @@
+//! In-memory webhook endpoints, events and deliveries, under the store's one lock (so a claim
+//! is atomic, as the SQL stores' are).
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use svc_ports::{
+    AccountId, Attempt, AttemptResult, ClaimedDelivery, DeliveryRecord, DeliveryStatus,
+    EnqueueOutcome, HookError, HookEvent, HookStore, StoreError, TaskRecord, TaskStatus,
+    WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId, WebhookEventId,
+};
+
+use crate::MemoryStore;
+
+struct StoredDelivery {
+    record: DeliveryRecord,
+    lease: Option<(String, DateTime<Utc>)>,
+}
+
+#[derive(Default)]
+pub(crate) struct HookState {
+    /// Endpoints with when they were deleted.
+    endpoints: Vec<(WebhookEndpoint, Option<DateTime<Utc>>)>,
+    events: Vec<HookEvent>,
+    deliveries: Vec<StoredDelivery>,
+    by_id: HashMap<WebhookDeliveryId, usize>,
+}
+
+impl HookState {
+    fn endpoint(
+        &self,
+        id: &WebhookEndpointId,
+    ) -> Option<&(WebhookEndpoint, Option<DateTime<Utc>>)> {
+        self.endpoints.iter().find(|(e, _)| &e.id == id)
+    }
+
+    fn push(&mut self, record: DeliveryRecord) {
+        self.by_id.insert(record.id.clone(), self.deliveries.len());
+        self.deliveries.push(StoredDelivery {
+            record,
+            lease: None,
+        });
+    }
+}
+
+#[async_trait]
+impl HookStore for MemoryStore {
+    async fn insert_endpoint(&self, endpoint: &WebhookEndpoint) -> Result<(), HookError> {
+        let mut s = self.lock();
+        if !s.accounts.contains_key(&endpoint.account_id) {
+            return Err(HookError::UnknownAccount);
+        }
+        if s.hooks.endpoint(&endpoint.id).is_some() {
+            return Err(HookError::Duplicate);
+        }
+        s.hooks.endpoints.push((endpoint.clone(), None));
+        Ok(())
+    }
+
+    async fn endpoints(&self, account: &AccountId) -> Result<Vec<WebhookEndpoint>, StoreError> {
+        let s = self.lock();
+        let mut list: Vec<WebhookEndpoint> = s
+            .hooks
+            .endpoints
+            .iter()
+            .filter(|(e, deleted)| &e.account_id == account && deleted.is_none())
+            .map(|(e, _)| e.clone())
+            .collect();
+        list.sort_by(|a, b| (b.created_at, &b.id).cmp(&(a.created_at, &a.id)));
+        Ok(list)
+    }
+
+    async fn delete_endpoint(
+        &self,
+        account: &AccountId,
+        id: &WebhookEndpointId,
+        at: DateTime<Utc>,
+    ) -> Result<(), HookError> {
+        let mut s = self.lock();
+        let state = &mut s.hooks;
+        let Some((_, deleted)) = state
+            .endpoints
+            .iter_mut()
+            .find(|(e, _)| &e.id == id && &e.account_id == account)
+        else {
+            return Err(HookError::NotFound);
+        };
+        deleted.get_or_insert(at);
+        for d in state
+            .deliveries
+            .iter_mut()
+            .filter(|d| &d.record.endpoint_id == id && d.record.status == DeliveryStatus::Pending)
+        {
+            d.record.status = DeliveryStatus::Canceled;
+            d.record.next_attempt_at = None;
+            d.lease = None;
+        }
+        Ok(())
+    }
+
+    async fn enqueue_event(
+        &self,
+        event: &HookEvent,
+        deliveries: &[(WebhookDeliveryId, WebhookEndpointId)],
+    ) -> Result<EnqueueOutcome, HookError> {
+        let mut s = self.lock();
+        if !s.accounts.contains_key(&event.account_id) {
+            return Err(HookError::UnknownAccount);
+        }
+        let state = &mut s.hooks;
+        if state
+            .events
+            .iter()
+            .any(|e| e.account_id == event.account_id && e.source == event.source)
+        {
+            return Ok(EnqueueOutcome::Duplicate);
+        }
+        if state.events.iter().any(|e| e.id == event.id)
+            || deliveries.iter().any(|(d, _)| state.by_id.contains_key(d))
+        {
+            return Err(HookError::Duplicate);
+        }
+        state.events.push(event.clone());
+        let mut count = 0;
+        for (id, endpoint) in deliveries {
+            let Some((e, None)) = state.endpoint(endpoint) else {
+                continue;
+            };
+            if e.account_id != event.account_id {
+                continue;
+            }
+            let url = e.url.clone();
+            state.push(DeliveryRecord {
+                id: id.clone(),
+                account_id: event.account_id.clone(),
+                event_id: event.id.clone(),
+                event_type: event.event_type,
+                endpoint_id: endpoint.clone(),
+                endpoint_url: url,
+                status: DeliveryStatus::Pending,
+                attempts: 0,
+                next_attempt_at: Some(event.created_at),
+                last_attempt_at: None,
+                last_status_code: None,
+                last_error: None,
+                replay_of: None,
+                created_at: event.created_at,
+            });
+            count += 1;
+        }
+        Ok(EnqueueOutcome::Enqueued { deliveries: count })
+    }
+
+    async fn claim_due(
+        &self,
+        now: DateTime<Utc>,
+        lease: &str,
+        lease_until: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<ClaimedDelivery>, StoreError> {
+        let mut s = self.lock();
+        let state = &mut s.hooks;
+        let mut due: Vec<usize> = state
+            .deliveries
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| {
+                d.record.status == DeliveryStatus::Pending
+                    && d.record.next_attempt_at.is_some_and(|t| t <= now)
+                    && d.lease.as_ref().is_none_or(|(_, until)| *until <= now)
+            })
+            .map(|(i, _)| i)
+            .collect();
+        due.sort_by(|a, b| {
+            let (a, b) = (&state.deliveries[*a].record, &state.deliveries[*b].record);
+            (a.next_attempt_at, &a.id).cmp(&(b.next_attempt_at, &b.id))
+        });
+        due.truncate(limit as usize);
+        let mut claimed = Vec::new();
+        for i in due {
+            state.deliveries[i].lease = Some((lease.to_owned(), lease_until));
+            let record = state.deliveries[i].record.clone();
+            let event = state
+                .events
+                .iter()
+                .find(|e| e.id == record.event_id)
+                .expect("a delivery's event is stored");
+            let (endpoint, _) = state
+                .endpoint(&record.endpoint_id)
+                .expect("a delivery's endpoint is stored");
+            claimed.push(ClaimedDelivery {
+                lease: lease.to_owned(),
+                payload: event.payload.clone(),
+                secret: endpoint.secret.clone(),
+                event_created_at: event.created_at,
+                delivery: record,
+            });
+        }
+        Ok(claimed)
+    }
+
+    async fn record_attempt(
+        &self,
+        id: &WebhookDeliveryId,
+        lease: &str,
+        attempt: &Attempt,
+    ) -> Result<DeliveryRecord, HookError> {
+        let mut s = self.lock();
+        let state = &mut s.hooks;
+        let i = *state.by_id.get(id).ok_or(HookError::NotFound)?;
+        let d = &mut state.deliveries[i];
+        if d.record.status != DeliveryStatus::Pending
+            || d.lease.as_ref().is_none_or(|(l, _)| l != lease)
+        {
+            return Err(HookError::LeaseLost);
+        }
+        let (status, next) = match attempt.result {
+            AttemptResult::Delivered => (DeliveryStatus::Succeeded, None),
+            AttemptResult::RetryAt(t) => (DeliveryStatus::Pending, Some(t)),
+            AttemptResult::GaveUp => (DeliveryStatus::Failed, None),
+        };
+        d.record.status = status;
+        d.record.next_attempt_at = next;
+        d.record.attempts += 1;
+        d.record.last_attempt_at = Some(attempt.at);
+        d.record.last_status_code = attempt.status_code;
+        d.record.last_error = attempt.error.clone();
+        d.lease = None;
+        Ok(d.record.clone())
+    }
+
+    async fn deliveries(
+        &self,
+        account: &AccountId,
+        limit: u32,
+    ) -> Result<Vec<DeliveryRecord>, StoreError> {
+        let s = self.lock();
+        let mut list: Vec<DeliveryRecord> = s
+            .hooks
+            .deliveries
+            .iter()
+            .filter(|d| &d.record.account_id == account)
+            .map(|d| d.record.clone())
+            .collect();
+        list.sort_by(|a, b| (b.created_at, &b.id).cmp(&(a.created_at, &a.id)));
+        list.truncate(limit as usize);
+        Ok(list)
+    }
+
+    async fn delivery(
+        &self,
+        account: &AccountId,
+        id: &WebhookDeliveryId,
+    ) -> Result<Option<DeliveryRecord>, StoreError> {
+        let s = self.lock();
+        Ok(s.hooks
+            .by_id
+            .get(id)
+            .map(|i| s.hooks.deliveries[*i].record.clone())
+            .filter(|d| &d.account_id == account))
+    }
+
+    async fn replay_delivery(
+        &self,
+        account: &AccountId,
+        id: &WebhookDeliveryId,
+        new_id: &WebhookDeliveryId,
+        at: DateTime<Utc>,
+    ) -> Result<DeliveryRecord, HookError> {
+        let mut s = self.lock();
+        let state = &mut s.hooks;
+        let i = *state.by_id.get(id).ok_or(HookError::NotFound)?;
+        let original = state.deliveries[i].record.clone();
+        if &original.account_id != account
+            || !matches!(state.endpoint(&original.endpoint_id), Some((_, None)))
+        {
+            return Err(HookError::NotFound);
+        }
+        if state.by_id.contains_key(new_id) {
+            return Err(HookError::Duplicate);
+        }
+        let replay = DeliveryRecord {
+            id: new_id.clone(),
+            status: DeliveryStatus::Pending,
+            attempts: 0,
+            next_attempt_at: Some(at),
+            last_attempt_at: None,
+            last_status_code: None,
+            last_error: None,
+            replay_of: Some(original.id.clone()),
+            created_at: at,
+            ..original
+        };
+        state.push(replay.clone());
+        Ok(replay)
+    }
+
+    async fn tasks_missing_events(
+        &self,
+        since: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<TaskRecord>, StoreError> {
+        let s = self.lock();
+        let mut list: Vec<TaskRecord> = s
+            .actions
+            .tasks
+            .values()
+            .filter(|t| {
+                t.status != TaskStatus::InFlight
+                    && t.settled_at.is_some_and(|at| at >= since)
+                    && !s.hooks.events.iter().any(|e| {
+                        e.account_id == t.account_id && e.source == format!("task:{}", t.id)
+                    })
+            })
+            .cloned()
+            .collect();
+        list.sort_by(|a, b| (a.settled_at, &a.id).cmp(&(b.settled_at, &b.id)));
+        list.truncate(limit as usize);
+        Ok(list)
+    }
+
+    async fn events_after(
+        &self,
+        account: &AccountId,
+        after: Option<WebhookEventId>,
+        limit: u32,
+    ) -> Result<Vec<HookEvent>, StoreError> {
+        let s = self.lock();
+        let mut list: Vec<HookEvent> = s
+            .hooks
+            .events
+            .iter()
+            .filter(|e| &e.account_id == account && after.as_ref().is_none_or(|a| &e.id > a))
+            .cloned()
+            .collect();
+        list.sort_by(|a, b| a.id.cmp(&b.id));
+        list.truncate(limit as usize);
+        Ok(list)
+    }
+}

@@ -1,0 +1,358 @@
+//! Webhooks to the customer's own systems: endpoints an account registers (each with its own
+//! `whsec_` secret, shown once and kept sealed), the events the service records for it (once
+//! per fact), and their deliveries from the durable outbox (`deliver.rs`), signed per Standard
+//! Webhooks with the same code that checks the payment provider's deliveries.
+
+mod deliver;
+
+use std::sync::Arc;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::{Value, json};
+use svc_ports::{
+    AccountId, ActionTransport, Clock, DeliveryRecord, EnqueueOutcome, Entropy, FetchError,
+    HookError, HookEvent, HookEventType, HookStore, SecretSealer, UrlRefusal, WebhookDeliveryId,
+    WebhookEndpoint, WebhookEndpointId, WebhookEventId, webhooks::WebhookSecret,
+};
+use tokio::sync::Notify;
+
+pub use deliver::{BATCH, GIVE_UP_AFTER_HOURS, LEASE_SECONDS, retry_delay};
+
+/// Most endpoints one account may register (Stripe's figure), and in the sandbox, where test
+/// runs and fuzzers register them by the hundred.
+pub const MAX_ENDPOINTS: usize = 16;
+pub const MAX_SANDBOX_ENDPOINTS: usize = 10_000;
+/// Longest endpoint URL and description.
+pub const MAX_URL_LEN: usize = 2048;
+pub const MAX_DESCRIPTION_LEN: usize = 200;
+/// Longest page of the delivery log and of the event feed.
+pub const MAX_PAGE: u32 = 100;
+
+#[derive(Debug, thiserror::Error)]
+pub enum HookFailure {
+    #[error("{0}")]
+    Invalid(String),
+    /// The URL may not be called: private, loopback or metadata address, not http(s), ...
+    #[error("{0}")]
+    UrlRefused(UrlRefusal),
+    /// Unknown, deleted, or another account's.
+    #[error("no webhook endpoint or delivery of this account has that id")]
+    NotFound,
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+impl From<svc_ports::StoreError> for HookFailure {
+    fn from(e: svc_ports::StoreError) -> Self {
+        Self::Internal(anyhow::Error::new(e))
+    }
+}
+
+impl From<HookError> for HookFailure {
+    fn from(e: HookError) -> Self {
+        match e {
+            HookError::NotFound => Self::NotFound,
+            other => Self::Internal(anyhow::Error::new(other)),
+        }
+    }
+}
+
+/// A new endpoint and its secret, which is never shown again.
+pub struct CreatedEndpoint {
+    pub endpoint: WebhookEndpoint,
+    pub secret: String,
+}
+
+/// What a caller asks to register.
+pub struct NewEndpoint<'a> {
+    pub url: &'a str,
+    pub description: Option<&'a str>,
+    /// Event type names; empty means every type.
+    pub events: &'a [String],
+}
+
+pub struct HookService {
+    store: Arc<dyn HookStore>,
+    sealer: Arc<dyn SecretSealer>,
+    transport: Arc<dyn ActionTransport>,
+    clock: Arc<dyn Clock>,
+    entropy: Arc<dyn Entropy>,
+    /// Wakes the delivery worker when an event or a replay is stored.
+    wake: Arc<Notify>,
+    max_endpoints: usize,
+}
+
+impl HookService {
+    pub fn new(
+        store: Arc<dyn HookStore>,
+        sealer: Arc<dyn SecretSealer>,
+        transport: Arc<dyn ActionTransport>,
+        clock: Arc<dyn Clock>,
+        entropy: Arc<dyn Entropy>,
+    ) -> Self {
+        Self {
+            store,
+            sealer,
+            transport,
+            clock,
+            entropy,
+            wake: Arc::new(Notify::new()),
+            max_endpoints: MAX_ENDPOINTS,
+        }
+    }
+
+    /// Sets how many endpoints an account may have.
+    pub fn with_max_endpoints(mut self, max: usize) -> Self {
+        self.max_endpoints = max;
+        self
+    }
+
+    /// Notified when something is due at once (the worker waits on it between rounds).
+    pub fn wake_signal(&self) -> Arc<Notify> {
+        self.wake.clone()
+    }
+
+    fn now(&self) -> DateTime<Utc> {
+        self.clock.now()
+    }
+
+    /// Registers an endpoint: the URL must be one the guarded client would call (checked now,
+    /// and again at every delivery); the events a non-empty set of known types.
+    pub async fn create_endpoint(
+        &self,
+        account: &AccountId,
+        new: NewEndpoint<'_>,
+    ) -> Result<CreatedEndpoint, HookFailure> {
+        let url = new.url;
+        if url.is_empty() || url.len() > MAX_URL_LEN || url.chars().any(char::is_whitespace) {
+            return Err(HookFailure::Invalid(format!(
+                "`url` must be an http or https URL of at most {MAX_URL_LEN} characters, without spaces."
+            )));
+        }
+        let description = new.description.unwrap_or("").trim();
+        if description.chars().count() > MAX_DESCRIPTION_LEN
+            || description.chars().any(char::is_control)
+        {
+            return Err(HookFailure::Invalid(format!(
+                "`description` must be printable text of at most {MAX_DESCRIPTION_LEN} characters."
+            )));
+        }
+        let events = parse_events(new.events)?;
+        match self.transport.check(url).await {
+            Ok(()) => {}
+            Err(FetchError::Refused(r)) => return Err(HookFailure::UrlRefused(r)),
+            Err(other) => return Err(HookFailure::Invalid(other.to_string())),
+        }
+        if self.store.endpoints(account).await?.len() >= self.max_endpoints {
+            return Err(HookFailure::Invalid(format!(
+                "An account may have at most {} webhook endpoints; delete one first.",
+                self.max_endpoints
+            )));
+        }
+        let key = self.entropy.base62(32);
+        let secret = WebhookSecret::from_key(key.as_bytes())
+            .map_err(|e| HookFailure::Internal(anyhow::anyhow!("webhook secret: {e}")))?;
+        let endpoint = WebhookEndpoint {
+            id: WebhookEndpointId::from_ulid(self.entropy.ulid()),
+            account_id: account.clone(),
+            url: url.to_owned(),
+            description: description.to_owned(),
+            events,
+            secret: self.sealer.seal(secret.expose().as_bytes()),
+            created_at: self.now(),
+        };
+        self.store
+            .insert_endpoint(&endpoint)
+            .await
+            .map_err(|e| match e {
+                HookError::UnknownAccount => HookFailure::NotFound,
+                other => other.into(),
+            })?;
+        tracing::info!(endpoint_id = %endpoint.id, account_id = %account, "webhook endpoint registered");
+        Ok(CreatedEndpoint {
+            endpoint,
+            secret: secret.expose(),
+        })
+    }
+
+    pub async fn endpoints(
+        &self,
+        account: &AccountId,
+    ) -> Result<Vec<WebhookEndpoint>, HookFailure> {
+        Ok(self.store.endpoints(account).await?)
+    }
+
+    /// Deletes the account's endpoint; its pending deliveries are canceled. Deleting it again
+    /// succeeds.
+    pub async fn delete_endpoint(&self, account: &AccountId, id: &str) -> Result<(), HookFailure> {
+        let id = WebhookEndpointId::parse(id.trim()).map_err(|_| HookFailure::NotFound)?;
+        self.store.delete_endpoint(account, &id, self.now()).await?;
+        tracing::info!(endpoint_id = %id, account_id = %account, "webhook endpoint deleted");
+        Ok(())
+    }
+
+    /// The account's delivery log, newest first.
+    pub async fn deliveries(
+        &self,
+        account: &AccountId,
+        limit: u32,
+    ) -> Result<Vec<DeliveryRecord>, HookFailure> {
+        Ok(self
+            .store
+            .deliveries(account, limit.clamp(1, MAX_PAGE))
+            .await?)
+    }
+
+    /// Sends the delivery's event to its endpoint again, as a new delivery with the same
+    /// `webhook-id` (receivers that deduplicate see it once).
+    pub async fn replay(
+        &self,
+        account: &AccountId,
+        id: &str,
+    ) -> Result<DeliveryRecord, HookFailure> {
+        let id = WebhookDeliveryId::parse(id.trim()).map_err(|_| HookFailure::NotFound)?;
+        let new_id = WebhookDeliveryId::from_ulid(self.entropy.ulid());
+        let replay = self
+            .store
+            .replay_delivery(account, &id, &new_id, self.now())
+            .await?;
+        tracing::info!(delivery_id = %new_id, replay_of = %id, "webhook delivery replayed");
+        self.wake.notify_one();
+        Ok(replay)
+    }
+
+    /// The account's events after `after` (an `evt_` id; all when `None`), oldest first, for
+    /// `svc listen`.
+    pub async fn events_after(
+        &self,
+        account: &AccountId,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<HookEvent>, HookFailure> {
+        let after = match after.map(str::trim).filter(|a| !a.is_empty()) {
+            Some(a) => Some(WebhookEventId::parse(a).map_err(|_| {
+                HookFailure::Invalid("`after` must be an event id (`evt_...`).".into())
+            })?),
+            None => None,
+        };
+        Ok(self
+            .store
+            .events_after(account, after, limit.clamp(1, MAX_PAGE))
+            .await?)
+    }
+
+    /// Records an event for the account, once per `source` (what it is about), with a
+    /// delivery to each endpoint subscribed to its type. Never fails its caller: the fact it
+    /// reports already happened, so a store failure is logged, not passed on.
+    pub async fn emit(
+        &self,
+        account: &AccountId,
+        event_type: HookEventType,
+        source: String,
+        data: Value,
+    ) {
+        if let Err(e) = self.try_emit(account, event_type, source, data).await {
+            tracing::error!(error = %e, account_id = %account, event_type = event_type.as_str(), "webhook event not recorded");
+        }
+    }
+
+    async fn try_emit(
+        &self,
+        account: &AccountId,
+        event_type: HookEventType,
+        source: String,
+        data: Value,
+    ) -> Result<(), HookFailure> {
+        let endpoints = self.store.endpoints(account).await?;
+        let deliveries: Vec<_> = endpoints
+            .iter()
+            .filter(|e| e.events.contains(&event_type))
+            .map(|e| {
+                (
+                    WebhookDeliveryId::from_ulid(self.entropy.ulid()),
+                    e.id.clone(),
+                )
+            })
+            .collect();
+        let at = self.now();
+        let id = WebhookEventId::from_ulid(self.entropy.ulid());
+        let payload = json!({
+            "id": id.as_str(),
+            "type": event_type.as_str(),
+            "timestamp": at.to_rfc3339_opts(SecondsFormat::Millis, true),
+            "data": data,
+        });
+        let event = HookEvent {
+            id,
+            account_id: account.clone(),
+            event_type,
+            source,
+            payload: payload.to_string(),
+            created_at: at,
+        };
+        match self.store.enqueue_event(&event, &deliveries).await {
+            Ok(EnqueueOutcome::Enqueued { deliveries }) => {
+                tracing::info!(event_id = %event.id, event_type = event_type.as_str(), deliveries, "webhook event recorded");
+                if deliveries > 0 {
+                    self.wake.notify_one();
+                }
+            }
+            Ok(EnqueueOutcome::Duplicate) => {
+                tracing::debug!(source = %event.source, "webhook event recorded before");
+            }
+            Err(HookError::UnknownAccount) => {}
+            Err(e) => return Err(e.into()),
+        }
+        Ok(())
+    }
+}
+
+/// Event type names into types: known names only, each once; none means every type.
+pub fn parse_events(names: &[String]) -> Result<Vec<HookEventType>, HookFailure> {
+    if names.is_empty() {
+        return Ok(HookEventType::ALL.to_vec());
+    }
+    let mut events = Vec::new();
+    for name in names {
+        let t = HookEventType::parse(name.as_str()).ok_or_else(|| {
+            HookFailure::Invalid(format!(
+                "Unknown event type `{}`; the types are {}.",
+                name,
+                HookEventType::ALL.map(|t| t.as_str()).join(", ")
+            ))
+        })?;
+        if events.contains(&t) {
+            return Err(HookFailure::Invalid(format!(
+                "Event type `{}` is named twice.",
+                t.as_str()
+            )));
+        }
+        events.push(t);
+    }
+    events.sort();
+    Ok(events)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_are_known_types_each_once_and_none_means_all() {
+        assert_eq!(parse_events(&[]).unwrap(), HookEventType::ALL.to_vec());
+        let two = ["task.failed".to_owned(), "task.completed".into()];
+        assert_eq!(
+            parse_events(&two).unwrap(),
+            vec![HookEventType::TaskCompleted, HookEventType::TaskFailed]
+        );
+        let twice = ["task.failed".to_owned(), "task.failed".into()];
+        assert!(parse_events(&twice).is_err());
+        let err = parse_events(&["task.done".to_owned()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("task.done") && err.contains("credits.low"),
+            "{err}"
+        );
+    }
+}
