@@ -26,6 +26,12 @@ use helpers::{TestApp, TestClock, bearer};
 /// The account page's activity list and usage chart at both widths.
 #[path = "browser/activity.rs"]
 mod activity;
+/// Widths and labels, checked the same way on every page.
+#[path = "browser/layout.rs"]
+mod layout;
+/// Every page at a phone's and a desktop's width.
+#[path = "browser/pages.rs"]
+mod pages;
 #[path = "browser/webhooks.rs"]
 mod webhooks;
 

@@ -4,48 +4,7 @@
 
 use super::*;
 
-/// A phone (390 px) and a desktop (1280 px).
-const WIDTHS: [u32; 2] = [390, 1280];
-
-/// Sizes the viewport to `width` CSS pixels (the window's chrome added by measuring).
-async fn set_width(browser: &Browser, width: u32) -> anyhow::Result<()> {
-    browser.client.set_window_size(width, 900).await?;
-    let inner = browser
-        .client
-        .execute("return window.innerWidth", vec![])
-        .await?
-        .as_u64()
-        .unwrap_or_default() as u32;
-    if inner != width {
-        browser
-            .client
-            .set_window_size(width + (width.saturating_sub(inner)), 900)
-            .await?;
-    }
-    let inner = browser
-        .client
-        .execute("return window.innerWidth", vec![])
-        .await?;
-    assert_eq!(inner.as_u64(), Some(u64::from(width)), "viewport width");
-    Ok(())
-}
-
-/// The page is no wider than the viewport: nothing to scroll sideways.
-async fn assert_no_horizontal_overflow(browser: &Browser, what: &str) -> anyhow::Result<()> {
-    let sizes = browser
-        .client
-        .execute(
-            "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]",
-            vec![],
-        )
-        .await?;
-    let (scroll, client) = (sizes[0].as_u64(), sizes[1].as_u64());
-    assert!(
-        scroll <= client,
-        "{what} overflows: {scroll:?} px wide in a {client:?} px viewport"
-    );
-    Ok(())
-}
+use super::layout::{WIDTHS, assert_fits as assert_no_horizontal_overflow, set_width};
 
 async fn start_consequential_agent(app: &TestApp) -> Agent {
     let resp = app

@@ -32,24 +32,7 @@ impl Respond for Recorder {
 
 /// Fails when the page is wider than the window (a sideways scroll).
 async fn assert_fits(browser: &Browser, width: u32, what: &str) -> anyhow::Result<()> {
-    let sizes = browser
-        .client
-        .execute(
-            "return [document.documentElement.scrollWidth, window.innerWidth]",
-            vec![],
-        )
-        .await?;
-    let (scroll, inner) = (sizes[0].as_u64().unwrap(), sizes[1].as_u64().unwrap());
-    assert_eq!(
-        inner,
-        u64::from(width),
-        "{what}: the window is {inner} px wide"
-    );
-    assert!(
-        scroll <= inner,
-        "{what} at {width} px: {scroll} px wide, wider than the window"
-    );
-    Ok(())
+    super::layout::assert_fits(browser, &format!("{what} at {width} px")).await
 }
 
 async fn run_at(width: u32) -> anyhow::Result<()> {
@@ -68,19 +51,7 @@ async fn run_at(width: u32) -> anyhow::Result<()> {
         .spawn()
         .await;
     let browser = Browser::start().await;
-    browser.client.set_window_size(width, 900).await?;
-    // The window's outer size includes no chrome in headless mode; make the viewport exact.
-    let inner = browser
-        .client
-        .execute("return window.innerWidth", vec![])
-        .await?;
-    if inner.as_u64() != Some(u64::from(width)) {
-        let extra = u32::try_from(inner.as_u64().unwrap_or(0)).unwrap_or(width);
-        browser
-            .client
-            .set_window_size(width + width.saturating_sub(extra), 900)
-            .await?;
-    }
+    super::layout::set_width(&browser, width).await?;
 
     // Sign in as the sandbox account (the one the seeded key belongs to).
     let email = svc::startup::SANDBOX_EMAIL;
@@ -197,8 +168,9 @@ async fn run_at(width: u32) -> anyhow::Result<()> {
         .await?
         .click()
         .await?;
-    assert!(browser.text_of("notice").await?.contains("deleted"));
+    // The new page first: the old one's notice may still be there while the form posts.
     browser.element("no-endpoints").await?;
+    assert!(browser.text_of("notice").await?.contains("deleted"));
     browser.close().await
 }
 
