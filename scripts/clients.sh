@@ -126,7 +126,7 @@ fi
 # No secret in any log line of the whole run, at SVC_LOG=trace: API keys, webhook secrets and
 # signatures, provider keys, OAuth tokens and verifiers by their shape; then every code, session,
 # CSRF and connect token the run actually handled, by its value.
-check no-secrets-in-logs sh -c "! grep -E -e 'svc_(test|live)_[A-Za-z0-9]{32}' -e 'whsec_' -e 'sk_sandbox' \
+check no-secrets-in-logs sh -c "! grep -E -e 'svc_(test|live)_[A-Za-z0-9]{32}' -e 'whsec_[A-Za-z0-9+/=]{16}' -e 'sk_sandbox' \
   -e 'sbx(at|rt|c)\.' -e 'code_verifier' -e '\"access_token\"' '$out/sandbox.log' '$out/serve-webhooks.log' $logs_pg"
 check no-secret-of-the-run-in-logs "$venv/bin/python" clients/secrets_of_run.py "$out" "$SVC_BASE_URL" \
   "$SVC_PAYMENT_PROVIDER_URL" "$out/sandbox.log" "$out/serve-webhooks.log" $logs_pg
