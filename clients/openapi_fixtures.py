@@ -73,7 +73,12 @@ def main():
     with open(codes_file, "w") as f:
         f.write("".join(f'"{c}"\n' for c in codes))
     page = s.get(f"{base}/account")
+    spare = requests.post(f"{base}/api/keys", headers=api, timeout=30,
+                          json={"name": "schemathesis spare", "scopes": ["read"]})
+    if spare.status_code != 201:
+        sys.exit("the spare key was not created:\n" + spare.text[:800])
     fixtures = {
+        "ST_KEY_PREFIX": spare.json()["key"]["prefix"],
         "ST_TASK_ID": task_id,
         "ST_DELIVERY_ID": deliveries[0]["id"],
         "ST_ENDPOINT_ID": deletable,

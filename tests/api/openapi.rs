@@ -611,3 +611,38 @@ async fn browsers_get_error_pages_and_api_clients_get_problems() {
         problem(resp, 404, "not_found").await;
     }
 }
+
+/// Every JSON request body of the API refuses fields it does not name, and the document says
+/// so (the telemetry event, open by its own schema, and the site's billing endpoints, which
+/// take and ignore extra fields, aside).
+#[tokio::test]
+async fn every_json_body_says_it_is_closed() {
+    let app = TestApp::spawn().await;
+    let doc: Value = app.get_json("/openapi.json").await;
+    let mut bodies = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let content = op
+                .pointer("/requestBody/content")
+                .and_then(Value::as_object);
+            for (ty, media) in content.into_iter().flatten() {
+                let Some(r) = media["schema"]["$ref"].as_str() else {
+                    continue;
+                };
+                if !ty.starts_with("application/json")
+                    || path == "/telemetry/agent-event"
+                    || path.starts_with("/api/billing/")
+                {
+                    continue;
+                }
+                bodies += 1;
+                let schema = at(&doc, r.trim_start_matches('#'));
+                assert_eq!(
+                    schema["additionalProperties"], false,
+                    "{method} {path}: {r} is not closed"
+                );
+            }
+        }
+    }
+    assert!(bodies >= 10, "{bodies} bodies");
+}

@@ -121,6 +121,7 @@ fn openapi_service(ctx: &AppContext) -> OpenApiService<Apis, ()> {
 /// but does not say so in the schema, so the document adds `additionalProperties: false`.
 const CLOSED_REQUEST_BODIES: &[&str] = &[
     "ReadBody",
+    "ReadBatchBody",
     "RegisterBody",
     "VerifyBody",
     "DeviceAuthorizationJson",
