@@ -259,6 +259,14 @@ impl ReadService {
         if !principal.key.scopes.contains("read") {
             return Err(ReadError::MissingScope("read"));
         }
+        // The options every URL shares are the request's: a bad selector or age refuses the
+        // batch (422), before anything is fetched, rather than each URL alike.
+        for r in requests {
+            if r.max_age_seconds > MAX_CACHE_AGE_SECONDS {
+                return Err(ReadError::MaxAgeTooLarge);
+            }
+            self.check_selectors(&r.extract)?;
+        }
         // Owned requests: a future borrowing from the slice is not `Send` for every lifetime.
         Ok(futures_util::stream::iter(requests.to_vec())
             .map(|r| async move { self.read(&r).await })

@@ -590,6 +590,17 @@ async fn a_batch_answers_each_url_in_order_as_a_single_read_would() {
     assert_eq!(answers[0]["outcome"], "page", "{tool}");
     assert_eq!(answers[1]["failure_class"], "url_refused", "{tool}");
 
+    // A selector every URL shares is the request's: refused once, not per URL.
+    let resp = app
+        .http
+        .post(app.url("/api/read/batch"))
+        .header("Authorization", bearer(&app.api_key))
+        .json(&json!({"urls": [article], "include_selectors": ["\u{c}"]}))
+        .send()
+        .await
+        .unwrap();
+    problem(resp, 422, "invalid_request").await;
+
     // 0 or 21 URLs, or a key without read: refused before anything is fetched.
     for urls in [json!([]), json!(vec![article.clone(); 21])] {
         let resp = app
