@@ -549,13 +549,13 @@ fn retry_after(description: &str) -> Value {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use regex::Regex;
 
     /// Each pattern against values on both sides of the server's rule (the comment of each
     /// constant says which rule).
-    fn check(pattern: &str, accepted: &[&str], refused: &[&str]) {
+    pub(crate) fn check(pattern: &str, accepted: &[&str], refused: &[&str]) {
         let re = Regex::new(pattern).expect(pattern);
         for v in accepted {
             assert!(

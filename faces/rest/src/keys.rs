@@ -207,23 +207,7 @@ pub(crate) fn document(doc: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use regex::Regex;
-
-    fn check(pattern: &str, accepted: &[&str], refused: &[&str]) {
-        let re = Regex::new(pattern).expect(pattern);
-        for v in accepted {
-            assert!(
-                re.is_match(v),
-                "{pattern} refuses {v:?}, which the server takes"
-            );
-        }
-        for v in refused {
-            assert!(
-                !re.is_match(v),
-                "{pattern} takes {v:?}, which the server refuses"
-            );
-        }
-    }
+    use crate::document::tests::check;
 
     #[test]
     fn the_patterns_are_the_servers_rules() {
