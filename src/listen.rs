@@ -12,7 +12,7 @@ use std::{io::Write, time::Duration};
 
 use anyhow::{Context, bail};
 use serde_json::Value;
-use svc_ports::{Entropy, webhooks::WebhookSecret};
+use svc_ports::webhooks::WebhookSecret;
 
 /// What `svc listen` is given.
 pub struct ListenOptions {
@@ -35,7 +35,7 @@ pub async fn run(options: ListenOptions, out: &mut (dyn Write + Send)) -> anyhow
     let secret = match &options.secret {
         Some(s) => WebhookSecret::parse(s).context("--secret must be whsec_ and base64")?,
         None => {
-            let key = svc_system::OsEntropy::new().base62(32);
+            let key = crate::startup::random_base62(32);
             WebhookSecret::from_key(key.as_bytes()).expect("32 bytes make a secret")
         }
     };

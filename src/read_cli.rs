@@ -92,7 +92,7 @@ pub async fn run(args: ReadArgs) -> anyhow::Result<()> {
                 .context("--base-url is required with one --file (the URL the page came from)")?;
             let bytes =
                 std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
-            let (html, _) = svc_fetch::decode(&bytes, None);
+            let html = startup::decode_saved_page(&bytes);
             services
                 .read
                 .read_document(html, base_url, &request)
@@ -169,7 +169,7 @@ async fn read_file(
         },
     };
     let html = match tokio::fs::read(file).await {
-        Ok(bytes) => svc_fetch::decode(&bytes, None).0,
+        Ok(bytes) => startup::decode_saved_page(&bytes),
         Err(e) => return error(format!("reading it: {e}")),
     };
     match services.read.read_document(html, &base_url, request).await {

@@ -499,6 +499,17 @@ pub fn map_document(text: &str, base_url: Option<&str>) -> anyhow::Result<svc_po
     Ok(document)
 }
 
+/// A saved page's text, decoded as a fetched page is (BOM, then the `<meta>` charset, else
+/// UTF-8 when valid, else windows-1252): `svc read --file` reads with it.
+pub fn decode_saved_page(bytes: &[u8]) -> String {
+    svc_fetch::decode(bytes, None).0
+}
+
+/// `len` random base62 characters from the operating system (`svc listen`'s session secret).
+pub fn random_base62(len: usize) -> String {
+    svc_ports::Entropy::base62(&OsEntropy::new(), len)
+}
+
 /// Free credits of a new signed-up account on `svc serve` when `SVC_FREE_CREDITS` is unset.
 pub const LIVE_FREE_CREDITS: i64 = 100;
 
