@@ -117,28 +117,14 @@ fn openapi_service(ctx: &AppContext) -> OpenApiService<Apis, ()> {
     .server(ctx.origins.base_url.clone())
 }
 
-/// Request bodies declared `#[oai(deny_unknown_fields)]`: poem-openapi rejects extra fields
-/// but does not say so in the schema, so the document adds `additionalProperties: false`.
-const CLOSED_REQUEST_BODIES: &[&str] = &[
-    "ReadBody",
-    "ReadBatchBody",
-    "RegisterBody",
-    "VerifyBody",
-    "DeviceAuthorizationJson",
-    "DiscoverBody",
-    "ExecuteBody",
-    "ScanBody",
-    "StartConnectionBody",
-    "CreateKeyBody",
-    "CreateWebhookEndpointBody",
-];
-
 /// The served OpenAPI 3.1 document.
 pub fn openapi_document(ctx: &AppContext) -> Value {
     let generated: Value =
         serde_json::from_str(&openapi_service(ctx).spec()).unwrap_or(Value::Null);
     let mut doc = schema::to_openapi_31(generated);
-    for name in CLOSED_REQUEST_BODIES {
+    // Declared `#[oai(deny_unknown_fields)]`: poem-openapi rejects extra fields but does not say
+    // so in the schema.
+    for name in document::JSON_BODIES {
         if let Some(schema) = doc
             .pointer_mut(&format!("/components/schemas/{name}"))
             .and_then(Value::as_object_mut)
