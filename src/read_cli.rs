@@ -19,10 +19,10 @@ pub struct ReadArgs {
     /// Public http(s) URL to read (omit with --file or --dir).
     #[arg(required_unless_present_any = ["file", "dir"], conflicts_with_all = ["file", "dir"])]
     url: Option<String>,
-    /// A saved HTML page to extract offline; repeat it to read many in one run.
+    /// A saved HTML page or PDF to extract offline; repeat it to read many in one run.
     #[arg(long)]
     file: Vec<PathBuf>,
-    /// Every `.html`/`.htm` file under this folder (sorted by path), read in one run.
+    /// Every `.html`/`.htm`/`.pdf` file under this folder (sorted by path), read in one run.
     #[arg(long)]
     dir: Option<PathBuf>,
     /// The URL the saved page came from (its links resolve against it). Required for one
@@ -77,7 +77,7 @@ pub async fn run(args: ReadArgs) -> anyhow::Result<()> {
         pages_under(dir, &mut files).with_context(|| format!("listing {}", dir.display()))?;
         anyhow::ensure!(
             !files.is_empty(),
-            "no .html or .htm file under {}",
+            "no .html, .htm or .pdf file under {}",
             dir.display()
         );
     }
@@ -92,11 +92,7 @@ pub async fn run(args: ReadArgs) -> anyhow::Result<()> {
                 .context("--base-url is required with one --file (the URL the page came from)")?;
             let bytes =
                 std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
-            let html = startup::decode_saved_page(&bytes);
-            services
-                .read
-                .read_document(html, base_url, &request)
-                .await?
+            read_saved(&services, bytes, base_url, &request).await?
         }
         None => services.read.read(&request).await?,
     };
@@ -168,17 +164,35 @@ async fn read_file(
             None => return error("no file URL for this path; pass --base-url".into()),
         },
     };
-    let html = match tokio::fs::read(file).await {
-        Ok(bytes) => startup::decode_saved_page(&bytes),
+    let bytes = match tokio::fs::read(file).await {
+        Ok(bytes) => bytes,
         Err(e) => return error(format!("reading it: {e}")),
     };
-    match services.read.read_document(html, &base_url, request).await {
+    match read_saved(services, bytes, &base_url, request).await {
         Ok(outcome) => ReadResult::from(outcome).to_json_value(),
         Err(e) => error(e.to_string()),
     }
 }
 
-/// The `.html`/`.htm` files under `dir`, depth first, sorted by path.
+/// A saved file read as what its bytes are: a PDF, or an HTML page in its declared charset.
+async fn read_saved(
+    services: &Services,
+    bytes: Vec<u8>,
+    base_url: &str,
+    request: &ReadRequest,
+) -> Result<ReadOutcome, svc::services::read::ReadError> {
+    if svc_ports::is_pdf(None, &bytes) {
+        services
+            .read
+            .read_pdf_document(bytes, base_url, request)
+            .await
+    } else {
+        let html = startup::decode_saved_page(&bytes);
+        services.read.read_document(html, base_url, request).await
+    }
+}
+
+/// The `.html`/`.htm`/`.pdf` files under `dir`, depth first, sorted by path.
 fn pages_under(dir: &Path, into: &mut Vec<PathBuf>) -> std::io::Result<()> {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
         .map(|e| e.map(|e| e.path()))
@@ -187,11 +201,11 @@ fn pages_under(dir: &Path, into: &mut Vec<PathBuf>) -> std::io::Result<()> {
     for path in entries {
         if path.is_dir() {
             pages_under(&path, into)?;
-        } else if path
-            .extension()
-            .and_then(|e| e.to_str())
-            .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"))
-        {
+        } else if path.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+            ["html", "htm", "pdf"]
+                .iter()
+                .any(|x| e.eq_ignore_ascii_case(x))
+        }) {
             into.push(path);
         }
     }

@@ -24,6 +24,9 @@ const CAPS: &[&str] = &[
     "wiremock=info",
     "html5ever=error",
     "selectors=info",
+    // A hostile or damaged PDF is an expected answer, reported in the read's outcome.
+    "lopdf=error",
+    "pdf_extract=error",
 ];
 
 /// The filter: `SVC_LOG` (default `info,sqlx=warn`), then the caps, which win.

@@ -96,7 +96,7 @@ fn a_folder_is_read_recursively_in_path_order_with_one_base_url() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no .html or .htm file"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no .html, .htm or .pdf file"));
 }
 
 /// A saved page is decoded as a fetched one is: by its `<meta>` charset, not as UTF-8 at any
@@ -134,4 +134,85 @@ fn a_saved_page_is_decoded_by_its_declared_charset() {
     );
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("Un café crème, s'il vous plaît."), "{text}");
+}
+
+fn pdf_fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/pdf/{name}"))
+}
+
+#[test]
+fn saved_pdfs_are_read_like_fetched_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = svc(dir.path())
+        .args([
+            "read",
+            "--format",
+            "text",
+            "--base-url",
+            "https://example.com/r.pdf",
+        ])
+        .arg("--file")
+        .arg(pdf_fixture("report.pdf"))
+        .output()
+        .unwrap();
+    assert!(
+        one.status.success(),
+        "{}",
+        String::from_utf8_lossy(&one.stderr)
+    );
+    let text = String::from_utf8_lossy(&one.stdout);
+    assert!(text.starts_with("Field notes on agent reading\n"), "{text}");
+    assert!(text.contains("\n\u{c}\nSecond page\n"), "{text}");
+
+    // A folder of PDFs and pages: each its own line, the damaged one blocked, none lost.
+    let folder = dir.path().join("mixed");
+    std::fs::create_dir(&folder).unwrap();
+    for name in ["report.pdf", "encrypted.pdf", "scanned.pdf"] {
+        std::fs::copy(pdf_fixture(name), folder.join(name)).unwrap();
+    }
+    std::fs::write(folder.join("broken.pdf"), b"%PDF-1.7\n1 0 obj <<").unwrap();
+    std::fs::copy(demo_page("article.html"), folder.join("page.html")).unwrap();
+    let out = svc(dir.path())
+        .args(["read", "--dir"])
+        .arg(&folder)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got = lines(&out.stdout);
+    let by_outcome: Vec<(String, String)> = got
+        .iter()
+        .map(|l| {
+            (
+                l["final_url"]
+                    .as_str()
+                    .unwrap()
+                    .rsplit('/')
+                    .next()
+                    .unwrap()
+                    .to_owned(),
+                l["reason"].as_str().unwrap_or("page").to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        by_outcome,
+        [
+            ("broken.pdf", "unsupported_content"),
+            ("encrypted.pdf", "encrypted_pdf"),
+            ("page.html", "page"),
+            ("report.pdf", "page"),
+            ("scanned.pdf", "image_only_pdf"),
+        ]
+        .map(|(a, b)| (a.to_owned(), b.to_owned()))
+    );
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("WARN"),
+        "parser chatter stays out of the way: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -435,6 +435,7 @@ fn page(url: &str, body: &str, fetched_at: DateTime<Utc>) -> FetchedPage {
         content_type: Some("text/html; charset=utf-8".into()),
         charset: "utf-8".into(),
         body: body.to_owned(),
+        raw: None,
         truncated: false,
         redirects: vec![url.to_owned()],
         robots: RobotsDecision {
@@ -465,6 +466,19 @@ pub async fn cached_pages_round_trip_whole(b: &Backend) {
         b.name
     );
     assert_eq!(b.pages.fresh_page("missing", t0()).await.unwrap(), None);
+
+    // A PDF is kept as its bytes, which are not UTF-8.
+    let mut pdf = page("https://example.com/a.pdf", "", t0());
+    pdf.content_type = Some("application/pdf".into());
+    pdf.charset = "binary".into();
+    pdf.raw = Some(b"%PDF-1.7\n\x00\xff\xfe\x80 binary".to_vec());
+    b.pages.put_page("k2", &pdf).await.unwrap();
+    assert_eq!(
+        b.pages.fresh_page("k2", t0()).await.unwrap(),
+        Some(pdf),
+        "{}: a PDF's bytes changed in the store",
+        b.name
+    );
 }
 
 pub async fn cached_pages_honour_age_and_replacement(b: &Backend) {

@@ -80,6 +80,7 @@ async fn run_case(b: &Backend, t: Texts) -> Result<(), TestCaseError> {
         content_type: Some("text/html; charset=utf-8".into()),
         charset: "utf-8".into(),
         body: t.body.clone(),
+        raw: None,
         truncated: false,
         redirects: Vec::new(),
         robots: RobotsDecision::not_checked(),

@@ -112,6 +112,9 @@ pub struct FetchedPage {
     /// The charset the body was decoded from (`utf-8`, `windows-1252`, ...).
     pub charset: String,
     pub body: String,
+    /// The body's bytes as received, kept only for documents read from their bytes (PDFs,
+    /// see [`crate::document::is_pdf`]); `body` is then empty and `charset` is `binary`.
+    pub raw: Option<Vec<u8>>,
     /// The body was longer than the cap and was cut there.
     pub truncated: bool,
     /// Every URL visited before `final_url`, in order.

@@ -13,6 +13,7 @@ pub mod artifact;
 pub mod authority;
 pub mod billing;
 pub mod connections;
+pub mod document;
 pub mod failure;
 pub mod fetch;
 pub mod health;
@@ -55,6 +56,7 @@ pub use connections::{
     ConnectionState, CredentialKind, ProviderGrant, ProviderId, SealError, SealedSecret,
     SecretSealer,
 };
+pub use document::{PdfReader, PdfRefusal, PdfText, is_pdf};
 pub use failure::FailureClass;
 pub use fetch::{
     ActionRequest, ActionResponse, ActionTransport, FetchError, FetchRequest, FetchedPage,

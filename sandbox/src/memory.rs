@@ -324,6 +324,7 @@ mod tests {
             content_type: Some("text/html".into()),
             charset: "utf-8".into(),
             body: "x".repeat(bytes),
+            raw: None,
             truncated: false,
             redirects: Vec::new(),
             robots: RobotsDecision::not_checked(),

@@ -72,6 +72,8 @@ pub struct Ports {
     pub signer: Arc<dyn Signer>,
     pub fetcher: Arc<dyn PageFetcher>,
     pub extractor: Arc<dyn PageExtractor>,
+    /// Reads PDFs answered to a read.
+    pub pdf: Arc<dyn svc_ports::PdfReader>,
     pub clock: Arc<dyn Clock>,
     pub entropy: Arc<dyn Entropy>,
     /// Whether the store can serve (readiness) and its pools.
@@ -228,6 +230,7 @@ impl Services {
                 ports.fetcher.clone(),
                 ports.pages.clone(),
                 ports.extractor.clone(),
+                ports.pdf.clone(),
                 ports.clock.clone(),
             ),
         }

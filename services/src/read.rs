@@ -8,7 +8,8 @@ use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 use svc_ports::{
     Clock, ExtractError, ExtractOptions, Extraction, FetchError, FetchRequest, FetchedPage, Form,
-    Link, PageCache, PageExtractor, PageFetcher, PageMetadata, RobotsDecision, UrlRefusal,
+    Link, PageCache, PageExtractor, PageFetcher, PageMetadata, PdfReader, RobotsDecision,
+    UrlRefusal,
 };
 use url::Url;
 
@@ -84,6 +85,8 @@ pub struct PageRead {
     pub links: Vec<Link>,
     pub forms: Vec<Form>,
     pub metadata: PageMetadata,
+    /// Pages in the document, for a PDF.
+    pub page_count: Option<usize>,
     /// `sha256:` and the hex digest of `text`: equal when the readable content is equal.
     pub content_hash: String,
     /// The body was cut at the size cap.
@@ -101,6 +104,10 @@ pub enum BlockReason {
     LoginWall,
     HttpError,
     UnsupportedContent,
+    /// A PDF that needs a password.
+    EncryptedPdf,
+    /// A PDF without a text layer (scanned pages).
+    ImageOnlyPdf,
 }
 
 impl BlockReason {
@@ -111,6 +118,8 @@ impl BlockReason {
             BlockReason::LoginWall => "login_wall",
             BlockReason::HttpError => "http_error",
             BlockReason::UnsupportedContent => "unsupported_content",
+            BlockReason::EncryptedPdf => "encrypted_pdf",
+            BlockReason::ImageOnlyPdf => "image_only_pdf",
         }
     }
 }
@@ -160,6 +169,7 @@ pub struct ReadService {
     fetcher: Arc<dyn PageFetcher>,
     cache: Arc<dyn PageCache>,
     extractor: Arc<dyn PageExtractor>,
+    pdf: Arc<dyn PdfReader>,
     clock: Arc<dyn Clock>,
 }
 
@@ -202,7 +212,7 @@ fn body_kind(content_type: Option<&str>, body: &str) -> Body {
     }
 }
 
-fn escape_html(s: &str) -> String {
+pub(crate) fn escape_html(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -223,12 +233,14 @@ impl ReadService {
         fetcher: Arc<dyn PageFetcher>,
         cache: Arc<dyn PageCache>,
         extractor: Arc<dyn PageExtractor>,
+        pdf: Arc<dyn PdfReader>,
         clock: Arc<dyn Clock>,
     ) -> Self {
         Self {
             fetcher,
             cache,
             extractor,
+            pdf,
             clock,
         }
     }
@@ -379,6 +391,38 @@ impl ReadService {
             content_type: Some("text/html".into()),
             charset: "utf-8".into(),
             body: html,
+            raw: None,
+            truncated: false,
+            redirects: Vec::new(),
+            robots: RobotsDecision::not_checked(),
+            fetched_at: self.clock.now(),
+        };
+        self.interpret(
+            page,
+            request,
+            CacheInfo {
+                state: CacheState::Bypass,
+                age_seconds: 0,
+            },
+        )
+        .await
+    }
+
+    /// [`Self::read_document`] for a saved PDF (`svc read --file X.pdf`).
+    pub async fn read_pdf_document(
+        &self,
+        bytes: Vec<u8>,
+        base_url: &str,
+        request: &ReadRequest,
+    ) -> Result<ReadOutcome, ReadError> {
+        let page = FetchedPage {
+            requested_url: base_url.to_owned(),
+            final_url: base_url.to_owned(),
+            status: 200,
+            content_type: Some("application/pdf".into()),
+            charset: "binary".into(),
+            body: String::new(),
+            raw: Some(bytes),
             truncated: false,
             redirects: Vec::new(),
             robots: RobotsDecision::not_checked(),
@@ -435,6 +479,28 @@ impl ReadService {
         };
         let http_error = page.status >= 400;
         let retryable = page.status == 429 || page.status >= 500;
+        if let Some(raw) = &page.raw {
+            // An error answer is not the document asked for, whatever its type.
+            if http_error {
+                return blocked(
+                    BlockReason::HttpError,
+                    format!("the site answered HTTP {}", page.status),
+                    retryable,
+                );
+            }
+            let pdf = self.pdf.clone();
+            let bytes = raw.clone();
+            let span = tracing::Span::current();
+            let text = tokio::task::spawn_blocking(move || span.in_scope(|| pdf.read_pdf(&bytes)))
+                .await
+                .map_err(|e| ReadError::Internal(anyhow::anyhow!("PDF task: {e}")))?;
+            return match pdf::judge(text, page.truncated) {
+                Ok(document) => Ok(ReadOutcome::Page(Box::new(pdf::page_read(
+                    document, page, robots, request, cache,
+                )))),
+                Err((reason, detail)) => blocked(reason, detail, false),
+            };
+        }
         let extraction = match body_kind(page.content_type.as_deref(), &page.body) {
             Body::Html => {
                 let extractor = self.extractor.clone();
@@ -505,6 +571,7 @@ impl ReadService {
             links,
             forms,
             metadata,
+            page_count: None,
             truncated: page.truncated,
             redirects: page.redirects,
             robots,
@@ -513,6 +580,8 @@ impl ReadService {
         })))
     }
 }
+
+mod pdf;
 
 fn plain_text_extraction(body: &str) -> Extraction {
     Extraction {
@@ -531,7 +600,7 @@ fn plain_text_extraction(body: &str) -> Extraction {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use svc_ports::MainContent;
+    use svc_ports::{MainContent, PdfRefusal, PdfText};
     use svc_ports::{StoreError, fetch::MockPageFetcher, store::MockPageCache, system::MockClock};
 
     fn now() -> DateTime<Utc> {
@@ -546,6 +615,7 @@ mod tests {
             content_type: Some(content_type.into()),
             charset: "utf-8".into(),
             body: body.into(),
+            raw: None,
             truncated: false,
             redirects: Vec::new(),
             robots: RobotsDecision {
@@ -565,6 +635,7 @@ mod tests {
             Arc::new(fetcher),
             Arc::new(cache),
             Arc::new(MarkerExtractor),
+            Arc::new(svc_ports::document::MockPdfReader::new()),
             Arc::new(clock),
         )
     }
@@ -767,5 +838,103 @@ mod tests {
             content_hash(""),
             "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
         );
+    }
+
+    fn pdf_page(status: u16) -> FetchedPage {
+        let mut page = fetched(status, "application/pdf", "");
+        page.charset = "binary".into();
+        page.raw = Some(b"%PDF-1.7 ...".to_vec());
+        page
+    }
+
+    fn service_reading_pdfs(
+        page: FetchedPage,
+        reader: svc_ports::document::MockPdfReader,
+    ) -> ReadService {
+        let mut s = service(fetcher_answering(page), empty_cache());
+        s.pdf = Arc::new(reader);
+        s
+    }
+
+    #[tokio::test]
+    async fn a_pdf_is_read_into_pages_with_its_information() {
+        let mut reader = svc_ports::document::MockPdfReader::new();
+        reader
+            .expect_read_pdf()
+            .withf(|bytes| bytes.starts_with(b"%PDF-"))
+            .times(1)
+            .returning(|_| {
+                Ok(PdfText {
+                    pages: vec!["Annual\nreport".into(), "Page two".into()],
+                    page_count: 3,
+                    title: Some("Annual report".into()),
+                    author: Some("Ada".into()),
+                    created: DateTime::from_timestamp(1_700_000_000, 0),
+                })
+            });
+        let s = service_reading_pdfs(pdf_page(200), reader);
+        let ReadOutcome::Page(page) = s
+            .read(&ReadRequest::new("https://example.com/a"))
+            .await
+            .unwrap()
+        else {
+            panic!("not a page");
+        };
+        assert_eq!(page.text, "Annual\nreport\n\u{c}\nPage two");
+        assert_eq!(page.markdown, "Annual report\n\n---\n\nPage two");
+        assert_eq!(page.page_count, Some(3));
+        assert!(page.truncated, "two of three pages read");
+        assert_eq!(page.title.as_deref(), Some("Annual report"));
+        assert_eq!(page.metadata.author.as_deref(), Some("Ada"));
+        assert_eq!(
+            page.metadata.published_time.as_deref(),
+            Some("2023-11-14T22:13:20+00:00")
+        );
+        assert_eq!(page.content_hash, content_hash(&page.text));
+    }
+
+    #[tokio::test]
+    async fn an_encrypted_or_image_only_pdf_is_blocked_with_its_own_reason() {
+        for (answer, reason) in [
+            (Err(PdfRefusal::Encrypted), BlockReason::EncryptedPdf),
+            (
+                Ok(PdfText {
+                    pages: vec![String::new()],
+                    page_count: 1,
+                    ..PdfText::default()
+                }),
+                BlockReason::ImageOnlyPdf,
+            ),
+            (
+                Err(PdfRefusal::Damaged("no xref".into())),
+                BlockReason::UnsupportedContent,
+            ),
+        ] {
+            let mut reader = svc_ports::document::MockPdfReader::new();
+            reader.expect_read_pdf().times(1).return_const(answer);
+            let s = service_reading_pdfs(pdf_page(200), reader);
+            match s
+                .read(&ReadRequest::new("https://example.com/a"))
+                .await
+                .unwrap()
+            {
+                ReadOutcome::Blocked(b) => assert_eq!(b.reason, reason, "{}", b.detail),
+                ReadOutcome::Page(p) => panic!("read as a page: {:?}", p.text),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn an_error_answer_typed_as_pdf_is_an_http_error_and_is_not_parsed() {
+        // The reader has no expectation: parsing the body would fail the test.
+        let s = service_reading_pdfs(pdf_page(404), svc_ports::document::MockPdfReader::new());
+        match s
+            .read(&ReadRequest::new("https://example.com/a"))
+            .await
+            .unwrap()
+        {
+            ReadOutcome::Blocked(b) => assert_eq!(b.reason, BlockReason::HttpError),
+            ReadOutcome::Page(_) => panic!("read as a page"),
+        }
     }
 }

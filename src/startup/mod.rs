@@ -382,6 +382,7 @@ pub fn ports(stores: &Stores, world: &World) -> anyhow::Result<(Ports, Option<Ar
         signer,
         fetcher,
         extractor: Arc::new(HtmlExtractor::new()),
+        pdf: Arc::new(svc_pdf::PdfExtractReader),
         clock,
         entropy: Arc::new(OsEntropy::new()),
         store_health: stores.health.clone(),

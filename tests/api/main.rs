@@ -20,6 +20,7 @@ mod mcp;
 mod openapi;
 mod operations;
 mod read;
+mod read_pdf;
 mod readiness;
 mod shared_limits;
 mod signup;

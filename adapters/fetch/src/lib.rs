@@ -364,14 +364,21 @@ impl GuardedFetcher {
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let (text, charset) = charset::decode(&body, content_type.as_deref());
+        // A PDF is read from its bytes; decoding it as text would destroy it.
+        let (text, charset, raw) = if svc_ports::is_pdf(content_type.as_deref(), &body) {
+            (String::new(), "binary".to_owned(), Some(body.to_vec()))
+        } else {
+            let (text, charset) = charset::decode(&body, content_type.as_deref());
+            (text, charset.to_ascii_lowercase(), None)
+        };
         Ok(FetchedPage {
             requested_url: request.url.clone(),
             final_url: final_url.to_string(),
             status: status.as_u16(),
             content_type,
-            charset: charset.to_ascii_lowercase(),
+            charset,
             body: text,
+            raw,
             truncated,
             redirects,
             robots,

@@ -287,16 +287,37 @@ pub(crate) fn agent_map(r: &impl Columns) -> Result<AgentMap, StoreError> {
     })
 }
 
+/// The `charset` of a cached page whose `body` column holds a document's bytes, not text.
+pub(crate) const BINARY_CHARSET: &str = "binary";
+
+/// What a page is stored as: its charset and its body's bytes (the text's, or the document's).
+pub(crate) fn page_body(page: &FetchedPage) -> (&str, &[u8]) {
+    match &page.raw {
+        Some(bytes) => (BINARY_CHARSET, bytes),
+        None => (&page.charset, page.body.as_bytes()),
+    }
+}
+
 /// `requested_url, final_url, status, content_type, charset, body, truncated, redirects,
 /// robots, fetched_at`.
 pub(crate) fn fetched_page(r: &impl Columns) -> Result<FetchedPage, StoreError> {
+    let charset = r.text("charset")?;
+    let bytes = r.bytes("body")?;
+    // A document kept as bytes (a PDF) is stored as they came, marked by its charset.
+    let (body, raw) = if charset == BINARY_CHARSET {
+        (String::new(), Some(bytes))
+    } else {
+        let body = String::from_utf8(bytes).map_err(corrupt("cached page body"))?;
+        (body, None)
+    };
     Ok(FetchedPage {
         requested_url: r.text("requested_url")?,
         final_url: r.text("final_url")?,
         status: u16::try_from(r.int("status")?).map_err(corrupt("page status"))?,
         content_type: r.text_opt("content_type")?,
-        charset: r.text("charset")?,
-        body: String::from_utf8(r.bytes("body")?).map_err(corrupt("cached page body"))?,
+        charset,
+        body,
+        raw,
         truncated: r.flag("truncated")?,
         redirects: serde_json::from_value(r.json("redirects")?)
             .map_err(|e| corrupt_column("redirects", e))?,

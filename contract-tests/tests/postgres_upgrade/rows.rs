@@ -295,6 +295,7 @@ pub fn rows() -> Rows {
         content_type: None,
         charset: "utf-8".into(),
         body: "<p>héllo ✓ 你好 \u{0} end</p>".into(),
+        raw: None,
         truncated: true,
         redirects: vec![
             "https://example.com/a".into(),

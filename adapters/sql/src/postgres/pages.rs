@@ -14,6 +14,7 @@ use crate::rows;
 #[async_trait]
 impl PageCache for PostgresStore {
     async fn put_page(&self, key: &str, page: &FetchedPage) -> Result<(), StoreError> {
+        let (charset, body) = rows::page_body(page);
         let redirects = serde_json::to_value(&page.redirects).map_err(corrupt("redirects"))?;
         let robots = serde_json::to_value(&page.robots).map_err(corrupt("robots decision"))?;
         jsonb_safe(&redirects, "a page's redirects")?;
@@ -36,8 +37,8 @@ impl PageCache for PostgresStore {
         .bind(&page.final_url)
         .bind(i64::from(page.status))
         .bind(page.content_type.as_deref())
-        .bind(&page.charset)
-        .bind(page.body.as_bytes())
+        .bind(charset)
+        .bind(body)
         .bind(page.truncated)
         .bind(redirects)
         .bind(robots)

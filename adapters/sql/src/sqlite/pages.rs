@@ -13,6 +13,7 @@ use crate::rows;
 #[async_trait]
 impl PageCache for SqliteStore {
     async fn put_page(&self, key: &str, page: &FetchedPage) -> Result<(), StoreError> {
+        let (charset, body) = rows::page_body(page);
         let redirects = serde_json::to_string(&page.redirects).map_err(corrupt("redirects"))?;
         let robots = serde_json::to_string(&page.robots).map_err(corrupt("robots decision"))?;
         sqlx::query(
@@ -31,8 +32,8 @@ impl PageCache for SqliteStore {
         .bind(&page.final_url)
         .bind(i64::from(page.status))
         .bind(page.content_type.as_deref())
-        .bind(&page.charset)
-        .bind(page.body.as_bytes())
+        .bind(charset)
+        .bind(body)
         .bind(i64::from(page.truncated))
         .bind(redirects)
         .bind(robots)

@@ -338,6 +338,10 @@ pub struct ReadPage {
     /// Every form on the page.
     pub forms: Vec<PageForm>,
     pub metadata: PageMetadataBody,
+    /// Pages in the document, for a PDF (absent for HTML and text). A PDF's `text` separates
+    /// its pages with a form feed (U+000C) on a line of its own, its `markdown` with a `---`
+    /// rule; at most 500 pages are read (`truncated` when there were more).
+    pub page_count: Option<u64>,
     /// `sha256:` + hex digest of `text`; equal hashes mean equal readable content.
     pub content_hash: String,
     /// The page was larger than 10 MiB and was cut there.
@@ -360,8 +364,12 @@ pub enum BlockReasonName {
     LoginWall,
     /// The site answered 4xx or 5xx.
     HttpError,
-    /// The answer is neither HTML nor text.
+    /// The answer is neither HTML, text nor a readable PDF (a damaged PDF, or one too large).
     UnsupportedContent,
+    /// A PDF that needs a password to open.
+    EncryptedPdf,
+    /// A PDF whose pages hold no text, only images (a scan): it would need OCR.
+    ImageOnlyPdf,
 }
 
 impl From<BlockReason> for BlockReasonName {
@@ -372,6 +380,8 @@ impl From<BlockReason> for BlockReasonName {
             BlockReason::LoginWall => BlockReasonName::LoginWall,
             BlockReason::HttpError => BlockReasonName::HttpError,
             BlockReason::UnsupportedContent => BlockReasonName::UnsupportedContent,
+            BlockReason::EncryptedPdf => BlockReasonName::EncryptedPdf,
+            BlockReason::ImageOnlyPdf => BlockReasonName::ImageOnlyPdf,
         }
     }
 }
@@ -473,6 +483,7 @@ impl From<PageRead> for ReadPage {
                 site_name: m.site_name,
                 favicon: m.favicon,
             },
+            page_count: p.page_count.map(|n| n as u64),
             content_hash: p.content_hash,
             truncated: p.truncated,
             redirects: p.redirects,

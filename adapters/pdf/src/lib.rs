@@ -1,0 +1,148 @@
+//! [`PdfReader`] over pdf-extract (and the lopdf it re-exports): each page's text in the
+//! order a reader meets it, and the document's title, author and creation date.
+//!
+//! Hostile input is the normal case here (a PDF is whatever a URL answered), so three guards
+//! sit around the parser: every stream is inflated once, counting, before lopdf inflates
+//! anything (a deflate bomb is refused, not allocated); the parse runs on its own thread with
+//! a large stack; and a panic in the parser (pdf-extract has many `unwrap`s) is a damaged PDF,
+//! not a dead worker.
+
+mod info;
+
+use std::{
+    io::{self, Read},
+    panic::{AssertUnwindSafe, catch_unwind},
+};
+
+use pdf_extract::{Document, OutputError, PlainTextOutput, output_doc_page};
+use svc_ports::document::{MAX_PDF_INFLATED_BYTES, MAX_PDF_PAGES};
+use svc_ports::{PdfReader, PdfRefusal, PdfText};
+
+/// Stack for the parsing thread: lopdf bounds its nesting, the content interpreter recurses
+/// through form XObjects; 64 MiB is far past both and costs only address space.
+const PARSER_STACK_BYTES: usize = 64 * 1024 * 1024;
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PdfExtractReader;
+
+impl PdfReader for PdfExtractReader {
+    fn read_pdf(&self, bytes: &[u8]) -> Result<PdfText, PdfRefusal> {
+        check_inflated_size(bytes, MAX_PDF_INFLATED_BYTES)?;
+        let owned = bytes.to_vec();
+        let worker = std::thread::Builder::new()
+            .name("pdf-reader".into())
+            .stack_size(PARSER_STACK_BYTES)
+            .spawn(move || catch_unwind(AssertUnwindSafe(|| read(&owned))))
+            .map_err(|e| PdfRefusal::Damaged(format!("no thread to read it on: {e}")))?;
+        match worker.join() {
+            Ok(Ok(answer)) => answer,
+            // The parser gave up on something it did not expect.
+            Ok(Err(_)) | Err(_) => Err(PdfRefusal::Damaged(
+                "the parser could not make sense of its structure".into(),
+            )),
+        }
+    }
+}
+
+fn read(bytes: &[u8]) -> Result<PdfText, PdfRefusal> {
+    let mut doc = Document::load_mem(bytes).map_err(|e| PdfRefusal::Damaged(e.to_string()))?;
+    if doc.is_encrypted() {
+        // Most "encrypted" PDFs only restrict printing or copying and open with the empty
+        // user password; those are read. One that needs a real password is not.
+        doc.decrypt("").map_err(|_| PdfRefusal::Encrypted)?;
+    }
+    let page_numbers: Vec<u32> = doc.get_pages().keys().copied().collect();
+    let mut pages = Vec::with_capacity(page_numbers.len().min(MAX_PDF_PAGES));
+    for &number in page_numbers.iter().take(MAX_PDF_PAGES) {
+        pages.push(page_text(&doc, number)?);
+    }
+    if page_numbers.is_empty() {
+        return Err(PdfRefusal::Damaged("it has no pages".into()));
+    }
+    let info = info::DocumentInfo::of(&doc);
+    Ok(PdfText {
+        pages,
+        page_count: page_numbers.len(),
+        title: info.title,
+        author: info.author,
+        created: info.created,
+    })
+}
+
+fn page_text(doc: &Document, number: u32) -> Result<String, PdfRefusal> {
+    let mut text = String::new();
+    let mut output = PlainTextOutput::new(&mut text);
+    match output_doc_page(doc, &mut output, number) {
+        Ok(()) => Ok(tidy(&text)),
+        Err(OutputError::PdfError(e)) => Err(PdfRefusal::Damaged(format!("page {number}: {e}"))),
+        Err(e) => Err(PdfRefusal::Damaged(format!("page {number}: {e}"))),
+    }
+}
+
+/// Lines without trailing blanks, runs of blank lines down to one, no NUL or other control
+/// characters (a font without a usable encoding maps glyphs to them).
+fn tidy(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut blank_run = 0;
+    for line in text.lines() {
+        let line: String = line
+            .chars()
+            .filter(|c| !c.is_control() || *c == '\t')
+            .collect();
+        let line = line.trim_end();
+        if line.trim().is_empty() {
+            blank_run += 1;
+            if blank_run > 1 || out.is_empty() {
+                continue;
+            }
+            out.push('\n');
+        } else {
+            blank_run = 0;
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out.trim_end().to_owned()
+}
+
+/// Inflates every zlib stream in the file into nothing, counting, and refuses the file when
+/// the total passes `budget`. Streams are found by their `stream` keyword rather than through
+/// the parser, so object streams (which lopdf inflates while loading) are counted too.
+fn check_inflated_size(bytes: &[u8], budget: u64) -> Result<(), PdfRefusal> {
+    let mut spent: u64 = 0;
+    let mut at = 0;
+    while let Some(found) = find(&bytes[at..], b"stream") {
+        let keyword = at + found;
+        at = keyword + b"stream".len();
+        if keyword >= 3 && &bytes[keyword - 3..keyword] == b"end" {
+            continue;
+        }
+        let mut start = at;
+        if bytes.get(start) == Some(&b'\r') {
+            start += 1;
+        }
+        if bytes.get(start) == Some(&b'\n') {
+            start += 1;
+        }
+        let Some(data) = bytes.get(start..) else {
+            break;
+        };
+        // Not zlib (images, text streams) fails at its first bytes and costs nothing.
+        let room = budget - spent;
+        let mut inflater = flate2::bufread::ZlibDecoder::new(data).take(room + 1);
+        // A damaged stream still counts what it gave before the damage.
+        let _ = io::copy(&mut inflater, &mut io::sink());
+        spent += inflater.into_inner().total_out();
+        if spent > budget {
+            return Err(PdfRefusal::TooLarge);
+        }
+    }
+    Ok(())
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests;
