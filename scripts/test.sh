@@ -30,3 +30,5 @@ scripts/conformance.sh
 # Three instances on one Postgres behind haproxy: one-key concurrency, SIGKILL under load, a
 # rolling restart, metrics against the ledger (the short version; `scripts/cluster.sh` is full).
 scripts/cluster.sh short
+# The PDF reader and the HTML extractor under libFuzzer, a bounded time each (issue 21).
+scripts/fuzz.sh "${SVC_FUZZ_SECONDS:-60}"
