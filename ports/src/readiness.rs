@@ -422,7 +422,9 @@ pub struct NextLevel {
 impl NextLevel {
     /// The rung above `level`, or `None` at the top.
     pub fn after(level: ReadinessLevel, checks: &[CheckResult]) -> Option<Self> {
-        let rung = LADDER.iter().find(|r| r.level.number() == level.number() + 1)?;
+        let rung = LADDER
+            .iter()
+            .find(|r| r.level.number() == level.number() + 1)?;
         rung_missing(rung, checks)
     }
 }
@@ -550,11 +552,17 @@ mod tests {
         assert_eq!(next.one_of.len(), 3);
         set(&mut checks, CheckId::RobotsTxt, CheckStatus::Pass);
         set(&mut checks, CheckId::LinkHeaders, CheckStatus::Pass);
-        assert_eq!(ReadinessLevel::of(&checks), ReadinessLevel::BasicWebPresence);
+        assert_eq!(
+            ReadinessLevel::of(&checks),
+            ReadinessLevel::BasicWebPresence
+        );
         // Markdown alone does not skip Bot-Aware.
         set(&mut checks, CheckId::MarkdownNegotiation, CheckStatus::Pass);
         set(&mut checks, CheckId::ApiCatalog, CheckStatus::Pass);
-        assert_eq!(ReadinessLevel::of(&checks), ReadinessLevel::BasicWebPresence);
+        assert_eq!(
+            ReadinessLevel::of(&checks),
+            ReadinessLevel::BasicWebPresence
+        );
         let next = NextLevel::after(ReadinessLevel::BasicWebPresence, &checks).unwrap();
         assert_eq!(
             next.missing,

@@ -10,8 +10,10 @@ use svc_ports::{CheckId, CheckResult, CheckStatus, Evidence, Extraction};
 use super::{Got, neutral, result};
 
 static PRICE: LazyLock<regex::Regex> = LazyLock::new(|| {
-    regex::Regex::new(r"(?i)([$€£]\s?\d)|(\d\s?(usd|eur|gbp)\b)|add to (cart|basket)|buy now|checkout")
-        .expect("static regex")
+    regex::Regex::new(
+        r"(?i)([$€£]\s?\d)|(\d\s?(usd|eur|gbp)\b)|add to (cart|basket)|buy now|checkout",
+    )
+    .expect("static regex")
 });
 
 const COMMERCE_TYPES: &[&str] = &["Product", "Offer", "AggregateOffer", "Store", "OnlineStore"];
@@ -54,7 +56,10 @@ pub(super) fn absent(
         result(
             id,
             CheckStatus::Fail,
-            format!("{what}, though the home page sells ({})", signals.join(", ")),
+            format!(
+                "{what}, though the home page sells ({})",
+                signals.join(", ")
+            ),
             evidence,
             Some(advice),
         )
@@ -69,9 +74,8 @@ pub fn judge_x402(answers: &[&Got], signals: &[String]) -> CheckResult {
     let paid: Vec<&&Got> = answers.iter().filter(|g| g.status == Some(402)).collect();
     let with_requirements = paid.iter().find(|g| {
         g.header("payment-required").is_some()
-            || serde_json::from_str::<Value>(&g.body).is_ok_and(|v| {
-                v["accepts"].as_array().is_some_and(|a| !a.is_empty())
-            })
+            || serde_json::from_str::<Value>(&g.body)
+                .is_ok_and(|v| v["accepts"].as_array().is_some_and(|a| !a.is_empty()))
     });
     if let Some(g) = with_requirements {
         return result(
@@ -91,21 +95,39 @@ pub fn judge_x402(answers: &[&Got], signals: &[String]) -> CheckResult {
             Some(ADVICE),
         );
     }
-    absent(CheckId::X402, "no x402 402 answer", evidence, signals, ADVICE)
+    absent(
+        CheckId::X402,
+        "no x402 402 answer",
+        evidence,
+        signals,
+        ADVICE,
+    )
 }
 
 pub fn judge_ucp(got: &Got, signals: &[String]) -> CheckResult {
     const ADVICE: &str = "Publish a Universal Commerce Protocol profile at /.well-known/ucp ({\"ucp\": {\"version\", \"services\", \"capabilities\"}}).";
     let doc = got.json_object();
-    let profile = doc.as_ref().map(|d| if d["ucp"].is_object() { &d["ucp"] } else { d });
+    let profile = doc
+        .as_ref()
+        .map(|d| if d["ucp"].is_object() { &d["ucp"] } else { d });
     match profile {
-        Some(p) if p["version"].is_string() && (p["services"].is_object() || p["capabilities"].is_array() || p["capabilities"].is_object()) => result(
-            CheckId::Ucp,
-            CheckStatus::Pass,
-            format!("UCP profile version {}", p["version"].as_str().unwrap_or_default()),
-            vec![got.evidence()],
-            None,
-        ),
+        Some(p)
+            if p["version"].is_string()
+                && (p["services"].is_object()
+                    || p["capabilities"].is_array()
+                    || p["capabilities"].is_object()) =>
+        {
+            result(
+                CheckId::Ucp,
+                CheckStatus::Pass,
+                format!(
+                    "UCP profile version {}",
+                    p["version"].as_str().unwrap_or_default()
+                ),
+                vec![got.evidence()],
+                None,
+            )
+        }
         Some(_) => result(
             CheckId::Ucp,
             CheckStatus::Warn,
@@ -113,7 +135,13 @@ pub fn judge_ucp(got: &Got, signals: &[String]) -> CheckResult {
             vec![got.evidence()],
             Some(ADVICE),
         ),
-        None => absent(CheckId::Ucp, "no UCP profile", vec![got.evidence()], signals, ADVICE),
+        None => absent(
+            CheckId::Ucp,
+            "no UCP profile",
+            vec![got.evidence()],
+            signals,
+            ADVICE,
+        ),
     }
 }
 
@@ -139,7 +167,13 @@ pub fn judge_acp(got: &Got, signals: &[String]) -> CheckResult {
             vec![got.evidence()],
             Some(ADVICE),
         ),
-        None => absent(CheckId::Acp, "no ACP file", vec![got.evidence()], signals, ADVICE),
+        None => absent(
+            CheckId::Acp,
+            "no ACP file",
+            vec![got.evidence()],
+            signals,
+            ADVICE,
+        ),
     }
 }
 
@@ -188,7 +222,11 @@ mod tests {
 
     #[test]
     fn commerce_signals_come_from_prices_and_offers() {
-        let shop = got(200, "text/html", "<p>Sencha, $12.50</p><button>Add to cart</button>");
+        let shop = got(
+            200,
+            "text/html",
+            "<p>Sencha, $12.50</p><button>Add to cart</button>",
+        );
         assert_eq!(commerce_signals(&shop, None), vec!["\"$1\" on the page"]);
         let blog = got(200, "text/html", "<p>Notes on tea.</p>");
         assert!(commerce_signals(&blog, None).is_empty());
@@ -224,7 +262,11 @@ mod tests {
         assert_eq!(judge_ucp(&none, &sells).status, CheckStatus::Fail);
         assert_eq!(judge_ucp(&none, &[]).status, CheckStatus::Neutral);
 
-        let acp = got(200, "application/json", r#"{"version":"2025-09-29","checkout":"https://e.com/acp"}"#);
+        let acp = got(
+            200,
+            "application/json",
+            r#"{"version":"2025-09-29","checkout":"https://e.com/acp"}"#,
+        );
         assert_eq!(judge_acp(&acp, &sells).status, CheckStatus::Pass);
         assert_eq!(judge_acp(&none, &sells).status, CheckStatus::Fail);
 

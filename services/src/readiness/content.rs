@@ -41,7 +41,9 @@ pub fn judge_markdown(got: &Got) -> CheckResult {
             result(
                 ID,
                 CheckStatus::Warn,
-                format!("Markdown served without `Vary: Accept`{tokens}: caches may serve it to browsers"),
+                format!(
+                    "Markdown served without `Vary: Accept`{tokens}: caches may serve it to browsers"
+                ),
                 vec![evidence],
                 Some(ADVICE),
             )

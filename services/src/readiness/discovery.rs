@@ -54,7 +54,8 @@ fn card_name(card: &Value) -> Option<&str> {
 }
 
 static REVERSE_DNS: LazyLock<regex::Regex> = LazyLock::new(|| {
-    regex::Regex::new(r"^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+(/[A-Za-z0-9._-]+)?$").expect("static regex")
+    regex::Regex::new(r"^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+(/[A-Za-z0-9._-]+)?$")
+        .expect("static regex")
 });
 
 /// What a card lacks of the SEP-2127 server card shape (`$schema`, a reverse-DNS `name`,
@@ -64,7 +65,10 @@ pub fn server_card_gaps(card: &Value) -> Vec<&'static str> {
     if !card["$schema"].is_string() {
         gaps.push("`$schema`");
     }
-    if !card["name"].as_str().is_some_and(|n| REVERSE_DNS.is_match(n)) {
+    if !card["name"]
+        .as_str()
+        .is_some_and(|n| REVERSE_DNS.is_match(n))
+    {
         gaps.push("a reverse-DNS `name`");
     }
     if !card["version"].is_string() {
@@ -74,7 +78,9 @@ pub fn server_card_gaps(card: &Value) -> Vec<&'static str> {
         gaps.push("`capabilities`");
     }
     let remotes = card["remotes"].as_array().is_some_and(|r| {
-        !r.is_empty() && r.iter().all(|x| x["url"].as_str().is_some_and(|u| Url::parse(u).is_ok()))
+        !r.is_empty()
+            && r.iter()
+                .all(|x| x["url"].as_str().is_some_and(|u| Url::parse(u).is_ok()))
     });
     if !remotes {
         gaps.push("`remotes` with URLs");
@@ -100,7 +106,11 @@ pub fn judge_mcp_server_card(cards: &[Got], catalog: &Got, manifest: &Got) -> Ch
     };
     let found: Vec<(&Got, Value)> = cards
         .iter()
-        .filter_map(|g| g.json_object().filter(|c| card_name(c).is_some()).map(|c| (g, c)))
+        .filter_map(|g| {
+            g.json_object()
+                .filter(|c| card_name(c).is_some())
+                .map(|c| (g, c))
+        })
         .collect();
     let complete: Vec<String> = found
         .iter()
@@ -115,7 +125,10 @@ pub fn judge_mcp_server_card(cards: &[Got], catalog: &Got, manifest: &Got) -> Ch
         return result(
             CheckId::McpServerCard,
             CheckStatus::Pass,
-            format!("MCP server card \"{name}\" at {}{tools_note}", complete.join(", ")),
+            format!(
+                "MCP server card \"{name}\" at {}{tools_note}",
+                complete.join(", ")
+            ),
             evidence,
             None,
         );
@@ -300,8 +313,15 @@ mod tests {
         let r = judge_mcp_server_card(&[card.clone(), none.clone(), none.clone()], &none, &none);
         assert_eq!(r.status, CheckStatus::Warn);
         assert!(r.summary.contains("reverse-DNS"), "{}", r.summary);
-        let not_dns = got(200, "application/json", &sep.body.replace("com.example/shop", "shop"));
-        assert_eq!(server_card_gaps(&not_dns.json_object().unwrap()), vec!["a reverse-DNS `name`"]);
+        let not_dns = got(
+            200,
+            "application/json",
+            &sep.body.replace("com.example/shop", "shop"),
+        );
+        assert_eq!(
+            server_card_gaps(&not_dns.json_object().unwrap()),
+            vec!["a reverse-DNS `name`"]
+        );
         assert_eq!(
             judge_mcp_server_card(&[none.clone()], &none, &manifest).status,
             CheckStatus::Warn
@@ -343,10 +363,19 @@ mod tests {
         let obj = got(200, "application/json", "{}");
         let sells = vec!["a price".to_owned()];
         assert_eq!(judge_commerce(&obj, &obj, &sells).status, CheckStatus::Pass);
-        assert_eq!(judge_commerce(&none, &obj, &sells).status, CheckStatus::Warn);
+        assert_eq!(
+            judge_commerce(&none, &obj, &sells).status,
+            CheckStatus::Warn
+        );
         let html = got(200, "text/html", "<html>");
-        assert_eq!(judge_commerce(&html, &none, &sells).status, CheckStatus::Fail);
+        assert_eq!(
+            judge_commerce(&html, &none, &sells).status,
+            CheckStatus::Fail
+        );
         // A site that sells nothing is not judged on commerce files.
-        assert_eq!(judge_commerce(&html, &none, &[]).status, CheckStatus::Neutral);
+        assert_eq!(
+            judge_commerce(&html, &none, &[]).status,
+            CheckStatus::Neutral
+        );
     }
 }

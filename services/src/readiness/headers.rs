@@ -114,7 +114,11 @@ pub fn judge_markdown_mirror(got: &Got) -> CheckResult {
             CheckStatus::Warn,
             format!(
                 "a mirror is served, as {}",
-                if other.is_empty() { "no content type" } else { other }
+                if other.is_empty() {
+                    "no content type"
+                } else {
+                    other
+                }
             ),
             vec![got.evidence()],
             Some(ADVICE),
@@ -158,7 +162,10 @@ mod tests {
             judge_link_headers(&with_links(&["</style.css>; rel=preload"])).status,
             CheckStatus::Warn
         );
-        assert_eq!(judge_link_headers(&with_links(&[])).status, CheckStatus::Fail);
+        assert_eq!(
+            judge_link_headers(&with_links(&[])).status,
+            CheckStatus::Fail
+        );
     }
 
     #[test]

@@ -200,7 +200,10 @@ pub fn judge_agent_skills(index: &Got, legacy: &Got, files: &[Got]) -> CheckResu
             continue;
         };
         if !file.ok() {
-            wrong.push(format!("{name} (file not served: {})", file.evidence().excerpt));
+            wrong.push(format!(
+                "{name} (file not served: {})",
+                file.evidence().excerpt
+            ));
             continue;
         }
         let have = format!("sha256:{}", hex(&Sha256::digest(file.body.as_bytes())));
@@ -321,7 +324,11 @@ mod tests {
     #[test]
     fn api_catalogs_are_rfc_9727_linksets() {
         let body = r#"{"linkset":[{"anchor":"https://e.com/api","service-desc":[{"href":"https://e.com/openapi.json","type":"application/json"}]}]}"#;
-        let good = got(200, "application/linkset+json; profile=\"https://www.rfc-editor.org/info/rfc9727\"", body);
+        let good = got(
+            200,
+            "application/linkset+json; profile=\"https://www.rfc-editor.org/info/rfc9727\"",
+            body,
+        );
         assert_eq!(judge_api_catalog(&good).status, CheckStatus::Pass);
         let wrong_type = got(200, "application/json", body);
         assert_eq!(judge_api_catalog(&wrong_type).status, CheckStatus::Warn);
@@ -349,11 +356,23 @@ mod tests {
             "application/json",
             r#"{"issuer":"https://e.com","token_endpoint":"https://e.com/token","authorization_endpoint":"https://e.com/authorize"}"#,
         );
-        assert_eq!(judge_oauth_discovery(&rfc8414, &none).status, CheckStatus::Pass);
-        assert_eq!(judge_oauth_discovery(&none, &rfc8414).status, CheckStatus::Pass);
+        assert_eq!(
+            judge_oauth_discovery(&rfc8414, &none).status,
+            CheckStatus::Pass
+        );
+        assert_eq!(
+            judge_oauth_discovery(&none, &rfc8414).status,
+            CheckStatus::Pass
+        );
         let bare = got(200, "application/json", r#"{"issuer":"https://e.com"}"#);
-        assert_eq!(judge_oauth_discovery(&bare, &none).status, CheckStatus::Warn);
-        assert_eq!(judge_oauth_discovery(&none, &none).status, CheckStatus::Fail);
+        assert_eq!(
+            judge_oauth_discovery(&bare, &none).status,
+            CheckStatus::Warn
+        );
+        assert_eq!(
+            judge_oauth_discovery(&none, &none).status,
+            CheckStatus::Fail
+        );
     }
 
     #[test]
@@ -364,7 +383,9 @@ mod tests {
             let mut g = got(
                 200,
                 "application/json",
-                &format!(r#"{{"skills":[{{"name":"read","url":"read/SKILL.md","digest":"{d}"}}]}}"#),
+                &format!(
+                    r#"{{"skills":[{{"name":"read","url":"read/SKILL.md","digest":"{d}"}}]}}"#
+                ),
             );
             g.url = "https://e.com/.well-known/agent-skills/index.json".into();
             g
@@ -385,14 +406,24 @@ mod tests {
         assert_eq!(r.status, CheckStatus::Pass);
         assert!(r.summary.contains("legacy"));
         let empty = got(200, "application/json", r#"{"skills":[]}"#);
-        assert_eq!(judge_agent_skills(&empty, &none, &[]).status, CheckStatus::Fail);
-        assert_eq!(judge_agent_skills(&none, &none, &[]).status, CheckStatus::Fail);
+        assert_eq!(
+            judge_agent_skills(&empty, &none, &[]).status,
+            CheckStatus::Fail
+        );
+        assert_eq!(
+            judge_agent_skills(&none, &none, &[]).status,
+            CheckStatus::Fail
+        );
     }
 
     #[test]
     fn web_bot_auth_and_web_mcp_are_informational() {
         let jwks = r#"{"keys":[{"kty":"OKP","crv":"Ed25519","x":"abc"}]}"#;
-        let good = got(200, "application/http-message-signatures-directory+json", jwks);
+        let good = got(
+            200,
+            "application/http-message-signatures-directory+json",
+            jwks,
+        );
         assert_eq!(judge_web_bot_auth(&good).status, CheckStatus::Pass);
         let mut moved = good.clone();
         moved.redirected = true;
@@ -405,7 +436,11 @@ mod tests {
             judge_web_bot_auth(&got(404, "text/plain", "")).status,
             CheckStatus::Neutral
         );
-        let page = got(200, "text/html", "<script>navigator.modelContext.registerTool({name:'x'})</script>");
+        let page = got(
+            200,
+            "text/html",
+            "<script>navigator.modelContext.registerTool({name:'x'})</script>",
+        );
         let r = judge_web_mcp(&page);
         assert_eq!(r.status, CheckStatus::Neutral);
         assert!(r.summary.contains("calls") || r.summary.contains("call"));

@@ -173,7 +173,8 @@ pub fn links_in(llms: &Got) -> Vec<String> {
 /// `got` are the answers to [`links_in`] of `llms`, in order. Without an llms.txt (or links
 /// in it) there is nothing to judge: neutral, the llms_txt check says what is missing.
 pub fn judge_llms_links(llms: &Got, got: &[Got]) -> CheckResult {
-    const ADVICE: &str = "Make every link in /llms.txt answer 200: fix or remove the ones that do not resolve.";
+    const ADVICE: &str =
+        "Make every link in /llms.txt answer 200: fix or remove the ones that do not resolve.";
     if got.is_empty() {
         return super::neutral(
             CheckId::LlmsTxtLinks,
@@ -272,7 +273,10 @@ mod tests {
         );
         let ok = got(200, "application/json", "{}");
         let gone = got(404, "text/plain", "");
-        assert_eq!(judge_llms_links(&llms, &[ok.clone(), ok.clone()]).status, CheckStatus::Pass);
+        assert_eq!(
+            judge_llms_links(&llms, &[ok.clone(), ok.clone()]).status,
+            CheckStatus::Pass
+        );
         let r = judge_llms_links(&llms, &[ok, gone]);
         assert_eq!(r.status, CheckStatus::Fail);
         assert!(r.summary.contains("HTTP 404"));

@@ -85,11 +85,11 @@ impl Site<'_> {
                 .await;
             listed = Some(
                 self.mcp_post(
-                        &endpoint,
-                        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}),
-                        session.as_deref(),
-                    )
-                    .await,
+                    &endpoint,
+                    json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}),
+                    session.as_deref(),
+                )
+                .await,
             );
         }
         judge_mcp_probe(

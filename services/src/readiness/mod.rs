@@ -24,8 +24,9 @@ use site::Site;
 use futures_util::{StreamExt, stream::FuturesUnordered};
 use serde_json::Value;
 use svc_ports::{
-    ActionTransport, CheckId, CheckResult, CheckStatus, Clock, Entropy, Evidence, FetchError, FetchRequest, PageExtractor, PageFetcher, ReadinessLevel, ScanId,
-    ScanReport, ScanStore, UrlRefusal,
+    ActionTransport, CheckId, CheckResult, CheckStatus, Clock, Entropy, Evidence, FetchError,
+    FetchRequest, PageExtractor, PageFetcher, ReadinessLevel, ScanId, ScanReport, ScanStore,
+    UrlRefusal,
 };
 use url::Url;
 
@@ -37,13 +38,14 @@ pub use discovery::{
 };
 pub use headers::{judge_link_headers, judge_markdown_mirror, link_relations};
 pub use integration::{
-    judge_agent_skills, judge_api_catalog, judge_oauth_discovery, judge_web_bot_auth,
-    judge_web_mcp,
+    judge_agent_skills, judge_api_catalog, judge_oauth_discovery, judge_web_bot_auth, judge_web_mcp,
 };
 pub use llms::{LlmsShape, judge_llms_full, judge_llms_links, judge_llms_txt, llms_shape};
 pub use mcp::{judge_mcp_probe, rpc_message};
 pub use openapi::{judge_openapi, openapi_errors};
-pub use robots_ai::{AI_CRAWLERS, RobotsGroup, judge_content_signals, judge_robots_ai, robots_groups};
+pub use robots_ai::{
+    AI_CRAWLERS, RobotsGroup, judge_content_signals, judge_robots_ai, robots_groups,
+};
 pub use robots_sitemap::{AI_AGENTS, judge_robots, judge_sitemap, sitemap_shape, sitemaps_in};
 
 /// The whole scan, from its first request, ends by then: a check still running fails (an
@@ -366,10 +368,7 @@ impl ReadinessService {
                 failed(e.to_string(), timed_out)
             }
             Err(_) => failed(
-                format!(
-                    "no answer within {} ms",
-                    self.probe_deadline.as_millis()
-                ),
+                format!("no answer within {} ms", self.probe_deadline.as_millis()),
                 true,
             ),
         }
@@ -513,7 +512,9 @@ mod tests {
         .with_deadlines(Duration::from_millis(20), Duration::from_millis(200));
         let heard = std::sync::Mutex::new(Vec::new());
         let report = service
-            .scan("https://slow.example/", &|c| heard.lock().unwrap().push(c.id))
+            .scan("https://slow.example/", &|c| {
+                heard.lock().unwrap().push(c.id)
+            })
             .await
             .expect("a slow site is scanned, not refused");
         assert_eq!(heard.lock().unwrap().len(), CheckId::ALL.len());

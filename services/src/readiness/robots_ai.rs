@@ -64,8 +64,10 @@ pub fn robots_groups(text: &str) -> Vec<RobotsGroup> {
                 if let Some(g) = groups.last_mut() {
                     for entry in value.split(',') {
                         if let Some((n, v)) = entry.split_once('=') {
-                            g.signals
-                                .push((n.trim().to_ascii_lowercase(), v.trim().to_ascii_lowercase()));
+                            g.signals.push((
+                                n.trim().to_ascii_lowercase(),
+                                v.trim().to_ascii_lowercase(),
+                            ));
                         }
                     }
                 }

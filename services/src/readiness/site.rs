@@ -268,10 +268,8 @@ impl Site<'_> {
             ),
             CheckId::McpProbe => self.mcp_probe().await,
             CheckId::A2aAgentCard => {
-                let (card, legacy) = tokio::join!(
-                    self.agent_card(),
-                    self.json_file("/.well-known/agent.json")
-                );
+                let (card, legacy) =
+                    tokio::join!(self.agent_card(), self.json_file("/.well-known/agent.json"));
                 judge_agent_cards(card, &legacy)
             }
             CheckId::AgentSkills => self.agent_skills().await,
@@ -296,14 +294,14 @@ impl Site<'_> {
                 judge_commerce(&commerce, &protocols, self.signals().await)
             }
             CheckId::X402 => {
-                let (api, v1) = tokio::join!(
-                    self.json_file("/api"),
-                    self.json_file("/api/v1")
-                );
+                let (api, v1) = tokio::join!(self.json_file("/api"), self.json_file("/api/v1"));
                 let home = self.home_page().await;
                 judge_x402(&[home, &api, &v1], self.signals().await)
             }
-            CheckId::Ucp => judge_ucp(&self.json_file("/.well-known/ucp").await, self.signals().await),
+            CheckId::Ucp => judge_ucp(
+                &self.json_file("/.well-known/ucp").await,
+                self.signals().await,
+            ),
             CheckId::Acp => judge_acp(
                 &self.json_file("/.well-known/acp.json").await,
                 self.signals().await,
