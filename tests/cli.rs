@@ -468,7 +468,10 @@ fn scan_prints_the_report_and_fails_under_a_threshold() {
     // 25 scored checks less llms_txt_links (nothing to follow: neutral); 23 of 24 pass.
     assert_eq!(report["score"], 23 * 100 / 24);
     assert_eq!(report["level"], 4);
-    assert_eq!(report["next_level"]["missing"], serde_json::json!(["llms_txt"]));
+    assert_eq!(
+        report["next_level"]["missing"],
+        serde_json::json!(["llms_txt"])
+    );
     let failed: Vec<&str> = report["checks"]
         .as_array()
         .unwrap()

@@ -183,9 +183,11 @@ pub fn judge_llms_links(llms: &Got, got: &[Got]) -> CheckResult {
             ADVICE,
         );
     }
+    // A 405 says the resource is there for another method (an MCP or API endpoint).
+    let resolves = |g: &Got| g.ok() || g.status == Some(405);
     let broken: Vec<String> = got
         .iter()
-        .filter(|g| !g.ok())
+        .filter(|g| !resolves(g))
         .map(|g| match (g.status, &g.error) {
             (Some(s), _) => format!("{} (HTTP {s})", g.url),
             (None, Some(e)) => format!("{} ({e})", g.url),

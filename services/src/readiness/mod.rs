@@ -441,7 +441,13 @@ pub fn normalise(raw: &str) -> Result<Url, ScanFailure> {
 fn missing(id: CheckId, got: &Got, what: &str, recommendation: &str) -> CheckResult {
     let summary = match (&got.error, got.status) {
         (Some(e), _) => format!("{what} could not be read: {e}"),
-        (None, Some(s)) if !(200..300).contains(&s) => format!("no {what} (HTTP {s})"),
+        (None, Some(s)) if !(200..300).contains(&s) => {
+            let bare = what
+                .strip_prefix("an ")
+                .or_else(|| what.strip_prefix("a "))
+                .unwrap_or(what);
+            format!("no {bare} (HTTP {s})")
+        }
         _ => format!("{what} is not what it should be"),
     };
     result(

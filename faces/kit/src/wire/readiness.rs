@@ -12,12 +12,13 @@ pub struct ScanBody {
     /// well-known files are checked and the page itself is read as the home page.
     #[oai(validator(max_length = 2048))]
     pub url: String,
-    /// `json` (the default) answers the report as JSON; `agent` answers it as Markdown an
-    /// agent can act on (`text/markdown`): the level, what the next level needs, and each
-    /// missing check with its fix.
+    // Described on the enum: a described `$ref` field would lose its `null` (document.rs).
     pub format: Option<ScanFormat>,
 }
 
+/// How the report is answered: `json` (the default) as JSON; `agent` as Markdown an agent
+/// can act on (`text/markdown`): the level, what the next level needs, and each missing check
+/// with its fix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
 #[oai(rename_all = "snake_case")]
 pub enum ScanFormat {
