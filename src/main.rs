@@ -604,7 +604,7 @@ fn print_scan_table(report: &svc_ports::ScanReport) {
         );
     }
     println!();
-    println!("  {:<7}  {:<24} {}", "STATUS", "CHECK", "FOUND");
+    println!("  {:<7}  {:<24} FOUND", "STATUS", "CHECK");
     for c in &report.checks {
         println!(
             "  {:<7}  {:<24} {}",

@@ -18,6 +18,8 @@ use svc_ports::{FailureClass, ScanId};
 use svc_services::telemetry::Face;
 
 /// The report as JSON, or as Markdown for an agent (`format: "agent"`).
+// Built once per answer and moved straight into the response: its size costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(ResponseContent)]
 pub enum ScanAnswer {
     Json(Json<ScanReportBody>),

@@ -300,7 +300,7 @@ mod tests {
             r#"{"$schema":"https://static.modelcontextprotocol.io/schemas/2025-09-29/server.schema.json","name":"com.example/shop","version":"1.0.0","capabilities":{"tools":{}},"remotes":[{"type":"streamable-http","url":"https://e.com/mcp2"}]}"#,
         );
         assert_eq!(
-            mcp_endpoint(&[card.clone()], &none, &manifest).as_deref(),
+            mcp_endpoint(std::slice::from_ref(&card), &none, &manifest).as_deref(),
             Some("https://e.com/mcp")
         );
         assert_eq!(
@@ -323,7 +323,7 @@ mod tests {
             vec!["a reverse-DNS `name`"]
         );
         assert_eq!(
-            judge_mcp_server_card(&[none.clone()], &none, &manifest).status,
+            judge_mcp_server_card(std::slice::from_ref(&none), &none, &manifest).status,
             CheckStatus::Warn
         );
         assert_eq!(

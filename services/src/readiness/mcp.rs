@@ -31,11 +31,9 @@ impl Site<'_> {
         let _slot = self.slot().await;
         let sent =
             tokio::time::timeout(self.svc.probe_deadline, self.svc.transport.send(&request)).await;
-        match sent.unwrap_or_else(|_| {
-            Err(svc_ports::FetchError::Timeout {
-                seconds: self.svc.probe_deadline.as_secs(),
-            })
-        }) {
+        match sent.unwrap_or(Err(svc_ports::FetchError::Timeout {
+            seconds: self.svc.probe_deadline.as_secs(),
+        })) {
             Ok(r) => Got {
                 url: r.url,
                 status: Some(r.status),
