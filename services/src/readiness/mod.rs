@@ -58,7 +58,7 @@ const PER_ORIGIN_REQUESTS: usize = 6;
 /// Characters of a body kept as evidence.
 const EXCERPT_CHARS: usize = 200;
 /// Scans running at once on this instance; more wait their turn briefly, then get 503. Each
-/// scan makes about twenty requests to a third party and parses what comes back.
+/// scan makes about fifty requests (six at a time) to a third party and parses what comes back.
 const MAX_CONCURRENT_SCANS: usize = 4;
 const SCAN_QUEUE_WAIT: Duration = Duration::from_secs(5);
 
