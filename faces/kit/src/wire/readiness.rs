@@ -201,25 +201,23 @@ pub fn agent_markdown(report: &svc_ports::ScanReport, site_url: &str) -> String 
     use std::fmt::Write;
     use svc_ports::CheckStatus;
     let mut md = String::new();
+    let _ = writeln!(md, "# Agent readiness of {}\n", report.origin);
     let _ = writeln!(
         md,
-        "# Agent readiness of {}
-",
-        report.origin
-    );
-    let _ = writeln!(
-        md,
-        "Level {} of 5: **{}**. Score {}/100 (passes over scored checks).
-",
+        "Level {} of 5: **{}**. Score {}/100 (passes over scored checks).\n",
         report.level.number(),
         report.level.name(),
         report.score
     );
+    // Without a site (the CLI) the report is not served anywhere: its id only.
+    let where_ = if site_url.is_empty() {
+        format!("Scan {}", report.scan_id)
+    } else {
+        format!("Report: {site_url}/readiness/{}", report.scan_id)
+    };
     let _ = writeln!(
         md,
-        "Report: {site_url}/readiness/{} (scanned {} at {}).
-",
-        report.scan_id,
+        "{where_} (scanned {} at {}).\n",
         report.url,
         report
             .completed_at
@@ -237,8 +235,7 @@ pub fn agent_markdown(report: &svc_ports::ScanReport, site_url: &str) -> String 
         Some(next) => {
             let _ = writeln!(
                 md,
-                "## To reach level {} ({})
-",
+                "## To reach level {} ({})\n",
                 next.level.number(),
                 next.level.name()
             );
