@@ -171,7 +171,7 @@ pub struct RuntimeSettings {
     pub rate_limit_per_ip: u32,
 
     /// Readiness scans per minute allowed from one client IP address (each scan makes about
-    /// twenty requests to the scanned site; 1 to 10,000).
+    /// fifty requests to the scanned site; 1 to 10,000).
     #[arg(long, env = "SVC_SCAN_RATE_LIMIT_PER_IP", default_value_t = 10)]
     pub scan_rate_limit_per_ip: u32,
 

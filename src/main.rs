@@ -5,6 +5,7 @@ use std::{path::PathBuf, process::ExitCode, sync::Arc};
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 mod read_cli;
+mod scan_cli;
 
 use svc::{
     config::{RuntimeSettings, ServeSettings},
@@ -92,7 +93,7 @@ enum Command {
     Listen(ListenArgs),
     /// Scan a site for agent readiness (the same checks as `POST /api/readiness/scan`), with a
     /// progress bar on a terminal; prints the report, or its JSON with `--json`.
-    Scan(ScanArgs),
+    Scan(scan_cli::ScanArgs),
 }
 
 #[derive(clap::Args)]
@@ -113,22 +114,6 @@ struct ListenArgs {
     /// Stop after forwarding this many events.
     #[arg(long)]
     max_events: Option<usize>,
-}
-
-#[derive(clap::Args)]
-struct ScanArgs {
-    /// The company URL (`https://example.com`; a bare domain gets `https://`).
-    url: String,
-    /// Print the report as the JSON `/api/readiness/scan` answers.
-    #[arg(long)]
-    json: bool,
-    /// Exit with status 1 when the score is below this (for CI pipelines).
-    #[arg(long, value_name = "SCORE")]
-    fail_under: Option<u32>,
-    /// Also start the sandbox's readiness sites and allow their names (`ready.sandbox.test`,
-    /// `lacks-llms-txt.sandbox.test`, ...); a sandbox URL without a port gets theirs.
-    #[arg(long)]
-    sandbox: bool,
 }
 
 #[derive(clap::Args)]
@@ -473,7 +458,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             verify_artifact(&file, &jwks)
         }
         Command::Read(args) => read_cli::run(args).await,
-        Command::Scan(args) => scan(args).await,
+        Command::Scan(args) => scan_cli::run(args).await,
         Command::Listen(args) => {
             let options = svc::listen::ListenOptions {
                 base_url: args.base_url,
@@ -488,80 +473,6 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
     }
-}
-
-async fn scan(args: ScanArgs) -> anyhow::Result<()> {
-    use indicatif::{ProgressBar, ProgressStyle};
-    let stores = Stores::memory();
-    let mut url = args.url.clone();
-    let (services, _sites) = if args.sandbox {
-        let sites = ReadinessSites::start().await;
-        if let Ok(mut parsed) = url::Url::parse(&url)
-            && parsed
-                .host_str()
-                .is_some_and(|h| h.ends_with(".sandbox.test"))
-            && parsed.port().is_none()
-        {
-            let _ = parsed.set_port(Some(sites.address().port()));
-            url = parsed.to_string();
-        }
-        let world = World::default().with_readiness_sites(&sites);
-        let origins =
-            RuntimeSettings::default().origins(std::net::SocketAddr::from(([127, 0, 0, 1], 8080)));
-        let (services, _) = startup::services(&stores, Environment::Test, &world, &origins)?;
-        (services, Some(sites))
-    } else {
-        (startup::offline_services(&stores, Environment::Live)?, None)
-    };
-    let bar = ProgressBar::new(svc_ports::CheckId::ALL.len() as u64);
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} [{bar:30}] {pos}/{len} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-    );
-    bar.set_message(format!("scanning {url}"));
-    let report = services
-        .readiness
-        .scan(&url, &|check| {
-            bar.inc(1);
-            bar.set_message(format!("{} {}", check.status.as_str(), check.id));
-        })
-        .await;
-    bar.finish_and_clear();
-    let report = report?;
-    let score = report.score;
-    if args.json {
-        let body = svc::kit::wire::readiness::report_body(report, "");
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&poem_openapi::types::ToJSON::to_json(&body))?
-        );
-    } else {
-        println!(
-            "{}: {} / 100, {} ({})",
-            report.origin,
-            report.score,
-            report.level.as_str(),
-            report.scan_id
-        );
-        for c in &report.checks {
-            println!(
-                "  {:<4}  {:<26} {}",
-                c.status.as_str(),
-                c.id.as_str(),
-                c.summary
-            );
-            if let Some(r) = &c.recommendation {
-                println!("        {:<26} do: {r}", "");
-            }
-        }
-    }
-    if let Some(min) = args.fail_under
-        && score < min
-    {
-        anyhow::bail!("score {score} is below {min}");
-    }
-    Ok(())
 }
 
 async fn maps(database_url: &str, command: MapsCommand) -> anyhow::Result<()> {

@@ -445,26 +445,51 @@ fn scan_prints_the_report_and_fails_under_a_threshold() {
         String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("100 / 100, agent_ready"), "{text}");
-    assert_eq!(text.matches("\n  pass ").count(), 13, "{text}");
+    assert!(
+        text.contains("level 5 of 5, Agent-Native · score 100/100"),
+        "{text}"
+    );
+    assert_eq!(text.matches("\n  pass ").count(), 26, "{text}");
+    assert_eq!(text.matches("\n  neutral  web_mcp").count(), 1, "{text}");
+    // Progress: a line per check on stderr as each finishes.
+    let progress = String::from_utf8_lossy(&out.stderr);
+    for id in ["robots_txt", "mcp_probe", "ap2"] {
+        assert!(progress.contains(&format!(" {id} ")), "{progress}");
+    }
 
     let out = svc(dir.path())
-        .args(["scan", "--sandbox", "--json", "--fail-under", "95"])
+        .args(["scan", "--sandbox", "--json", "--fail-under", "97"])
         .arg("http://lacks-llms-txt.sandbox.test/")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("below 95"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("below 97"));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report["score"], 90);
+    // 25 scored checks less llms_txt_links (nothing to follow: neutral); 23 of 24 pass.
+    assert_eq!(report["score"], 23 * 100 / 24);
+    assert_eq!(report["level"], 4);
+    assert_eq!(
+        report["next_level"]["missing"],
+        serde_json::json!(["llms_txt"])
+    );
     let failed: Vec<&str> = report["checks"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|c| c["status"] != "pass")
+        .filter(|c| c["status"] != "pass" && c["status"] != "neutral")
         .map(|c| c["id"].as_str().unwrap())
         .collect();
     assert_eq!(failed, vec!["llms_txt"]);
+
+    let out = svc(dir.path())
+        .args(["scan", "--sandbox", "--agent", "--fail-under-level", "5"])
+        .arg("http://lacks-llms-txt.sandbox.test/")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(md.contains("## To reach level 5 (Agent-Native)"), "{md}");
+    assert!(md.contains("- [ ] `llms_txt`: Publish /llms.txt"), "{md}");
 
     let out = svc(dir.path())
         .args(["scan", "http://127.0.0.1:9/"])

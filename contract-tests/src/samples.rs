@@ -18,7 +18,12 @@ pub fn sample_checks(excerpt: &str) -> Vec<CheckResult> {
         .map(|(i, id)| CheckResult {
             id: *id,
             title: id.title().into(),
-            status: [CheckStatus::Pass, CheckStatus::Warn, CheckStatus::Fail][i % 3],
+            status: [
+                CheckStatus::Pass,
+                CheckStatus::Warn,
+                CheckStatus::Fail,
+                CheckStatus::Neutral,
+            ][i % 4],
             weight: id.weight(),
             summary: format!("summary {i} with \"quotes\" and ünïcödé"),
             evidence: vec![Evidence {
@@ -38,7 +43,7 @@ pub fn sample_report(checks: Vec<CheckResult>, millis: i64) -> ScanReport {
         url: "https://example.com/".into(),
         origin: "https://example.com".into(),
         score: svc_ports::readiness::score(&checks),
-        level: ReadinessLevel::Discoverable,
+        level: ReadinessLevel::of(&checks),
         checks,
         started_at: t0(),
         completed_at: t0() + Duration::milliseconds(millis),

@@ -433,6 +433,7 @@ fn page(url: &str, body: &str, fetched_at: DateTime<Utc>) -> FetchedPage {
         final_url: format!("{url}final"),
         status: 200,
         content_type: Some("text/html; charset=utf-8".into()),
+        headers: Vec::new(),
         charset: "utf-8".into(),
         body: body.to_owned(),
         raw: None,

@@ -78,6 +78,7 @@ async fn run_case(b: &Backend, t: Texts) -> Result<(), TestCaseError> {
         final_url: format!("https://example.com/{case}"),
         status: 200,
         content_type: Some("text/html; charset=utf-8".into()),
+        headers: Vec::new(),
         charset: "utf-8".into(),
         body: t.body.clone(),
         raw: None,

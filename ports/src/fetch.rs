@@ -109,6 +109,9 @@ pub struct FetchedPage {
     pub final_url: String,
     pub status: u16,
     pub content_type: Option<String>,
+    /// The final answer's headers, names lower-cased, in the order received (`Link`, `Vary`,
+    /// ...); empty for a page kept from before headers were kept.
+    pub headers: Vec<(String, String)>,
     /// The charset the body was decoded from (`utf-8`, `windows-1252`, ...).
     pub charset: String,
     pub body: String,

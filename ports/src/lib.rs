@@ -88,7 +88,9 @@ pub use page::{
 };
 pub use payments::{CheckoutRequest, HostedCheckout, PaymentProvider, ProviderError};
 pub use proxies::{ForwardingHeader, TrustedProxies};
-pub use readiness::{CheckId, CheckResult, CheckStatus, Evidence, ReadinessLevel, ScanReport};
+pub use readiness::{
+    CheckId, CheckResult, CheckStatus, Evidence, NextLevel, ReadinessLevel, ScanReport,
+};
 pub use system::{Clock, Entropy};
 pub use tasks::{
     BeginOutcome, NewTask, SettleOutcome, Settlement, TaskRecord, TaskStatus, VerifyOutcome,

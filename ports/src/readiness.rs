@@ -1,6 +1,8 @@
 //! Readiness scans: a public audit of a company site for agent discoverability and
-//! executability. A scan is a fixed list of checks, each pass, warn or fail with its evidence;
-//! the score is their weighted sum. Stored whole so a report reads back exactly as answered.
+//! executability. A scan is a fixed list of checks, each pass, warn, fail or neutral with its
+//! evidence; the score is the share of scored checks that pass and the level is the highest
+//! rung of the ladder (0-5) whose checks all pass. Stored whole so a report reads back as
+//! answered; reports stored before the ladder existed get their level from their checks.
 
 use std::fmt;
 
@@ -9,95 +11,162 @@ use serde::{Deserialize, Serialize};
 
 use crate::ids::ScanId;
 
-/// Every check a scan runs, in report order. The weights sum to 100.
+/// Every check a scan runs, in report order (grouped as the public scanners group them:
+/// discoverability, bot rules, content, integration, commerce).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CheckId {
     RobotsTxt,
     Sitemap,
+    LinkHeaders,
+    RobotsAiRules,
+    ContentSignals,
+    WebBotAuth,
+    /// Named `markdown` before the ladder; old reports read back under the new name.
+    #[serde(alias = "markdown")]
+    MarkdownNegotiation,
+    MarkdownMirror,
     LlmsTxt,
+    LlmsTxtLinks,
     LlmsFullTxt,
-    Openapi,
-    McpDiscovery,
-    McpProbe,
-    A2aAgentCard,
-    OauthProtectedResource,
-    Markdown,
     StructuredData,
     Forms,
+    ApiCatalog,
+    Openapi,
+    /// Named `mcp_discovery` before the ladder.
+    #[serde(alias = "mcp_discovery")]
+    McpServerCard,
+    McpProbe,
+    A2aAgentCard,
+    AgentSkills,
+    OauthDiscovery,
+    OauthProtectedResource,
+    WebMcp,
     CommerceFiles,
+    X402,
+    Ucp,
+    Acp,
+    Ap2,
 }
 
 impl CheckId {
-    pub const ALL: [CheckId; 13] = [
+    pub const ALL: [CheckId; 27] = [
         CheckId::RobotsTxt,
         CheckId::Sitemap,
+        CheckId::LinkHeaders,
+        CheckId::RobotsAiRules,
+        CheckId::ContentSignals,
+        CheckId::WebBotAuth,
+        CheckId::MarkdownNegotiation,
+        CheckId::MarkdownMirror,
         CheckId::LlmsTxt,
+        CheckId::LlmsTxtLinks,
         CheckId::LlmsFullTxt,
-        CheckId::Openapi,
-        CheckId::McpDiscovery,
-        CheckId::McpProbe,
-        CheckId::A2aAgentCard,
-        CheckId::OauthProtectedResource,
-        CheckId::Markdown,
         CheckId::StructuredData,
         CheckId::Forms,
+        CheckId::ApiCatalog,
+        CheckId::Openapi,
+        CheckId::McpServerCard,
+        CheckId::McpProbe,
+        CheckId::A2aAgentCard,
+        CheckId::AgentSkills,
+        CheckId::OauthDiscovery,
+        CheckId::OauthProtectedResource,
+        CheckId::WebMcp,
         CheckId::CommerceFiles,
+        CheckId::X402,
+        CheckId::Ucp,
+        CheckId::Acp,
+        CheckId::Ap2,
     ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             CheckId::RobotsTxt => "robots_txt",
             CheckId::Sitemap => "sitemap",
+            CheckId::LinkHeaders => "link_headers",
+            CheckId::RobotsAiRules => "robots_ai_rules",
+            CheckId::ContentSignals => "content_signals",
+            CheckId::WebBotAuth => "web_bot_auth",
+            CheckId::MarkdownNegotiation => "markdown_negotiation",
+            CheckId::MarkdownMirror => "markdown_mirror",
             CheckId::LlmsTxt => "llms_txt",
+            CheckId::LlmsTxtLinks => "llms_txt_links",
             CheckId::LlmsFullTxt => "llms_full_txt",
-            CheckId::Openapi => "openapi",
-            CheckId::McpDiscovery => "mcp_discovery",
-            CheckId::McpProbe => "mcp_probe",
-            CheckId::A2aAgentCard => "a2a_agent_card",
-            CheckId::OauthProtectedResource => "oauth_protected_resource",
-            CheckId::Markdown => "markdown",
             CheckId::StructuredData => "structured_data",
             CheckId::Forms => "forms",
+            CheckId::ApiCatalog => "api_catalog",
+            CheckId::Openapi => "openapi",
+            CheckId::McpServerCard => "mcp_server_card",
+            CheckId::McpProbe => "mcp_probe",
+            CheckId::A2aAgentCard => "a2a_agent_card",
+            CheckId::AgentSkills => "agent_skills",
+            CheckId::OauthDiscovery => "oauth_discovery",
+            CheckId::OauthProtectedResource => "oauth_protected_resource",
+            CheckId::WebMcp => "web_mcp",
             CheckId::CommerceFiles => "commerce_files",
+            CheckId::X402 => "x402",
+            CheckId::Ucp => "ucp",
+            CheckId::Acp => "acp",
+            CheckId::Ap2 => "ap2",
         }
+    }
+
+    pub fn parse(s: &str) -> Option<CheckId> {
+        CheckId::ALL.into_iter().find(|c| c.as_str() == s)
     }
 
     /// What the check looks at, for people.
     pub fn title(self) -> &'static str {
         match self {
-            CheckId::RobotsTxt => "robots.txt and its rules for AI agents",
+            CheckId::RobotsTxt => "robots.txt lets agents read the page",
             CheckId::Sitemap => "Sitemap",
+            CheckId::LinkHeaders => "Link headers (RFC 8288) to agent resources",
+            CheckId::RobotsAiRules => "robots.txt rules for AI crawlers",
+            CheckId::ContentSignals => "Content-Signal in robots.txt",
+            CheckId::WebBotAuth => "Web Bot Auth signatures directory",
+            CheckId::MarkdownNegotiation => "Markdown on Accept: text/markdown",
+            CheckId::MarkdownMirror => "Markdown mirror (/index.md)",
             CheckId::LlmsTxt => "/llms.txt",
+            CheckId::LlmsTxtLinks => "/llms.txt links resolve",
             CheckId::LlmsFullTxt => "/llms-full.txt",
-            CheckId::Openapi => "OpenAPI document",
-            CheckId::McpDiscovery => "MCP discovery (tools manifest, server card)",
-            CheckId::McpProbe => "Live MCP server (initialize, tools/list)",
-            CheckId::A2aAgentCard => "A2A agent card",
-            CheckId::OauthProtectedResource => "OAuth protected-resource metadata",
-            CheckId::Markdown => "Markdown on Accept: text/markdown",
             CheckId::StructuredData => "Structured data (JSON-LD)",
             CheckId::Forms => "Forms an agent can fill",
+            CheckId::ApiCatalog => "API catalog (RFC 9727)",
+            CheckId::Openapi => "OpenAPI document",
+            CheckId::McpServerCard => "MCP server card",
+            CheckId::McpProbe => "Live MCP server (initialize, tools/list)",
+            CheckId::A2aAgentCard => "A2A agent card",
+            CheckId::AgentSkills => "Agent skills index",
+            CheckId::OauthDiscovery => "OAuth authorization server metadata (RFC 8414)",
+            CheckId::OauthProtectedResource => "OAuth protected-resource metadata",
+            CheckId::WebMcp => "WebMCP tools on the page",
             CheckId::CommerceFiles => "Agent commerce files",
+            CheckId::X402 => "x402 payment requirements",
+            CheckId::Ucp => "Universal Commerce Protocol profile",
+            CheckId::Acp => "Agentic Commerce Protocol file",
+            CheckId::Ap2 => "AP2 extension in the A2A card",
         }
     }
 
-    /// Its share of the score: discovery of what the site can do weighs most.
+    /// Informational checks never count in the score or the level: they pass or are neutral.
+    pub fn informational(self) -> bool {
+        matches!(self, CheckId::WebBotAuth | CheckId::WebMcp)
+    }
+
+    /// Checks that count only when the home page shows commerce (prices, a cart, offers);
+    /// otherwise they are neutral.
+    pub fn commerce(self) -> bool {
+        matches!(
+            self,
+            CheckId::CommerceFiles | CheckId::X402 | CheckId::Ucp | CheckId::Acp | CheckId::Ap2
+        )
+    }
+
+    /// 1 for a check that counts in the score when it is not neutral, 0 for an informational
+    /// one.
     pub fn weight(self) -> u32 {
-        match self {
-            CheckId::Openapi => 12,
-            CheckId::LlmsTxt | CheckId::McpProbe => 10,
-            CheckId::RobotsTxt
-            | CheckId::McpDiscovery
-            | CheckId::A2aAgentCard
-            | CheckId::CommerceFiles => 8,
-            CheckId::Markdown => 7,
-            CheckId::Sitemap
-            | CheckId::OauthProtectedResource
-            | CheckId::StructuredData
-            | CheckId::Forms => 6,
-            CheckId::LlmsFullTxt => 5,
-        }
+        u32::from(!self.informational())
     }
 }
 
@@ -113,6 +182,9 @@ pub enum CheckStatus {
     Pass,
     Warn,
     Fail,
+    /// Not judged: an informational check that found nothing, or a commerce check on a site
+    /// that sells nothing. Not counted in the score.
+    Neutral,
 }
 
 impl CheckStatus {
@@ -121,6 +193,7 @@ impl CheckStatus {
             CheckStatus::Pass => "pass",
             CheckStatus::Warn => "warn",
             CheckStatus::Fail => "fail",
+            CheckStatus::Neutral => "neutral",
         }
     }
 }
@@ -148,59 +221,230 @@ pub struct CheckResult {
     pub recommendation: Option<String>,
 }
 
-/// How ready a site is, from its score.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReadinessLevel {
-    /// Below 25.
-    NotReady,
-    /// 25 to 49: some files an agent could use.
-    Basic,
-    /// 50 to 74: agents can find out what the site offers.
-    Discoverable,
-    /// 75 to 89: agents can also act through documented interfaces.
-    Executable,
-    /// 90 and above.
-    AgentReady,
+impl CheckResult {
+    /// Counts in the score: not informational and not neutral.
+    pub fn scored(&self) -> bool {
+        !self.id.informational() && self.status != CheckStatus::Neutral
+    }
 }
 
+/// The rung of the ladder a site stands on, 0 to 5, each needing every rung below.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ReadinessLevel {
+    NotReady = 0,
+    /// Two of robots.txt, a sitemap and Link headers.
+    BasicWebPresence = 1,
+    /// + rules for AI crawlers and Content-Signal in robots.txt.
+    BotAware = 2,
+    /// + Markdown on `Accept: text/markdown`.
+    AgentReadable = 3,
+    /// + at least one integration document (API catalog, MCP card, A2A card, agent skills,
+    ///   OAuth metadata).
+    AgentIntegrated = 4,
+    /// + a live MCP server, a valid OpenAPI document, llms.txt, the API catalog, the MCP
+    ///   server card and agent skills all passing: an agent can find, learn and act alone.
+    AgentNative = 5,
+}
+
+/// What one rung asks beyond the rung below: every check of `all_of` passing, and at least
+/// `at_least` of `any_of`.
+#[derive(Debug, Clone, Copy)]
+pub struct Rung {
+    pub level: ReadinessLevel,
+    pub all_of: &'static [CheckId],
+    pub any_of: &'static [CheckId],
+    pub at_least: usize,
+}
+
+/// The ladder, from level 1 up.
+pub const LADDER: [Rung; 5] = [
+    Rung {
+        level: ReadinessLevel::BasicWebPresence,
+        all_of: &[],
+        any_of: &[CheckId::RobotsTxt, CheckId::Sitemap, CheckId::LinkHeaders],
+        at_least: 2,
+    },
+    Rung {
+        level: ReadinessLevel::BotAware,
+        all_of: &[CheckId::RobotsAiRules, CheckId::ContentSignals],
+        any_of: &[],
+        at_least: 0,
+    },
+    Rung {
+        level: ReadinessLevel::AgentReadable,
+        all_of: &[CheckId::MarkdownNegotiation],
+        any_of: &[],
+        at_least: 0,
+    },
+    Rung {
+        level: ReadinessLevel::AgentIntegrated,
+        all_of: &[],
+        any_of: &[
+            CheckId::ApiCatalog,
+            CheckId::McpServerCard,
+            CheckId::A2aAgentCard,
+            CheckId::AgentSkills,
+            CheckId::OauthDiscovery,
+            CheckId::OauthProtectedResource,
+        ],
+        at_least: 1,
+    },
+    Rung {
+        level: ReadinessLevel::AgentNative,
+        all_of: &[
+            CheckId::McpProbe,
+            CheckId::Openapi,
+            CheckId::LlmsTxt,
+            CheckId::ApiCatalog,
+            CheckId::McpServerCard,
+            CheckId::AgentSkills,
+        ],
+        any_of: &[],
+        at_least: 0,
+    },
+];
+
 impl ReadinessLevel {
-    pub fn of(score: u32) -> Self {
-        match score {
-            90.. => ReadinessLevel::AgentReady,
-            75..=89 => ReadinessLevel::Executable,
-            50..=74 => ReadinessLevel::Discoverable,
-            25..=49 => ReadinessLevel::Basic,
-            _ => ReadinessLevel::NotReady,
+    pub const ALL: [ReadinessLevel; 6] = [
+        ReadinessLevel::NotReady,
+        ReadinessLevel::BasicWebPresence,
+        ReadinessLevel::BotAware,
+        ReadinessLevel::AgentReadable,
+        ReadinessLevel::AgentIntegrated,
+        ReadinessLevel::AgentNative,
+    ];
+
+    pub fn number(self) -> u8 {
+        self as u8
+    }
+
+    pub fn from_number(n: u8) -> Option<Self> {
+        Self::ALL.get(usize::from(n)).copied()
+    }
+
+    /// The name people read, as the public scanners write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReadinessLevel::NotReady => "Not Ready",
+            ReadinessLevel::BasicWebPresence => "Basic Web Presence",
+            ReadinessLevel::BotAware => "Bot-Aware",
+            ReadinessLevel::AgentReadable => "Agent-Readable",
+            ReadinessLevel::AgentIntegrated => "Agent-Integrated",
+            ReadinessLevel::AgentNative => "Agent-Native",
         }
     }
 
+    /// The name as an identifier (the store's `level` column).
     pub fn as_str(self) -> &'static str {
         match self {
             ReadinessLevel::NotReady => "not_ready",
-            ReadinessLevel::Basic => "basic",
-            ReadinessLevel::Discoverable => "discoverable",
-            ReadinessLevel::Executable => "executable",
-            ReadinessLevel::AgentReady => "agent_ready",
+            ReadinessLevel::BasicWebPresence => "basic_web_presence",
+            ReadinessLevel::BotAware => "bot_aware",
+            ReadinessLevel::AgentReadable => "agent_readable",
+            ReadinessLevel::AgentIntegrated => "agent_integrated",
+            ReadinessLevel::AgentNative => "agent_native",
         }
+    }
+
+    /// The highest rung whose checks (and every rung's below) pass.
+    pub fn of(checks: &[CheckResult]) -> Self {
+        let mut level = ReadinessLevel::NotReady;
+        for rung in LADDER {
+            if rung_missing(&rung, checks).is_some() {
+                break;
+            }
+            level = rung.level;
+        }
+        level
     }
 }
 
-/// The score of a set of checks: a pass earns its weight, a warn half of it (rounded down).
-/// A check missing from `checks` earns nothing, so the score is out of 100 only for a full scan.
-pub fn score(checks: &[CheckResult]) -> u32 {
-    let earned: u32 = checks
+impl Serialize for ReadinessLevel {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u8(self.number())
+    }
+}
+
+impl<'de> Deserialize<'de> for ReadinessLevel {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let n = u8::deserialize(d)?;
+        ReadinessLevel::from_number(n)
+            .ok_or_else(|| serde::de::Error::custom(format!("no readiness level {n}")))
+    }
+}
+
+fn passed(checks: &[CheckResult], id: CheckId) -> bool {
+    checks
         .iter()
-        .map(|c| match c.status {
-            CheckStatus::Pass => c.id.weight() * 2,
-            CheckStatus::Warn => c.id.weight(),
-            CheckStatus::Fail => 0,
-        })
-        .sum();
-    (earned / 2).min(100)
+        .any(|c| c.id == id && c.status == CheckStatus::Pass)
+}
+
+/// What a rung still needs, or `None` when it is reached.
+fn rung_missing(rung: &Rung, checks: &[CheckResult]) -> Option<NextLevel> {
+    let missing: Vec<CheckId> = rung
+        .all_of
+        .iter()
+        .copied()
+        .filter(|id| !passed(checks, *id))
+        .collect();
+    let have = rung.any_of.iter().filter(|id| passed(checks, **id)).count();
+    let more_of = rung.at_least.saturating_sub(have);
+    if missing.is_empty() && more_of == 0 {
+        return None;
+    }
+    Some(NextLevel {
+        level: rung.level,
+        missing,
+        one_of: if more_of > 0 {
+            rung.any_of
+                .iter()
+                .copied()
+                .filter(|id| !passed(checks, *id))
+                .collect()
+        } else {
+            Vec::new()
+        },
+        one_of_needed: more_of,
+    })
+}
+
+/// The next rung and what it still needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NextLevel {
+    pub level: ReadinessLevel,
+    /// Checks that must all pass.
+    pub missing: Vec<CheckId>,
+    /// Checks of which `one_of_needed` more must pass (empty when none is needed).
+    pub one_of: Vec<CheckId>,
+    pub one_of_needed: usize,
+}
+
+impl NextLevel {
+    /// The rung above `level`, or `None` at the top.
+    pub fn after(level: ReadinessLevel, checks: &[CheckResult]) -> Option<Self> {
+        let rung = LADDER
+            .iter()
+            .find(|r| r.level.number() == level.number() + 1)?;
+        rung_missing(rung, checks)
+    }
+}
+
+/// The score: passes over scored checks (informational and neutral ones not counted), as a
+/// percentage rounded down; 0 when nothing was scored.
+pub fn score(checks: &[CheckResult]) -> u32 {
+    let scored = checks.iter().filter(|c| c.scored()).count();
+    let passes = checks
+        .iter()
+        .filter(|c| c.scored() && c.status == CheckStatus::Pass)
+        .count();
+    if scored == 0 {
+        return 0;
+    }
+    u32::try_from(passes * 100 / scored).unwrap_or(100)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "StoredScan")]
 pub struct ScanReport {
     pub scan_id: ScanId,
     /// The URL as asked, normalised (scheme added, fragment dropped).
@@ -213,6 +457,47 @@ pub struct ScanReport {
     pub checks: Vec<CheckResult>,
     pub started_at: DateTime<Utc>,
     pub completed_at: DateTime<Utc>,
+}
+
+impl ScanReport {
+    pub fn next_level(&self) -> Option<NextLevel> {
+        NextLevel::after(self.level, &self.checks)
+    }
+}
+
+/// A report as stored: reports from before the ladder hold a level name (`basic`,
+/// `agent_ready`, ...) on another scale; theirs is worked out again from their checks.
+#[derive(Deserialize)]
+struct StoredScan {
+    scan_id: ScanId,
+    url: String,
+    origin: String,
+    score: u32,
+    level: serde_json::Value,
+    checks: Vec<CheckResult>,
+    started_at: DateTime<Utc>,
+    completed_at: DateTime<Utc>,
+}
+
+impl From<StoredScan> for ScanReport {
+    fn from(s: StoredScan) -> Self {
+        let level = s
+            .level
+            .as_u64()
+            .and_then(|n| u8::try_from(n).ok())
+            .and_then(ReadinessLevel::from_number)
+            .unwrap_or_else(|| ReadinessLevel::of(&s.checks));
+        ScanReport {
+            scan_id: s.scan_id,
+            url: s.url,
+            origin: s.origin,
+            score: s.score,
+            level,
+            checks: s.checks,
+            started_at: s.started_at,
+            completed_at: s.completed_at,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -231,44 +516,104 @@ mod tests {
         }
     }
 
-    #[test]
-    fn weights_sum_to_100_and_a_full_pass_scores_100() {
-        assert_eq!(CheckId::ALL.iter().map(|c| c.weight()).sum::<u32>(), 100);
-        let all: Vec<_> = CheckId::ALL
-            .iter()
-            .map(|c| check(*c, CheckStatus::Pass))
-            .collect();
-        assert_eq!(score(&all), 100);
-        assert_eq!(ReadinessLevel::of(score(&all)), ReadinessLevel::AgentReady);
+    fn all(status: CheckStatus) -> Vec<CheckResult> {
+        CheckId::ALL.iter().map(|c| check(*c, status)).collect()
+    }
+
+    fn set(checks: &mut [CheckResult], id: CheckId, status: CheckStatus) {
+        checks.iter_mut().find(|c| c.id == id).unwrap().status = status;
     }
 
     #[test]
-    fn warns_earn_half_and_fails_nothing() {
-        let mut all: Vec<_> = CheckId::ALL
-            .iter()
-            .map(|c| check(*c, CheckStatus::Pass))
-            .collect();
-        all[4].status = CheckStatus::Fail; // openapi, 12
-        assert_eq!(score(&all), 88);
-        assert_eq!(ReadinessLevel::of(88), ReadinessLevel::Executable);
-        all[4].status = CheckStatus::Warn;
-        assert_eq!(score(&all), 94);
-        let none: Vec<_> = CheckId::ALL
-            .iter()
-            .map(|c| check(*c, CheckStatus::Fail))
-            .collect();
-        assert_eq!(score(&none), 0);
-        assert_eq!(ReadinessLevel::of(0), ReadinessLevel::NotReady);
+    fn the_score_is_passes_over_scored_checks() {
+        let mut checks = all(CheckStatus::Pass);
+        assert_eq!(score(&checks), 100);
+        assert_eq!(ReadinessLevel::of(&checks), ReadinessLevel::AgentNative);
+        assert_eq!(NextLevel::after(ReadinessLevel::AgentNative, &checks), None);
+        // Neutral and informational checks count neither way.
+        set(&mut checks, CheckId::X402, CheckStatus::Neutral);
+        set(&mut checks, CheckId::WebMcp, CheckStatus::Neutral);
+        assert_eq!(score(&checks), 100);
+        set(&mut checks, CheckId::Forms, CheckStatus::Fail);
+        set(&mut checks, CheckId::Sitemap, CheckStatus::Warn);
+        // 25 scored (27 less web_bot_auth and web_mcp; x402 neutral: 24), 22 pass.
+        assert_eq!(score(&checks), 22 * 100 / 24);
+        assert_eq!(score(&all(CheckStatus::Fail)), 0);
+        assert_eq!(score(&all(CheckStatus::Neutral)), 0);
     }
 
     #[test]
-    fn ids_serialise_as_their_names() {
+    fn the_ladder_needs_every_rung_below() {
+        let mut checks = all(CheckStatus::Fail);
+        assert_eq!(ReadinessLevel::of(&checks), ReadinessLevel::NotReady);
+        let next = NextLevel::after(ReadinessLevel::NotReady, &checks).unwrap();
+        assert_eq!(next.level, ReadinessLevel::BasicWebPresence);
+        assert_eq!(next.one_of_needed, 2);
+        assert_eq!(next.one_of.len(), 3);
+        set(&mut checks, CheckId::RobotsTxt, CheckStatus::Pass);
+        set(&mut checks, CheckId::LinkHeaders, CheckStatus::Pass);
+        assert_eq!(
+            ReadinessLevel::of(&checks),
+            ReadinessLevel::BasicWebPresence
+        );
+        // Markdown alone does not skip Bot-Aware.
+        set(&mut checks, CheckId::MarkdownNegotiation, CheckStatus::Pass);
+        set(&mut checks, CheckId::ApiCatalog, CheckStatus::Pass);
+        assert_eq!(
+            ReadinessLevel::of(&checks),
+            ReadinessLevel::BasicWebPresence
+        );
+        let next = NextLevel::after(ReadinessLevel::BasicWebPresence, &checks).unwrap();
+        assert_eq!(
+            next.missing,
+            vec![CheckId::RobotsAiRules, CheckId::ContentSignals]
+        );
+        set(&mut checks, CheckId::RobotsAiRules, CheckStatus::Pass);
+        set(&mut checks, CheckId::ContentSignals, CheckStatus::Pass);
+        assert_eq!(ReadinessLevel::of(&checks), ReadinessLevel::AgentIntegrated);
+        let next = NextLevel::after(ReadinessLevel::AgentIntegrated, &checks).unwrap();
+        assert_eq!(next.level, ReadinessLevel::AgentNative);
+        assert!(next.missing.contains(&CheckId::McpProbe));
+        assert!(!next.missing.contains(&CheckId::ApiCatalog));
+        // A warn is not a pass.
+        set(&mut checks, CheckId::MarkdownNegotiation, CheckStatus::Warn);
+        assert_eq!(ReadinessLevel::of(&checks), ReadinessLevel::BotAware);
+    }
+
+    #[test]
+    fn ids_and_levels_serialise_and_old_reports_read_back() {
         for id in CheckId::ALL {
             assert_eq!(serde_json::to_value(id).unwrap(), id.as_str());
+            assert_eq!(CheckId::parse(id.as_str()), Some(id));
         }
         assert_eq!(
-            serde_json::to_value(ReadinessLevel::AgentReady).unwrap(),
-            "agent_ready"
+            serde_json::to_value(ReadinessLevel::AgentNative).unwrap(),
+            5
         );
+        // A report stored before the ladder: old ids, the old level scale, no neutral.
+        let old = serde_json::json!({
+            "scan_id": "scn_01JZ0000000000000000000000",
+            "url": "https://e.com/", "origin": "https://e.com", "score": 56,
+            "level": "discoverable",
+            "checks": [
+                {"id": "robots_txt", "title": "r", "status": "pass", "weight": 8,
+                 "summary": "", "evidence": [], "recommendation": null},
+                {"id": "sitemap", "title": "s", "status": "pass", "weight": 6,
+                 "summary": "", "evidence": [], "recommendation": null},
+                {"id": "markdown", "title": "m", "status": "pass", "weight": 7,
+                 "summary": "", "evidence": [], "recommendation": null},
+                {"id": "mcp_discovery", "title": "d", "status": "warn", "weight": 8,
+                 "summary": "", "evidence": [], "recommendation": "x"}
+            ],
+            "started_at": "2026-01-01T00:00:00Z", "completed_at": "2026-01-01T00:00:01Z"
+        });
+        let report: ScanReport = serde_json::from_value(old).unwrap();
+        assert_eq!(report.level, ReadinessLevel::BasicWebPresence);
+        assert_eq!(report.score, 56);
+        assert_eq!(report.checks[2].id, CheckId::MarkdownNegotiation);
+        assert_eq!(report.checks[3].id, CheckId::McpServerCard);
+        let again: ScanReport =
+            serde_json::from_value(serde_json::to_value(&report).unwrap()).unwrap();
+        assert_eq!(again, report);
     }
 }

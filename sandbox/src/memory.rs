@@ -322,6 +322,7 @@ mod tests {
             final_url: url.into(),
             status: 200,
             content_type: Some("text/html".into()),
+            headers: Vec::new(),
             charset: "utf-8".into(),
             body: "x".repeat(bytes),
             raw: None,

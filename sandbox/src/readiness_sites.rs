@@ -1,30 +1,49 @@
-//! Sites for the readiness scan: one wiremock server that answers, by `Host`, for an
-//! agent-ready site (`ready.sandbox.test`) and for one site per check that lacks exactly that
-//! thing (`lacks-llms-txt.sandbox.test`, ...). A scan of the ready site passes every check; a
-//! scan of a lacking site fails exactly the check named in its host.
+//! Sites for the readiness scan: one wiremock server that answers, by `Host`, for a complete
+//! agent-ready shop (`ready.sandbox.test`), for one site per check that lacks exactly that
+//! thing (`lacks-llms-txt.sandbox.test`, ...), and for a site that never answers
+//! (`never.sandbox.test`). A scan of the ready site passes every scored check; a scan of a
+//! lacking site fails exactly the check named in its host (an informational check is neutral
+//! there instead).
 
-use std::net::SocketAddr;
+use std::{net::SocketAddr, time::Duration};
 
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate, matchers::any};
 
 pub const READY_HOST: &str = "ready.sandbox.test";
+/// Accepts connections and answers nothing for a minute.
+pub const NEVER_HOST: &str = "never.sandbox.test";
 
-/// What each lacking site leaves out, by the id of the check that must fail.
+/// What each lacking site leaves out, by the id of the check that must fail (every check).
 pub const LACKING: &[&str] = &[
     "robots_txt",
     "sitemap",
+    "link_headers",
+    "robots_ai_rules",
+    "content_signals",
+    "web_bot_auth",
+    "markdown_negotiation",
+    "markdown_mirror",
     "llms_txt",
+    "llms_txt_links",
     "llms_full_txt",
-    "openapi",
-    "mcp_discovery",
-    "mcp_probe",
-    "a2a_agent_card",
-    "oauth_protected_resource",
-    "markdown",
     "structured_data",
     "forms",
+    "api_catalog",
+    "openapi",
+    "mcp_server_card",
+    "mcp_probe",
+    "a2a_agent_card",
+    "agent_skills",
+    "oauth_discovery",
+    "oauth_protected_resource",
+    "web_mcp",
     "commerce_files",
+    "x402",
+    "ucp",
+    "acp",
+    "ap2",
 ];
 
 /// The host of the site that lacks what `check` looks for.
@@ -52,7 +71,9 @@ impl ReadinessSites {
 
     /// Every host this server answers for.
     pub fn hosts(&self) -> Vec<String> {
-        std::iter::once(READY_HOST.to_owned())
+        [READY_HOST, NEVER_HOST]
+            .into_iter()
+            .map(str::to_owned)
             .chain(LACKING.iter().map(|c| lacking_host(c)))
             .collect()
     }
@@ -73,8 +94,21 @@ fn json_answer(body: Value) -> ResponseTemplate {
     ResponseTemplate::new(200).set_body_json(body)
 }
 
+fn typed_json(content_type: &str, body: Value) -> ResponseTemplate {
+    text(200, content_type, body.to_string())
+}
+
 fn not_found() -> ResponseTemplate {
     text(404, "text/plain", "not found")
+}
+
+/// The one skill the shop describes, and its index entry's digest.
+const SKILL: &str = "---\nname: order-tea\ndescription: Search the shop's teas and order one.\n---\n\n# Order tea\n\n1. GET /api/products?q=sencha lists teas with a sku and a price.\n2. POST /api/orders with the sku and a quantity.\n";
+
+fn skill_digest() -> String {
+    let digest = Sha256::digest(SKILL.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
 }
 
 impl Respond for Site {
@@ -85,6 +119,9 @@ impl Respond for Site {
             .and_then(|h| h.to_str().ok())
             .unwrap_or_default();
         let host = host_header.split(':').next().unwrap_or_default();
+        if host == NEVER_HOST {
+            return not_found().set_delay(Duration::from_secs(60));
+        }
         let lacks = host
             .strip_prefix("lacks-")
             .and_then(|h| h.strip_suffix(".sandbox.test"))
@@ -94,7 +131,7 @@ impl Respond for Site {
             return not_found();
         }
         let origin = format!("http://{host_header}");
-        let lacking = |check: &str| lacks == check;
+        let has = |check: &str| lacks != check;
         let accept = request
             .headers
             .get("accept")
@@ -102,92 +139,233 @@ impl Respond for Site {
             .unwrap_or_default();
         let method = request.method.as_str();
         match (method, request.url.path()) {
-            ("GET", "/robots.txt") if !lacking("robots_txt") => {
-                let sitemap = if lacking("sitemap") {
-                    String::new()
-                } else {
-                    format!("Sitemap: {origin}/sitemap.xml\n")
-                };
-                text(
-                    200,
-                    "text/plain",
-                    format!(
-                        "User-agent: GPTBot\nUser-agent: ClaudeBot\nAllow: /\n\nUser-agent: *\nDisallow: /private\n\n{sitemap}"
-                    ),
-                )
-            }
-            ("GET", "/sitemap.xml") if !lacking("sitemap") => text(
+            ("GET", "/robots.txt") => robots(&origin, &lacks),
+            ("GET", "/sitemap.xml") if has("sitemap") => text(
                 200,
                 "application/xml",
                 format!(
                     "<?xml version=\"1.0\"?><urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\"><url><loc>{origin}/</loc></url><url><loc>{origin}/pricing</loc></url></urlset>"
                 ),
             ),
-            ("GET", "/llms.txt") if !lacking("llms_txt") => text(
-                200,
-                "text/plain",
-                format!(
-                    "# Example Tea Shop\n\n> Loose-leaf tea, sold online and through agents.\n\n## API\n\n- [OpenAPI]({origin}/openapi.json): the shop's API\n- [MCP server card]({origin}/.well-known/mcp/server-card.json)\n\n## Optional\n\n- [Everything]({origin}/llms-full.txt)\n"
-                ),
-            ),
-            ("GET", "/llms-full.txt") if !lacking("llms_full_txt") => text(
+            ("GET", "/llms.txt") if has("llms_txt") => {
+                let broken = if has("llms_txt_links") {
+                    String::new()
+                } else {
+                    format!("- [Old guide]({origin}/docs/gone): moved away\n")
+                };
+                text(
+                    200,
+                    "text/plain",
+                    format!(
+                        "# Example Tea Shop\n\n> Loose-leaf tea, sold online and through agents.\n\n## Docs\n\n- [API guide]({origin}/docs): the shop's API\n- [Pricing](/pricing)\n{broken}"
+                    ),
+                )
+            }
+            ("GET", "/llms-full.txt") if has("llms_full_txt") => text(
                 200,
                 "text/plain",
                 format!(
                     "# Example Tea Shop\n\n> Loose-leaf tea.\n\n## Search\n\nGET {origin}/api/products?q=... lists teas by name. Each has a sku, a name, a price in cents and whether it is in stock.\n\n## Order\n\nPOST {origin}/api/orders with a sku and a quantity places an order, paid on delivery.\n"
                 ),
             ),
-            ("GET", "/openapi.json") if !lacking("openapi") => json_answer(json!({
-                "openapi": "3.1.0",
-                "info": {"title": "Example Tea Shop", "version": "1.0.0"},
-                "servers": [{"url": origin}],
-                "paths": {"/api/products": {"get": {
-                    "operationId": "searchProducts",
-                    "parameters": [{"name": "q", "in": "query", "schema": {"type": "string"}}],
-                    "responses": {"200": {"description": "Matching teas"}}
-                }}}
+            ("GET", "/docs" | "/pricing") => text(
+                200,
+                "text/html; charset=utf-8",
+                "<!doctype html><title>Example Tea Shop</title><h1>Teas from $4</h1>",
+            ),
+            ("GET", "/index.md") if has("markdown_mirror") => markdown(),
+            ("GET", "/openapi.json") if has("openapi") => json_answer(openapi(&origin)),
+            ("GET", "/.well-known/api-catalog") if has("api_catalog") => typed_json(
+                "application/linkset+json; profile=\"https://www.rfc-editor.org/info/rfc9727\"",
+                json!({"linkset": [{
+                    "anchor": format!("{origin}/api"),
+                    "service-desc": [{"href": format!("{origin}/openapi.json"), "type": "application/openapi+json"}],
+                    "service-doc": [{"href": format!("{origin}/docs"), "type": "text/html"}]
+                }]}),
+            ),
+            (
+                "GET",
+                "/.well-known/mcp/server-card.json"
+                | "/.well-known/mcp/server-card"
+                | "/.well-known/mcp.json",
+            ) if has("mcp_server_card") => json_answer(json!({
+                "$schema": "https://static.modelcontextprotocol.io/schemas/2025-09-29/server.schema.json",
+                "name": "test.sandbox/tea-shop",
+                "title": "Example Tea Shop",
+                "version": "1.0.0",
+                "capabilities": {"tools": {}},
+                "remotes": [{"type": "streamable-http", "url": format!("{origin}/mcp")}]
             })),
-            ("GET", "/.well-known/mcp/server-card.json") if !lacking("mcp_discovery") => {
-                json_answer(json!({
-                    "serverInfo": {"name": "tea-shop", "version": "1.0.0"},
-                    "transport": {"type": "streamable-http", "url": format!("{origin}/mcp")},
-                    "capabilities": {"tools": {}}
-                }))
-            }
-            ("GET", "/.well-known/mcp/tools.json") if !lacking("mcp_discovery") => json_answer(
+            ("GET", "/.well-known/mcp/tools.json") if has("mcp_server_card") => json_answer(
                 json!({"tools": [{"name": "search_teas", "description": "Search teas"}]}),
             ),
-            ("POST", "/mcp") if !lacking("mcp_probe") => mcp(request),
+            ("POST", "/mcp") if has("mcp_probe") => mcp(request),
             ("GET", "/.well-known/agent-card.json" | "/.well-known/agent.json")
-                if !lacking("a2a_agent_card") =>
+                if has("a2a_agent_card") =>
             {
+                json_answer(agent_card(&origin, has("ap2")))
+            }
+            ("GET", "/.well-known/agent-skills/index.json") if has("agent_skills") => {
                 json_answer(json!({
-                    "name": "Example Tea Shop",
-                    "description": "Finds teas",
-                    "url": format!("{origin}/a2a"),
-                    "version": "1.0.0",
-                    "skills": [{"id": "search", "name": "Search teas"}]
+                    "$schema": "https://schemas.agentskills.io/discovery/0.2.0/schema.json",
+                    "skills": [{
+                        "name": "order-tea",
+                        "type": "skill-md",
+                        "description": "Search the shop's teas and order one.",
+                        "url": "/.well-known/agent-skills/order-tea/SKILL.md",
+                        "digest": skill_digest()
+                    }]
+                }))
+            }
+            ("GET", "/.well-known/agent-skills/order-tea/SKILL.md") => {
+                text(200, "text/markdown; charset=utf-8", SKILL)
+            }
+            ("GET", "/.well-known/oauth-authorization-server") if has("oauth_discovery") => {
+                json_answer(json!({
+                    "issuer": origin,
+                    "authorization_endpoint": format!("{origin}/oauth/authorize"),
+                    "token_endpoint": format!("{origin}/oauth/token"),
+                    "grant_types_supported": ["authorization_code"]
                 }))
             }
             ("GET", "/.well-known/oauth-protected-resource")
-                if !lacking("oauth_protected_resource") =>
+                if has("oauth_protected_resource") =>
             {
                 json_answer(json!({"resource": origin, "authorization_servers": [origin]}))
             }
+            ("GET", "/.well-known/http-message-signatures-directory") if has("web_bot_auth") => {
+                typed_json(
+                    "application/http-message-signatures-directory+json",
+                    json!({"keys": [{"kty": "OKP", "crv": "Ed25519",
+                        "x": "JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs"}]}),
+                )
+            }
             ("GET", "/.well-known/agent-commerce.json" | "/.well-known/payment-protocols.json")
-                if !lacking("commerce_files") =>
+                if has("commerce_files") =>
             {
                 json_answer(json!({"merchant": "Example Tea Shop", "currencies": ["usd"]}))
             }
-            ("GET", "/") if accept.contains("text/markdown") && !lacking("markdown") => text(
-                200,
-                "text/markdown; charset=utf-8",
-                "# Example Tea Shop\n\nLoose-leaf tea.\n",
-            ),
-            ("GET", "/") => text(200, "text/html; charset=utf-8", home_page(&lacks)),
+            ("GET", "/api") if has("x402") => ResponseTemplate::new(402).set_body_json(json!({
+                "x402Version": 1,
+                "error": "payment required",
+                "accepts": [{
+                    "scheme": "exact", "network": "base-sepolia", "maxAmountRequired": "1000",
+                    "resource": format!("{origin}/api"), "description": "One API call",
+                    "mimeType": "application/json", "payTo": "0x0000000000000000000000000000000000000001",
+                    "maxTimeoutSeconds": 60, "asset": "0x036CbD53842c5426634e7929541eC2318f3dCF7e"
+                }]
+            })),
+            ("GET", "/.well-known/ucp") if has("ucp") => json_answer(json!({"ucp": {
+                "version": "2026-01-11",
+                "services": {"dev.ucp.shopping": {"version": "2026-01-11",
+                    "rest": {"endpoint": format!("{origin}/ucp")}}},
+                "capabilities": [{"name": "dev.ucp.shopping.checkout", "version": "2026-01-11"}]
+            }})),
+            ("GET", "/.well-known/acp.json") if has("acp") => json_answer(json!({
+                "version": "2025-09-29",
+                "checkout_sessions": format!("{origin}/acp/checkout_sessions")
+            })),
+            ("GET", "/") if accept.contains("text/markdown") && has("markdown_negotiation") => {
+                markdown()
+            }
+            ("GET", "/") => {
+                let mut page = text(200, "text/html; charset=utf-8", home_page(&lacks))
+                    .insert_header("vary", "Accept");
+                if has("link_headers") {
+                    page = page.insert_header(
+                        "link",
+                        "</.well-known/api-catalog>; rel=\"api-catalog\", </openapi.json>; rel=\"service-desc\", </llms.txt>; rel=\"describedby\"",
+                    );
+                }
+                page
+            }
             _ => not_found(),
         }
     }
+}
+
+fn markdown() -> ResponseTemplate {
+    text(
+        200,
+        "text/markdown; charset=utf-8",
+        "# Example Tea Shop\n\nLoose-leaf tea. Sencha, $12.50.\n",
+    )
+    .insert_header("vary", "Accept")
+    .insert_header("x-markdown-tokens", "14")
+}
+
+fn robots(origin: &str, lacks: &str) -> ResponseTemplate {
+    let sitemap = if lacks == "sitemap" {
+        String::new()
+    } else {
+        format!("Sitemap: {origin}/sitemap.xml\n")
+    };
+    let signal = if lacks == "content_signals" {
+        ""
+    } else {
+        "Content-Signal: search=yes, ai-input=yes, ai-train=no\n"
+    };
+    let body = match lacks {
+        // Every AI agent is kept off the whole site (the rules name them, with a signal).
+        "robots_txt" => {
+            let named: String = BLOCKED_AGENTS
+                .iter()
+                .map(|a| format!("User-agent: {a}\n"))
+                .collect();
+            format!("User-agent: *\n{signal}Allow: /\n\n{named}Disallow: /\n\n{sitemap}")
+        }
+        // Rules only for a search engine: none apply to AI crawlers.
+        "robots_ai_rules" => format!("User-agent: Googlebot\n{signal}Allow: /\n\n{sitemap}"),
+        _ => format!(
+            "User-agent: *\n{signal}Disallow: /private\n\nUser-agent: GPTBot\nUser-agent: ClaudeBot\nAllow: /\n\n{sitemap}"
+        ),
+    };
+    text(200, "text/plain", body)
+}
+
+/// The AI agents whose access the scan's robots_txt check decides (its `AI_AGENTS`).
+const BLOCKED_AGENTS: &[&str] = &[
+    "GPTBot",
+    "ChatGPT-User",
+    "OAI-SearchBot",
+    "ClaudeBot",
+    "Claude-User",
+    "Claude-SearchBot",
+    "PerplexityBot",
+    "Google-Extended",
+    "Applebot-Extended",
+    "CCBot",
+    "Meta-ExternalAgent",
+];
+
+fn openapi(origin: &str) -> Value {
+    json!({
+        "openapi": "3.1.0",
+        "info": {"title": "Example Tea Shop", "version": "1.0.0"},
+        "servers": [{"url": origin}],
+        "paths": {"/api/products": {"get": {
+            "operationId": "searchProducts",
+            "parameters": [{"name": "q", "in": "query", "schema": {"type": "string"}}],
+            "responses": {"200": {"description": "Matching teas"}}
+        }}}
+    })
+}
+
+fn agent_card(origin: &str, ap2: bool) -> Value {
+    let extensions = if ap2 {
+        json!([{"uri": "https://github.com/google-agentic-commerce/ap2/tree/v0.1",
+                "description": "Pays through AP2 mandates", "required": false}])
+    } else {
+        json!([])
+    };
+    json!({
+        "name": "Example Tea Shop",
+        "description": "Finds teas",
+        "url": format!("{origin}/a2a"),
+        "version": "1.0.0",
+        "capabilities": {"extensions": extensions},
+        "skills": [{"id": "search", "name": "Search teas"}]
+    })
 }
 
 fn home_page(lacks: &str) -> String {
@@ -202,8 +380,13 @@ fn home_page(lacks: &str) -> String {
     } else {
         r#"<form method="get" action="/search"><label for="q">Tea name</label><input id="q" name="q" type="search"><button type="submit">Search</button></form>"#
     };
+    let web_mcp = if lacks == "web_mcp" {
+        ""
+    } else {
+        r#"<script>if (navigator.modelContext) { navigator.modelContext.registerTool({name: "search_teas", description: "Search teas", inputSchema: {type: "object", properties: {q: {type: "string"}}}, execute: async ({q}) => (await fetch("/api/products?q=" + encodeURIComponent(q))).json()}); }</script>"#
+    };
     format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Example Tea Shop</title>{json_ld}</head><body><h1>Example Tea Shop</h1><p>Loose-leaf tea, sold online.</p>{form}</body></html>"
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Example Tea Shop</title>{json_ld}</head><body><h1>Example Tea Shop</h1><p>Loose-leaf tea, sold online. Sencha, $12.50 <button>Add to cart</button></p>{form}{web_mcp}</body></html>"
     )
 }
 

@@ -26,8 +26,9 @@ use svc_ports::{
     webhooks::WebhookSecret,
 };
 pub use svc_sandbox::{
-    ACCESS_TOKEN_SECONDS, ActionSites, BOOKING_ACCOUNT, DemoSite, LACKING, OTHER_BOOKING_ACCOUNT,
-    READY_HOST, ReadinessSites, SHOP_HOST, SandboxAuthServer, SandboxPaymentProvider, lacking_host,
+    ACCESS_TOKEN_SECONDS, ActionSites, BOOKING_ACCOUNT, DemoSite, LACKING, NEVER_HOST,
+    OTHER_BOOKING_ACCOUNT, READY_HOST, ReadinessSites, SHOP_HOST, SandboxAuthServer,
+    SandboxPaymentProvider, lacking_host,
 };
 use svc_sandbox::{DEMO_HOST, MemoryOutbox, MemoryStore, SANDBOX_PROVIDER_KEY};
 use svc_signer::Ed25519Signer;

@@ -3,7 +3,7 @@
 
 use futures_util::future::join_all;
 use serde_json::{Value, json};
-use svc::startup::{LACKING, READY_HOST, lacking_host};
+use svc::startup::{LACKING, NEVER_HOST, READY_HOST, lacking_host};
 
 use crate::helpers::{TestApp, problem};
 
@@ -38,8 +38,19 @@ fn not_passing(report: &Value) -> Vec<(String, String, String)> {
         .collect()
 }
 
+/// Checks of the service's own site that it does not pass until its site serves them (the
+/// work of issue 22's items 3 and 4, on another branch): the merge empties this list.
+const OWN_SITE_NOT_YET: &[&str] = &[
+    "link_headers",
+    "content_signals",
+    "markdown_mirror",
+    "api_catalog",
+    "mcp_server_card",
+    "agent_skills",
+];
+
 #[tokio::test]
-async fn the_services_own_site_scores_100_and_the_report_reads_back() {
+async fn the_services_own_site_passes_and_the_report_reads_back() {
     let (builder, origin) = TestApp::builder()
         .readiness_sites()
         .await
@@ -48,10 +59,13 @@ async fn the_services_own_site_scores_100_and_the_report_reads_back() {
     let resp = scan(&app, &format!("{origin}/")).await;
     assert_eq!(resp.status(), 200);
     let report: Value = resp.json().await.unwrap();
-    assert_eq!(not_passing(&report), vec![], "{report:#}");
-    assert_eq!(report["score"], 100);
-    assert_eq!(report["level"], "agent_ready");
-    assert_eq!(report["checks"].as_array().unwrap().len(), 13);
+    let failing: Vec<String> = not_passing(&report)
+        .into_iter()
+        .filter(|(id, status, _)| status != "neutral" && !OWN_SITE_NOT_YET.contains(&id.as_str()))
+        .map(|(id, status, summary)| format!("{id} {status}: {summary}"))
+        .collect();
+    assert_eq!(failing, Vec::<String>::new(), "{report:#}");
+    assert_eq!(report["checks"].as_array().unwrap().len(), 27);
     for check in report["checks"].as_array().unwrap() {
         let evidence = check["evidence"].as_array().unwrap();
         assert!(!evidence.is_empty(), "{check}");
@@ -59,13 +73,13 @@ async fn the_services_own_site_scores_100_and_the_report_reads_back() {
             evidence[0]["url"].as_str().unwrap().starts_with(&origin),
             "{check}"
         );
-        assert!(
-            check.get("recommendation").is_none_or(Value::is_null),
-            "{check}"
-        );
     }
-    let probe = &report["checks"][6];
-    assert_eq!(probe["id"], "mcp_probe");
+    let probe = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "mcp_probe")
+        .unwrap();
     assert!(
         probe["evidence"][0]["excerpt"]
             .as_str()
@@ -87,10 +101,22 @@ async fn the_services_own_site_scores_100_and_the_report_reads_back() {
     assert_eq!(page.status(), 200);
     let html = page.text().await.unwrap();
     assert!(
-        html.contains("<span class=\"score\" id=\"score\">100</span>"),
+        html.contains(&format!(
+            "<span class=\"score\" id=\"score\">{}</span>",
+            report["score"]
+        )),
         "{html}"
     );
     assert!(html.contains("id=\"check-mcp_probe\""));
+}
+
+fn check_of<'a>(report: &'a Value, id: &str) -> &'a Value {
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap()
 }
 
 #[tokio::test]
@@ -107,8 +133,21 @@ async fn each_site_built_to_lack_one_thing_fails_exactly_that_check() {
         .json()
         .await
         .unwrap();
-    assert_eq!(not_passing(&ready), vec![], "{ready:#}");
+    // Every scored check passes; WebMCP cannot be run without a browser: neutral.
+    let open: Vec<_> = not_passing(&ready);
+    assert_eq!(open.len(), 1, "{ready:#}");
+    assert_eq!(
+        (open[0].0.as_str(), open[0].1.as_str()),
+        ("web_mcp", "neutral")
+    );
     assert_eq!(ready["score"], 100);
+    assert_eq!(ready["level"], 5);
+    assert_eq!(ready["level_name"], "Agent-Native");
+    assert!(
+        ready.get("next_level").is_none_or(Value::is_null),
+        "{ready:#}"
+    );
+    assert_eq!(check_of(&ready, "web_bot_auth")["status"], "pass");
 
     let reports = join_all(LACKING.iter().map(|check| {
         let app = &app;
@@ -117,25 +156,196 @@ async fn each_site_built_to_lack_one_thing_fails_exactly_that_check() {
     }))
     .await;
     for (check, report) in reports {
-        let failing = not_passing(&report);
-        assert_eq!(failing.len(), 1, "{check}: {failing:?}");
-        assert_eq!(failing[0].0, check, "{failing:?}");
-        assert_eq!(failing[0].1, "fail", "{check}: {failing:?}");
-        let failed = report["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["id"] == check)
-            .unwrap();
+        let informational = matches!(check, "web_bot_auth" | "web_mcp");
+        // The checks that fail or warn (neutral is no judgement) are exactly the one built
+        // to be missing; an informational one is neutral instead.
+        let failing: Vec<String> = not_passing(&report)
+            .into_iter()
+            .filter(|(_, status, _)| status != "neutral")
+            .map(|(id, _, _)| id)
+            .collect();
+        let lacked = check_of(&report, check);
+        if informational {
+            assert_eq!(failing, Vec::<String>::new(), "{check}: {report:#}");
+            assert_eq!(lacked["status"], "neutral", "{check}: {lacked}");
+            assert_eq!(report["score"], 100, "{check}");
+        } else {
+            assert_eq!(failing, vec![check.to_owned()], "{check}: {report:#}");
+            assert_eq!(lacked["status"], "fail", "{check}: {lacked}");
+            assert!(
+                report["score"].as_u64().unwrap() < 100,
+                "{check}: {}",
+                report["score"]
+            );
+        }
         assert!(
-            failed["recommendation"]
+            lacked["recommendation"]
                 .as_str()
                 .is_some_and(|r| !r.is_empty()),
-            "{failed}"
+            "{lacked}"
         );
-        let weight = failed["weight"].as_u64().unwrap();
-        assert_eq!(report["score"].as_u64().unwrap(), 100 - weight, "{check}");
     }
+}
+
+#[tokio::test]
+async fn the_level_is_the_highest_rung_whose_checks_all_pass() {
+    let app = TestApp::builder()
+        .readiness_sites()
+        .await
+        .runtime(|r| r.scan_rate_limit_per_ip = 100)
+        .spawn()
+        .await;
+    let sites = app._readiness.clone().unwrap();
+    // What each lacking site's level stops at, and what the next level then asks.
+    for (check, level, name, missing) in [
+        (
+            "robots_ai_rules",
+            1,
+            "Basic Web Presence",
+            vec!["robots_ai_rules"],
+        ),
+        (
+            "content_signals",
+            1,
+            "Basic Web Presence",
+            vec!["content_signals"],
+        ),
+        (
+            "markdown_negotiation",
+            2,
+            "Bot-Aware",
+            vec!["markdown_negotiation"],
+        ),
+        ("mcp_probe", 4, "Agent-Integrated", vec!["mcp_probe"]),
+        ("agent_skills", 4, "Agent-Integrated", vec!["agent_skills"]),
+        // One of robots.txt, sitemap and Link headers may be missing.
+        ("link_headers", 5, "Agent-Native", vec![]),
+        ("forms", 5, "Agent-Native", vec![]),
+    ] {
+        let report: Value = scan(&app, &sites.origin(&lacking_host(check)))
+            .await
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(report["level"], level, "{check}: {report:#}");
+        assert_eq!(report["level_name"], name, "{check}");
+        if level < 5 {
+            assert_eq!(report["next_level"]["level"], level + 1, "{check}");
+            assert_eq!(report["next_level"]["missing"], json!(missing), "{check}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_site_that_never_answers_is_scanned_to_the_end_with_every_probe_timed_out() {
+    let app = TestApp::builder()
+        .readiness_sites()
+        .await
+        // Each probe gives up quickly; the scan's own budget bounds the rest.
+        .fetch_timeout(std::time::Duration::from_millis(300))
+        .spawn()
+        .await;
+    let sites = app._readiness.clone().unwrap();
+    let resp = scan(&app, &sites.origin(NEVER_HOST)).await;
+    assert_eq!(resp.status(), 200);
+    let report: Value = resp.json().await.unwrap();
+    assert_eq!(report["level"], 0, "{report:#}");
+    assert_eq!(report["score"], 0);
+    assert_eq!(report["checks"].as_array().unwrap().len(), 27);
+    for c in report["checks"].as_array().unwrap() {
+        assert_ne!(c["status"], "pass", "{c}");
+    }
+    let robots = check_of(&report, "robots_txt");
+    assert!(
+        robots["evidence"][0]["excerpt"]
+            .as_str()
+            .unwrap()
+            .contains("did not answer"),
+        "{robots}"
+    );
+}
+
+#[tokio::test]
+async fn agents_get_the_report_as_markdown_and_people_a_badge() {
+    let app = TestApp::builder().readiness_sites().await.spawn().await;
+    let sites = app._readiness.clone().unwrap();
+    let resp = app
+        .http
+        .post(app.url("/api/readiness/scan"))
+        .json(&json!({"url": sites.origin(&lacking_host("content_signals")), "format": "agent"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert!(
+        resp.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/markdown")
+    );
+    let md = resp.text().await.unwrap();
+    assert!(md.contains("Level 1 of 5: **Basic Web Presence**"), "{md}");
+    assert!(md.contains("## To reach level 2 (Bot-Aware)"), "{md}");
+    assert!(
+        md.contains("- [ ] `content_signals`: Say what your content may be used for"),
+        "{md}"
+    );
+    assert!(md.contains("### `content_signals` (fail)"), "{md}");
+    let id = md
+        .split("/readiness/")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap()
+        .to_owned();
+
+    // `format: "json"` (and no format) answer JSON, with the badge's URL.
+    let report: Value = app.get_json(&format!("/api/readiness/scans/{id}")).await;
+    assert_eq!(report["level"], 1);
+    let badge_url = report["badge_url"].as_str().unwrap();
+    assert!(
+        badge_url.ends_with(&format!("/readiness/{id}/badge.svg")),
+        "{badge_url}"
+    );
+    let badge = app
+        .http
+        .get(app.url(&format!("/readiness/{id}/badge.svg")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(badge.status(), 200);
+    assert_eq!(badge.headers()["content-type"], "image/svg+xml");
+    let svg = badge.text().await.unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("1 Basic Web Presence"),
+        "{svg}"
+    );
+    let missing = app
+        .http
+        .get(app.url("/readiness/scn_01JZ0000000000000000000000/badge.svg"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+
+    // The page: the ladder, what the next rung needs, the share URL and the badge.
+    let html = app.get_text(&format!("/readiness/{id}")).await;
+    assert!(
+        html.contains("<li class=\"current\" id=\"rung-1\">"),
+        "{html}"
+    );
+    assert!(html.contains("<li class=\"next\" id=\"rung-2\">"), "{html}");
+    assert!(html.contains("href=\"#check-content_signals\""), "{html}");
+    assert!(html.contains(&format!("/readiness/{id}\"")), "{html}");
+    assert!(html.contains(&format!("src=\"/readiness/{id}/badge.svg\"")));
+
+    let bad_format = app
+        .http
+        .post(app.url("/api/readiness/scan"))
+        .json(&json!({"url": "https://example.com", "format": "yaml"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad_format.status(), 400);
 }
 
 #[tokio::test]
@@ -280,6 +490,10 @@ async fn people_scan_from_the_landing_page_and_agents_get_markdown() {
     assert!(location.starts_with("/readiness/scn_"), "{location}");
     let report = app.get_text(&location).await;
     assert!(report.contains("Agent readiness of") && report.contains(">100</span>"));
+    assert!(
+        report.contains("id=\"level-name\">Agent-Native<"),
+        "{report}"
+    );
     // A refused URL is shown on the form, not stored.
     let refused = no_redirects
         .post(app.url("/readiness"))

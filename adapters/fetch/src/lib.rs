@@ -376,6 +376,10 @@ impl GuardedFetcher {
             final_url: final_url.to_string(),
             status: status.as_u16(),
             content_type,
+            headers: headers
+                .iter()
+                .filter_map(|(n, v)| Some((n.as_str().to_owned(), v.to_str().ok()?.to_owned())))
+                .collect(),
             charset,
             body: text,
             raw,

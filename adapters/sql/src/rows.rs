@@ -315,6 +315,7 @@ pub(crate) fn fetched_page(r: &impl Columns) -> Result<FetchedPage, StoreError> 
         final_url: r.text("final_url")?,
         status: u16::try_from(r.int("status")?).map_err(corrupt("page status"))?,
         content_type: r.text_opt("content_type")?,
+        headers: Vec::new(),
         charset,
         body,
         raw,

@@ -293,6 +293,7 @@ pub fn rows() -> Rows {
         final_url: "https://example.com/b".into(),
         status: 404,
         content_type: None,
+        headers: Vec::new(),
         charset: "utf-8".into(),
         body: "<p>héllo ✓ 你好 \u{0} end</p>".into(),
         raw: None,

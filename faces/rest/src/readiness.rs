@@ -9,15 +9,29 @@ use kit::limits::shared_limit;
 use kit::problem::ApiProblem;
 use kit::wire::readiness::*;
 use poem::Request;
-use poem_openapi::{ApiResponse, OpenApi, param::Path, payload::Json};
+use poem_openapi::{
+    ApiResponse, OpenApi, ResponseContent,
+    param::Path,
+    payload::{Json, PlainText},
+};
 use svc_ports::{FailureClass, ScanId};
 use svc_services::telemetry::Face;
+
+/// The report as JSON, or as Markdown for an agent (`format: "agent"`).
+// Built once per answer and moved straight into the response: its size costs nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(ResponseContent)]
+pub enum ScanAnswer {
+    Json(Json<ScanReportBody>),
+    #[oai(content_type = "text/markdown; charset=utf-8")]
+    Markdown(PlainText<String>),
+}
 
 #[derive(ApiResponse)]
 pub enum ScanResponse {
     /// The scan ran; the report is stored.
     #[oai(status = 200)]
-    Ok(Json<ScanReportBody>),
+    Ok(ScanAnswer),
 }
 
 #[derive(ApiResponse)]
@@ -34,16 +48,20 @@ pub struct ReadinessApi {
 impl ReadinessApi {
     /// Scan a site for agent readiness
     ///
-    /// No credentials. Audits a company URL for agent discoverability and executability:
-    /// robots.txt and its rules for AI agents, the sitemap, `/llms.txt` (llmstxt.org
-    /// structure) and `/llms-full.txt`, an OpenAPI document (found and valid against the
-    /// official schema), MCP discovery (server card, tools manifest) and a live read-only
-    /// MCP probe (`initialize`, `tools/list`), the A2A agent card at both paths, OAuth
-    /// protected-resource metadata, Markdown on `Accept: text/markdown`, JSON-LD, forms an
-    /// agent can fill, and the commerce files. Only reads: no form is submitted, no tool
-    /// called, no payment made; every request goes through the guarded client. Answers a
-    /// score (0-100), a level, and per check pass/warn/fail with evidence and a
-    /// recommendation. Limited per client address (429 with `Retry-After`).
+    /// No credentials. Audits a company URL for agent discoverability and executability in
+    /// five families: discoverability (robots.txt, sitemap, `Link` headers), bot rules (AI
+    /// crawler groups, Content-Signal, Web Bot Auth directory), content (Markdown
+    /// negotiation and mirrors, `/llms.txt` with its links, `/llms-full.txt`, JSON-LD,
+    /// forms), integration (API catalog, OpenAPI valid against the official schema, MCP
+    /// server card at every path and a live read-only MCP probe, A2A card, agent skills with
+    /// verified digests, OAuth authorization-server and protected-resource metadata, WebMCP)
+    /// and commerce (commerce files, x402, UCP, ACP, AP2; scored only when the home page
+    /// sells). Only reads: no form is submitted, no tool called, no payment made; every
+    /// request goes through the guarded client, a few at a time, and the scan ends within
+    /// 10 s however slow the site. Answers per check pass/warn/fail/neutral with evidence
+    /// and a fix, a score (passes over scored checks), a level 0-5 with its name and what
+    /// the next level needs; `format: "agent"` answers the same report as Markdown. Limited
+    /// per client address (429 with `Retry-After`).
     #[oai(path = "/api/readiness/scan", method = "post")]
     async fn scan(
         &self,
@@ -63,10 +81,13 @@ impl ReadinessApi {
             body.0.url.as_ref(),
         )
         .await?;
-        Ok(ScanResponse::Ok(Json(report_body(
-            report,
-            &self.ctx.origins.site_url,
-        ))))
+        let site = &self.ctx.origins.site_url;
+        Ok(ScanResponse::Ok(match body.0.format {
+            Some(ScanFormat::Agent) => {
+                ScanAnswer::Markdown(PlainText(agent_markdown(&report, site)))
+            }
+            _ => ScanAnswer::Json(Json(report_body(report, site))),
+        }))
     }
 
     /// A stored readiness scan

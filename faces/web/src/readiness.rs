@@ -9,7 +9,7 @@ use poem::{
 };
 use serde::Deserialize;
 use serde_json::json;
-use svc_ports::{CheckResult, ScanId};
+use svc_ports::{CheckId, CheckResult, ReadinessLevel, ScanId};
 
 use super::Visit;
 use kit::context::AppContext;
@@ -39,9 +39,31 @@ struct ReportPage {
     url: String,
     origin: String,
     score: u32,
-    level: &'static str,
+    level_number: u8,
+    level_name: &'static str,
+    rungs: Vec<RungRow>,
+    next: Option<NextRow>,
+    share_url: String,
+    badge_path: String,
+    badge_width: usize,
     completed_at: String,
     checks: Vec<CheckRow>,
+}
+
+struct RungRow {
+    number: u8,
+    name: &'static str,
+    /// `reached`, `current`, `next` or `above`.
+    state: &'static str,
+}
+
+struct NextRow {
+    number: u8,
+    name: &'static str,
+    /// `(check id, title)`.
+    missing: Vec<(&'static str, &'static str)>,
+    one_of: Vec<(&'static str, &'static str)>,
+    one_of_needed: usize,
 }
 
 struct CheckRow {
@@ -192,14 +214,41 @@ async fn report_page(req: &Request, ctx: Data<&AppContext>, id: Path<String>) ->
     };
     match report {
         Ok(Some(r)) => {
+            let named = |ids: &[CheckId]| ids.iter().map(|c| (c.as_str(), c.title())).collect();
+            let next = r.next_level().map(|n| NextRow {
+                number: n.level.number(),
+                name: n.level.name(),
+                missing: named(&n.missing),
+                one_of: named(&n.one_of),
+                one_of_needed: n.one_of_needed,
+            });
+            let rungs = ReadinessLevel::ALL
+                .iter()
+                .map(|l| RungRow {
+                    number: l.number(),
+                    name: l.name(),
+                    state: match l.number() {
+                        n if n == r.level.number() => "current",
+                        n if n < r.level.number() => "reached",
+                        n if n == r.level.number() + 1 => "next",
+                        _ => "above",
+                    },
+                })
+                .collect();
             let page = ReportPage {
                 signed_in_as: visit.signed_in_as(),
                 csrf: visit.csrf(),
                 scan_id: r.scan_id.to_string(),
+                share_url: format!("{}/readiness/{}", ctx.origins.site_url, r.scan_id),
+                badge_path: format!("/readiness/{}/badge.svg", r.scan_id),
+                badge_width: badge(r.level).1,
                 url: r.url,
                 origin: r.origin,
                 score: r.score,
-                level: r.level.as_str(),
+                level_number: r.level.number(),
+                level_name: r.level.name(),
+                rungs,
+                next,
                 completed_at: r.completed_at.format("%Y-%m-%d %H:%M UTC").to_string(),
                 checks: r.checks.into_iter().map(CheckRow::from).collect(),
             };
@@ -215,15 +264,75 @@ async fn report_page(req: &Request, ctx: Data<&AppContext>, id: Path<String>) ->
     }
 }
 
+/// A badge of the level, as the shields people put in READMEs: `agent ready | 3 Agent-Readable`.
+/// Returns the SVG and its width.
+fn badge(level: ReadinessLevel) -> (String, usize) {
+    // Verdana 11px averages about 7 px a character; shields use the same estimate.
+    let width_of = |s: &str| s.chars().count() * 7 + 12;
+    let label = "agent ready";
+    let value = format!("{} {}", level.number(), level.name());
+    let (lw, vw) = (width_of(label), width_of(&value));
+    let color = match level.number() {
+        0 => "#9f9f9f",
+        1 => "#e05d44",
+        2 => "#fe7d37",
+        3 => "#dfb317",
+        4 => "#97ca00",
+        _ => "#44cc11",
+    };
+    let total = lw + vw;
+    let svg = format!(
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{total}" height="20" role="img" aria-label="{label}: {value}"><title>{label}: {value}</title><rect width="{lw}" height="20" fill="#555"/><rect x="{lw}" width="{vw}" height="20" fill="{color}"/><g fill="#fff" text-anchor="middle" font-family="Verdana,Geneva,DejaVu Sans,sans-serif" font-size="11"><text x="{lx}" y="14">{label}</text><text x="{vx}" y="14">{value}</text></g></svg>"##,
+        lx = lw / 2,
+        vx = lw + vw / 2,
+    );
+    (svg, total)
+}
+
+/// `GET /readiness/{scan_id}/badge.svg`: the level of a stored report as an SVG badge.
+#[handler]
+async fn badge_svg(req: &Request, ctx: Data<&AppContext>, id: Path<String>) -> Response {
+    let report = match ScanId::parse(&id.0) {
+        Ok(id) => ctx.services.readiness.report(&id).await,
+        Err(_) => Ok(None),
+    };
+    match report {
+        Ok(Some(r)) => Response::builder()
+            .status(StatusCode::OK)
+            .content_type("image/svg+xml")
+            // A report never changes.
+            .header(header::CACHE_CONTROL, "public, max-age=86400")
+            .body(badge(r.level).0),
+        Ok(None) => {
+            let visit = visit!(req, &ctx);
+            visit.message(
+                StatusCode::NOT_FOUND,
+                "No such scan",
+                "No readiness scan has this id.",
+                None,
+            )
+        }
+        Err(e) => ApiProblem::failure(&e).render("Bearer"),
+    }
+}
+
 pub fn mount(route: poem::Route) -> poem::Route {
     route
         .at("/readiness", poem::post(scan_submit))
         .at("/readiness/:scan_id", poem::get(report_page))
+        .at("/readiness/:scan_id/badge.svg", poem::get(badge_svg))
 }
 
 #[cfg(test)]
 mod tests {
     use super::prefers_markdown;
+
+    #[test]
+    fn badges_name_the_level() {
+        let (svg, width) = super::badge(svc_ports::ReadinessLevel::AgentReadable);
+        assert!(svg.starts_with("<svg") && svg.contains("3 Agent-Readable"));
+        assert!(svg.contains(&format!("width=\"{width}\"")));
+    }
 
     #[test]
     fn markdown_is_chosen_only_when_ranked_above_html() {

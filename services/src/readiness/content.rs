@@ -7,34 +7,58 @@ use svc_ports::{CheckId, CheckResult, CheckStatus, Extraction};
 use super::{Got, excerpt, missing, result};
 
 pub fn judge_markdown(got: &Got) -> CheckResult {
-    const ADVICE: &str = "Answer `Accept: text/markdown` on your pages with a Markdown version (Content-Type: text/markdown) and `Vary: Accept`.";
-    let content_type = got
-        .content_type
-        .as_deref()
-        .unwrap_or("")
-        .to_ascii_lowercase();
+    const ADVICE: &str = "Answer `Accept: text/markdown` on your pages with a Markdown version (Content-Type: text/markdown) and `Vary: Accept`; an `x-markdown-tokens` header with its token count helps agents budget.";
+    const ID: CheckId = CheckId::MarkdownNegotiation;
+    let content_type = got.media_type();
     if !got.ok() {
-        return missing(CheckId::Markdown, got, "the page", ADVICE);
+        return missing(ID, got, "the page", ADVICE);
     }
-    if content_type.starts_with("text/markdown") || content_type.starts_with("text/x-markdown") {
+    let varies = got.header_values("vary").iter().any(|v| {
+        v.split(',')
+            .any(|f| f.trim().eq_ignore_ascii_case("accept") || f.trim() == "*")
+    });
+    let mut evidence = got.evidence();
+    if content_type == "text/markdown" || content_type == "text/x-markdown" {
+        let tokens = got
+            .header("x-markdown-tokens")
+            .map(|t| format!(", {t} tokens"))
+            .unwrap_or_default();
+        evidence.excerpt = format!(
+            "Content-Type: {}; Vary: {}; {}",
+            got.content_type.as_deref().unwrap_or_default(),
+            got.header_values("vary").join(", "),
+            evidence.excerpt
+        );
+        if varies {
+            result(
+                ID,
+                CheckStatus::Pass,
+                format!("Markdown served ({content_type}, Vary: Accept{tokens})"),
+                vec![evidence],
+                None,
+            )
+        } else {
+            result(
+                ID,
+                CheckStatus::Warn,
+                format!(
+                    "Markdown served without `Vary: Accept`{tokens}: caches may serve it to browsers"
+                ),
+                vec![evidence],
+                Some(ADVICE),
+            )
+        }
+    } else if !got.is_html() && content_type == "text/plain" {
         result(
-            CheckId::Markdown,
-            CheckStatus::Pass,
-            format!("Markdown served ({content_type})"),
-            vec![got.evidence()],
-            None,
-        )
-    } else if !got.is_html() && content_type.starts_with("text/plain") {
-        result(
-            CheckId::Markdown,
+            ID,
             CheckStatus::Warn,
             "plain text served, not labelled text/markdown",
-            vec![got.evidence()],
+            vec![evidence],
             Some(ADVICE),
         )
     } else {
         result(
-            CheckId::Markdown,
+            ID,
             CheckStatus::Fail,
             format!(
                 "asked for Markdown, got {}",
@@ -44,7 +68,7 @@ pub fn judge_markdown(got: &Got) -> CheckResult {
                     &content_type
                 }
             ),
-            vec![got.evidence()],
+            vec![evidence],
             Some(ADVICE),
         )
     }
@@ -209,11 +233,16 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn markdown_needs_its_content_type() {
-        assert_eq!(
-            judge_markdown(&got(200, "text/markdown; charset=utf-8", "# Hi")).status,
-            CheckStatus::Pass
-        );
+    fn markdown_needs_its_content_type_and_vary() {
+        let mut md = got(200, "text/markdown; charset=utf-8", "# Hi");
+        assert_eq!(judge_markdown(&md).status, CheckStatus::Warn);
+        md.headers = vec![
+            ("vary".into(), "Accept-Encoding, Accept".into()),
+            ("x-markdown-tokens".into(), "12".into()),
+        ];
+        let r = judge_markdown(&md);
+        assert_eq!(r.status, CheckStatus::Pass, "{r:?}");
+        assert!(r.summary.contains("12 tokens"));
         assert_eq!(
             judge_markdown(&got(200, "text/plain", "# Hi")).status,
             CheckStatus::Warn

@@ -1,14 +1,16 @@
 //! The well-known discovery files: the MCP server card, catalog and tools manifest, the A2A
 //! agent card, OAuth protected-resource metadata and the agent commerce files.
 
+use std::sync::LazyLock;
+
 use serde_json::Value;
 use svc_ports::{CheckId, CheckResult, CheckStatus};
 use url::Url;
 
 use super::{Got, missing, result};
 
-/// The MCP endpoint a server card, catalog or tools manifest names.
-pub fn mcp_endpoint(card: &Got, catalog: &Got, manifest: &Got) -> Option<String> {
+/// The MCP endpoint a server card (the first found), catalog or tools manifest names.
+pub fn mcp_endpoint(cards: &[Got], catalog: &Got, manifest: &Got) -> Option<String> {
     let url_at = |v: &Value, pointers: &[&str]| {
         pointers.iter().find_map(|p| {
             v.pointer(p)
@@ -17,15 +19,17 @@ pub fn mcp_endpoint(card: &Got, catalog: &Got, manifest: &Got) -> Option<String>
                 .map(str::to_owned)
         })
     };
-    card.json_object()
-        .and_then(|c| {
+    cards
+        .iter()
+        .filter_map(Got::json_object)
+        .find_map(|c| {
             url_at(
                 &c,
                 &[
+                    "/remotes/0/url",
                     "/transport/url",
                     "/url",
                     "/endpoint",
-                    "/remotes/0/url",
                     "/endpoints/0/url",
                 ],
             )
@@ -42,55 +46,130 @@ pub fn mcp_endpoint(card: &Got, catalog: &Got, manifest: &Got) -> Option<String>
         })
 }
 
-fn card_is_valid(card: &Value) -> bool {
-    let named = card
-        .pointer("/serverInfo/name")
-        .or_else(|| card.get("name"));
-    named.and_then(Value::as_str).is_some_and(|n| !n.is_empty())
+fn card_name(card: &Value) -> Option<&str> {
+    card.get("name")
+        .or_else(|| card.pointer("/serverInfo/name"))
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
 }
 
-pub fn judge_mcp_discovery(card: &Got, catalog: &Got, manifest: &Got) -> CheckResult {
-    const ADVICE: &str = "Publish an MCP server card at /.well-known/mcp/server-card.json (name, transport URL) and a tools manifest at /.well-known/mcp/tools.json.";
-    let card_ok = card.json_object().is_some_and(|c| card_is_valid(&c))
-        || catalog
-            .json_object()
-            .and_then(|c| c["servers"].as_array().map(|s| !s.is_empty()))
-            .unwrap_or(false);
+static REVERSE_DNS: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(r"^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+(/[A-Za-z0-9._-]+)?$")
+        .expect("static regex")
+});
+
+/// What a card lacks of the SEP-2127 server card shape (`$schema`, a reverse-DNS `name`,
+/// `version`, `capabilities`, `remotes` with URLs); empty when it has it all.
+pub fn server_card_gaps(card: &Value) -> Vec<&'static str> {
+    let mut gaps = Vec::new();
+    if !card["$schema"].is_string() {
+        gaps.push("`$schema`");
+    }
+    if !card["name"]
+        .as_str()
+        .is_some_and(|n| REVERSE_DNS.is_match(n))
+    {
+        gaps.push("a reverse-DNS `name`");
+    }
+    if !card["version"].is_string() {
+        gaps.push("`version`");
+    }
+    if !card["capabilities"].is_object() {
+        gaps.push("`capabilities`");
+    }
+    let remotes = card["remotes"].as_array().is_some_and(|r| {
+        !r.is_empty()
+            && r.iter()
+                .all(|x| x["url"].as_str().is_some_and(|u| Url::parse(u).is_ok()))
+    });
+    if !remotes {
+        gaps.push("`remotes` with URLs");
+    }
+    gaps
+}
+
+/// Passes on a SEP-2127 card at any of the card paths; an older card (a `serverInfo` or a
+/// catalog) warns with what it lacks.
+pub fn judge_mcp_server_card(cards: &[Got], catalog: &Got, manifest: &Got) -> CheckResult {
+    const ADVICE: &str = "Publish an MCP server card (SEP-2127: $schema, reverse-DNS name, version, capabilities, remotes with your Streamable HTTP URL) at /.well-known/mcp/server-card.json, /.well-known/mcp/server-card and /.well-known/mcp.json.";
+    let mut evidence: Vec<_> = cards.iter().map(Got::evidence).collect();
+    evidence.push(catalog.evidence());
+    evidence.push(manifest.evidence());
     let tools = manifest
         .json_object()
         .and_then(|m| m["tools"].as_array().map(Vec::len))
         .unwrap_or(0);
-    let evidence = vec![card.evidence(), catalog.evidence(), manifest.evidence()];
-    match (card_ok, tools > 0) {
-        (true, true) => result(
-            CheckId::McpDiscovery,
+    let tools_note = if tools > 0 {
+        format!("; a tools manifest of {tools} tools")
+    } else {
+        String::new()
+    };
+    let found: Vec<(&Got, Value)> = cards
+        .iter()
+        .filter_map(|g| {
+            g.json_object()
+                .filter(|c| card_name(c).is_some())
+                .map(|c| (g, c))
+        })
+        .collect();
+    let complete: Vec<String> = found
+        .iter()
+        .filter(|(_, c)| server_card_gaps(c).is_empty())
+        .map(|(g, _)| path_of(&g.url))
+        .collect();
+    if !complete.is_empty() {
+        let name = found
+            .iter()
+            .find_map(|(_, c)| card_name(c).map(str::to_owned))
+            .unwrap_or_default();
+        return result(
+            CheckId::McpServerCard,
             CheckStatus::Pass,
-            format!("MCP server card and a tools manifest of {tools} tools"),
+            format!(
+                "MCP server card \"{name}\" at {}{tools_note}",
+                complete.join(", ")
+            ),
             evidence,
             None,
-        ),
-        (true, false) => result(
-            CheckId::McpDiscovery,
-            CheckStatus::Warn,
-            "MCP server card, but no tools manifest listing tools",
-            evidence,
-            Some(ADVICE),
-        ),
-        (false, true) => result(
-            CheckId::McpDiscovery,
-            CheckStatus::Warn,
-            format!("tools manifest of {tools} tools, but no MCP server card"),
-            evidence,
-            Some(ADVICE),
-        ),
-        (false, false) => result(
-            CheckId::McpDiscovery,
-            CheckStatus::Fail,
-            "no MCP server card, catalog or tools manifest",
-            evidence,
-            Some(ADVICE),
-        ),
+        );
     }
+    if let Some((got, card)) = found.first() {
+        return result(
+            CheckId::McpServerCard,
+            CheckStatus::Warn,
+            format!(
+                "MCP server card at {} lacks {}{tools_note}",
+                path_of(&got.url),
+                server_card_gaps(card).join(", ")
+            ),
+            evidence,
+            Some(ADVICE),
+        );
+    }
+    let catalogued = catalog
+        .json_object()
+        .and_then(|c| c["servers"].as_array().map(|s| !s.is_empty()))
+        .unwrap_or(false);
+    if catalogued || tools > 0 {
+        return result(
+            CheckId::McpServerCard,
+            CheckStatus::Warn,
+            format!("no MCP server card, only an MCP catalog or tools manifest{tools_note}"),
+            evidence,
+            Some(ADVICE),
+        );
+    }
+    result(
+        CheckId::McpServerCard,
+        CheckStatus::Fail,
+        "no MCP server card at any of the well-known paths",
+        evidence,
+        Some(ADVICE),
+    )
+}
+
+fn path_of(url: &str) -> String {
+    Url::parse(url).map_or_else(|_| url.to_owned(), |u| u.path().to_owned())
 }
 
 fn agent_card_is_valid(card: &Value) -> bool {
@@ -163,7 +242,7 @@ pub fn judge_protected_resource(got: &Got) -> CheckResult {
     }
 }
 
-pub fn judge_commerce(commerce: &Got, protocols: &Got) -> CheckResult {
+pub fn judge_commerce(commerce: &Got, protocols: &Got, signals: &[String]) -> CheckResult {
     const ADVICE: &str = "Publish /.well-known/agent-commerce.json (plans, prices, how an agent starts a purchase) and /.well-known/payment-protocols.json (the payment protocols you accept).";
     let evidence = vec![commerce.evidence(), protocols.evidence()];
     match (
@@ -191,12 +270,12 @@ pub fn judge_commerce(commerce: &Got, protocols: &Got) -> CheckResult {
             evidence,
             Some(ADVICE),
         ),
-        (false, false) => result(
+        (false, false) => super::commerce::absent(
             CheckId::CommerceFiles,
-            CheckStatus::Fail,
             "no agent commerce files",
             evidence,
-            Some(ADVICE),
+            signals,
+            ADVICE,
         ),
     }
 }
@@ -215,20 +294,40 @@ mod tests {
         );
         let manifest = got(200, "application/json", r#"{"tools":[{"name":"a"}]}"#);
         let none = got(404, "text/plain", "");
+        let sep = got(
+            200,
+            "application/json",
+            r#"{"$schema":"https://static.modelcontextprotocol.io/schemas/2025-09-29/server.schema.json","name":"com.example/shop","version":"1.0.0","capabilities":{"tools":{}},"remotes":[{"type":"streamable-http","url":"https://e.com/mcp2"}]}"#,
+        );
         assert_eq!(
-            mcp_endpoint(&card, &none, &manifest).as_deref(),
+            mcp_endpoint(std::slice::from_ref(&card), &none, &manifest).as_deref(),
             Some("https://e.com/mcp")
         );
         assert_eq!(
-            judge_mcp_discovery(&card, &none, &manifest).status,
-            CheckStatus::Pass
+            mcp_endpoint(&[none.clone(), sep.clone()], &none, &none).as_deref(),
+            Some("https://e.com/mcp2")
+        );
+        // SEP-2127 at any path passes; an older card warns with what it lacks.
+        let r = judge_mcp_server_card(&[none.clone(), sep.clone(), none.clone()], &none, &manifest);
+        assert_eq!(r.status, CheckStatus::Pass, "{r:?}");
+        let r = judge_mcp_server_card(&[card.clone(), none.clone(), none.clone()], &none, &none);
+        assert_eq!(r.status, CheckStatus::Warn);
+        assert!(r.summary.contains("reverse-DNS"), "{}", r.summary);
+        let not_dns = got(
+            200,
+            "application/json",
+            &sep.body.replace("com.example/shop", "shop"),
         );
         assert_eq!(
-            judge_mcp_discovery(&card, &none, &none).status,
+            server_card_gaps(&not_dns.json_object().unwrap()),
+            vec!["a reverse-DNS `name`"]
+        );
+        assert_eq!(
+            judge_mcp_server_card(std::slice::from_ref(&none), &none, &manifest).status,
             CheckStatus::Warn
         );
         assert_eq!(
-            judge_mcp_discovery(&none, &none, &none).status,
+            judge_mcp_server_card(&[none.clone(), none.clone()], &none, &none).status,
             CheckStatus::Fail
         );
 
@@ -262,11 +361,21 @@ mod tests {
         assert_eq!(judge_protected_resource(&none).status, CheckStatus::Fail);
 
         let obj = got(200, "application/json", "{}");
-        assert_eq!(judge_commerce(&obj, &obj).status, CheckStatus::Pass);
-        assert_eq!(judge_commerce(&none, &obj).status, CheckStatus::Warn);
+        let sells = vec!["a price".to_owned()];
+        assert_eq!(judge_commerce(&obj, &obj, &sells).status, CheckStatus::Pass);
         assert_eq!(
-            judge_commerce(&got(200, "text/html", "<html>"), &none).status,
+            judge_commerce(&none, &obj, &sells).status,
+            CheckStatus::Warn
+        );
+        let html = got(200, "text/html", "<html>");
+        assert_eq!(
+            judge_commerce(&html, &none, &sells).status,
             CheckStatus::Fail
+        );
+        // A site that sells nothing is not judged on commerce files.
+        assert_eq!(
+            judge_commerce(&html, &none, &[]).status,
+            CheckStatus::Neutral
         );
     }
 }

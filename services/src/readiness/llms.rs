@@ -137,6 +137,88 @@ pub fn judge_llms_full(got: &Got) -> CheckResult {
     )
 }
 
+/// Links of /llms.txt fetched to see that they resolve.
+pub(super) const MAX_LINKS: usize = 10;
+
+static LINK: LazyLock<regex::Regex> =
+    LazyLock::new(|| regex::Regex::new(r"\[[^\]]+\]\(([^)\s]+)\)").expect("static regex"));
+
+/// The first [`MAX_LINKS`] distinct link targets of an llms.txt, resolved against it; none
+/// when there is no llms.txt.
+pub fn links_in(llms: &Got) -> Vec<String> {
+    if !llms.ok() || llms.is_html() {
+        return Vec::new();
+    }
+    let base = url::Url::parse(&llms.url).ok();
+    let mut out: Vec<String> = Vec::new();
+    for cap in LINK.captures_iter(&llms.body) {
+        let href = &cap[1];
+        let Some(url) = base.as_ref().and_then(|b| b.join(href).ok()) else {
+            continue;
+        };
+        if !matches!(url.scheme(), "http" | "https") {
+            continue;
+        }
+        let url = url.to_string();
+        if !out.contains(&url) {
+            out.push(url);
+        }
+        if out.len() == MAX_LINKS {
+            break;
+        }
+    }
+    out
+}
+
+/// `got` are the answers to [`links_in`] of `llms`, in order. Without an llms.txt (or links
+/// in it) there is nothing to judge: neutral, the llms_txt check says what is missing.
+pub fn judge_llms_links(llms: &Got, got: &[Got]) -> CheckResult {
+    const ADVICE: &str =
+        "Make every link in /llms.txt answer 200: fix or remove the ones that do not resolve.";
+    if got.is_empty() {
+        return super::neutral(
+            CheckId::LlmsTxtLinks,
+            "no llms.txt links to follow",
+            vec![llms.evidence()],
+            ADVICE,
+        );
+    }
+    // A 405 says the resource is there for another method (an MCP or API endpoint).
+    let resolves = |g: &Got| g.ok() || g.status == Some(405);
+    let broken: Vec<String> = got
+        .iter()
+        .filter(|g| !resolves(g))
+        .map(|g| match (g.status, &g.error) {
+            (Some(s), _) => format!("{} (HTTP {s})", g.url),
+            (None, Some(e)) => format!("{} ({e})", g.url),
+            (None, None) => g.url.clone(),
+        })
+        .collect();
+    let evidence = got.iter().map(Got::evidence).collect();
+    if broken.is_empty() {
+        result(
+            CheckId::LlmsTxtLinks,
+            CheckStatus::Pass,
+            format!("all {} links of /llms.txt resolve", got.len()),
+            evidence,
+            None,
+        )
+    } else {
+        result(
+            CheckId::LlmsTxtLinks,
+            CheckStatus::Fail,
+            format!(
+                "{} of {} links of /llms.txt do not resolve: {}",
+                broken.len(),
+                got.len(),
+                broken.join(", ")
+            ),
+            evidence,
+            Some(ADVICE),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,6 +255,36 @@ mod tests {
         assert_eq!(
             judge_llms_txt(&got(200, "text/html", "<!doctype html><h1>x")).status,
             CheckStatus::Fail
+        );
+    }
+
+    #[test]
+    fn llms_links_are_followed() {
+        let mut llms = got(
+            200,
+            "text/markdown",
+            "# E\n\n> x\n\n## Docs\n\n- [API](/openapi.json)\n- [Again](https://example.com/openapi.json)\n- [Mail](mailto:a@e.com)\n- [Guide](https://other.example/guide)\n",
+        );
+        llms.url = "https://example.com/llms.txt".into();
+        assert_eq!(
+            links_in(&llms),
+            vec![
+                "https://example.com/openapi.json",
+                "https://other.example/guide"
+            ]
+        );
+        let ok = got(200, "application/json", "{}");
+        let gone = got(404, "text/plain", "");
+        assert_eq!(
+            judge_llms_links(&llms, &[ok.clone(), ok.clone()]).status,
+            CheckStatus::Pass
+        );
+        let r = judge_llms_links(&llms, &[ok, gone]);
+        assert_eq!(r.status, CheckStatus::Fail);
+        assert!(r.summary.contains("HTTP 404"));
+        assert_eq!(
+            judge_llms_links(&got(404, "text/plain", ""), &[]).status,
+            CheckStatus::Neutral
         );
     }
 }

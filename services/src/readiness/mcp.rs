@@ -4,12 +4,12 @@
 use serde_json::{Value, json};
 use svc_ports::{ActionRequest, CheckId, CheckResult, CheckStatus, actions::HttpMethod};
 
-use super::{Got, ReadinessService, Site, mcp_endpoint, result};
+use super::{Got, Site, mcp_endpoint, result};
 
 /// The MCP revision the probe asks for; servers answer with the one they speak.
 const MCP_PROTOCOL: &str = "2025-06-18";
 
-impl ReadinessService {
+impl Site<'_> {
     /// One JSON-RPC message to an MCP endpoint; the answer may be JSON or an SSE stream.
     async fn mcp_post(&self, endpoint: &str, body: Value, session: Option<&str>) -> Got {
         let mut headers = vec![
@@ -28,35 +28,38 @@ impl ReadinessService {
             headers,
             body: Some(("application/json".into(), body.to_string().into_bytes())),
         };
-        match self.transport.send(&request).await {
+        let _slot = self.slot().await;
+        let sent =
+            tokio::time::timeout(self.svc.probe_deadline, self.svc.transport.send(&request)).await;
+        match sent.unwrap_or(Err(svc_ports::FetchError::Timeout {
+            seconds: self.svc.probe_deadline.as_secs(),
+        })) {
             Ok(r) => Got {
                 url: r.url,
                 status: Some(r.status),
                 content_type: r.content_type,
                 headers: r.headers,
                 body: r.body,
-                error: None,
+                ..Got::default()
             },
             Err(e) => Got {
                 url: endpoint.to_owned(),
+                timed_out: matches!(e, svc_ports::FetchError::Timeout { .. }),
                 error: Some(e.to_string()),
                 ..Got::default()
             },
         }
     }
-}
 
-impl Site<'_> {
     /// `initialize`, `notifications/initialized` and `tools/list`: nothing else is called.
     pub(super) async fn mcp_probe(&self) -> CheckResult {
         let declared = mcp_endpoint(
-            self.server_card().await,
+            self.server_cards().await,
             self.mcp_catalog().await,
             self.tools_manifest().await,
         );
         let endpoint = declared.clone().unwrap_or_else(|| self.at("/mcp"));
         let initialize = self
-            .svc
             .mcp_post(
                 &endpoint,
                 json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -72,7 +75,6 @@ impl Site<'_> {
         if init.is_some() {
             let session = initialize.header("mcp-session-id").map(str::to_owned);
             let _ = self
-                .svc
                 .mcp_post(
                     &endpoint,
                     json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
@@ -80,13 +82,12 @@ impl Site<'_> {
                 )
                 .await;
             listed = Some(
-                self.svc
-                    .mcp_post(
-                        &endpoint,
-                        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}),
-                        session.as_deref(),
-                    )
-                    .await,
+                self.mcp_post(
+                    &endpoint,
+                    json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}),
+                    session.as_deref(),
+                )
+                .await,
             );
         }
         judge_mcp_probe(

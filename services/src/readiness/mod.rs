@@ -5,41 +5,60 @@
 //! Each check is a pure judgement of what its fetches returned (unit-tested beside it); fetches
 //! that several checks need (robots.txt, the home page, the MCP files) happen once per scan.
 
+mod commerce;
 mod content;
 mod discovery;
+mod headers;
+mod integration;
 mod llms;
 mod mcp;
 mod openapi;
+mod robots_ai;
 mod robots_sitemap;
+mod site;
 
 use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
+
+use site::Site;
 
 use futures_util::{StreamExt, stream::FuturesUnordered};
 use serde_json::Value;
 use svc_ports::{
-    ActionTransport, CheckId, CheckResult, CheckStatus, Clock, Entropy, Evidence, ExtractOptions,
-    Extraction, FetchError, FetchRequest, PageExtractor, PageFetcher, ReadinessLevel, ScanId,
-    ScanReport, ScanStore, UrlRefusal,
+    ActionTransport, CheckId, CheckResult, CheckStatus, Clock, Entropy, Evidence, FetchError,
+    FetchRequest, PageExtractor, PageFetcher, ReadinessLevel, ScanId, ScanReport, ScanStore,
+    UrlRefusal,
 };
-use tokio::sync::OnceCell;
 use url::Url;
 
+pub use commerce::{commerce_signals, judge_acp, judge_ap2, judge_ucp, judge_x402};
 pub use content::{judge_forms, judge_markdown, judge_structured_data};
 pub use discovery::{
-    judge_agent_cards, judge_commerce, judge_mcp_discovery, judge_protected_resource, mcp_endpoint,
+    judge_agent_cards, judge_commerce, judge_mcp_server_card, judge_protected_resource,
+    mcp_endpoint,
 };
-pub use llms::{LlmsShape, judge_llms_full, judge_llms_txt, llms_shape};
+pub use headers::{judge_link_headers, judge_markdown_mirror, link_relations};
+pub use integration::{
+    judge_agent_skills, judge_api_catalog, judge_oauth_discovery, judge_web_bot_auth, judge_web_mcp,
+};
+pub use llms::{LlmsShape, judge_llms_full, judge_llms_links, judge_llms_txt, llms_shape};
 pub use mcp::{judge_mcp_probe, rpc_message};
-use openapi::OPENAPI_PATHS;
 pub use openapi::{judge_openapi, openapi_errors};
+pub use robots_ai::{
+    AI_CRAWLERS, RobotsGroup, judge_content_signals, judge_robots_ai, robots_groups,
+};
 pub use robots_sitemap::{AI_AGENTS, judge_robots, judge_sitemap, sitemap_shape, sitemaps_in};
 
-/// A check that has not finished by then fails (each fetch has its own, shorter, limit).
-const CHECK_DEADLINE: Duration = Duration::from_secs(40);
+/// The whole scan, from its first request, ends by then: a check still running fails (an
+/// informational one is neutral). Under the 10 s a scanner's users wait.
+const SCAN_BUDGET: Duration = Duration::from_secs(9);
+/// One request gets no longer than this (the guarded client's own limit is longer).
+const PROBE_DEADLINE: Duration = Duration::from_secs(5);
+/// Requests of one scan in flight at once: a scan must not hammer the site it audits.
+const PER_ORIGIN_REQUESTS: usize = 6;
 /// Characters of a body kept as evidence.
 const EXCERPT_CHARS: usize = 200;
 /// Scans running at once on this instance; more wait their turn briefly, then get 503. Each
-/// scan makes about twenty requests to a third party and parses what comes back.
+/// scan makes about fifty requests (six at a time) to a third party and parses what comes back.
 const MAX_CONCURRENT_SCANS: usize = 4;
 const SCAN_QUEUE_WAIT: Duration = Duration::from_secs(5);
 
@@ -68,6 +87,10 @@ pub struct Got {
     pub body: String,
     /// Why there was no answer (refused, unreachable, timed out, robots.txt).
     pub error: Option<String>,
+    /// The answer came after one or more redirects.
+    pub redirected: bool,
+    /// No answer came in time.
+    pub timed_out: bool,
 }
 
 impl Got {
@@ -97,6 +120,27 @@ impl Got {
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
+    }
+
+    /// Every value of a header that may repeat (`Link`, `Vary`).
+    fn header_values(&self, name: &str) -> Vec<&str> {
+        self.headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+
+    /// The media type, lower-cased, without parameters.
+    fn media_type(&self) -> String {
+        self.content_type
+            .as_deref()
+            .unwrap_or("")
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase()
     }
 
     pub fn evidence(&self) -> Evidence {
@@ -142,6 +186,22 @@ fn result(
     }
 }
 
+/// An informational check that found nothing to credit: neutral, never a fail.
+fn neutral(
+    id: CheckId,
+    summary: impl Into<String>,
+    evidence: Vec<Evidence>,
+    recommendation: &str,
+) -> CheckResult {
+    result(
+        id,
+        CheckStatus::Neutral,
+        summary,
+        evidence,
+        Some(recommendation),
+    )
+}
+
 pub struct ReadinessService {
     slots: Arc<tokio::sync::Semaphore>,
     fetcher: Arc<dyn PageFetcher>,
@@ -150,21 +210,8 @@ pub struct ReadinessService {
     store: Arc<dyn ScanStore>,
     clock: Arc<dyn Clock>,
     entropy: Arc<dyn Entropy>,
-}
-
-/// A scan in progress: the site and the fetches its checks share.
-struct Site<'a> {
-    svc: &'a ReadinessService,
-    /// `scheme://host[:port]`, no trailing slash.
-    origin: String,
-    home: String,
-    robots: OnceCell<Got>,
-    home_page: OnceCell<Got>,
-    /// The home page's extraction, made once (off the async workers) for every check.
-    extracted: OnceCell<Option<Arc<Extraction>>>,
-    server_card: OnceCell<Got>,
-    mcp_catalog: OnceCell<Got>,
-    tools_manifest: OnceCell<Got>,
+    probe_deadline: Duration,
+    scan_budget: Duration,
 }
 
 type CheckFuture<'a> = Pin<Box<dyn Future<Output = CheckResult> + Send + 'a>>;
@@ -186,7 +233,17 @@ impl ReadinessService {
             store,
             clock,
             entropy,
+            probe_deadline: PROBE_DEADLINE,
+            scan_budget: SCAN_BUDGET,
         }
+    }
+
+    /// Shorter limits than the defaults (each request, the whole scan): tests of sites that
+    /// never answer.
+    pub fn with_deadlines(mut self, probe: Duration, budget: Duration) -> Self {
+        self.probe_deadline = probe.min(budget);
+        self.scan_budget = budget;
+        self
     }
 
     /// Scans the site at `raw_url`, stores the report and returns it; `progress` hears of
@@ -203,21 +260,14 @@ impl ReadinessService {
             .map_err(|_| ScanFailure::Busy)?
             .map_err(|_| ScanFailure::Busy)?;
         let started_at = self.clock.now();
-        let site = Site {
-            svc: self,
-            origin: url.origin().ascii_serialization(),
-            home: url.to_string(),
-            robots: OnceCell::new(),
-            home_page: OnceCell::new(),
-            extracted: OnceCell::new(),
-            server_card: OnceCell::new(),
-            mcp_catalog: OnceCell::new(),
-            tools_manifest: OnceCell::new(),
-        };
+        let deadline = tokio::time::Instant::now() + self.scan_budget;
+        let site = Site::new(self, &url, PER_ORIGIN_REQUESTS);
         // robots.txt first: it tells a refused URL or a dead site apart before anything else.
+        // A site that is there but slow is scanned: its checks say what timed out.
         let robots = site.robots().await;
         if let Some(e) = robots.error.as_deref()
             && robots.status.is_none()
+            && !robots.timed_out
         {
             return Err(match self.probe_error(&robots.url).await {
                 Some(FetchError::Refused(r)) => ScanFailure::Refused(r),
@@ -230,12 +280,19 @@ impl ReadinessService {
                 let id = *id;
                 let site = &site;
                 Box::pin(async move {
-                    match tokio::time::timeout(CHECK_DEADLINE, site.run(id)).await {
+                    match tokio::time::timeout_at(deadline, site.run(id)).await {
                         Ok(r) => r,
                         Err(_) => result(
                             id,
-                            CheckStatus::Fail,
-                            format!("did not finish within {} s", CHECK_DEADLINE.as_secs()),
+                            if id.informational() {
+                                CheckStatus::Neutral
+                            } else {
+                                CheckStatus::Fail
+                            },
+                            format!(
+                                "did not finish within the scan's {} ms",
+                                self.scan_budget.as_millis()
+                            ),
                             Vec::new(),
                             Some("Make the files this check reads answer within a few seconds."),
                         ),
@@ -256,7 +313,7 @@ impl ReadinessService {
             url: url.to_string(),
             origin: site.origin.clone(),
             score,
-            level: ReadinessLevel::of(score),
+            level: ReadinessLevel::of(&checks),
             checks,
             started_at,
             completed_at: self.clock.now(),
@@ -271,36 +328,49 @@ impl ReadinessService {
 
     /// The fetch error behind a failed request (to tell a refusal from an outage).
     async fn probe_error(&self, url: &str) -> Option<FetchError> {
-        self.fetcher
-            .fetch(&FetchRequest {
-                url: url.to_owned(),
-                respect_robots: false,
-                accept: None,
-            })
+        let request = FetchRequest {
+            url: url.to_owned(),
+            respect_robots: false,
+            accept: None,
+        };
+        tokio::time::timeout(self.probe_deadline, self.fetcher.fetch(&request))
             .await
+            .ok()?
             .err()
     }
 
+    /// One GET, given up after the probe deadline.
     async fn get(&self, url: &str, accept: Option<&str>, respect_robots: bool) -> Got {
         let request = FetchRequest {
             url: url.to_owned(),
             respect_robots,
             accept: accept.map(str::to_owned),
         };
-        match self.fetcher.fetch(&request).await {
-            Ok(page) => Got {
+        let failed = |error: String, timed_out: bool| Got {
+            url: url.to_owned(),
+            error: Some(error),
+            timed_out,
+            ..Got::default()
+        };
+        match tokio::time::timeout(self.probe_deadline, self.fetcher.fetch(&request)).await {
+            Ok(Ok(page)) => Got {
                 url: page.final_url,
                 status: Some(page.status),
                 content_type: page.content_type,
-                headers: Vec::new(),
+                headers: page.headers,
                 body: page.body,
                 error: None,
+                redirected: !page.redirects.is_empty(),
+                timed_out: false,
             },
-            Err(e) => Got {
-                url: url.to_owned(),
-                error: Some(e.to_string()),
-                ..Got::default()
-            },
+            Ok(Err(e)) => {
+                let timed_out = matches!(e, FetchError::Timeout { .. });
+                failed(e.to_string(), timed_out)
+            }
+            Err(_) => failed(
+                format!("no answer within {} ms", self.probe_deadline.as_millis()),
+                true,
+            ),
         }
     }
 }
@@ -366,187 +436,18 @@ pub fn normalise(raw: &str) -> Result<Url, ScanFailure> {
     Ok(url)
 }
 
-impl Site<'_> {
-    fn at(&self, path: &str) -> String {
-        format!("{}{path}", self.origin)
-    }
-
-    /// A file of the origin, fetched once per scan.
-    async fn once<'c>(&self, cell: &'c OnceCell<Got>, path: &str, accept: &str) -> &'c Got {
-        cell.get_or_init(|| async { self.svc.get(&self.at(path), Some(accept), false).await })
-            .await
-    }
-
-    async fn robots(&self) -> &Got {
-        self.once(&self.robots, "/robots.txt", "text/plain").await
-    }
-
-    /// The page as a browser would get it; robots.txt is honoured (agents honour it too).
-    async fn home_page(&self) -> &Got {
-        self.home_page
-            .get_or_init(|| self.svc.get(&self.home, None, true))
-            .await
-    }
-
-    async fn server_card(&self) -> &Got {
-        self.once(
-            &self.server_card,
-            "/.well-known/mcp/server-card.json",
-            "application/json",
-        )
-        .await
-    }
-
-    async fn mcp_catalog(&self) -> &Got {
-        self.once(
-            &self.mcp_catalog,
-            "/.well-known/mcp/catalog.json",
-            "application/json",
-        )
-        .await
-    }
-
-    async fn tools_manifest(&self) -> &Got {
-        self.once(
-            &self.tools_manifest,
-            "/.well-known/mcp/tools.json",
-            "application/json",
-        )
-        .await
-    }
-
-    async fn json_file(&self, path: &str) -> Got {
-        self.svc
-            .get(&self.at(path), Some("application/json"), false)
-            .await
-    }
-
-    /// The home page's extraction: parsing is CPU work, so it runs on the blocking pool.
-    async fn extraction(&self) -> Option<Arc<Extraction>> {
-        self.extracted
-            .get_or_init(|| async {
-                let page = self.home_page().await;
-                if !page.ok() {
-                    return None;
-                }
-                let (extractor, body, url) = (
-                    self.svc.extractor.clone(),
-                    page.body.clone(),
-                    page.url.clone(),
-                );
-                tokio::task::spawn_blocking(move || {
-                    extractor
-                        .extract(&body, &url, &ExtractOptions::default())
-                        .ok()
-                })
-                .await
-                .ok()
-                .flatten()
-                .map(Arc::new)
-            })
-            .await
-            .clone()
-    }
-
-    async fn run(&self, id: CheckId) -> CheckResult {
-        match id {
-            CheckId::RobotsTxt => judge_robots(self.robots().await, &self.home),
-            CheckId::Sitemap => {
-                let robots = self.robots().await;
-                let declared = sitemaps_in(robots);
-                let url = declared
-                    .first()
-                    .cloned()
-                    .unwrap_or_else(|| self.at("/sitemap.xml"));
-                let got = self
-                    .svc
-                    .get(&url, Some("application/xml, text/xml;q=0.9"), false)
-                    .await;
-                judge_sitemap(&got, !declared.is_empty())
-            }
-            CheckId::LlmsTxt => judge_llms_txt(
-                &self
-                    .svc
-                    .get(
-                        &self.at("/llms.txt"),
-                        Some("text/markdown, text/plain"),
-                        false,
-                    )
-                    .await,
-            ),
-            CheckId::LlmsFullTxt => judge_llms_full(
-                &self
-                    .svc
-                    .get(
-                        &self.at("/llms-full.txt"),
-                        Some("text/markdown, text/plain"),
-                        false,
-                    )
-                    .await,
-            ),
-            CheckId::Openapi => {
-                let tries =
-                    futures_util::future::join_all(OPENAPI_PATHS.iter().map(|p| self.json_file(p)))
-                        .await;
-                // Schema validation of a large document is CPU work: off the async workers.
-                tokio::task::spawn_blocking(move || judge_openapi(&tries))
-                    .await
-                    .unwrap_or_else(|_| {
-                        result(
-                            CheckId::Openapi,
-                            CheckStatus::Fail,
-                            "the OpenAPI document could not be checked",
-                            Vec::new(),
-                            None,
-                        )
-                    })
-            }
-            CheckId::McpDiscovery => judge_mcp_discovery(
-                self.server_card().await,
-                self.mcp_catalog().await,
-                self.tools_manifest().await,
-            ),
-            CheckId::McpProbe => self.mcp_probe().await,
-            CheckId::A2aAgentCard => {
-                let (card, legacy) = tokio::join!(
-                    self.json_file("/.well-known/agent-card.json"),
-                    self.json_file("/.well-known/agent.json")
-                );
-                judge_agent_cards(&card, &legacy)
-            }
-            CheckId::OauthProtectedResource => judge_protected_resource(
-                &self
-                    .json_file("/.well-known/oauth-protected-resource")
-                    .await,
-            ),
-            CheckId::Markdown => {
-                judge_markdown(&self.svc.get(&self.home, Some("text/markdown"), true).await)
-            }
-            CheckId::StructuredData => {
-                let extraction = self.extraction().await;
-                judge_structured_data(self.home_page().await, extraction.as_deref())
-            }
-            CheckId::Forms => {
-                let extraction = self.extraction().await;
-                judge_forms(self.home_page().await, extraction.as_deref())
-            }
-            CheckId::CommerceFiles => {
-                let (commerce, protocols) = tokio::join!(
-                    self.json_file("/.well-known/agent-commerce.json"),
-                    self.json_file("/.well-known/payment-protocols.json")
-                );
-                judge_commerce(&commerce, &protocols)
-            }
-        }
-    }
-}
-
 // ---- judgements: pure functions of what came back ----
 
 fn missing(id: CheckId, got: &Got, what: &str, recommendation: &str) -> CheckResult {
     let summary = match (&got.error, got.status) {
         (Some(e), _) => format!("{what} could not be read: {e}"),
-        (None, Some(s)) if !(200..300).contains(&s) => format!("no {what} (HTTP {s})"),
+        (None, Some(s)) if !(200..300).contains(&s) => {
+            let bare = what
+                .strip_prefix("an ")
+                .or_else(|| what.strip_prefix("a "))
+                .unwrap_or(what);
+            format!("no {bare} (HTTP {s})")
+        }
         _ => format!("{what} is not what it should be"),
     };
     result(
@@ -567,10 +468,76 @@ mod tests {
             url: "https://example.com/x".into(),
             status: Some(status),
             content_type: Some(content_type.into()),
-            headers: Vec::new(),
             body: body.into(),
-            error: None,
+            ..Got::default()
         }
+    }
+
+    /// A site that accepts connections and never answers.
+    struct Silent;
+
+    #[async_trait::async_trait]
+    impl PageFetcher for Silent {
+        async fn fetch(&self, _: &FetchRequest) -> Result<svc_ports::FetchedPage, FetchError> {
+            std::future::pending().await
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl ActionTransport for Silent {
+        async fn send(
+            &self,
+            _: &svc_ports::ActionRequest,
+        ) -> Result<svc_ports::ActionResponse, FetchError> {
+            std::future::pending().await
+        }
+
+        async fn check(&self, _: &str) -> Result<(), FetchError> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_site_that_never_answers_is_scanned_to_the_end_within_the_budget() {
+        use svc_ports::{page::MockPageExtractor, store::MockScanStore, system::*};
+        let mut store = MockScanStore::new();
+        store.expect_insert_scan().times(1).returning(|_| Ok(()));
+        let mut clock = MockClock::new();
+        clock.expect_now().returning(chrono::Utc::now);
+        let mut entropy = MockEntropy::new();
+        entropy.expect_ulid().returning(ulid::Ulid::new);
+        let service = ReadinessService::new(
+            Arc::new(Silent),
+            Arc::new(Silent),
+            Arc::new(MockPageExtractor::new()),
+            Arc::new(store),
+            Arc::new(clock),
+            Arc::new(entropy),
+        )
+        // Every request gives up after 20 ms; the scan as a whole after 200 ms.
+        .with_deadlines(Duration::from_millis(20), Duration::from_millis(200));
+        let heard = std::sync::Mutex::new(Vec::new());
+        let report = service
+            .scan("https://slow.example/", &|c| {
+                heard.lock().unwrap().push(c.id)
+            })
+            .await
+            .expect("a slow site is scanned, not refused");
+        assert_eq!(heard.lock().unwrap().len(), CheckId::ALL.len());
+        assert_eq!(report.checks.len(), CheckId::ALL.len());
+        assert_eq!(report.level, ReadinessLevel::NotReady);
+        assert_eq!(report.score, 0);
+        for c in &report.checks {
+            assert_ne!(c.status, CheckStatus::Pass, "{c:?}");
+            if c.id.informational() {
+                assert_eq!(c.status, CheckStatus::Neutral, "{c:?}");
+            }
+        }
+        let robots = &report.checks[0];
+        assert!(
+            robots.evidence[0].excerpt.contains("no answer within"),
+            "{robots:?}"
+        );
     }
 
     #[test]

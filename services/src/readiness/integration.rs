@@ -1,0 +1,449 @@
+//! Integration documents beyond MCP and A2A: the API catalog (RFC 9727), OAuth authorization
+//! server metadata (RFC 8414 / OpenID discovery), the agent skills index with its digests,
+//! the Web Bot Auth signatures directory, and WebMCP tools on the page.
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use svc_ports::{CheckId, CheckResult, CheckStatus, Evidence};
+use url::Url;
+
+use super::{Got, excerpt, missing, neutral, result};
+
+/// Skill files fetched to verify their digests.
+pub(super) const MAX_SKILLS: usize = 10;
+
+pub fn judge_api_catalog(got: &Got) -> CheckResult {
+    const ADVICE: &str = "Publish /.well-known/api-catalog (RFC 9727) as application/linkset+json: {\"linkset\": [{\"anchor\": \"https://api.example.com/\", \"service-desc\": [{\"href\": \"https://api.example.com/openapi.json\"}], \"service-doc\": [...]}]}.";
+    let Some(doc) = got.json_object() else {
+        return missing(CheckId::ApiCatalog, got, "an API catalog", ADVICE);
+    };
+    let Some(entries) = doc["linkset"].as_array().filter(|l| !l.is_empty()) else {
+        return result(
+            CheckId::ApiCatalog,
+            CheckStatus::Fail,
+            "the API catalog has no `linkset` entries",
+            vec![got.evidence()],
+            Some(ADVICE),
+        );
+    };
+    let described = |e: &Value| {
+        ["service-desc", "service-doc"].iter().any(|rel| {
+            e[*rel]
+                .as_array()
+                .is_some_and(|l| l.iter().any(|t| t["href"].is_string()))
+        })
+    };
+    let good: Vec<&str> = entries
+        .iter()
+        .filter(|e| described(e))
+        .filter_map(|e| e["anchor"].as_str())
+        .collect();
+    let mut problems = Vec::new();
+    if good.len() < entries.len() {
+        problems.push(format!(
+            "{} of {} entries lack an `anchor` or a service-desc/service-doc link",
+            entries.len() - good.len(),
+            entries.len()
+        ));
+    }
+    let media = got.media_type();
+    if media != "application/linkset+json" {
+        problems.push(format!(
+            "served as {} instead of application/linkset+json",
+            if media.is_empty() { "no type" } else { &media }
+        ));
+    }
+    if good.is_empty() {
+        return result(
+            CheckId::ApiCatalog,
+            CheckStatus::Fail,
+            format!("API catalog unusable: {}", problems.join("; ")),
+            vec![got.evidence()],
+            Some(ADVICE),
+        );
+    }
+    if problems.is_empty() {
+        result(
+            CheckId::ApiCatalog,
+            CheckStatus::Pass,
+            format!("API catalog of {} APIs: {}", good.len(), good.join(", ")),
+            vec![got.evidence()],
+            None,
+        )
+    } else {
+        result(
+            CheckId::ApiCatalog,
+            CheckStatus::Warn,
+            format!("API catalog: {}", problems.join("; ")),
+            vec![got.evidence()],
+            Some(ADVICE),
+        )
+    }
+}
+
+/// RFC 8414 metadata: an `issuer` URL and the endpoints a client needs.
+pub fn judge_oauth_discovery(oauth: &Got, oidc: &Got) -> CheckResult {
+    const ADVICE: &str = "Publish OAuth authorization server metadata (RFC 8414) at /.well-known/oauth-authorization-server (or OpenID discovery at /.well-known/openid-configuration) with `issuer`, `authorization_endpoint`, `token_endpoint` and the grant types you support.";
+    let evidence = vec![oauth.evidence(), oidc.evidence()];
+    let docs: Vec<(&str, Value)> = [
+        ("oauth-authorization-server", oauth),
+        ("openid-configuration", oidc),
+    ]
+    .into_iter()
+    .filter_map(|(n, g)| g.json_object().map(|d| (n, d)))
+    .collect();
+    let complete = docs.iter().find(|(_, d)| {
+        d["issuer"].as_str().is_some_and(|i| Url::parse(i).is_ok())
+            && (d["token_endpoint"].is_string() || d["authorization_endpoint"].is_string())
+    });
+    if let Some((name, d)) = complete {
+        let endpoints: Vec<&str> = [
+            "authorization_endpoint",
+            "token_endpoint",
+            "device_authorization_endpoint",
+            "registration_endpoint",
+        ]
+        .into_iter()
+        .filter(|e| d[*e].is_string())
+        .collect();
+        return result(
+            CheckId::OauthDiscovery,
+            CheckStatus::Pass,
+            format!(
+                "{name}: issuer {} with {}",
+                d["issuer"].as_str().unwrap_or_default(),
+                endpoints.join(", ")
+            ),
+            evidence,
+            None,
+        );
+    }
+    if let Some((name, _)) = docs.first() {
+        return result(
+            CheckId::OauthDiscovery,
+            CheckStatus::Warn,
+            format!("{name} without an `issuer` URL and a token or authorization endpoint"),
+            evidence,
+            Some(ADVICE),
+        );
+    }
+    result(
+        CheckId::OauthDiscovery,
+        CheckStatus::Fail,
+        "no OAuth authorization server or OpenID metadata",
+        evidence,
+        Some(ADVICE),
+    )
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn skills(index: &Got) -> Vec<Value> {
+    index
+        .json_object()
+        .and_then(|d| d["skills"].as_array().cloned())
+        .unwrap_or_default()
+}
+
+/// The URL of each listed skill (the first [`MAX_SKILLS`]), resolved against the index.
+pub(super) fn skill_urls(index: &Got) -> Vec<String> {
+    let base = Url::parse(&index.url).ok();
+    skills(index)
+        .iter()
+        .take(MAX_SKILLS)
+        .map(|s| {
+            let href = s["url"].as_str().unwrap_or_default();
+            base.as_ref()
+                .and_then(|b| b.join(href).ok())
+                .map(|u| u.to_string())
+                .unwrap_or_else(|| href.to_owned())
+        })
+        .collect()
+}
+
+/// `files` are what [`skill_urls`] of the chosen index (the current one when it is there,
+/// else the legacy one) returned, in order.
+pub fn judge_agent_skills(index: &Got, legacy: &Got, files: &[Got]) -> CheckResult {
+    const ADVICE: &str = "Publish /.well-known/agent-skills/index.json listing your skills ({\"skills\": [{\"name\", \"description\", \"url\", \"digest\": \"sha256:<hex of the file>\"}]}), each SKILL.md describing how an agent uses your site.";
+    let (chosen, legacy_only) = if index.json_object().is_some() {
+        (index, false)
+    } else {
+        (legacy, true)
+    };
+    let mut evidence = vec![index.evidence()];
+    if legacy_only {
+        evidence.push(legacy.evidence());
+    }
+    let listed = skills(chosen);
+    if listed.is_empty() {
+        return if chosen.json_object().is_some() {
+            result(
+                CheckId::AgentSkills,
+                CheckStatus::Fail,
+                "the agent skills index lists no skills",
+                evidence,
+                Some(ADVICE),
+            )
+        } else {
+            missing(CheckId::AgentSkills, index, "an agent skills index", ADVICE)
+        };
+    }
+    let mut verified = Vec::new();
+    let mut undigested = Vec::new();
+    let mut wrong = Vec::new();
+    for (skill, file) in listed.iter().zip(files) {
+        let name = skill["name"].as_str().unwrap_or("unnamed").to_owned();
+        let Some(want) = skill["digest"].as_str() else {
+            undigested.push(name);
+            continue;
+        };
+        if !file.ok() {
+            wrong.push(format!(
+                "{name} (file not served: {})",
+                file.evidence().excerpt
+            ));
+            continue;
+        }
+        let have = format!("sha256:{}", hex(&Sha256::digest(file.body.as_bytes())));
+        if want.eq_ignore_ascii_case(&have) {
+            verified.push(name);
+        } else {
+            wrong.push(format!("{name} (listed {want}, file has {have})"));
+        }
+        evidence.push(Evidence {
+            excerpt: excerpt(&file.body),
+            ..file.evidence()
+        });
+    }
+    let where_ = if legacy_only {
+        " at the legacy /.well-known/skills/index.json"
+    } else {
+        ""
+    };
+    if !wrong.is_empty() {
+        return result(
+            CheckId::AgentSkills,
+            CheckStatus::Fail,
+            format!("skills whose digest does not match: {}", wrong.join("; ")),
+            evidence,
+            Some(ADVICE),
+        );
+    }
+    if !undigested.is_empty() {
+        return result(
+            CheckId::AgentSkills,
+            CheckStatus::Warn,
+            format!("skills without a `digest`: {}", undigested.join(", ")),
+            evidence,
+            Some(ADVICE),
+        );
+    }
+    result(
+        CheckId::AgentSkills,
+        CheckStatus::Pass,
+        format!(
+            "{} skills{where_}, digests verified: {}",
+            listed.len(),
+            verified.join(", ")
+        ),
+        evidence,
+        None,
+    )
+}
+
+/// Informational: a JWKS of Ed25519 keys at the directory, with its media type, no redirect.
+pub fn judge_web_bot_auth(got: &Got) -> CheckResult {
+    const ADVICE: &str = "If your site sends bots or agents, sign their requests (RFC 9421, Web Bot Auth) and serve the keys at /.well-known/http-message-signatures-directory as application/http-message-signatures-directory+json.";
+    let keys = got
+        .json_object()
+        .and_then(|d| d["keys"].as_array().map(Vec::len))
+        .unwrap_or(0);
+    let media = got.media_type();
+    let mut problems = Vec::new();
+    if keys == 0 {
+        problems.push("no JWKS with `keys`".to_owned());
+    }
+    if media != "application/http-message-signatures-directory+json" {
+        problems.push(format!(
+            "served as {}",
+            if media.is_empty() { "no type" } else { &media }
+        ));
+    }
+    if got.redirected {
+        problems.push("reached through a redirect".to_owned());
+    }
+    if got.ok() && problems.is_empty() {
+        result(
+            CheckId::WebBotAuth,
+            CheckStatus::Pass,
+            format!("signatures directory with {keys} keys"),
+            vec![got.evidence()],
+            None,
+        )
+    } else {
+        let what = if got.ok() {
+            problems.join("; ")
+        } else {
+            "no signatures directory".to_owned()
+        };
+        neutral(
+            CheckId::WebBotAuth,
+            format!("{what} (informational: only sites that send bots need one)"),
+            vec![got.evidence()],
+            ADVICE,
+        )
+    }
+}
+
+/// Informational. The rule is that the page, run in a browser, registers tools through
+/// `navigator.modelContext`; this scanner has no browser, so it reports what the page's
+/// markup says and is neutral either way.
+pub fn judge_web_mcp(home: &Got) -> CheckResult {
+    const ADVICE: &str = "Register your page's actions as WebMCP tools (navigator.modelContext.registerTool or provideContext) so agents in the browser can call them.";
+    let body = &home.body;
+    let mentions = body.contains("navigator.modelContext")
+        || body.contains("modelContext.registerTool")
+        || body.contains("modelContext.provideContext");
+    let mut ev = home.evidence();
+    ev.excerpt = "no browser available: the page's scripts were not run".to_owned();
+    let summary = if mentions {
+        "the page's scripts call navigator.modelContext (not run: no browser available)"
+    } else {
+        "no WebMCP registration in the page's markup (not run: no browser available)"
+    };
+    neutral(CheckId::WebMcp, summary, vec![ev], ADVICE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::readiness::tests::got;
+
+    #[test]
+    fn api_catalogs_are_rfc_9727_linksets() {
+        let body = r#"{"linkset":[{"anchor":"https://e.com/api","service-desc":[{"href":"https://e.com/openapi.json","type":"application/json"}]}]}"#;
+        let good = got(
+            200,
+            "application/linkset+json; profile=\"https://www.rfc-editor.org/info/rfc9727\"",
+            body,
+        );
+        assert_eq!(judge_api_catalog(&good).status, CheckStatus::Pass);
+        let wrong_type = got(200, "application/json", body);
+        assert_eq!(judge_api_catalog(&wrong_type).status, CheckStatus::Warn);
+        let no_anchor = got(
+            200,
+            "application/linkset+json",
+            r#"{"linkset":[{"service-desc":[{"href":"x"}]}]}"#,
+        );
+        assert_eq!(judge_api_catalog(&no_anchor).status, CheckStatus::Fail);
+        assert_eq!(
+            judge_api_catalog(&got(200, "application/linkset+json", r#"{"linkset":[]}"#)).status,
+            CheckStatus::Fail
+        );
+        assert_eq!(
+            judge_api_catalog(&got(404, "text/plain", "")).status,
+            CheckStatus::Fail
+        );
+    }
+
+    #[test]
+    fn oauth_metadata_needs_an_issuer_and_endpoints() {
+        let none = got(404, "text/plain", "");
+        let rfc8414 = got(
+            200,
+            "application/json",
+            r#"{"issuer":"https://e.com","token_endpoint":"https://e.com/token","authorization_endpoint":"https://e.com/authorize"}"#,
+        );
+        assert_eq!(
+            judge_oauth_discovery(&rfc8414, &none).status,
+            CheckStatus::Pass
+        );
+        assert_eq!(
+            judge_oauth_discovery(&none, &rfc8414).status,
+            CheckStatus::Pass
+        );
+        let bare = got(200, "application/json", r#"{"issuer":"https://e.com"}"#);
+        assert_eq!(
+            judge_oauth_discovery(&bare, &none).status,
+            CheckStatus::Warn
+        );
+        assert_eq!(
+            judge_oauth_discovery(&none, &none).status,
+            CheckStatus::Fail
+        );
+    }
+
+    #[test]
+    fn skill_digests_are_verified_against_the_files() {
+        let skill = "# Read a page\n\nPOST /api/read with a URL.\n";
+        let digest = format!("sha256:{}", hex(&Sha256::digest(skill.as_bytes())));
+        let index = |d: &str| {
+            let mut g = got(
+                200,
+                "application/json",
+                &format!(
+                    r#"{{"skills":[{{"name":"read","url":"read/SKILL.md","digest":"{d}"}}]}}"#
+                ),
+            );
+            g.url = "https://e.com/.well-known/agent-skills/index.json".into();
+            g
+        };
+        let none = got(404, "text/plain", "");
+        assert_eq!(
+            skill_urls(&index(&digest)),
+            vec!["https://e.com/.well-known/agent-skills/read/SKILL.md"]
+        );
+        let file = got(200, "text/markdown", skill);
+        let r = judge_agent_skills(&index(&digest), &none, std::slice::from_ref(&file));
+        assert_eq!(r.status, CheckStatus::Pass, "{r:?}");
+        let r = judge_agent_skills(&index("sha256:00"), &none, std::slice::from_ref(&file));
+        assert_eq!(r.status, CheckStatus::Fail);
+        assert!(r.summary.contains("does not match"));
+        // The legacy path alone passes, said so.
+        let r = judge_agent_skills(&none, &index(&digest), std::slice::from_ref(&file));
+        assert_eq!(r.status, CheckStatus::Pass);
+        assert!(r.summary.contains("legacy"));
+        let empty = got(200, "application/json", r#"{"skills":[]}"#);
+        assert_eq!(
+            judge_agent_skills(&empty, &none, &[]).status,
+            CheckStatus::Fail
+        );
+        assert_eq!(
+            judge_agent_skills(&none, &none, &[]).status,
+            CheckStatus::Fail
+        );
+    }
+
+    #[test]
+    fn web_bot_auth_and_web_mcp_are_informational() {
+        let jwks = r#"{"keys":[{"kty":"OKP","crv":"Ed25519","x":"abc"}]}"#;
+        let good = got(
+            200,
+            "application/http-message-signatures-directory+json",
+            jwks,
+        );
+        assert_eq!(judge_web_bot_auth(&good).status, CheckStatus::Pass);
+        let mut moved = good.clone();
+        moved.redirected = true;
+        assert_eq!(judge_web_bot_auth(&moved).status, CheckStatus::Neutral);
+        assert_eq!(
+            judge_web_bot_auth(&got(200, "application/json", jwks)).status,
+            CheckStatus::Neutral
+        );
+        assert_eq!(
+            judge_web_bot_auth(&got(404, "text/plain", "")).status,
+            CheckStatus::Neutral
+        );
+        let page = got(
+            200,
+            "text/html",
+            "<script>navigator.modelContext.registerTool({name:'x'})</script>",
+        );
+        let r = judge_web_mcp(&page);
+        assert_eq!(r.status, CheckStatus::Neutral);
+        assert!(r.summary.contains("calls") || r.summary.contains("call"));
+        assert!(r.evidence[0].excerpt.contains("no browser available"));
+    }
+}
