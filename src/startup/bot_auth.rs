@@ -1,0 +1,85 @@
+//! The Web Bot Auth identity: the Ed25519 key that signs every outbound request, from
+//! `SVC_WEB_BOT_AUTH_KEY`, its key file, or a fresh one for this process (the sandbox, tests),
+//! and the keys still published while a rotation settles.
+
+use std::{sync::Arc, time::Duration};
+
+use anyhow::Context;
+use base64::{
+    Engine,
+    engine::general_purpose::{STANDARD, URL_SAFE, URL_SAFE_NO_PAD},
+};
+use svc_fetch::bot_auth::{BotAuth, PreviousKey};
+
+/// Where the Web Bot Auth key comes from.
+#[derive(Debug, Clone, Default)]
+pub enum BotKeys {
+    /// Outbound requests are not signed and no directory is served (`SVC_WEB_BOT_AUTH=off`).
+    Off,
+    /// A fresh key for this process: the sandbox's and tests' (its directory is served by the
+    /// same process, so its signatures verify while it runs).
+    #[default]
+    Ephemeral,
+    /// `SVC_WEB_BOT_AUTH_KEY` (base64url seed) and the previous keys still published.
+    Seed {
+        active: String,
+        retired: Vec<String>,
+    },
+    /// A key file, created (mode 0600) on first start: `svc serve`'s default.
+    KeyFile {
+        path: std::path::PathBuf,
+        retired: Vec<String>,
+    },
+}
+
+fn previous(retired: &[String]) -> anyhow::Result<Vec<PreviousKey>> {
+    retired
+        .iter()
+        .enumerate()
+        .map(|(i, entry)| {
+            let key = match entry.trim().strip_prefix("pub:") {
+                Some(public) => [URL_SAFE_NO_PAD, URL_SAFE, STANDARD]
+                    .iter()
+                    .find_map(|e| e.decode(public.trim()).ok())
+                    .and_then(|b| <[u8; 32]>::try_from(b.as_slice()).ok())
+                    .map(PreviousKey::Public)
+                    .context("expected a 32-byte Ed25519 public key in base64url"),
+                None => svc_signer::parse_seed(entry).map(PreviousKey::Seed),
+            };
+            key.with_context(|| format!("SVC_WEB_BOT_AUTH_KEYS_RETIRED: retired key #{}", i + 1))
+        })
+        .collect()
+}
+
+/// The identity `keys` describe, signing as `agent` (the site's origin, which serves the
+/// directory); `None` when Web Bot Auth is off.
+pub fn identity(
+    keys: &BotKeys,
+    agent: &str,
+    lifetime: Duration,
+) -> anyhow::Result<Option<Arc<BotAuth>>> {
+    let (seed, retired) = match keys {
+        BotKeys::Off => return Ok(None),
+        BotKeys::Ephemeral => {
+            let mut seed = [0u8; 32];
+            getrandom::fill(&mut seed).context("no randomness for a Web Bot Auth key")?;
+            (seed, Vec::new())
+        }
+        BotKeys::Seed { active, retired } => (
+            svc_signer::parse_seed(active).context("SVC_WEB_BOT_AUTH_KEY")?,
+            previous(retired)?,
+        ),
+        BotKeys::KeyFile { path, retired } => (
+            svc_signer::load_or_create_key_file(path)
+                .with_context(|| format!("SVC_WEB_BOT_AUTH_KEY_FILE {}", path.display()))?,
+            previous(retired)?,
+        ),
+    };
+    let identity = BotAuth::new(seed, retired, agent, lifetime).context("SVC_SITE_URL")?;
+    tracing::info!(
+        keyid = identity.keyid(),
+        agent,
+        "outbound requests are signed (Web Bot Auth)"
+    );
+    Ok(Some(Arc::new(identity)))
+}
