@@ -251,6 +251,7 @@ fn skills_index(ctx: &AppContext, skills: &[(Skill, Vec<u8>)]) -> Value {
 /// outbound requests, with one possession proof per key over the authority it was fetched at.
 #[handler]
 fn bot_directory(req: &Request, ctx: Data<&AppContext>) -> Response {
+    // Mounted only when a directory exists (see `mount`).
     let Some(directory) = ctx.bot_directory.as_ref() else {
         return Response::builder().status(StatusCode::NOT_FOUND).finish();
     };
@@ -294,18 +295,20 @@ pub fn mount(route: Route, ctx: &AppContext) -> Route {
         })
         .collect();
     let index = serde_json::to_vec_pretty(&skills_index(ctx, &skills)).unwrap_or_default();
-    let mut route = route
-        .at(
-            "/.well-known/api-catalog",
-            get(serve_static).data(StaticFile::new(
-                serde_json::to_vec_pretty(&api_catalog(ctx)).unwrap_or_default(),
-                LINKSET,
-            )),
-        )
-        .at(
+    let mut route = route.at(
+        "/.well-known/api-catalog",
+        get(serve_static).data(StaticFile::new(
+            serde_json::to_vec_pretty(&api_catalog(ctx)).unwrap_or_default(),
+            LINKSET,
+        )),
+    );
+    // With `SVC_WEB_BOT_AUTH=off` nothing is signed, so no key set is claimed either.
+    if ctx.bot_directory.is_some() {
+        route = route.at(
             "/.well-known/http-message-signatures-directory",
             get(bot_directory),
         );
+    }
     for path in [
         "/.well-known/agent-skills/index.json",
         "/.well-known/skills/index.json",
