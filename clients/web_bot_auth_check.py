@@ -176,7 +176,8 @@ def live(svc_bin: str) -> int:
             [svc_bin, "keys", "create", "--email", "wba@example.com", "--scopes", "read"],
             cwd=tmp, env=env, check=True, capture_output=True, text=True,
         ).stdout.strip()
-        proc = subprocess.Popen([svc_bin, "serve"], cwd=tmp, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        log = open(os.path.join(tmp, "svc.log"), "wb")
+        proc = subprocess.Popen([svc_bin, "serve"], cwd=tmp, env=env, stdout=subprocess.DEVNULL, stderr=log)
         try:
             for _ in range(300):
                 try:
@@ -185,7 +186,8 @@ def live(svc_bin: str) -> int:
                 except OSError:
                     time.sleep(0.1)
             else:
-                print("svc serve did not start:", proc.stderr.read1().decode(errors="replace"))
+                with open(os.path.join(tmp, "svc.log"), errors="replace") as f:
+                    print("svc serve did not start:", f.read())
                 return 1
             req = urllib.request.Request(
                 f"{base}/api/read?url=http://capture.test:{capture_port}/page&max_age=0",
@@ -202,6 +204,7 @@ def live(svc_bin: str) -> int:
         finally:
             proc.terminate()
             proc.wait(timeout=30)
+            log.close()
             server.shutdown()
     print(f"web bot auth: {len(captured)} requests verified")
     return 0
