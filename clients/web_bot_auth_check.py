@@ -162,16 +162,15 @@ def live(svc_bin: str) -> int:
     svc_port = free_port()
     base = f"http://127.0.0.1:{svc_port}"
     with tempfile.TemporaryDirectory() as tmp:
+        # Nothing of the caller's SVC_* settings (a sandbox's origins, payment provider...).
         env = {
-            **os.environ,
+            **{k: v for k, v in os.environ.items() if not k.startswith("SVC_")},
             "SVC_DATABASE_URL": f"sqlite://{tmp}/svc.db",
             "SVC_BIND": f"127.0.0.1:{svc_port}",
             "SVC_PINNED_HOSTS": f"capture.test=127.0.0.1:{capture_port}",
             "SVC_WEB_BOT_AUTH": "on",
             "SVC_LOG": "warn",
         }
-        for var in ("SVC_BASE_URL", "SVC_SITE_URL", "SVC_MCP_URL", "SVC_WEB_BOT_AUTH_KEY"):
-            env.pop(var, None)
         key = subprocess.run(
             [svc_bin, "keys", "create", "--email", "wba@example.com", "--scopes", "read"],
             cwd=tmp, env=env, check=True, capture_output=True, text=True,

@@ -83,3 +83,51 @@ pub fn identity(
     );
     Ok(Some(Arc::new(identity)))
 }
+
+/// The identity one-shot commands (`svc maps learn`, `svc scan URL`, `svc read URL`) sign with:
+/// the served one when this machine is configured as the service is (`SVC_SITE_URL` or
+/// `SVC_BASE_URL`, and `SVC_WEB_BOT_AUTH_KEY` or an existing key file), so their requests
+/// verify against the service's own directory. Otherwise none: a key nobody publishes proves
+/// nothing, and a command never creates a key file.
+pub fn for_command() -> anyhow::Result<Option<Arc<BotAuth>>> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    if let Some(switch) = var("SVC_WEB_BOT_AUTH") {
+        match switch.trim().to_ascii_lowercase().as_str() {
+            "on" | "true" | "1" => {}
+            "off" | "false" | "0" => return Ok(None),
+            other => anyhow::bail!("SVC_WEB_BOT_AUTH must be `on` or `off`, got {other:?}"),
+        }
+    }
+    let Some(agent) = var("SVC_SITE_URL").or_else(|| var("SVC_BASE_URL")) else {
+        return Ok(None);
+    };
+    let retired: Vec<String> = var("SVC_WEB_BOT_AUTH_KEYS_RETIRED")
+        .map(|r| r.split(',').map(str::to_owned).collect())
+        .unwrap_or_default();
+    let keys = match var("SVC_WEB_BOT_AUTH_KEY") {
+        Some(active) => BotKeys::Seed { active, retired },
+        None => {
+            let path = std::path::PathBuf::from(
+                var("SVC_WEB_BOT_AUTH_KEY_FILE").unwrap_or_else(|| "./svc-web-bot-auth.key".into()),
+            );
+            if !path.exists() {
+                return Ok(None);
+            }
+            BotKeys::KeyFile { path, retired }
+        }
+    };
+    let lifetime = match var("SVC_WEB_BOT_AUTH_LIFETIME_SECONDS") {
+        Some(s) => s
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|s| (10..=3600).contains(s))
+            .context("SVC_WEB_BOT_AUTH_LIFETIME_SECONDS must be between 10 and 3600")?,
+        None => svc_fetch::bot_auth::DEFAULT_LIFETIME.as_secs(),
+    };
+    identity(
+        &keys,
+        agent.trim_end_matches('/'),
+        Duration::from_secs(lifetime),
+    )
+}

@@ -477,7 +477,11 @@ pub fn offline_services_in(
     world: &World,
 ) -> anyhow::Result<Arc<Services>> {
     let origins = RuntimeSettings::default().origins(SocketAddr::from(([127, 0, 0, 1], 8080)));
-    Ok(services(stores, environment, world, &origins)?.0)
+    let mut world = world.clone();
+    if world.bot_identity.is_none() {
+        world.bot_identity = bot_auth::for_command()?;
+    }
+    Ok(services(stores, environment, &world, &origins)?.0)
 }
 
 /// A map document from its JSON text. `base_url` fills a template's `{base_url}` (the shipped

@@ -423,7 +423,9 @@ Every live tool and endpoint needs `Authorization: Bearer svc_<API_KEY>`. Withou
 - [OpenAPI 3.1 contract]({base}/openapi.json): every REST endpoint, request and answer\n\
 - [MCP server]({mcp}): Streamable HTTP; tools listed in [tools.json]({site}/.well-known/mcp/tools.json)\n\
 - [MCP server card]({site}/.well-known/mcp/server-card.json): transport, auth and tools\n\
-- [A2A agent card]({site}/.well-known/agent-card.json): email-code signup over A2A, and with a key read_page, discover_actions and execute_action as streamed tasks\n\n\
+- [A2A agent card]({site}/.well-known/agent-card.json): email-code signup over A2A, and with a key read_page, discover_actions and execute_action as streamed tasks\n\
+- [API catalog]({site}/.well-known/api-catalog): the APIs above as an RFC 9727 linkset\n\
+- [Agent skills]({site}/.well-known/agent-skills/index.json): reading, discovering, executing and signing up, as SKILL.md files\n\n\
 ## Signup and auth\n\n\
 - [OAuth authorization server metadata]({base}/.well-known/oauth-authorization-server): the device flow's endpoints\n\
 - [OAuth protected resource metadata]({base}/.well-known/oauth-protected-resource): how keys are sent\n\
