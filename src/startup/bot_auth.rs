@@ -90,7 +90,12 @@ pub fn identity(
 /// verify against the service's own directory. Otherwise none: a key nobody publishes proves
 /// nothing, and a command never creates a key file.
 pub fn for_command() -> anyhow::Result<Option<Arc<BotAuth>>> {
-    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    for_command_in(|name| std::env::var(name).ok())
+}
+
+/// [`for_command`] with the settings looked up by `lookup` (the environment, or a test's).
+fn for_command_in(lookup: impl Fn(&str) -> Option<String>) -> anyhow::Result<Option<Arc<BotAuth>>> {
+    let var = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
     if let Some(switch) = var("SVC_WEB_BOT_AUTH") {
         match switch.trim().to_ascii_lowercase().as_str() {
             "on" | "true" | "1" => {}
@@ -130,4 +135,88 @@ pub fn for_command() -> anyhow::Result<Option<Arc<BotAuth>>> {
         agent.trim_end_matches('/'),
         Duration::from_secs(lifetime),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        }
+    }
+
+    const SEED: &str = "n4Ni-HpISpVObnQMW0wOhCKROaIKqKtW_2ZYb2p9KcU";
+
+    #[test]
+    fn commands_sign_only_as_the_configured_service() {
+        let signed = for_command_in(settings(&[
+            ("SVC_SITE_URL", "https://svc.example/"),
+            ("SVC_WEB_BOT_AUTH_KEY", SEED),
+        ]))
+        .unwrap()
+        .expect("configured as the service: signed");
+        assert_eq!(
+            signed.keyid(),
+            "poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U"
+        );
+        // No public origin, or no key (and no key file): nobody could verify, so unsigned.
+        assert!(
+            for_command_in(settings(&[("SVC_WEB_BOT_AUTH_KEY", SEED)]))
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            for_command_in(settings(&[
+                ("SVC_SITE_URL", "https://svc.example"),
+                (
+                    "SVC_WEB_BOT_AUTH_KEY_FILE",
+                    "/nonexistent/svc-web-bot-auth.key"
+                ),
+            ]))
+            .unwrap()
+            .is_none()
+        );
+        assert!(
+            for_command_in(settings(&[
+                ("SVC_SITE_URL", "https://svc.example"),
+                ("SVC_WEB_BOT_AUTH_KEY", SEED),
+                ("SVC_WEB_BOT_AUTH", "off"),
+            ]))
+            .unwrap()
+            .is_none()
+        );
+        let bad = for_command_in(settings(&[("SVC_WEB_BOT_AUTH", "sometimes")])).unwrap_err();
+        assert!(bad.to_string().contains("SVC_WEB_BOT_AUTH"), "{bad}");
+        let lifetime = for_command_in(settings(&[
+            ("SVC_SITE_URL", "https://svc.example"),
+            ("SVC_WEB_BOT_AUTH_KEY", SEED),
+            ("SVC_WEB_BOT_AUTH_LIFETIME_SECONDS", "5"),
+        ]))
+        .unwrap_err();
+        assert!(
+            lifetime
+                .to_string()
+                .contains("SVC_WEB_BOT_AUTH_LIFETIME_SECONDS"),
+            "{lifetime}"
+        );
+        let retired = for_command_in(settings(&[
+            ("SVC_SITE_URL", "https://svc.example"),
+            ("SVC_WEB_BOT_AUTH_KEY", SEED),
+            ("SVC_WEB_BOT_AUTH_KEYS_RETIRED", "pub:not-a-key"),
+        ]))
+        .unwrap_err();
+        assert!(
+            format!("{retired:#}").contains("SVC_WEB_BOT_AUTH_KEYS_RETIRED"),
+            "{retired:#}"
+        );
+    }
 }

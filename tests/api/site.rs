@@ -222,6 +222,22 @@ async fn the_api_catalog_is_an_rfc_9727_linkset_whose_links_resolve() {
     }
     let rest = &entries[0];
     assert_eq!(rest["service-desc"][0]["href"], app.url("/openapi.json"));
+    // A HEAD finds the catalog by its own link relation.
+    let head = app
+        .http
+        .head(app.url("/.well-known/api-catalog"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(head.status(), 200);
+    let link = head.headers()["link"].to_str().unwrap();
+    assert_eq!(
+        links(link),
+        [(
+            "api-catalog".to_owned(),
+            app.url("/.well-known/api-catalog")
+        )]
+    );
 }
 
 #[tokio::test]

@@ -295,12 +295,19 @@ pub fn mount(route: Route, ctx: &AppContext) -> Route {
         })
         .collect();
     let index = serde_json::to_vec_pretty(&skills_index(ctx, &skills)).unwrap_or_default();
+    // RFC 9727 section 3: the catalog names itself with `rel="api-catalog"`, so a HEAD finds it.
+    let itself = format!(
+        "<{}/.well-known/api-catalog>; rel=\"api-catalog\"",
+        ctx.origins.site_url
+    );
     let mut route = route.at(
         "/.well-known/api-catalog",
-        get(serve_static).data(StaticFile::new(
-            serde_json::to_vec_pretty(&api_catalog(ctx)).unwrap_or_default(),
-            LINKSET,
-        )),
+        get(serve_static)
+            .data(StaticFile::new(
+                serde_json::to_vec_pretty(&api_catalog(ctx)).unwrap_or_default(),
+                LINKSET,
+            ))
+            .with(poem::middleware::SetHeader::new().overriding(header::LINK, itself)),
     );
     // With `SVC_WEB_BOT_AUTH=off` nothing is signed, so no key set is claimed either.
     if ctx.bot_directory.is_some() {
