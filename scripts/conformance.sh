@@ -196,5 +196,16 @@ check standardwebhooks-python-verifies-svc-listen "$venv/bin/python" clients/web
 
 # ===== end Standard Webhooks =====
 
+
+# ===== web bot auth =====
+# The service's outbound requests verified by an independent RFC 9421 implementation (pyauth's
+# http-message-signatures): the script starts its own `svc serve` (temporary SQLite, a capture
+# server pinned as capture.test), reads a page through /api/read, checks robots.txt's and the
+# page's signatures against the served key directory (keyid recomputed as the RFC 7638
+# thumbprint), and stops that server.
+check web-bot-auth-python "$venv/bin/python" clients/web_bot_auth_check.py live "$bin"
+no_warnings web-bot-auth-python 'warn'
+# ===== end web bot auth =====
+
 echo "conformance: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -78,6 +78,30 @@ pub struct ServeSettings {
     )]
     pub connection_keys_retired: Vec<String>,
 
+    /// Ed25519 seed (base64url, 32 bytes) that signs outbound requests (Web Bot Auth); the same
+    /// on every instance, since each serves the key directory. Without it the key lives in
+    /// `SVC_WEB_BOT_AUTH_KEY_FILE`.
+    #[arg(long, env = "SVC_WEB_BOT_AUTH_KEY", hide_env_values = true)]
+    pub web_bot_auth_key: Option<String>,
+
+    /// Key file used when `SVC_WEB_BOT_AUTH_KEY` is unset; created (mode 0600) on first start.
+    #[arg(
+        long,
+        env = "SVC_WEB_BOT_AUTH_KEY_FILE",
+        default_value = "./svc-web-bot-auth.key"
+    )]
+    pub web_bot_auth_key_file: std::path::PathBuf,
+
+    /// Previous Web Bot Auth keys, still published in the directory while a rotation settles:
+    /// seeds, or `pub:<base64url public key>`.
+    #[arg(
+        long,
+        env = "SVC_WEB_BOT_AUTH_KEYS_RETIRED",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    pub web_bot_auth_keys_retired: Vec<String>,
+
     /// The target sites' OAuth providers: a JSON array of `{id, client_id, client_secret,
     /// authorize_url, token_url, userinfo_url, scopes, credential, hosts}` (`id` is the
     /// `auth_provider` the sites' actions declare; its credentials go only to `hosts` and their
@@ -283,6 +307,15 @@ pub struct RuntimeSettings {
     /// `SVC_METRICS_BIND`, of `/metrics`; unset closes both.
     #[arg(long, env = "SVC_INTERNAL_TOKEN", hide_env_values = true)]
     pub internal_token: Option<String>,
+
+    /// Web Bot Auth: `on` signs every outbound request (reads, scans, learning, actions) with
+    /// HTTP Message Signatures and serves the key directory; `off` does neither.
+    #[arg(long, env = "SVC_WEB_BOT_AUTH", default_value = "on")]
+    pub web_bot_auth: String,
+
+    /// How long a request signature stays valid, in seconds (10 to 3600).
+    #[arg(long, env = "SVC_WEB_BOT_AUTH_LIFETIME_SECONDS", default_value_t = 60)]
+    pub web_bot_auth_lifetime_seconds: u64,
 }
 
 /// `value` within `range`, or an error naming the setting.
@@ -383,7 +416,22 @@ impl RuntimeSettings {
         svc_ports::billing::Currency::parse_iso4217(&self.starter_currency)
             .map_err(|e| anyhow::anyhow!("SVC_STARTER_CURRENCY: {e}"))?;
         self.trusted_proxies()?;
+        self.web_bot_auth_on()?;
+        in_range(
+            "SVC_WEB_BOT_AUTH_LIFETIME_SECONDS",
+            self.web_bot_auth_lifetime_seconds,
+            10..=3600,
+        )?;
         Ok(())
+    }
+
+    /// Whether outbound requests are signed (`SVC_WEB_BOT_AUTH`); the error names the variable.
+    pub fn web_bot_auth_on(&self) -> anyhow::Result<bool> {
+        match self.web_bot_auth.trim().to_ascii_lowercase().as_str() {
+            "on" | "true" | "1" => Ok(true),
+            "off" | "false" | "0" => Ok(false),
+            other => anyhow::bail!("SVC_WEB_BOT_AUTH must be `on` or `off`, got {other:?}"),
+        }
     }
 
     /// Whose forwarding headers name the client; the error names the variable.
@@ -469,6 +517,8 @@ impl Default for RuntimeSettings {
             starter_credits: 1000,
             enterprise_contact_url: "mailto:sales@example.com".into(),
             internal_token: None,
+            web_bot_auth: "on".into(),
+            web_bot_auth_lifetime_seconds: 60,
         }
     }
 }
@@ -558,6 +608,14 @@ mod tests {
         let header = edge(|s| s.forwarded_header = "x-real-ip".into()).unwrap_err();
         assert!(header.contains("SVC_FORWARDED_HEADER"), "{header}");
         assert!(edge(|s| s.trusted_proxies = Some("10.0.0.0/8,::1".into())).is_ok());
+        assert!(edge(|s| s.web_bot_auth = "off".into()).is_ok());
+        let bot = edge(|s| s.web_bot_auth = "maybe".into()).unwrap_err();
+        assert!(bot.contains("SVC_WEB_BOT_AUTH"), "{bot}");
+        let lifetime = edge(|s| s.web_bot_auth_lifetime_seconds = 3601).unwrap_err();
+        assert!(
+            lifetime.contains("SVC_WEB_BOT_AUTH_LIFETIME_SECONDS"),
+            "{lifetime}"
+        );
         // The recovery window and the grace both outlast the request deadline.
         assert!(
             MIN_RECOVER_AFTER_SECONDS as u64 > svc_ports::fetch::FETCH_DEADLINE.as_secs()

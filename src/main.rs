@@ -25,6 +25,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once at start and matched at once: the size of its largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Serve the live service (SQLite `./svc.db` by default, migrated at start).
@@ -299,11 +301,22 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                      whatever the address; leave it unset in production unless you mean it"
                 );
             }
+            let bot_keys = match s.web_bot_auth_key.clone() {
+                Some(active) => startup::bot_auth::BotKeys::Seed {
+                    active,
+                    retired: s.web_bot_auth_keys_retired.clone(),
+                },
+                None => startup::bot_auth::BotKeys::KeyFile {
+                    path: s.web_bot_auth_key_file.clone(),
+                    retired: s.web_bot_auth_keys_retired.clone(),
+                },
+            };
             let world = World {
                 pinned_hosts,
                 mail,
                 signing,
                 sealing,
+                bot_keys,
                 connection_providers,
                 payments,
                 billing: s.runtime.billing_config()?,

@@ -12,6 +12,7 @@ pub mod activity;
 pub mod artifact;
 pub mod authority;
 pub mod billing;
+pub mod bot_auth;
 pub mod connections;
 pub mod document;
 pub mod failure;

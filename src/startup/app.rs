@@ -36,6 +36,7 @@ pub fn app(
         .into(),
         allowed,
         html_error: Some(web::error_page),
+        page_links: Some(wellknown::agents::page_links(&ctx).into()),
     };
     // Probes and metrics: plain routes, not in the public OpenAPI document.
     let mut routes = web::mount(Route::new())
@@ -62,6 +63,7 @@ pub fn app(
             poem::post(rest::sandbox::sandbox_checkout),
         );
     }
+    routes = routes.at("/index.md", web::index_md(wellknown::llms_text(&ctx)));
     let home = Arc::new(web::home(wellknown::llms_text(&ctx)));
     let mcp_documents = mcp::resources::Documents {
         llms_txt: wellknown::llms_text(&ctx),

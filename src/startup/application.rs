@@ -111,6 +111,14 @@ impl Application {
                 "no SVC_SMTP_URL: mail is only logged (bodies withheld), so sign-in and signup codes cannot arrive"
             );
         }
+        if !runtime.web_bot_auth_on()? {
+            world.bot_keys = bot_auth::BotKeys::Off;
+        }
+        world.bot_identity = bot_auth::identity(
+            &world.bot_keys,
+            &origins.site_url,
+            Duration::from_secs(runtime.web_bot_auth_lifetime_seconds),
+        )?;
         let (services, outbox) = services(&stores, environment, &world, &origins)?;
         if let Payments::Sandbox(provider) = &world.payments {
             // Straight to the bound address: the public site URL may be a proxy's.
@@ -122,6 +130,10 @@ impl Application {
             origins: Arc::new(origins),
             environment,
             proxies,
+            bot_directory: world
+                .bot_identity
+                .clone()
+                .map(|b| b as Arc<dyn svc_ports::bot_auth::BotDirectory>),
             limits: Limits {
                 max_body_bytes: runtime.max_body_bytes,
                 rate_limit_per_key: runtime.rate_limit_per_key,

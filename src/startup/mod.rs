@@ -3,6 +3,7 @@
 
 mod app;
 mod application;
+pub mod bot_auth;
 mod jobs;
 mod keys;
 pub mod metrics;
@@ -262,6 +263,12 @@ pub struct World {
     /// Codes sent to one address per hour (`SVC_EMAIL_CODES_PER_HOUR`). `None`: 5 live, 60 in
     /// the sandbox.
     pub email_codes_per_hour: Option<u32>,
+    /// Where the Web Bot Auth key comes from (`SVC_WEB_BOT_AUTH_KEY` or its file).
+    pub bot_keys: bot_auth::BotKeys,
+    /// The identity that signs outbound requests, made from `bot_keys` once the site's origin
+    /// is known (`Application::build`); `None`: requests go unsigned (one-shot commands, or
+    /// `SVC_WEB_BOT_AUTH=off`).
+    pub bot_identity: Option<Arc<svc_fetch::bot_auth::BotAuth>>,
 }
 
 fn signer(signing: &Signing) -> anyhow::Result<Ed25519Signer> {
@@ -327,6 +334,7 @@ pub fn ports(stores: &Stores, world: &World) -> anyhow::Result<(Ports, Option<Ar
     pinned.extend(world.sandbox_hosts.clone());
     let mut config = FetcherConfig {
         sandbox_hosts: pinned,
+        bot_auth: world.bot_identity.clone(),
         ..FetcherConfig::default()
     };
     if let Some(t) = world.fetch_timeout {
@@ -471,7 +479,11 @@ pub fn offline_services_in(
     world: &World,
 ) -> anyhow::Result<Arc<Services>> {
     let origins = RuntimeSettings::default().origins(SocketAddr::from(([127, 0, 0, 1], 8080)));
-    Ok(services(stores, environment, world, &origins)?.0)
+    let mut world = world.clone();
+    if world.bot_identity.is_none() {
+        world.bot_identity = bot_auth::for_command()?;
+    }
+    Ok(services(stores, environment, &world, &origins)?.0)
 }
 
 /// A map document from its JSON text. `base_url` fills a template's `{base_url}` (the shipped

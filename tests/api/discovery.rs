@@ -14,8 +14,13 @@ const FILES: &[&str] = &[
     "/.well-known/mcp/tools.json",
     "/.well-known/mcp/apps.json",
     "/.well-known/mcp/server-card.json",
+    "/.well-known/mcp/server-card",
+    "/.well-known/mcp.json",
     "/mcp/server-card",
     "/.well-known/mcp/catalog.json",
+    "/.well-known/api-catalog",
+    "/.well-known/agent-skills/index.json",
+    "/.well-known/skills/index.json",
     "/.well-known/action-catalog.json",
     "/.well-known/sandbox.json",
     "/.well-known/oauth-protected-resource",
@@ -183,7 +188,7 @@ async fn discovery_files_name_only_things_that_exist() {
         .map(|t| t["name"].as_str().unwrap().to_owned())
         .collect();
     named.extend(
-        card["authentication"]["withoutKey"]
+        card["_meta"]["io.svc/withoutKey"]
             .as_array()
             .unwrap()
             .iter()

@@ -7,6 +7,7 @@
 //! bodies are capped (truncation reported), decoded by their charset, and the whole fetch has a
 //! deadline. robots.txt is honoured unless the caller opts out, and the decision is reported.
 
+pub mod bot_auth;
 mod charset;
 
 /// Text of a saved page by the same rules as a fetched one (BOM, then the `<meta>` charset,
@@ -67,6 +68,8 @@ pub struct FetcherConfig {
     /// The sandbox's own demo hosts, allowed by exact name and port, pinned to these addresses.
     /// Empty in production.
     pub sandbox_hosts: HashMap<String, SocketAddr>,
+    /// Signs every request (Web Bot Auth); `None` with `SVC_WEB_BOT_AUTH=off`.
+    pub bot_auth: Option<Arc<bot_auth::BotAuth>>,
 }
 
 impl Default for FetcherConfig {
@@ -82,6 +85,7 @@ impl Default for FetcherConfig {
             timeout: svc_ports::fetch::FETCH_DEADLINE,
             connect_timeout: Duration::from_secs(5),
             sandbox_hosts: HashMap::new(),
+            bot_auth: None,
         }
     }
 }
@@ -235,9 +239,10 @@ impl GuardedFetcher {
         accept: Option<&str>,
     ) -> Result<(reqwest::StatusCode, header::HeaderMap, Vec<u8>, bool), FetchError> {
         self.check(url)?;
-        let mut resp = self
-            .client
-            .get(url.clone())
+        let request = self.client.get(url.clone());
+        // Each request is signed on its own, so a redirect's next hop carries its own
+        // signature for its own authority.
+        let mut resp = bot_auth::signed(request, self.config.bot_auth.as_deref(), url)
             .header(
                 header::ACCEPT,
                 accept.unwrap_or(
@@ -426,7 +431,11 @@ impl GuardedFetcher {
                     detail: e.to_string(),
                 }
             })?;
-        let mut builder = self.client.request(method, url.clone());
+        let mut builder = bot_auth::signed(
+            self.client.request(method, url.clone()),
+            self.config.bot_auth.as_deref(),
+            &url,
+        );
         if !request
             .headers
             .iter()

@@ -27,6 +27,9 @@ pub struct AppContext {
     pub environment: Environment,
     /// Whose forwarding headers name the client (`SVC_TRUSTED_PROXIES`).
     pub proxies: Arc<TrustedProxies>,
+    /// The Web Bot Auth key directory (`/.well-known/http-message-signatures-directory`);
+    /// `None` when outbound requests are not signed.
+    pub bot_directory: Option<Arc<dyn svc_ports::bot_auth::BotDirectory>>,
     pub limits: Limits,
 }
 

@@ -124,6 +124,39 @@ pub struct Edge {
     pub allowed: Arc<AllowedMethods>,
     /// The page a browser gets for a problem (the web face's layout), chosen by `Accept`.
     pub html_error: Option<fn(&ApiProblem) -> String>,
+    /// The `Link` header (RFC 8288) every page carries: the API catalog, the API description,
+    /// its documentation. Added to HTML and Markdown answers that set none of their own.
+    pub page_links: Option<Arc<str>>,
+}
+
+/// Every 401, whichever face or handler wrote it, challenges with the same `Bearer` scheme
+/// and points at the protected-resource metadata (RFC 9728 section 5.1): a handler's own
+/// challenge is kept when it already names `resource_metadata`.
+fn finish_headers(resp: &mut Response, edge: &Edge) {
+    if resp.status() == poem::http::StatusCode::UNAUTHORIZED {
+        let named = resp
+            .headers()
+            .get(header::WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains("resource_metadata="));
+        if !named && let Ok(v) = HeaderValue::from_str(&edge.www_authenticate) {
+            resp.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+        }
+    }
+    let page = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|c| c.starts_with("text/html") || c.starts_with("text/markdown"));
+    if page
+        && !resp.headers().contains_key(header::LINK)
+        && let Some(links) = edge
+            .page_links
+            .as_deref()
+            .and_then(|l| HeaderValue::from_str(l).ok())
+    {
+        resp.headers_mut().insert(header::LINK, links);
+    }
 }
 
 fn valid_request_id(v: &str) -> bool {
@@ -248,6 +281,7 @@ pub async fn edge<E: Endpoint>(next: E, mut req: Request) -> poem::Result<Respon
                 resp
             }
         };
+        finish_headers(&mut resp, &edge);
         if let Ok(v) = HeaderValue::from_str(&request_id) {
             resp.headers_mut().insert(REQUEST_ID, v);
         }

@@ -33,24 +33,39 @@ pub(crate) const PRIVACY: &[&str] = &[
 
 #[handler]
 pub(crate) async fn terms(req: &Request, ctx: Data<&AppContext>) -> Response {
+    if markdown::wanted(req) {
+        return markdown::answer(markdown::legal(markdown::TERMS_HEADING, TERMS));
+    }
     let visit = visit!(req, &ctx);
     let page = LegalPage {
         signed_in_as: visit.signed_in_as(),
         csrf: visit.csrf(),
-        heading: "Terms of service",
+        heading: markdown::TERMS_HEADING,
         paragraphs: TERMS,
     };
-    visit.page(StatusCode::OK, &page)
+    varies(visit.page(StatusCode::OK, &page))
+}
+
+/// The page answers Markdown to agents that ask for it: caches must key on `Accept`.
+fn varies(mut resp: Response) -> Response {
+    resp.headers_mut().insert(
+        poem::http::header::VARY,
+        poem::http::HeaderValue::from_static("Accept"),
+    );
+    resp
 }
 
 #[handler]
 pub(crate) async fn privacy(req: &Request, ctx: Data<&AppContext>) -> Response {
+    if markdown::wanted(req) {
+        return markdown::answer(markdown::legal(markdown::PRIVACY_HEADING, PRIVACY));
+    }
     let visit = visit!(req, &ctx);
     let page = LegalPage {
         signed_in_as: visit.signed_in_as(),
         csrf: visit.csrf(),
-        heading: "Privacy policy",
+        heading: markdown::PRIVACY_HEADING,
         paragraphs: PRIVACY,
     };
-    visit.page(StatusCode::OK, &page)
+    varies(visit.page(StatusCode::OK, &page))
 }

@@ -28,11 +28,13 @@ mod billing;
 mod connect;
 mod device;
 mod legal;
+pub mod markdown;
 mod readiness;
 mod signin;
 mod usage_chart;
 mod visit;
 mod webhooks;
+mod webmcp;
 
 pub(crate) use account::*;
 pub(crate) use device::*;
@@ -57,7 +59,7 @@ pub fn home(llms: String) -> poem::endpoint::BoxEndpoint<'static> {
 /// Adds the human-facing pages to `route`.
 pub fn mount(route: Route) -> Route {
     webhooks::mount(activity::mount(connect::mount(readiness::mount(
-        authority::mount(billing::mount(route)),
+        authority::mount(billing::mount(markdown::mount(route))),
     ))))
     .at("/signin", get(signin_page).post(signin_submit))
     .at("/signin/code", get(code_page).post(code_submit))
@@ -69,4 +71,9 @@ pub fn mount(route: Route) -> Route {
     .at("/account/keys/revoke", poem::post(revoke_key))
     .at("/terms", get(terms))
     .at("/privacy", get(privacy))
+}
+
+/// `/index.md`: the landing page's Markdown mirror.
+pub fn index_md(llms: String) -> poem::endpoint::BoxEndpoint<'static> {
+    poem::EndpointExt::boxed(poem::EndpointExt::map_to_response(markdown::index(llms)))
 }

@@ -28,6 +28,8 @@ struct HomePage {
     mcp_url: String,
     error: Option<String>,
     url: String,
+    /// The WebMCP script (`navigator.modelContext` tools calling the API).
+    webmcp: String,
 }
 
 #[derive(Template)]
@@ -126,6 +128,8 @@ fn home_page(
     error: Option<String>,
     url: String,
 ) -> Response {
+    let webmcp = super::webmcp::script(&ctx.origins.base_url);
+    let csp = super::webmcp::content_security_policy(&webmcp, &ctx.origins.base_url);
     let page = HomePage {
         signed_in_as: visit.signed_in_as(),
         csrf: visit.csrf(),
@@ -134,10 +138,15 @@ fn home_page(
         mcp_url: ctx.origins.mcp_url.clone(),
         error,
         url,
+        webmcp,
     };
     let mut resp = visit.page(status, &page);
     resp.headers_mut()
         .insert(header::VARY, header::HeaderValue::from_static("Accept"));
+    if let Ok(csp) = header::HeaderValue::from_str(&csp) {
+        resp.headers_mut()
+            .insert(header::CONTENT_SECURITY_POLICY, csp);
+    }
     resp
 }
 
@@ -149,12 +158,7 @@ pub(super) async fn home(
     llms: Data<&super::LlmsText>,
 ) -> Response {
     if req.header(header::ACCEPT).is_some_and(prefers_markdown) {
-        return Response::builder()
-            .status(StatusCode::OK)
-            .content_type("text/markdown; charset=utf-8")
-            .header(header::VARY, "Accept")
-            .header(header::CACHE_CONTROL, "public, max-age=300")
-            .body(llms.0.0.clone());
+        return super::markdown::answer(llms.0.0.clone());
     }
     let visit = visit!(req, &ctx);
     home_page(visit, &ctx, StatusCode::OK, None, String::new())

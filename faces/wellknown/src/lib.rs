@@ -2,6 +2,7 @@
 //! composition root hands over what the other faces publish (the OpenAPI document, the MCP
 //! tools, the A2A card) and this face serves it.
 
+pub mod agents;
 pub mod files;
 
 use poem::{EndpointExt, Route, get};
@@ -243,34 +244,6 @@ pub fn sandbox_limits(ctx: &AppContext) -> Value {
     })
 }
 
-/// `/.well-known/mcp/server-card.json` (also at `{mcp_url}/server-card`): the MCP server card.
-pub fn mcp_server_card(ctx: &AppContext, mcp: &McpListing) -> Value {
-    let tools: Vec<Value> = mcp
-        .tools
-        .iter()
-        .map(|t| json!({"name": t.name, "title": t.title, "requiresApiKey": t.requires_api_key}))
-        .collect();
-    json!({
-        "$schema": "https://modelcontextprotocol.io/schemas/server-card/v1.json",
-        "version": "1.0",
-        "protocolVersion": "2025-11-25",
-        "serverInfo": {"name": "svc", "title": "Agent action and commerce service", "version": env!("CARGO_PKG_VERSION")},
-        "description": mcp.instructions,
-        "transport": {"type": "streamable-http", "url": ctx.origins.mcp_url},
-        "protocolVersions": ["2025-06-18", "2025-11-25", "2026-07-28"],
-        "capabilities": {"tools": {"listChanged": false}},
-        "authentication": {
-            "required": true,
-            "schemes": ["bearer"],
-            "header": "Authorization: Bearer svc_<API_KEY>",
-            "withoutKey": mcp.tools.iter().filter(|t| !t.requires_api_key).map(|t| t.name.as_str()).collect::<Vec<_>>(),
-            "protectedResourceMetadata": format!("{}/.well-known/oauth-protected-resource", ctx.origins.base_url)
-        },
-        "tools": tools,
-        "documentation": format!("{}/llms.txt", ctx.origins.site_url)
-    })
-}
-
 /// `/.well-known/mcp/catalog.json`: the MCP servers this site offers.
 pub fn mcp_catalog(ctx: &AppContext) -> Value {
     json!({
@@ -450,7 +423,9 @@ Every live tool and endpoint needs `Authorization: Bearer svc_<API_KEY>`. Withou
 - [OpenAPI 3.1 contract]({base}/openapi.json): every REST endpoint, request and answer\n\
 - [MCP server]({mcp}): Streamable HTTP; tools listed in [tools.json]({site}/.well-known/mcp/tools.json)\n\
 - [MCP server card]({site}/.well-known/mcp/server-card.json): transport, auth and tools\n\
-- [A2A agent card]({site}/.well-known/agent-card.json): email-code signup over A2A, and with a key read_page, discover_actions and execute_action as streamed tasks\n\n\
+- [A2A agent card]({site}/.well-known/agent-card.json): email-code signup over A2A, and with a key read_page, discover_actions and execute_action as streamed tasks\n\
+- [API catalog]({site}/.well-known/api-catalog): the APIs above as an RFC 9727 linkset\n\
+- [Agent skills]({site}/.well-known/agent-skills/index.json): reading, discovering, executing and signing up, as SKILL.md files\n\n\
 ## Signup and auth\n\n\
 - [OAuth authorization server metadata]({base}/.well-known/oauth-authorization-server): the device flow's endpoints\n\
 - [OAuth protected resource metadata]({base}/.well-known/oauth-protected-resource): how keys are sent\n\
@@ -541,19 +516,29 @@ pub fn llms_full_txt(ctx: &AppContext, openapi: &Value, mcp: &McpListing) -> Str
     out
 }
 
-/// AI agents named in robots.txt: the service is built for them.
+/// AI agents named in robots.txt, each in the one group that welcomes them: the service is
+/// built for them. The crawlers the readiness scan asks about, and the user-facing fetchers.
 const AGENTS_WELCOME: &[&str] = &[
     "GPTBot",
     "ChatGPT-User",
     "OAI-SearchBot",
+    "Google-Extended",
+    "CCBot",
+    "anthropic-ai",
     "ClaudeBot",
+    "claude-web",
     "Claude-User",
     "Claude-SearchBot",
+    "Bytespider",
     "PerplexityBot",
-    "Google-Extended",
+    "Perplexity-User",
+    "cohere-ai",
     "Applebot-Extended",
-    "CCBot",
-    "Meta-ExternalAgent",
+    "Amazonbot",
+    "meta-externalagent",
+    "FacebookBot",
+    "omgilibot",
+    "Diffbot",
 ];
 
 /// Pages kept out of crawls: personal or one-time pages, never content.
@@ -566,17 +551,30 @@ const PRIVATE_PATHS: &[&str] = &[
     "/sandbox/",
 ];
 
-/// `/robots.txt`: AI agents named and welcome, private pages excluded, the sitemap named.
+/// What the content may be used for (contentsignals.org): search, answers given to a person
+/// (`ai-input`) and training. The pages are documentation of a service built for agents.
+pub const CONTENT_SIGNAL: &str = "search=yes, ai-input=yes, ai-train=yes";
+
+/// `/robots.txt`: the AI crawlers named in a group with the same rules as everyone, content
+/// signals in each group, private pages excluded, the sitemap named.
 pub fn robots_txt(ctx: &AppContext) -> String {
-    let mut out =
-        String::from("# Agents are welcome: see /llms.txt for what this service offers.\n");
+    let rules = |out: &mut String| {
+        out.push_str(&format!("Content-Signal: {CONTENT_SIGNAL}\nAllow: /\n"));
+        for path in PRIVATE_PATHS {
+            out.push_str(&format!("Disallow: {path}\n"));
+        }
+    };
+    let mut out = String::from(
+        "# Agents are welcome: see /llms.txt for what this service offers.\n\
+         # Content signals (https://contentsignals.org/): search=yes: build a search index and link to it; \
+         ai-input=yes: use it to answer a person; ai-train=yes: train or fine-tune models on it.\n\n",
+    );
     for agent in AGENTS_WELCOME {
         out.push_str(&format!("User-agent: {agent}\n"));
     }
-    out.push_str("User-agent: *\nAllow: /\n");
-    for path in PRIVATE_PATHS {
-        out.push_str(&format!("Disallow: {path}\n"));
-    }
+    rules(&mut out);
+    out.push_str("\nUser-agent: *\n");
+    rules(&mut out);
     out.push_str(&format!(
         "\nSitemap: {}/sitemap.xml\n",
         ctx.origins.site_url
@@ -592,6 +590,7 @@ pub fn sitemap_xml(ctx: &AppContext) -> String {
     );
     for path in [
         "/",
+        "/index.md",
         "/llms.txt",
         "/llms-full.txt",
         "/openapi.json",
@@ -630,9 +629,9 @@ pub fn mount(route: Route, ctx: &AppContext, published: &Published) -> Route {
             .filter(|p| p.starts_with('/'))
             .unwrap_or("/mcp")
     );
-    let server_card = mcp_server_card(ctx, &published.mcp);
+    let server_card = agents::mcp_server_card(ctx, &published.mcp);
     let document = &published.openapi;
-    route
+    agents::mount(route, ctx)
         .at("/openapi.json", discovery_file(document, "openapi_spec"))
         .at(
             "/.well-known/openapi.json",
@@ -685,6 +684,14 @@ pub fn mount(route: Route, ctx: &AppContext, published: &Published) -> Route {
         )
         .at(
             &mcp_server_card_path,
+            discovery_file(&server_card, "mcp_registry"),
+        )
+        .at(
+            "/.well-known/mcp/server-card",
+            discovery_file(&server_card, "mcp_registry"),
+        )
+        .at(
+            "/.well-known/mcp.json",
             discovery_file(&server_card, "mcp_registry"),
         )
         .at(
