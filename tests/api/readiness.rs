@@ -38,17 +38,6 @@ fn not_passing(report: &Value) -> Vec<(String, String, String)> {
         .collect()
 }
 
-/// Checks of the service's own site that it does not pass until its site serves them (the
-/// work of issue 22's items 3 and 4, on another branch): the merge empties this list.
-const OWN_SITE_NOT_YET: &[&str] = &[
-    "link_headers",
-    "content_signals",
-    "markdown_mirror",
-    "api_catalog",
-    "mcp_server_card",
-    "agent_skills",
-];
-
 #[tokio::test]
 async fn the_services_own_site_passes_and_the_report_reads_back() {
     let (builder, origin) = TestApp::builder()
@@ -61,11 +50,14 @@ async fn the_services_own_site_passes_and_the_report_reads_back() {
     let report: Value = resp.json().await.unwrap();
     let failing: Vec<String> = not_passing(&report)
         .into_iter()
-        .filter(|(id, status, _)| status != "neutral" && !OWN_SITE_NOT_YET.contains(&id.as_str()))
+        .filter(|(_, status, _)| status != "neutral")
         .map(|(id, status, summary)| format!("{id} {status}: {summary}"))
         .collect();
     assert_eq!(failing, Vec::<String>::new(), "{report:#}");
     assert_eq!(report["checks"].as_array().unwrap().len(), 27);
+    assert_eq!(report["score"], 100, "every scored check passes");
+    assert_eq!(report["level"], 5);
+    assert_eq!(report["level_name"], "Agent-Native");
     for check in report["checks"].as_array().unwrap() {
         let evidence = check["evidence"].as_array().unwrap();
         assert!(!evidence.is_empty(), "{check}");
