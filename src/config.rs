@@ -283,6 +283,56 @@ pub struct RuntimeSettings {
     /// `SVC_METRICS_BIND`, of `/metrics`; unset closes both.
     #[arg(long, env = "SVC_INTERNAL_TOKEN", hide_env_values = true)]
     pub internal_token: Option<String>,
+    #[command(flatten)]
+    pub render: RenderSettings,
+}
+
+/// The headless browser that runs single-page apps for reads (`render` on `/api/read`,
+/// `read_page`, `svc read`).
+#[derive(Debug, Clone, Args)]
+pub struct RenderSettings {
+    /// The Chromium binary that renders script-built pages for reads, started on the first page
+    /// that needs it (one browser per process). Empty turns rendering off: `render: auto` then
+    /// reads the HTML as fetched and `render: always` answers 503.
+    #[arg(long, env = "SVC_CHROMIUM", default_value = "/usr/bin/chromium")]
+    pub chromium: String,
+    /// Pages rendered at once, one browser tab each (1 to 16); a page that finds none free
+    /// within its time limit gets 503 `unavailable`.
+    #[arg(long, env = "SVC_RENDER_TABS", default_value_t = 2)]
+    pub render_tabs: usize,
+    /// Time limit of one rendered page, in seconds (1 to 60): past it the page is read as it
+    /// stands, or answered 502 when its scripts never yield.
+    #[arg(long, env = "SVC_RENDER_TIMEOUT_SECONDS", default_value_t = 10)]
+    pub render_timeout_seconds: u64,
+    /// JavaScript heap one rendered page may use, in MiB (64 to 4096); each page runs in a fresh
+    /// browser context closed after it.
+    #[arg(long, env = "SVC_RENDER_HEAP_MB", default_value_t = 512)]
+    pub render_heap_mb: u32,
+}
+
+impl Default for RenderSettings {
+    fn default() -> Self {
+        Self {
+            chromium: "/usr/bin/chromium".into(),
+            render_tabs: 2,
+            render_timeout_seconds: 10,
+            render_heap_mb: 512,
+        }
+    }
+}
+
+impl RenderSettings {
+    /// Every setting within its documented range; the error names the variable.
+    pub fn check(&self) -> anyhow::Result<()> {
+        in_range("SVC_RENDER_TABS", self.render_tabs, 1..=16)?;
+        in_range(
+            "SVC_RENDER_TIMEOUT_SECONDS",
+            self.render_timeout_seconds,
+            1..=60,
+        )?;
+        in_range("SVC_RENDER_HEAP_MB", self.render_heap_mb, 64..=4096)?;
+        Ok(())
+    }
 }
 
 /// `value` within `range`, or an error naming the setting.
@@ -383,6 +433,7 @@ impl RuntimeSettings {
         svc_ports::billing::Currency::parse_iso4217(&self.starter_currency)
             .map_err(|e| anyhow::anyhow!("SVC_STARTER_CURRENCY: {e}"))?;
         self.trusted_proxies()?;
+        self.render.check()?;
         Ok(())
     }
 
@@ -469,6 +520,7 @@ impl Default for RuntimeSettings {
             starter_credits: 1000,
             enterprise_contact_url: "mailto:sales@example.com".into(),
             internal_token: None,
+            render: RenderSettings::default(),
         }
     }
 }

@@ -72,6 +72,8 @@ pub struct Ports {
     pub signer: Arc<dyn Signer>,
     pub fetcher: Arc<dyn PageFetcher>,
     pub extractor: Arc<dyn PageExtractor>,
+    /// The browser that runs script-built pages for reads ([`svc_ports::NoRenderer`]: none).
+    pub renderer: Arc<dyn svc_ports::PageRenderer>,
     pub clock: Arc<dyn Clock>,
     pub entropy: Arc<dyn Entropy>,
     /// Whether the store can serve (readiness) and its pools.
@@ -229,7 +231,8 @@ impl Services {
                 ports.pages.clone(),
                 ports.extractor.clone(),
                 ports.clock.clone(),
-            ),
+            )
+            .with_renderer(ports.renderer.clone()),
         }
     }
 }

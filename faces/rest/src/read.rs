@@ -81,6 +81,9 @@ impl ReadApi {
         /// Oldest cached copy acceptable, in seconds (default 600); 0 always fetches.
         #[oai(validator(minimum(value = "0"), maximum(value = "604800")))]
         max_age: Query<Option<f64>>,
+        /// Run the page in a headless browser first: `auto` (default) only when its HTML is a
+        /// script shell, `never`, or `always`.
+        render: Query<Option<RenderOption>>,
     ) -> Result<ReadResponse, ApiProblem> {
         let body = ReadBody {
             url: url.0,
@@ -89,6 +92,7 @@ impl ReadApi {
             include_selectors: include_selectors.0,
             exclude_selectors: exclude_selectors.0,
             max_age: max_age.0,
+            render: render.0,
         };
         self.run(auth, body).await
     }
