@@ -21,6 +21,7 @@ mod openapi;
 mod operations;
 mod read;
 mod readiness;
+mod render;
 mod shared_limits;
 mod signup;
 mod store_outage;

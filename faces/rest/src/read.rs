@@ -61,6 +61,10 @@ impl ReadApi {
     /// or answers from a copy no older than `max_age`, and returns the main content as Markdown
     /// and text with the page's links, forms and metadata. Captcha pages, sign-in walls,
     /// robots refusals and 4xx/5xx answers come back as `outcome: blocked` with the reason.
+    /// A single-page app whose HTML is only a script shell is run in a headless browser first
+    /// (`render`, default `auto`; every request it makes goes through the same guarded client;
+    /// `rendered: true` in the answer); 503 `unavailable` when a page must be rendered and no
+    /// browser tab is free.
     #[oai(path = "/api/read", method = "get", operation_id = "readPage")]
     #[allow(clippy::too_many_arguments)]
     async fn read_get(
