@@ -610,6 +610,33 @@ mod tests {
         let header = edge(|s| s.forwarded_header = "x-real-ip".into()).unwrap_err();
         assert!(header.contains("SVC_FORWARDED_HEADER"), "{header}");
         assert!(edge(|s| s.trusted_proxies = Some("10.0.0.0/8,::1".into())).is_ok());
+        // The browser's settings, each at its bounds.
+        let render = |f: &dyn Fn(&mut RenderSettings)| {
+            let mut r = RenderSettings::default();
+            f(&mut r);
+            r.check().map_err(|e| e.to_string())
+        };
+        assert!(render(&|_| ()).is_ok());
+        for (ok, bad, name) in [
+            (
+                render(&|r| r.render_tabs = 16),
+                render(&|r| r.render_tabs = 17),
+                "SVC_RENDER_TABS",
+            ),
+            (
+                render(&|r| r.render_timeout_seconds = 1),
+                render(&|r| r.render_timeout_seconds = 0),
+                "SVC_RENDER_TIMEOUT_SECONDS",
+            ),
+            (
+                render(&|r| r.render_heap_mb = 64),
+                render(&|r| r.render_heap_mb = 63),
+                "SVC_RENDER_HEAP_MB",
+            ),
+        ] {
+            assert!(ok.is_ok(), "{name}");
+            assert!(bad.unwrap_err().contains(name), "{name}");
+        }
         // The recovery window and the grace both outlast the request deadline.
         assert!(
             MIN_RECOVER_AFTER_SECONDS as u64 > svc_ports::fetch::FETCH_DEADLINE.as_secs()
