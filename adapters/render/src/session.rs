@@ -76,8 +76,19 @@ impl Traffic {
     }
 }
 
-fn without_fragment(url: &str) -> &str {
-    url.split('#').next().unwrap_or(url)
+/// Whether two URLs name the same document (fragments aside, as parsed: the browser asks for
+/// `http://a.example/` when told `http://A.example`).
+fn same_document(a: &str, b: &str) -> bool {
+    let parse = |u: &str| {
+        url::Url::parse(u).ok().map(|mut u| {
+            u.set_fragment(None);
+            u
+        })
+    };
+    match (parse(a), parse(b)) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
+    }
 }
 
 /// The request's headers as `(lower-cased name, value)`.
@@ -151,7 +162,7 @@ async fn answer(
     let document = event.resource_type == ResourceType::Document;
     let main = document && event.frame_id.as_ref() == main_frame;
     if main
-        && without_fragment(url) == without_fragment(&request.url)
+        && same_document(url, &request.url)
         && !traffic.document_served.swap(true, Ordering::SeqCst)
     {
         // The document was fetched through the guard already (or is a saved page).
@@ -312,6 +323,15 @@ pub(crate) async fn render(
     config: &RenderConfig,
     request: &RenderRequest,
 ) -> Result<(RenderedPage, bool), Failure> {
+    // Only pages of the web: a `file:` page would read local files into the DOM.
+    let scheme = url::Url::parse(&request.url).map(|u| u.scheme().to_owned());
+    if !matches!(scheme.as_deref(), Ok("http" | "https")) {
+        return Err(Failure::Page(FetchError::Refused(
+            svc_ports::UrlRefusal::Scheme {
+                scheme: scheme.unwrap_or_default(),
+            },
+        )));
+    }
     let started = Instant::now();
     let deadline = started + config.page_timeout;
     let context = tokio::time::timeout(
@@ -460,6 +480,17 @@ mod tests {
             "application/json; charset=utf-8"
         );
         assert_eq!(utf8_content_type("image/png"), "image/png");
+    }
+
+    #[test]
+    fn the_handed_document_is_recognised_as_the_browser_spells_it() {
+        assert!(same_document("http://a.example/", "http://A.example#top"));
+        assert!(same_document(
+            "http://a.example/x?q=1",
+            "http://a.example/x?q=1"
+        ));
+        assert!(!same_document("http://a.example/x", "http://a.example/y"));
+        assert!(!same_document("not a url", "not a url"));
     }
 
     #[test]

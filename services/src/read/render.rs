@@ -82,7 +82,11 @@ impl ReadService {
             Body::Html
         );
         let signals = extraction.as_ref().map(|e| &e.signals);
-        let runnable = html && page.status < 400 && signals.is_some_and(|s| s.captcha.is_none());
+        // Only a page of the web runs: a saved page read at its `file:` URL would read local
+        // files into the DOM.
+        let web = page.final_url.starts_with("http://") || page.final_url.starts_with("https://");
+        let runnable =
+            html && web && page.status < 400 && signals.is_some_and(|s| s.captcha.is_none());
         let wanted = runnable
             && match request.render {
                 RenderMode::Never => false,
@@ -377,6 +381,23 @@ mod tests {
         };
         assert_eq!(b.reason, super::super::BlockReason::Captcha);
         assert!(!b.rendered);
+    }
+
+    #[tokio::test]
+    async fn a_saved_page_at_a_file_url_is_never_run() {
+        let mut renderer = MockPageRenderer::new();
+        renderer.expect_render().never();
+        let svc = service(MockPageFetcher::new(), Arc::default(), Some(renderer));
+        let read = page(
+            svc.read_document(
+                SHELL.into(),
+                "file:///home/me/app.html",
+                &request(RenderMode::Always),
+            )
+            .await
+            .unwrap(),
+        );
+        assert!(!read.rendered);
     }
 
     #[tokio::test]
