@@ -316,6 +316,56 @@ pub struct RuntimeSettings {
     /// How long a request signature stays valid, in seconds (10 to 3600).
     #[arg(long, env = "SVC_WEB_BOT_AUTH_LIFETIME_SECONDS", default_value_t = 60)]
     pub web_bot_auth_lifetime_seconds: u64,
+    #[command(flatten)]
+    pub render: RenderSettings,
+}
+
+/// The headless browser that runs single-page apps for reads (`render` on `/api/read`,
+/// `read_page`, `svc read`).
+#[derive(Debug, Clone, Args)]
+pub struct RenderSettings {
+    /// The Chromium binary that renders script-built pages for reads, started on the first page
+    /// that needs it (one browser per process). Empty turns rendering off: `render: auto` then
+    /// reads the HTML as fetched and `render: always` answers 503.
+    #[arg(long, env = "SVC_CHROMIUM", default_value = "/usr/bin/chromium")]
+    pub chromium: String,
+    /// Pages rendered at once, one browser tab each (1 to 16); a page that finds none free
+    /// within its time limit gets 503 `unavailable`.
+    #[arg(long, env = "SVC_RENDER_TABS", default_value_t = 2)]
+    pub render_tabs: usize,
+    /// Time limit of one rendered page, in seconds (1 to 60): past it the page is read as it
+    /// stands, or answered 502 when its scripts never yield.
+    #[arg(long, env = "SVC_RENDER_TIMEOUT_SECONDS", default_value_t = 10)]
+    pub render_timeout_seconds: u64,
+    /// JavaScript heap one rendered page may use, in MiB (64 to 4096); each page runs in a fresh
+    /// browser context closed after it.
+    #[arg(long, env = "SVC_RENDER_HEAP_MB", default_value_t = 512)]
+    pub render_heap_mb: u32,
+}
+
+impl Default for RenderSettings {
+    fn default() -> Self {
+        Self {
+            chromium: "/usr/bin/chromium".into(),
+            render_tabs: 2,
+            render_timeout_seconds: 10,
+            render_heap_mb: 512,
+        }
+    }
+}
+
+impl RenderSettings {
+    /// Every setting within its documented range; the error names the variable.
+    pub fn check(&self) -> anyhow::Result<()> {
+        in_range("SVC_RENDER_TABS", self.render_tabs, 1..=16)?;
+        in_range(
+            "SVC_RENDER_TIMEOUT_SECONDS",
+            self.render_timeout_seconds,
+            1..=60,
+        )?;
+        in_range("SVC_RENDER_HEAP_MB", self.render_heap_mb, 64..=4096)?;
+        Ok(())
+    }
 }
 
 /// `value` within `range`, or an error naming the setting.
@@ -422,6 +472,7 @@ impl RuntimeSettings {
             self.web_bot_auth_lifetime_seconds,
             10..=3600,
         )?;
+        self.render.check()?;
         Ok(())
     }
 
@@ -519,6 +570,7 @@ impl Default for RuntimeSettings {
             internal_token: None,
             web_bot_auth: "on".into(),
             web_bot_auth_lifetime_seconds: 60,
+            render: RenderSettings::default(),
         }
     }
 }
@@ -616,6 +668,33 @@ mod tests {
             lifetime.contains("SVC_WEB_BOT_AUTH_LIFETIME_SECONDS"),
             "{lifetime}"
         );
+        // The browser's settings, each at its bounds.
+        let render = |f: &dyn Fn(&mut RenderSettings)| {
+            let mut r = RenderSettings::default();
+            f(&mut r);
+            r.check().map_err(|e| e.to_string())
+        };
+        assert!(render(&|_| ()).is_ok());
+        for (ok, bad, name) in [
+            (
+                render(&|r| r.render_tabs = 16),
+                render(&|r| r.render_tabs = 17),
+                "SVC_RENDER_TABS",
+            ),
+            (
+                render(&|r| r.render_timeout_seconds = 1),
+                render(&|r| r.render_timeout_seconds = 0),
+                "SVC_RENDER_TIMEOUT_SECONDS",
+            ),
+            (
+                render(&|r| r.render_heap_mb = 64),
+                render(&|r| r.render_heap_mb = 63),
+                "SVC_RENDER_HEAP_MB",
+            ),
+        ] {
+            assert!(ok.is_ok(), "{name}");
+            assert!(bad.unwrap_err().contains(name), "{name}");
+        }
         // The recovery window and the grace both outlast the request deadline.
         assert!(
             MIN_RECOVER_AFTER_SECONDS as u64 > svc_ports::fetch::FETCH_DEADLINE.as_secs()

@@ -8,7 +8,7 @@ use anyhow::Context;
 use futures_util::StreamExt;
 use serde_json::json;
 use svc::{
-    kit::wire::read::{ReadBody, ReadFormat, ReadResult},
+    kit::wire::read::{ReadBody, ReadFormat, ReadResult, RenderOption},
     services::{ReadOutcome, ReadRequest, Services, read::ContentFormat},
     startup::{self, Stores},
 };
@@ -42,6 +42,20 @@ pub struct ReadArgs {
     /// CSS selector whose matches are removed first (repeatable).
     #[arg(long = "exclude")]
     exclude: Vec<String>,
+    /// Run the page in headless Chromium first: `auto` only when its HTML is a script shell,
+    /// `never`, or `always` (a saved page too: its scripts run, every request they make goes
+    /// through the guarded fetcher).
+    #[arg(long, value_enum, default_value = "auto")]
+    render: RenderArg,
+    #[command(flatten)]
+    browser: svc::config::RenderSettings,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum RenderArg {
+    Auto,
+    Never,
+    Always,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -53,7 +67,12 @@ enum ReadOutput {
 }
 
 pub async fn run(args: ReadArgs) -> anyhow::Result<()> {
-    let services = startup::offline_services(&Stores::memory(), Environment::Live)?;
+    args.browser.check()?;
+    let world = startup::World {
+        render: Some(args.browser.clone()),
+        ..startup::World::default()
+    };
+    let services = startup::offline_services_in(&Stores::memory(), Environment::Live, &world)?;
     let format = match args.format {
         ReadOutput::Text => ReadFormat::Text,
         ReadOutput::Html => ReadFormat::Html,
@@ -70,6 +89,11 @@ pub async fn run(args: ReadArgs) -> anyhow::Result<()> {
         include_selectors: Some(args.include.clone()),
         exclude_selectors: Some(args.exclude.clone()),
         max_age: Some(0.0),
+        render: Some(match args.render {
+            RenderArg::Auto => RenderOption::Auto,
+            RenderArg::Never => RenderOption::Never,
+            RenderArg::Always => RenderOption::Always,
+        }),
     };
     let request = body.into_request();
     let mut files = args.file.clone();

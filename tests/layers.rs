@@ -17,6 +17,7 @@ const ADAPTERS: &[&str] = &[
     "svc-signer",
     "svc-payments",
     "svc-oauth",
+    "svc-render",
     "svc-sandbox",
 ];
 const FACES: &[&str] = &["svc-rest", "svc-mcp", "svc-a2a", "svc-web", "svc-wellknown"];
@@ -30,6 +31,7 @@ const TRANSPORTS: &[&str] = &[
     "askama",
     "lettre",
     "oauth2",
+    "chromiumoxide",
 ];
 
 /// The package names a manifest depends on (normal dependencies), with `package = ...`
@@ -115,7 +117,7 @@ fn faces_never_name_one_another_or_an_adapter() {
 #[test]
 fn adapters_implement_ports_and_reach_no_service_or_face() {
     for adapter in [
-        "sql", "system", "fetch", "extract", "mail", "signer", "payments", "oauth",
+        "sql", "system", "fetch", "extract", "mail", "signer", "payments", "oauth", "render",
     ] {
         let manifest = format!("adapters/{adapter}/Cargo.toml");
         let forbidden: Vec<&str> = FACES

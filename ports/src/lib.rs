@@ -31,6 +31,7 @@ pub mod page;
 pub mod payments;
 pub mod proxies;
 pub mod readiness;
+pub mod render;
 pub mod system;
 pub mod tasks;
 pub mod telemetry;
@@ -92,6 +93,7 @@ pub use proxies::{ForwardingHeader, TrustedProxies};
 pub use readiness::{
     CheckId, CheckResult, CheckStatus, Evidence, NextLevel, ReadinessLevel, ScanReport,
 };
+pub use render::{NoRenderer, PageRenderer, RenderError, RenderRequest, RenderedPage};
 pub use system::{Clock, Entropy};
 pub use tasks::{
     BeginOutcome, NewTask, SettleOutcome, Settlement, TaskRecord, TaskStatus, VerifyOutcome,

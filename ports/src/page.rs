@@ -105,6 +105,11 @@ pub struct PageSignals {
     pub captcha: Option<String>,
     /// What marks the page as a sign-in wall (e.g. `password form, 120 characters of text`).
     pub login_wall: Option<String>,
+    /// What marks the static HTML as a script shell, a single-page app that scripts fill
+    /// (e.g. `2 script(s), 0 characters of visible text, an empty #root`): reading it with
+    /// `render: auto` runs it in a browser. Not an obstacle.
+    #[serde(default)]
+    pub script_shell: Option<String>,
 }
 
 /// Everything read from one HTML document.

@@ -22,6 +22,10 @@ const CONTACT: &str = include_str!("demo/contact.html");
 const SIGN_IN: &str = include_str!("demo/sign-in.html");
 const CHALLENGE: &str = include_str!("demo/challenge.html");
 const INDEX: &str = include_str!("demo/index.html");
+/// A single-page app: an empty shell, a bundle that builds the article from JSON.
+const APP_SHELL: &str = include_str!("demo/app/index.html");
+const APP_BUNDLE: &str = include_str!("demo/app/bundle.js");
+const APP_STORY: &str = include_str!("demo/app/story.json");
 
 fn html(status: u16, body: &str) -> ResponseTemplate {
     ResponseTemplate::new(status).set_body_raw(body.as_bytes().to_vec(), "text/html; charset=utf-8")
@@ -77,6 +81,19 @@ impl DemoSite {
             (
                 "/latest",
                 ResponseTemplate::new(302).insert_header("location", "/articles/tides"),
+            ),
+            ("/app/", html(200, APP_SHELL)),
+            (
+                "/app/bundle.js",
+                ResponseTemplate::new(200).set_body_raw(
+                    APP_BUNDLE.as_bytes().to_vec(),
+                    "text/javascript; charset=utf-8",
+                ),
+            ),
+            (
+                "/app/api/story.json",
+                ResponseTemplate::new(200)
+                    .set_body_raw(APP_STORY.as_bytes().to_vec(), "application/json"),
             ),
             (
                 "/logo.png",

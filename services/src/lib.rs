@@ -74,6 +74,8 @@ pub struct Ports {
     pub extractor: Arc<dyn PageExtractor>,
     /// Reads PDFs answered to a read.
     pub pdf: Arc<dyn svc_ports::PdfReader>,
+    /// The browser that runs script-built pages for reads ([`svc_ports::NoRenderer`]: none).
+    pub renderer: Arc<dyn svc_ports::PageRenderer>,
     pub clock: Arc<dyn Clock>,
     pub entropy: Arc<dyn Entropy>,
     /// Whether the store can serve (readiness) and its pools.
@@ -232,7 +234,8 @@ impl Services {
                 ports.extractor.clone(),
                 ports.pdf.clone(),
                 ports.clock.clone(),
-            ),
+            )
+            .with_renderer(ports.renderer.clone()),
         }
     }
 }

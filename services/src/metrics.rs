@@ -21,6 +21,9 @@ pub const WEBHOOKS: &str = "svc_webhook_verifications_total";
 /// Page fetches of reads by `outcome`: `fetched`, `cache_hit`, `refused`,
 /// `robots_disallowed`, `timeout`, `connect`, `protocol`, `too_many_redirects`.
 pub const FETCHES: &str = "svc_fetches_total";
+/// Pages run in the browser by reads, by `outcome`: `rendered`, `cache_hit`, `unavailable`
+/// (read statically instead, or refused), `busy`, `timeout`, `too_many_redirects`, `failed`.
+pub const RENDERS: &str = "svc_renders_total";
 /// Reads answered `outcome: blocked`, by `reason`.
 pub const READS_BLOCKED: &str = "svc_reads_blocked_total";
 /// Store pool connections by `state` (`in_use`, `idle`), sampled at each scrape.
@@ -75,6 +78,11 @@ pub const CATALOG: &[(&str, Kind, &str)] = &[
         "Payment webhook deliveries by verification result.",
     ),
     (FETCHES, Kind::Counter, "Page fetches of reads by outcome."),
+    (
+        RENDERS,
+        Kind::Counter,
+        "Pages run in the browser by reads, by outcome.",
+    ),
     (
         READS_BLOCKED,
         Kind::Counter,

@@ -13,6 +13,9 @@ use svc_ports::{
 };
 use url::Url;
 
+mod render;
+pub use render::RenderMode;
+
 /// Longest `max_age` honoured; pages older than this are purged from the cache.
 /// Reads of one batch fetched at once: enough to overlap slow sites, few enough that one
 /// caller's batch does not crowd out everyone else's reads.
@@ -40,6 +43,8 @@ pub struct ReadRequest {
     pub extract: ExtractOptions,
     /// Oldest cached copy acceptable, in seconds; 0 always fetches.
     pub max_age_seconds: u64,
+    /// Whether the page is run in a browser before it is read.
+    pub render: RenderMode,
 }
 
 impl ReadRequest {
@@ -49,6 +54,7 @@ impl ReadRequest {
             format: ContentFormat::default(),
             extract: ExtractOptions::default(),
             max_age_seconds: DEFAULT_MAX_AGE_SECONDS,
+            render: RenderMode::default(),
         }
     }
 }
@@ -95,6 +101,8 @@ pub struct PageRead {
     pub robots: Option<RobotsDecision>,
     pub fetched_at: DateTime<Utc>,
     pub cache: CacheInfo,
+    /// Read from the DOM a browser built by running the page's scripts.
+    pub rendered: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,6 +145,8 @@ pub struct Blocked {
     pub robots: Option<RobotsDecision>,
     pub fetched_at: DateTime<Utc>,
     pub cache: CacheInfo,
+    /// Judged from the DOM a browser built by running the page's scripts.
+    pub rendered: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -163,6 +173,9 @@ pub enum ReadError {
     MissingScope(&'static str),
     #[error("extraction failed: {0}")]
     Internal(#[source] anyhow::Error),
+    /// The page must be rendered and no browser can run it now (none here, or every tab busy).
+    #[error("{0}")]
+    RenderUnavailable(svc_ports::RenderError),
 }
 
 pub struct ReadService {
@@ -171,6 +184,7 @@ pub struct ReadService {
     extractor: Arc<dyn PageExtractor>,
     pdf: Arc<dyn PdfReader>,
     clock: Arc<dyn Clock>,
+    renderer: Arc<dyn svc_ports::PageRenderer>,
 }
 
 /// The cache key: the URL as the fetcher will ask for it, without its fragment.
@@ -242,7 +256,15 @@ impl ReadService {
             extractor,
             pdf,
             clock,
+            renderer: Arc::new(svc_ports::NoRenderer),
         }
+    }
+
+    /// Runs pages that need it (`render`) in this browser; without one, `auto` reads the
+    /// static HTML and `always` is refused as unavailable.
+    pub fn with_renderer(mut self, renderer: Arc<dyn svc_ports::PageRenderer>) -> Self {
+        self.renderer = renderer;
+        self
     }
 
     /// Reads `request.url`: from the cache when a copy is young enough, otherwise through the
@@ -303,6 +325,11 @@ impl ReadService {
         self.check_selectors(&request.extract)?;
         let key = cache_key(&request.url);
         let now = self.clock.now();
+        if request.render == RenderMode::Always
+            && let Some(outcome) = self.cached_rendering(&key, request).await?
+        {
+            return Ok(outcome);
+        }
         let cached = if request.max_age_seconds == 0 {
             None
         } else {
@@ -360,6 +387,7 @@ impl ReadService {
                                 state: CacheState::Miss,
                                 age_seconds: 0,
                             },
+                            rendered: false,
                         })));
                     }
                     Err(e) => return Err(ReadError::Unreachable(e)),
@@ -371,7 +399,7 @@ impl ReadService {
             }
         };
         let age_seconds = (now - page.fetched_at).num_seconds().max(0) as u64;
-        self.interpret(page, request, CacheInfo { state, age_seconds })
+        self.answer(page, request, CacheInfo { state, age_seconds }, Some(&key))
             .await
     }
 
@@ -398,15 +426,11 @@ impl ReadService {
             robots: RobotsDecision::not_checked(),
             fetched_at: self.clock.now(),
         };
-        self.interpret(
-            page,
-            request,
-            CacheInfo {
-                state: CacheState::Bypass,
-                age_seconds: 0,
-            },
-        )
-        .await
+        let cache = CacheInfo {
+            state: CacheState::Bypass,
+            age_seconds: 0,
+        };
+        self.answer(page, request, cache, None).await
     }
 
     /// [`Self::read_document`] for a saved PDF (`svc read --file X.pdf`).
@@ -430,15 +454,11 @@ impl ReadService {
             robots: RobotsDecision::not_checked(),
             fetched_at: self.clock.now(),
         };
-        self.interpret(
-            page,
-            request,
-            CacheInfo {
-                state: CacheState::Bypass,
-                age_seconds: 0,
-            },
-        )
-        .await
+        let cache = CacheInfo {
+            state: CacheState::Bypass,
+            age_seconds: 0,
+        };
+        self.answer(page, request, cache, None).await
     }
 
     fn check_selectors(&self, options: &ExtractOptions) -> Result<(), ReadError> {
@@ -459,11 +479,42 @@ impl ReadService {
             .map_err(ReadError::InvalidSelector)
     }
 
-    async fn interpret(
+    /// What is read from `page`: `None` when its content type is not read at all.
+    async fn extract(
+        &self,
+        page: &FetchedPage,
+        request: &ReadRequest,
+    ) -> Result<Option<Extraction>, ReadError> {
+        Ok(Some(
+            match body_kind(page.content_type.as_deref(), &page.body) {
+                Body::Html => {
+                    let extractor = self.extractor.clone();
+                    let options = request.extract.clone();
+                    let (body, url) = (page.body.clone(), page.final_url.clone());
+                    // Parsing a 10 MiB page takes milliseconds of CPU: keep it off the runtime.
+                    tokio::task::spawn_blocking({
+                        // The request's span (and its id) follows the work to the blocking pool.
+                        let span = tracing::Span::current();
+                        move || span.in_scope(|| extractor.extract(&body, &url, &options))
+                    })
+                    .await
+                    .map_err(|e| ReadError::Internal(anyhow::anyhow!("extraction task: {e}")))?
+                    .map_err(ReadError::InvalidSelector)?
+                }
+                Body::Text => plain_text_extraction(&page.body),
+                Body::Other => return Ok(None),
+            },
+        ))
+    }
+
+    /// The answer for `page` given what was read from it.
+    fn interpret(
         &self,
         page: FetchedPage,
+        extraction: Option<Extraction>,
         request: &ReadRequest,
         cache: CacheInfo,
+        rendered: bool,
     ) -> Result<ReadOutcome, ReadError> {
         let robots = page.robots.checked.then(|| page.robots.clone());
         let blocked = |reason: BlockReason, detail: String, retryable: bool| {
@@ -477,49 +528,14 @@ impl ReadService {
                 robots: robots.clone(),
                 fetched_at: page.fetched_at,
                 cache: cache.clone(),
+                rendered,
             })))
         };
         let http_error = page.status >= 400;
         let retryable = page.status == 429 || page.status >= 500;
-        if let Some(raw) = &page.raw {
-            // An error answer is not the document asked for, whatever its type.
-            if http_error {
-                return blocked(
-                    BlockReason::HttpError,
-                    format!("the site answered HTTP {}", page.status),
-                    retryable,
-                );
-            }
-            let pdf = self.pdf.clone();
-            let bytes = raw.clone();
-            let span = tracing::Span::current();
-            let text = tokio::task::spawn_blocking(move || span.in_scope(|| pdf.read_pdf(&bytes)))
-                .await
-                .map_err(|e| ReadError::Internal(anyhow::anyhow!("PDF task: {e}")))?;
-            return match pdf::judge(text, page.truncated) {
-                Ok(document) => Ok(ReadOutcome::Page(Box::new(pdf::page_read(
-                    document, page, robots, request, cache,
-                )))),
-                Err((reason, detail)) => blocked(reason, detail, false),
-            };
-        }
-        let extraction = match body_kind(page.content_type.as_deref(), &page.body) {
-            Body::Html => {
-                let extractor = self.extractor.clone();
-                let options = request.extract.clone();
-                let (body, url) = (page.body.clone(), page.final_url.clone());
-                // Parsing a 10 MiB page takes milliseconds of CPU: keep it off the runtime.
-                tokio::task::spawn_blocking({
-                    // The request's span (and its id) follows the work to the blocking pool.
-                    let span = tracing::Span::current();
-                    move || span.in_scope(|| extractor.extract(&body, &url, &options))
-                })
-                .await
-                .map_err(|e| ReadError::Internal(anyhow::anyhow!("extraction task: {e}")))?
-                .map_err(ReadError::InvalidSelector)?
-            }
-            Body::Text => plain_text_extraction(&page.body),
-            Body::Other => {
+        let extraction = match extraction {
+            Some(extraction) => extraction,
+            None => {
                 return blocked(
                     BlockReason::UnsupportedContent,
                     format!(
@@ -579,6 +595,7 @@ impl ReadService {
             robots,
             fetched_at: page.fetched_at,
             cache,
+            rendered,
         })))
     }
 }
@@ -605,11 +622,11 @@ mod tests {
     use svc_ports::{MainContent, PdfRefusal, PdfText};
     use svc_ports::{StoreError, fetch::MockPageFetcher, store::MockPageCache, system::MockClock};
 
-    fn now() -> DateTime<Utc> {
+    pub(super) fn now() -> DateTime<Utc> {
         DateTime::from_timestamp(1_800_000_000, 0).unwrap()
     }
 
-    fn fetched(status: u16, content_type: &str, body: &str) -> FetchedPage {
+    pub(super) fn fetched(status: u16, content_type: &str, body: &str) -> FetchedPage {
         FetchedPage {
             requested_url: "https://example.com/a".into(),
             final_url: "https://example.com/a".into(),
@@ -660,7 +677,7 @@ mod tests {
 
     /// A stand-in for the HTML extractor (services see ports only): the body is the content,
     /// `CHALLENGE` in it raises the captcha signal, and a selector with `[` does not parse.
-    struct MarkerExtractor;
+    pub(super) struct MarkerExtractor;
 
     impl PageExtractor for MarkerExtractor {
         fn select_texts(
@@ -704,6 +721,7 @@ mod tests {
                 signals: svc_ports::PageSignals {
                     captcha: html.contains("CHALLENGE").then(|| "marker".to_owned()),
                     login_wall: None,
+                    script_shell: html.contains("SHELL").then(|| "marker".to_owned()),
                 },
             })
         }

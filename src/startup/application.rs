@@ -83,6 +83,7 @@ impl Application {
             runtime.key_rotation_overlap_hours * 3600,
         ));
         world.scans_per_minute = Some(runtime.scan_rate_limit_per_ip);
+        world.render = Some(runtime.render.clone());
         world.free_credits = runtime.free_credits.or(world.free_credits);
         world.email_codes_per_hour = runtime.email_codes_per_hour.or(world.email_codes_per_hour);
         let proxies = Arc::new(runtime.trusted_proxies()?);

@@ -26,6 +26,7 @@ use svc_ports::{
     PageCache, PaymentProvider, ScanStore, Signer, StoreHealth, TaskStore, TelemetryStore,
     webhooks::WebhookSecret,
 };
+use svc_render::{ChromiumRenderer, RenderConfig};
 pub use svc_sandbox::{
     ACCESS_TOKEN_SECONDS, ActionSites, BOOKING_ACCOUNT, DemoSite, LACKING, NEVER_HOST,
     OTHER_BOOKING_ACCOUNT, READY_HOST, ReadinessSites, SHOP_HOST, SandboxAuthServer,
@@ -41,7 +42,7 @@ use kit::context::{AppContext, Limits, Origins};
 use svc_services::{BillingSettings, IdentitySettings, IssuedKey, Ports, Services};
 
 pub use crate::config::BillingConfig;
-use crate::config::RuntimeSettings;
+use crate::config::{RenderSettings, RuntimeSettings};
 pub use application::{Application, stopped};
 pub use svc_services::keys::{SANDBOX_CREDITS, SANDBOX_EMAIL};
 
@@ -269,6 +270,9 @@ pub struct World {
     /// is known (`Application::build`); `None`: requests go unsigned (one-shot commands, or
     /// `SVC_WEB_BOT_AUTH=off`).
     pub bot_identity: Option<Arc<svc_fetch::bot_auth::BotAuth>>,
+    /// The browser that renders script-built pages for reads (`SVC_CHROMIUM`, `SVC_RENDER_*`).
+    /// `None`: no browser (`render: auto` reads statically, `always` is refused).
+    pub render: Option<RenderSettings>,
 }
 
 fn signer(signing: &Signing) -> anyhow::Result<Ed25519Signer> {
@@ -351,6 +355,7 @@ pub fn ports(stores: &Stores, world: &World) -> anyhow::Result<(Ports, Option<Ar
         }
     };
     let fetcher = Arc::new(fetcher);
+    let renderer = renderer(world.render.as_ref(), fetcher.clone());
     let signer: Arc<dyn Signer> = Arc::new(signer(&world.signing)?);
     let payments: Option<Arc<dyn PaymentProvider>> = match &world.payments {
         Payments::Disabled => None,
@@ -392,11 +397,32 @@ pub fn ports(stores: &Stores, world: &World) -> anyhow::Result<(Ports, Option<Ar
         fetcher,
         extractor: Arc::new(HtmlExtractor::new()),
         pdf: Arc::new(svc_pdf::PdfExtractReader),
+        renderer,
         clock,
         entropy: Arc::new(OsEntropy::new()),
         store_health: stores.health.clone(),
     };
     Ok((ports, outbox))
+}
+
+/// The headless browser of reads, fetching every request of its pages through `fetcher`;
+/// nothing starts before the first page that needs it.
+fn renderer(
+    settings: Option<&RenderSettings>,
+    fetcher: Arc<GuardedFetcher>,
+) -> Arc<dyn svc_ports::PageRenderer> {
+    match settings.filter(|s| !s.chromium.trim().is_empty()) {
+        Some(s) => Arc::new(ChromiumRenderer::new(
+            RenderConfig {
+                tabs: s.render_tabs,
+                page_timeout: Duration::from_secs(s.render_timeout_seconds),
+                heap_megabytes: s.render_heap_mb,
+                ..RenderConfig::new(s.chromium.trim())
+            },
+            fetcher,
+        )),
+        None => Arc::new(svc_ports::NoRenderer),
+    }
 }
 
 /// The services, and the sandbox's outbox when mail stays in it.

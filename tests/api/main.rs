@@ -23,6 +23,7 @@ mod operations;
 mod read;
 mod read_pdf;
 mod readiness;
+mod render;
 mod shared_limits;
 mod signup;
 mod site;

@@ -4,6 +4,7 @@
 pub mod evaluation;
 mod metadata;
 mod reader;
+pub mod shell;
 
 pub use reader::{HtmlExtractor, without_inline_code};
 

@@ -99,6 +99,7 @@ impl PageExtractor for HtmlExtractor {
         let url = Url::parse(page_url)
             .unwrap_or_else(|_| Url::parse("http://invalid.invalid/").expect("literal URL parses"));
 
+        let original = html;
         // Both parsers would tokenise the same inline scripts and styles, which are nearly half
         // the bytes of a typical page and never content.
         let html = &*without_inline_code(html);
@@ -127,7 +128,9 @@ impl PageExtractor for HtmlExtractor {
         if metadata.excerpt.is_none() {
             metadata.excerpt = metadata.description.clone();
         }
-        let signals = signals(&page, &forms, &metadata, &content);
+        let mut signals = signals(&page, &forms, &metadata, &content);
+        signals.script_shell =
+            crate::shell::script_shell(original, page.root(), content.text.chars().count());
         Ok(Extraction {
             content,
             links,
@@ -408,6 +411,7 @@ fn signals(
     PageSignals {
         captcha,
         login_wall,
+        script_shell: None,
     }
 }
 

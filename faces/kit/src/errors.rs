@@ -29,6 +29,12 @@ pub fn read_problem(e: ReadError) -> ApiProblem {
             format!("This needs a key with the `{scope}` scope."),
         ),
         ReadError::Internal(e) => ApiProblem::failure(e.as_ref()),
+        // No browser to run a page that must be rendered, or every tab busy.
+        ReadError::RenderUnavailable(e) => {
+            ApiProblem::new(FailureClass::Unavailable, e.to_string())
+                .retry_after(std::time::Duration::from_secs(2))
+                .next_action(NextActionKind::Retry, None)
+        }
     }
 }
 

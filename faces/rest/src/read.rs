@@ -61,6 +61,10 @@ impl ReadApi {
     /// or answers from a copy no older than `max_age`, and returns the main content as Markdown
     /// and text with the page's links, forms and metadata. Captcha pages, sign-in walls,
     /// robots refusals and 4xx/5xx answers come back as `outcome: blocked` with the reason.
+    /// A single-page app whose HTML is only a script shell is run in a headless browser first
+    /// (`render`, default `auto`; every request it makes goes through the same guarded client;
+    /// `rendered: true` in the answer); 503 `unavailable` when a page must be rendered and no
+    /// browser tab is free.
     #[oai(path = "/api/read", method = "get", operation_id = "readPage")]
     #[allow(clippy::too_many_arguments)]
     async fn read_get(
@@ -81,6 +85,9 @@ impl ReadApi {
         /// Oldest cached copy acceptable, in seconds (default 600); 0 always fetches.
         #[oai(validator(minimum(value = "0"), maximum(value = "604800")))]
         max_age: Query<Option<f64>>,
+        /// Run the page in a headless browser first: `auto` (default) only when its HTML is a
+        /// script shell, `never`, or `always`.
+        render: Query<Option<RenderOption>>,
     ) -> Result<ReadResponse, ApiProblem> {
         let body = ReadBody {
             url: url.0,
@@ -89,6 +96,7 @@ impl ReadApi {
             include_selectors: include_selectors.0,
             exclude_selectors: exclude_selectors.0,
             max_age: max_age.0,
+            render: render.0,
         };
         self.run(auth, body).await
     }

@@ -1,9 +1,57 @@
 //! A PDF read as a page: what counts as readable, and its Markdown and text.
 
 use super::{
-    BlockReason, CacheInfo, ContentFormat, PageRead, ReadRequest, content_hash, escape_html,
+    BlockReason, Blocked, CacheInfo, ContentFormat, PageRead, ReadError, ReadOutcome, ReadRequest,
+    ReadService, content_hash, escape_html,
 };
 use svc_ports::{FetchedPage, PageMetadata, PdfRefusal, PdfText, RobotsDecision};
+
+impl ReadService {
+    /// A fetched (or saved) PDF: its pages as a page, or why it cannot be read.
+    pub(super) async fn read_pdf_page(
+        &self,
+        page: FetchedPage,
+        request: &ReadRequest,
+        cache: CacheInfo,
+    ) -> Result<ReadOutcome, ReadError> {
+        let robots = page.robots.checked.then(|| page.robots.clone());
+        let blocked = |reason: BlockReason, detail: String, retryable: bool| {
+            Ok(ReadOutcome::Blocked(Box::new(Blocked {
+                requested_url: page.requested_url.clone(),
+                final_url: Some(page.final_url.clone()),
+                status_code: Some(page.status),
+                reason,
+                detail,
+                retryable,
+                robots: robots.clone(),
+                fetched_at: page.fetched_at,
+                cache: cache.clone(),
+                rendered: false,
+            })))
+        };
+        // An error answer is not the document asked for, whatever its type.
+        if page.status >= 400 {
+            let retryable = page.status == 429 || page.status >= 500;
+            return blocked(
+                BlockReason::HttpError,
+                format!("the site answered HTTP {}", page.status),
+                retryable,
+            );
+        }
+        let bytes = page.raw.clone().unwrap_or_default();
+        let reader = self.pdf.clone();
+        let span = tracing::Span::current();
+        let text = tokio::task::spawn_blocking(move || span.in_scope(|| reader.read_pdf(&bytes)))
+            .await
+            .map_err(|e| ReadError::Internal(anyhow::anyhow!("PDF task: {e}")))?;
+        match judge(text, page.truncated) {
+            Ok(document) => Ok(ReadOutcome::Page(Box::new(page_read(
+                document, page, robots, request, cache,
+            )))),
+            Err((reason, detail)) => blocked(reason, detail, false),
+        }
+    }
+}
 
 /// Between pages: a form feed in the text (as `pdftotext` writes), a rule in the Markdown.
 pub(crate) const TEXT_PAGE_BREAK: &str = "\n\u{c}\n";
@@ -83,6 +131,7 @@ pub(crate) fn page_read(
         robots,
         fetched_at: page.fetched_at,
         cache,
+        rendered: false,
     }
 }
 

@@ -11,7 +11,7 @@ use svc_services::{
     Principal, ReadError, ReadOutcome, ReadRequest,
     read::{
         BlockReason, Blocked, CacheInfo, CacheState, ContentFormat, DEFAULT_MAX_AGE_SECONDS,
-        PageRead,
+        PageRead, RenderMode,
     },
 };
 
@@ -46,6 +46,29 @@ impl From<ContentFormat> for ReadFormat {
     }
 }
 
+/// Whether the page is run in a headless browser before it is read: `auto` (default) only
+/// when its HTML is a script shell (code, almost no visible text, an app's mount point), `never`
+/// reads the HTML as fetched, `always` runs every HTML page. Every request the browser makes
+/// goes through the same guarded client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Enum, Default)]
+#[oai(rename_all = "lowercase")]
+pub enum RenderOption {
+    #[default]
+    Auto,
+    Never,
+    Always,
+}
+
+impl From<RenderOption> for RenderMode {
+    fn from(r: RenderOption) -> Self {
+        match r {
+            RenderOption::Auto => RenderMode::Auto,
+            RenderOption::Never => RenderMode::Never,
+            RenderOption::Always => RenderMode::Always,
+        }
+    }
+}
+
 /// What to read and how.
 #[derive(Debug, Clone, Object)]
 #[oai(deny_unknown_fields)]
@@ -66,6 +89,7 @@ pub struct ReadBody {
     /// dropped); 0 always fetches.
     #[oai(validator(minimum(value = "0"), maximum(value = "604800")))]
     pub max_age: Option<f64>,
+    pub render: Option<RenderOption>,
 }
 
 impl ReadBody {
@@ -82,6 +106,7 @@ impl ReadBody {
             max_age_seconds: self
                 .max_age
                 .map_or(DEFAULT_MAX_AGE_SECONDS, |s| s.max(0.0) as u64),
+            render: self.render.unwrap_or_default().into(),
         }
     }
 }
@@ -106,6 +131,7 @@ pub struct ReadBatchBody {
     /// fetches.
     #[oai(validator(minimum(value = "0"), maximum(value = "604800")))]
     pub max_age: Option<f64>,
+    pub render: Option<RenderOption>,
 }
 
 impl ReadBatchBody {
@@ -118,6 +144,7 @@ impl ReadBatchBody {
             include_selectors,
             exclude_selectors,
             max_age,
+            render,
         } = self;
         urls.into_iter()
             .map(|url| {
@@ -128,6 +155,7 @@ impl ReadBatchBody {
                     include_selectors: include_selectors.clone(),
                     exclude_selectors: exclude_selectors.clone(),
                     max_age,
+                    render,
                 }
                 .into_request()
             })
@@ -351,6 +379,9 @@ pub struct ReadPage {
     pub robots: Option<RobotsBody>,
     pub fetched_at: DateTime<Utc>,
     pub cache: CacheBody,
+    /// Read from the DOM a headless browser built by running the page's scripts (`render`);
+    /// false when the HTML was read as fetched.
+    pub rendered: bool,
 }
 
 #[derive(Debug, Clone, Copy, Enum)]
@@ -400,6 +431,9 @@ pub struct ReadBlocked {
     pub robots: Option<RobotsBody>,
     pub fetched_at: DateTime<Utc>,
     pub cache: CacheBody,
+    /// Read from the DOM a headless browser built by running the page's scripts (`render`);
+    /// false when the HTML was read as fetched.
+    pub rendered: bool,
 }
 
 /// The result of a read: `outcome` is `page` or `blocked`.
@@ -490,6 +524,7 @@ impl From<PageRead> for ReadPage {
             robots: p.robots.map(Into::into),
             fetched_at: p.fetched_at,
             cache: p.cache.into(),
+            rendered: p.rendered,
         }
     }
 }
@@ -506,6 +541,7 @@ impl From<Blocked> for ReadBlocked {
             robots: b.robots.map(Into::into),
             fetched_at: b.fetched_at,
             cache: b.cache.into(),
+            rendered: b.rendered,
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use kit::{
     errors::read_problem,
-    wire::read::{ReadBatchBody, ReadBatchResult, ReadBody, ReadFormat, ReadResult},
+    wire::read::{ReadBatchBody, ReadBatchResult, ReadBody, ReadFormat, ReadResult, RenderOption},
 };
 use rmcp::{
     ErrorData as McpError,
@@ -45,6 +45,9 @@ pub struct ReadPageArgs {
     /// Oldest cached copy acceptable, in seconds (default 600); 0 always fetches.
     #[schemars(range(max = 604800))]
     pub max_age: Option<u32>,
+    /// Run the page in a headless browser first: auto (default) only when its HTML is a script
+    /// shell, never, or always.
+    pub render: Option<Render>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -60,6 +63,29 @@ pub struct ReadPagesArgs {
     /// Oldest cached copy acceptable, in seconds (default 600); 0 always fetches.
     #[schemars(range(max = 604800))]
     pub max_age: Option<u32>,
+    /// Run the page in a headless browser first: auto (default) only when its HTML is a script
+    /// shell, never, or always.
+    pub render: Option<Render>,
+}
+
+/// Whether the page runs in a headless browser first.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Render {
+    /// Only when the HTML is a script shell (a single-page app).
+    Auto,
+    /// Read the HTML as fetched.
+    Never,
+    /// Run every HTML page.
+    Always,
+}
+
+fn render_option(r: Render) -> RenderOption {
+    match r {
+        Render::Auto => RenderOption::Auto,
+        Render::Never => RenderOption::Never,
+        Render::Always => RenderOption::Always,
+    }
 }
 
 fn read_format(f: Format) -> ReadFormat {
@@ -80,7 +106,9 @@ impl SvcMcp {
             (description, canonical, language, OpenGraph, JSON-LD, author, published time). Fetched through a \
             guarded client: public http(s) URLs only, robots.txt honoured. A captcha, sign-in wall, robots refusal \
             or 4xx/5xx answer comes back as outcome `blocked` with a reason, never as page text. A copy up to \
-            `max_age` seconds old (default 600) may answer. Needs an API key with the read scope.",
+            `max_age` seconds old (default 600) may answer. A single-page app whose HTML is only a script shell is \
+            run in a headless browser first (render auto; never or always to choose), its requests through the \
+            same guard; `rendered` says so. Needs an API key with the read scope.",
         output_schema = wire::<ReadResult>(),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = true)
     )]
@@ -97,6 +125,7 @@ impl SvcMcp {
             include_selectors: args.include_selectors,
             exclude_selectors: args.exclude_selectors,
             max_age: args.max_age.map(f64::from),
+            render: args.render.map(render_option),
         };
         Ok(
             match self
@@ -142,6 +171,7 @@ impl SvcMcp {
             include_selectors: None,
             exclude_selectors: None,
             max_age: args.max_age.map(f64::from),
+            render: args.render.map(render_option),
         };
         Ok(
             match self

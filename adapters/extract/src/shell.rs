@@ -1,0 +1,211 @@
+//! Whether a page's static HTML is a script shell: a single-page app whose content a script
+//! bundle builds in the browser, so that reading the HTML as fetched gives nothing.
+//!
+//! The judgement (all three must hold):
+//! 1. the page runs script: at least one `<script>` that is code (an external bundle, a
+//!    module, or inline code; JSON-LD and other JSON data blocks do not count);
+//! 2. it shows almost nothing: under [`SHELL_TEXT_CHARS`] characters of visible body text
+//!    (`script`, `style`, `noscript`, `template` and `svg` left out);
+//! 3. it says it is an app: an empty mount element (`#root`, `#app`, `#__next`, `[ng-app]`,
+//!    `[data-reactroot]`, ...), or a `<noscript>` asking for JavaScript, or under
+//!    [`BARE_TEXT_CHARS`] characters of text at all.
+//!
+//! A page with an article in its HTML never passes 2. `tests/script_shell.rs` counts the
+//! judgement over both shared corpora (610 real pages): it must fire on none.
+
+use kuchikiki::NodeRef;
+
+/// Visible text below which a page with scripts may be a shell.
+pub const SHELL_TEXT_CHARS: usize = 200;
+/// Visible text below which a page with scripts is a shell without any other sign.
+pub const BARE_TEXT_CHARS: usize = 25;
+
+/// Ids and attributes that frameworks mount an app on.
+const MOUNT_IDS: &[&str] = &[
+    "root",
+    "app",
+    "__next",
+    "__nuxt",
+    "___gatsby",
+    "svelte",
+    "app-root",
+    "react-root",
+    "main-app",
+    "application",
+];
+const MOUNT_ATTRIBUTES: &str =
+    "[ng-app], [data-ng-app], [ng-version], [data-reactroot], [data-v-app], [data-server-rendered]";
+
+/// Elements whose text a reader never sees.
+const HIDDEN: &[&str] = &["script", "style", "noscript", "template", "svg", "head"];
+
+/// `<script` tags in `html` that are code, not data: counted on the original text because the
+/// extractor drops inline code before parsing.
+pub fn code_scripts(html: &str) -> usize {
+    let lower_starts = |rest: &str, what: &str| {
+        rest.get(..what.len())
+            .is_some_and(|p| p.eq_ignore_ascii_case(what))
+    };
+    let mut count = 0;
+    let mut from = 0;
+    while let Some(at) = html[from..].find('<') {
+        let start = from + at;
+        from = start + 1;
+        let rest = &html[start..];
+        if !lower_starts(rest, "<script") {
+            continue;
+        }
+        let after = rest.as_bytes().get(7).copied().unwrap_or(b'>');
+        if !(after.is_ascii_whitespace() || after == b'>' || after == b'/') {
+            continue; // <scripts>, <script-x>
+        }
+        let tag = &rest[..rest.find('>').unwrap_or(rest.len()).min(512)];
+        let tag = tag.to_ascii_lowercase();
+        // `type` naming JSON (JSON-LD, app state) or a template is data, not code.
+        let data = tag.split("type").skip(1).any(|t| {
+            t.trim_start().starts_with('=') && (t.contains("json") || t.contains("template"))
+        });
+        if !data {
+            count += 1;
+        }
+    }
+    count
+}
+
+fn visible_text_chars(node: &NodeRef, limit: usize, count: &mut usize) {
+    for child in node.children() {
+        if *count >= limit {
+            return;
+        }
+        if let Some(text) = child.as_text() {
+            *count += text
+                .borrow()
+                .split_whitespace()
+                .map(|w| w.chars().count() + 1)
+                .sum::<usize>();
+        } else if let Some(el) = child.as_element()
+            && !HIDDEN.contains(&&*el.name.local)
+        {
+            visible_text_chars(&child, limit, count);
+        }
+    }
+}
+
+fn empty_mount(root: &NodeRef) -> Option<String> {
+    let by_id = MOUNT_IDS
+        .iter()
+        .map(|id| format!("#{id}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let selector = format!("{by_id}, {MOUNT_ATTRIBUTES}");
+    root.select(&selector).ok()?.find_map(|el| {
+        let mut chars = 0;
+        visible_text_chars(el.as_node(), BARE_TEXT_CHARS, &mut chars);
+        (chars < BARE_TEXT_CHARS).then(|| {
+            let attrs = el.attributes.borrow();
+            match attrs.get("id") {
+                Some(id) if MOUNT_IDS.contains(&id) => format!("an empty #{id}"),
+                _ => format!("an empty <{}> app mount", &*el.name.local),
+            }
+        })
+    })
+}
+
+fn noscript_asks_for_javascript(root: &NodeRef) -> bool {
+    root.select("noscript").is_ok_and(|mut n| {
+        n.any(|n| {
+            let text = n.text_contents().to_ascii_lowercase();
+            text.contains("javascript") || text.contains("enable js")
+        })
+    })
+}
+
+/// The evidence that the page is a script shell, or `None`. `html` is the page as fetched (with
+/// its inline scripts), `root` its parsed document; `content_chars` the length of the extracted
+/// main content, which rules a page with an article out before anything else is looked at.
+pub fn script_shell(html: &str, root: &NodeRef, content_chars: usize) -> Option<String> {
+    if content_chars >= SHELL_TEXT_CHARS {
+        return None;
+    }
+    let scripts = code_scripts(html);
+    if scripts == 0 {
+        return None;
+    }
+    let body = root.select_first("body").ok()?;
+    let mut chars = 0;
+    visible_text_chars(body.as_node(), SHELL_TEXT_CHARS, &mut chars);
+    if chars >= SHELL_TEXT_CHARS {
+        return None;
+    }
+    let sign = empty_mount(root)
+        .or_else(|| {
+            noscript_asks_for_javascript(root).then(|| "a <noscript> asking for JavaScript".into())
+        })
+        .or_else(|| (chars < BARE_TEXT_CHARS).then(|| "nothing else in the body".into()))?;
+    Some(format!(
+        "{scripts} script(s), {chars} characters of visible text, {sign}"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kuchikiki::traits::TendrilSink;
+
+    fn judge(html: &str) -> Option<String> {
+        let stripped = crate::without_inline_code(html);
+        let root = kuchikiki::parse_html().one(&*stripped).document_node;
+        script_shell(html, &root, 0)
+    }
+
+    #[test]
+    fn an_empty_mount_point_and_a_bundle_is_a_shell() {
+        let html = r#"<!doctype html><html><head><title>App</title>
+            <script type="module" src="/assets/index-3f2a.js"></script></head>
+            <body><div id="root"></div></body></html>"#;
+        let evidence = judge(html).expect("a shell");
+        assert!(evidence.contains("#root"), "{evidence}");
+    }
+
+    #[test]
+    fn a_noscript_plea_or_a_bare_body_with_code_is_a_shell() {
+        let plea = r#"<html><body><noscript>You need to enable JavaScript to run this app.</noscript>
+            <div class="container">Loading the newest stories for you, please wait a moment</div>
+            <script src="/main.js"></script></body></html>"#;
+        assert!(judge(plea).unwrap().contains("noscript"));
+        let bare =
+            "<html><body><script>document.body.innerHTML = '<p>hi</p>'</script></body></html>";
+        assert!(judge(bare).unwrap().contains("nothing else"));
+    }
+
+    #[test]
+    fn pages_with_text_or_without_code_are_not_shells() {
+        let article = format!(
+            "<html><body><div id=\"root\"><p>{}</p></div><script src=\"/a.js\"></script></body></html>",
+            "Tides rise and fall twice a day. ".repeat(10)
+        );
+        assert_eq!(judge(&article), None);
+        // No code: JSON-LD and JSON state are data.
+        let data = r#"<html><body><div id="app"></div>
+            <script type="application/ld+json">{"@type":"Article"}</script>
+            <script type = "application/json" id="state">{}</script></body></html>"#;
+        assert_eq!(judge(data), None);
+        // Little text and a script, but no sign of an app: a short page, read as it is.
+        let short = r#"<html><body><h1>Opening hours</h1><p>Monday to Friday, nine to five.</p>
+            <script src="/analytics.js"></script></body></html>"#;
+        assert_eq!(judge(short), None);
+    }
+
+    #[test]
+    fn script_tags_are_told_apart_from_look_alikes() {
+        assert_eq!(
+            code_scripts("<SCRIPT src=a.js></SCRIPT><script>1</script>"),
+            2
+        );
+        assert_eq!(
+            code_scripts("<scripts></scripts><script-x></script-x><p>"),
+            0
+        );
+        assert_eq!(code_scripts("<script type=\"text/template\"></script>"), 0);
+    }
+}

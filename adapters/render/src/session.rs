@@ -1,0 +1,509 @@
+//! One page in the browser: a fresh browser context and tab, every request the page makes
+//! paused (CDP `Fetch.enable`, all URLs) and either fulfilled with what the guarded fetcher got
+//! (`Fetch.fulfillRequest`) or failed (`Fetch.failRequest`); then a wait for the page to settle,
+//! the DOM taken, and the context closed so its memory is given back.
+
+use std::{
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use base64::Engine;
+use chromiumoxide::{
+    Browser, Page,
+    cdp::browser_protocol::{
+        browser::BrowserContextId,
+        fetch::{
+            EnableParams, EventRequestPaused, FailRequestParams, FulfillRequestParams, HeaderEntry,
+            RequestPattern, RequestStage,
+        },
+        network::{ErrorReason, ResourceType},
+        page::{AddScriptToEvaluateOnNewDocumentParams, NavigateParams},
+        target::{CreateBrowserContextParams, CreateTargetParams},
+    },
+};
+use futures_util::StreamExt;
+use svc_ports::{FetchError, FetchRequest, PageFetcher, RenderRequest, RenderedPage};
+use tokio::{task::JoinSet, time::Instant};
+
+use crate::RenderConfig;
+
+/// How long no request may be in flight, after the load event, for the page to count as
+/// settled (a bundle that fetches its data and then draws it).
+const QUIET: Duration = Duration::from_millis(400);
+/// How long taking the DOM and closing the tab may take beyond the page's own limit.
+const GRACE: Duration = Duration::from_secs(2);
+
+/// What a page cannot do, whatever it is: talk peer to peer, or keep a service worker.
+const LOCKDOWN: &str = "(() => { for (const k of ['RTCPeerConnection', 'webkitRTCPeerConnection', \
+    'RTCDataChannel']) { try { delete window[k]; } catch (_) {} } \
+    try { if (navigator.serviceWorker) Object.defineProperty(navigator, 'serviceWorker', \
+    { value: undefined }); } catch (_) {} })();";
+
+/// Why a render ended without a page.
+pub(crate) enum Failure {
+    /// Of the page: too many navigations, or nothing readable in time.
+    Page(FetchError),
+    /// Of the browser: it must be replaced.
+    Browser(String),
+}
+
+/// What the interception saw; shared by the handlers of paused requests.
+#[derive(Default)]
+struct Traffic {
+    in_flight: AtomicUsize,
+    last_change: Mutex<Option<Instant>>,
+    requests: AtomicU32,
+    failed: AtomicU32,
+    bytes: AtomicUsize,
+    navigations: AtomicU32,
+    too_many_navigations: AtomicBool,
+    document_served: AtomicBool,
+}
+
+impl Traffic {
+    fn touch(&self) {
+        *self.last_change.lock().expect("not poisoned") = Some(Instant::now());
+    }
+
+    fn quiet_since(&self) -> Option<Instant> {
+        (self.in_flight.load(Ordering::SeqCst) == 0)
+            .then(|| *self.last_change.lock().expect("not poisoned"))
+            .flatten()
+    }
+}
+
+/// Whether two URLs name the same document (fragments aside, as parsed: the browser asks for
+/// `http://a.example/` when told `http://A.example`).
+fn same_document(a: &str, b: &str) -> bool {
+    let parse = |u: &str| {
+        url::Url::parse(u).ok().map(|mut u| {
+            u.set_fragment(None);
+            u
+        })
+    };
+    match (parse(a), parse(b)) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// The request's headers as `(lower-cased name, value)`.
+fn header(event: &EventRequestPaused, name: &str) -> Option<String> {
+    let headers = serde_json::to_value(&event.request.headers).ok()?;
+    headers.as_object()?.iter().find_map(|(k, v)| {
+        k.eq_ignore_ascii_case(name)
+            .then(|| v.as_str().map(str::to_owned))
+            .flatten()
+    })
+}
+
+/// `content_type` with its charset said to be UTF-8, which the body is once decoded.
+fn utf8_content_type(content_type: &str) -> String {
+    let essence = content_type.split(';').next().unwrap_or("").trim();
+    if essence.starts_with("text/")
+        || essence.contains("javascript")
+        || essence.contains("json")
+        || essence.contains("xml")
+    {
+        format!("{essence}; charset=utf-8")
+    } else {
+        essence.to_owned()
+    }
+}
+
+/// Headers that let the page read what the guard fetched for it. The guard fetches without
+/// cookies or credentials, so the only thing CORS protects (a user's ambient credentials) is
+/// not there to protect.
+fn cors(origin: Option<&str>) -> Vec<HeaderEntry> {
+    match origin {
+        Some(origin) => vec![
+            HeaderEntry::new("Access-Control-Allow-Origin", origin),
+            HeaderEntry::new("Access-Control-Allow-Credentials", "true"),
+            HeaderEntry::new("Vary", "Origin"),
+        ],
+        None => vec![HeaderEntry::new("Access-Control-Allow-Origin", "*")],
+    }
+}
+
+enum Answer {
+    Fulfil {
+        status: u16,
+        headers: Vec<HeaderEntry>,
+        body: Vec<u8>,
+    },
+    Fail(ErrorReason),
+}
+
+fn fail_reason(error: &FetchError) -> ErrorReason {
+    match error {
+        FetchError::Refused(_) | FetchError::RobotsDisallowed(_) => ErrorReason::AccessDenied,
+        FetchError::Timeout { .. } => ErrorReason::TimedOut,
+        FetchError::Connect { .. } => ErrorReason::ConnectionFailed,
+        FetchError::TooManyRedirects { .. } | FetchError::Protocol { .. } => ErrorReason::Failed,
+    }
+}
+
+/// What the page gets for one paused request.
+async fn answer(
+    event: &EventRequestPaused,
+    request: &RenderRequest,
+    main_frame: &str,
+    fetcher: &dyn PageFetcher,
+    config: &RenderConfig,
+    traffic: &Traffic,
+) -> Answer {
+    let url = &event.request.url;
+    let method = event.request.method.to_ascii_uppercase();
+    let origin = header(event, "origin");
+    let document = event.resource_type == ResourceType::Document;
+    let main = document && event.frame_id.as_ref() == main_frame;
+    if main
+        && same_document(url, &request.url)
+        && !traffic.document_served.swap(true, Ordering::SeqCst)
+    {
+        // The document was fetched through the guard already (or is a saved page).
+        return Answer::Fulfil {
+            status: 200,
+            headers: vec![HeaderEntry::new("Content-Type", "text/html; charset=utf-8")],
+            body: request.html.clone().into_bytes(),
+        };
+    }
+    if main && traffic.navigations.fetch_add(1, Ordering::SeqCst) >= config.max_navigations {
+        traffic.too_many_navigations.store(true, Ordering::SeqCst);
+        return Answer::Fail(ErrorReason::BlockedByClient);
+    }
+    traffic.requests.fetch_add(1, Ordering::SeqCst);
+    if method == "OPTIONS" || event.resource_type == ResourceType::Preflight {
+        // A CORS preflight is answered here: nothing but GET is ever sent.
+        let mut headers = cors(origin.as_deref());
+        headers.push(HeaderEntry::new("Access-Control-Allow-Methods", "GET"));
+        if let Some(asked) = header(event, "access-control-request-headers") {
+            headers.push(HeaderEntry::new("Access-Control-Allow-Headers", asked));
+        }
+        return Answer::Fulfil {
+            status: 204,
+            headers,
+            body: Vec::new(),
+        };
+    }
+    let never_fetched = matches!(
+        event.resource_type,
+        ResourceType::Image
+            | ResourceType::Media
+            | ResourceType::Font
+            | ResourceType::WebSocket
+            | ResourceType::EventSource
+            | ResourceType::Ping
+            | ResourceType::CspViolationReport
+            | ResourceType::Prefetch
+            | ResourceType::SignedExchange
+            | ResourceType::FedCm
+    );
+    // The browser's own look for an icon is not the page's.
+    let icon = event.resource_type == ResourceType::Other && url.ends_with("/favicon.ico");
+    // A read changes nothing on a site: no POST, PUT, DELETE from its scripts either.
+    if method != "GET" || never_fetched || icon || !url.starts_with("http") {
+        return Answer::Fail(ErrorReason::BlockedByClient);
+    }
+    if traffic.requests.load(Ordering::SeqCst) > config.max_requests {
+        return Answer::Fail(ErrorReason::BlockedByClient);
+    }
+    let fetched = fetcher
+        .fetch(&FetchRequest {
+            url: url.clone(),
+            respect_robots: true,
+            accept: header(event, "accept"),
+        })
+        .await;
+    match fetched {
+        Ok(page) => {
+            // A binary document (a PDF) comes back as its bytes, not as text.
+            let body = match page.raw {
+                Some(bytes) => bytes,
+                None => page.body.into_bytes(),
+            };
+            let total = traffic.bytes.fetch_add(body.len(), Ordering::SeqCst) + body.len();
+            if total > config.max_page_bytes {
+                return Answer::Fail(ErrorReason::BlockedByClient);
+            }
+            let mut headers = cors(origin.as_deref());
+            if let Some(ct) = page.content_type.as_deref() {
+                headers.push(HeaderEntry::new("Content-Type", utf8_content_type(ct)));
+            }
+            Answer::Fulfil {
+                status: page.status,
+                headers,
+                body,
+            }
+        }
+        Err(e) => {
+            tracing::debug!(url = %url, error = %e, "a page's request was refused or failed");
+            Answer::Fail(fail_reason(&e))
+        }
+    }
+}
+
+/// Serves paused requests until the stream ends (the tab closed) or the task is aborted.
+async fn intercept(
+    page: Page,
+    mut paused: chromiumoxide::listeners::EventStream<EventRequestPaused>,
+    request: RenderRequest,
+    fetcher: Arc<dyn PageFetcher>,
+    config: RenderConfig,
+    traffic: Arc<Traffic>,
+) {
+    let main_frame = page.target_id().as_ref().to_owned();
+    let mut handlers = JoinSet::new();
+    while let Some(event) = paused.next().await {
+        traffic.in_flight.fetch_add(1, Ordering::SeqCst);
+        traffic.touch();
+        let (page, request, fetcher, config, traffic, main_frame) = (
+            page.clone(),
+            request.clone(),
+            fetcher.clone(),
+            config.clone(),
+            traffic.clone(),
+            main_frame.clone(),
+        );
+        handlers.spawn(async move {
+            let answer = answer(&event, &request, &main_frame, &*fetcher, &config, &traffic).await;
+            let id = event.request_id.clone();
+            let sent = match answer {
+                Answer::Fulfil {
+                    status,
+                    headers,
+                    body,
+                } => {
+                    let mut params = FulfillRequestParams::new(id, i64::from(status));
+                    params.response_headers = Some(headers);
+                    params.body = Some(
+                        base64::engine::general_purpose::STANDARD
+                            .encode(body)
+                            .into(),
+                    );
+                    page.execute(params).await.map(|_| ())
+                }
+                Answer::Fail(reason) => {
+                    traffic.failed.fetch_add(1, Ordering::SeqCst);
+                    page.execute(FailRequestParams::new(id, reason))
+                        .await
+                        .map(|_| ())
+                }
+            };
+            if let Err(e) = sent {
+                tracing::debug!(error = %e, "answering a paused request");
+            }
+            traffic.in_flight.fetch_sub(1, Ordering::SeqCst);
+            traffic.touch();
+        });
+        // Finished handlers are collected as we go, so the set stays small.
+        while handlers.try_join_next().is_some() {}
+    }
+}
+
+/// The DOM as it stands, with the page's URL.
+async fn snapshot(page: &Page, max_bytes: usize) -> Option<(String, String, bool)> {
+    let script = format!(
+        "(() => {{ const h = document.documentElement ? document.documentElement.outerHTML : ''; \
+         const cut = h.length > {max_bytes}; \
+         return {{ url: location.href, cut, html: cut ? h.slice(0, {max_bytes}) : h }}; }})()"
+    );
+    let value: serde_json::Value = page.evaluate(script).await.ok()?.into_value().ok()?;
+    Some((
+        value["html"].as_str()?.to_owned(),
+        value["url"].as_str()?.to_owned(),
+        value["cut"].as_bool().unwrap_or(false),
+    ))
+}
+
+/// Runs `request` in a fresh context of `browser`, within `config.page_timeout`.
+pub(crate) async fn render(
+    browser: &Browser,
+    fetcher: Arc<dyn PageFetcher>,
+    config: &RenderConfig,
+    request: &RenderRequest,
+) -> Result<(RenderedPage, bool), Failure> {
+    // Only pages of the web: a `file:` page would read local files into the DOM.
+    let scheme = url::Url::parse(&request.url).map(|u| u.scheme().to_owned());
+    if !matches!(scheme.as_deref(), Ok("http" | "https")) {
+        return Err(Failure::Page(FetchError::Refused(
+            svc_ports::UrlRefusal::Scheme {
+                scheme: scheme.unwrap_or_default(),
+            },
+        )));
+    }
+    let started = Instant::now();
+    let deadline = started + config.page_timeout;
+    let context = tokio::time::timeout(
+        GRACE,
+        browser.create_browser_context(CreateBrowserContextParams::default()),
+    )
+    .await
+    .map_err(|_| Failure::Browser("creating a browser context timed out".into()))?
+    .map_err(|e| Failure::Browser(format!("creating a browser context: {e}")))?;
+    let outcome = in_context(browser, &context, fetcher, config, request, deadline).await;
+    // The context goes, whatever happened in it: its tab, renderer process and memory.
+    let disposed = tokio::time::timeout(GRACE, browser.dispose_browser_context(context))
+        .await
+        .is_ok_and(|r| r.is_ok());
+    outcome.map(|page| (page, disposed))
+}
+
+async fn in_context(
+    browser: &Browser,
+    context: &BrowserContextId,
+    fetcher: Arc<dyn PageFetcher>,
+    config: &RenderConfig,
+    request: &RenderRequest,
+    deadline: Instant,
+) -> Result<RenderedPage, Failure> {
+    let browser_failure = |what: &str| {
+        let what = what.to_owned();
+        move |e: chromiumoxide::error::CdpError| Failure::Browser(format!("{what}: {e}"))
+    };
+    let mut target = CreateTargetParams::new("about:blank");
+    target.browser_context_id = Some(context.clone());
+    let page = tokio::time::timeout(GRACE, browser.new_page(target))
+        .await
+        .map_err(|_| Failure::Browser("opening a tab timed out".into()))?
+        .map_err(browser_failure("opening a tab"))?;
+    let paused = page
+        .event_listener::<EventRequestPaused>()
+        .await
+        .map_err(browser_failure("listening for requests"))?;
+    // Every URL, paused before it is sent.
+    let enable = EnableParams {
+        patterns: Some(vec![RequestPattern {
+            url_pattern: Some("*".into()),
+            request_stage: Some(RequestStage::Request),
+            ..Default::default()
+        }]),
+        ..Default::default()
+    };
+    page.execute(enable)
+        .await
+        .map_err(browser_failure("intercepting requests"))?;
+    page.execute(AddScriptToEvaluateOnNewDocumentParams::new(LOCKDOWN))
+        .await
+        .map_err(browser_failure("preparing the page"))?;
+
+    let traffic = Arc::new(Traffic::default());
+    let interception = tokio::spawn(intercept(
+        page.clone(),
+        paused,
+        request.clone(),
+        fetcher,
+        config.clone(),
+        traffic.clone(),
+    ));
+    let settled = settle(&page, &traffic, request, config, deadline).await;
+    let result = match settled {
+        Err(failure) => Err(failure),
+        Ok(settled) => {
+            match tokio::time::timeout(GRACE, snapshot(&page, config.max_dom_bytes)).await {
+                Ok(Some((html, final_url, truncated))) => Ok(RenderedPage {
+                    html,
+                    final_url,
+                    truncated,
+                    requests: traffic.requests.load(Ordering::SeqCst),
+                    failed_requests: traffic.failed.load(Ordering::SeqCst),
+                    settled,
+                }),
+                // A script that never yields keeps the DOM from being read at all.
+                _ => Err(Failure::Page(FetchError::Timeout {
+                    seconds: config.page_timeout.as_secs(),
+                })),
+            }
+        }
+    };
+    interception.abort();
+    let _ = tokio::time::timeout(GRACE, page.close()).await;
+    result
+}
+
+/// Navigates and waits: `Ok(true)` once the document is complete and no request was in flight
+/// for [`QUIET`], `Ok(false)` at the deadline. (The document's readiness is asked of the page
+/// itself: a load event might be the blank tab's.)
+async fn settle(
+    page: &Page,
+    traffic: &Traffic,
+    request: &RenderRequest,
+    config: &RenderConfig,
+    deadline: Instant,
+) -> Result<bool, Failure> {
+    let navigate = page.execute(NavigateParams::new(request.url.clone()));
+    match tokio::time::timeout_at(deadline, navigate).await {
+        Err(_) => return Ok(false),
+        Ok(Err(e)) => return Err(Failure::Browser(format!("navigating: {e}"))),
+        Ok(Ok(_)) => {}
+    }
+    let mut tick = tokio::time::interval(Duration::from_millis(50));
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep_until(deadline) => return Ok(false),
+            _ = tick.tick() => {}
+        }
+        if traffic.too_many_navigations.load(Ordering::SeqCst) {
+            return Err(Failure::Page(FetchError::TooManyRedirects {
+                limit: config.max_navigations as usize,
+            }));
+        }
+        let quiet = traffic.document_served.load(Ordering::SeqCst)
+            && traffic.quiet_since().is_some_and(|t| t.elapsed() >= QUIET);
+        if quiet {
+            let state = tokio::time::timeout(
+                Duration::from_millis(500),
+                page.evaluate("document.readyState"),
+            )
+            .await;
+            if let Ok(Ok(state)) = state
+                && state.into_value::<String>().is_ok_and(|s| s == "complete")
+            {
+                return Ok(true);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bodies_are_declared_utf8_and_binary_types_kept() {
+        assert_eq!(
+            utf8_content_type("text/javascript; charset=windows-1252"),
+            "text/javascript; charset=utf-8"
+        );
+        assert_eq!(
+            utf8_content_type("application/json"),
+            "application/json; charset=utf-8"
+        );
+        assert_eq!(utf8_content_type("image/png"), "image/png");
+    }
+
+    #[test]
+    fn the_handed_document_is_recognised_as_the_browser_spells_it() {
+        assert!(same_document("http://a.example/", "http://A.example#top"));
+        assert!(same_document(
+            "http://a.example/x?q=1",
+            "http://a.example/x?q=1"
+        ));
+        assert!(!same_document("http://a.example/x", "http://a.example/y"));
+        assert!(!same_document("not a url", "not a url"));
+    }
+
+    #[test]
+    fn refusals_fail_the_request_as_access_denied() {
+        let refused = FetchError::Refused(svc_ports::UrlRefusal::Credentials);
+        assert!(matches!(fail_reason(&refused), ErrorReason::AccessDenied));
+        assert!(matches!(
+            fail_reason(&FetchError::Timeout { seconds: 1 }),
+            ErrorReason::TimedOut
+        ));
+    }
+}

@@ -1,0 +1,293 @@
+//! The renderer in Debian's headless Chromium (`/usr/bin/chromium`, or `SVC_CHROMIUM`), with a
+//! fetcher that serves a table of pages and refuses loopback and metadata addresses as the
+//! guarded one does. A missing browser fails these tests: they are not skipped.
+
+use std::{
+    collections::HashMap,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use async_trait::async_trait;
+use svc_ports::{
+    FetchError, FetchRequest, FetchedPage, PageFetcher, PageRenderer, RenderError, RenderRequest,
+    RobotsDecision, UrlRefusal,
+};
+use svc_render::{ChromiumRenderer, RenderConfig};
+
+const ORIGIN: &str = "http://spa.example";
+
+/// Pages by URL; `hang` URLs never answer; loopback and metadata hosts are refused.
+#[derive(Default)]
+struct Table {
+    pages: HashMap<String, (&'static str, String)>,
+    hang: Vec<String>,
+    asked: Mutex<Vec<String>>,
+}
+
+impl Table {
+    fn page(mut self, path: &str, content_type: &'static str, body: &str) -> Self {
+        self.pages
+            .insert(format!("{ORIGIN}{path}"), (content_type, body.to_owned()));
+        self
+    }
+
+    fn asked(&self) -> Vec<String> {
+        self.asked.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl PageFetcher for Table {
+    async fn fetch(&self, request: &FetchRequest) -> Result<FetchedPage, FetchError> {
+        assert!(request.respect_robots, "robots.txt is honoured");
+        self.asked.lock().unwrap().push(request.url.clone());
+        let host = url::Url::parse(&request.url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+            .unwrap_or_default();
+        if host.starts_with("127.") || host == "169.254.169.254" || host == "localhost" {
+            return Err(FetchError::Refused(UrlRefusal::Address {
+                host: host.clone(),
+                address: host,
+                range: "loopback or metadata",
+            }));
+        }
+        if self.hang.contains(&request.url) {
+            std::future::pending::<()>().await;
+        }
+        let (status, content_type, body) = match self.pages.get(&request.url) {
+            Some((ct, body)) => (200, *ct, body.clone()),
+            None => (404, "text/plain", "not here".to_owned()),
+        };
+        Ok(FetchedPage {
+            requested_url: request.url.clone(),
+            final_url: request.url.clone(),
+            status,
+            content_type: Some(content_type.into()),
+            headers: Vec::new(),
+            charset: "utf-8".into(),
+            body,
+            raw: None,
+            truncated: false,
+            redirects: Vec::new(),
+            robots: RobotsDecision::not_checked(),
+            fetched_at: chrono::Utc::now(),
+        })
+    }
+}
+
+fn renderer(table: Arc<Table>) -> ChromiumRenderer {
+    let chromium = std::env::var("SVC_CHROMIUM")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "/usr/bin/chromium".into());
+    let mut config = RenderConfig::new(chromium);
+    config.page_timeout = Duration::from_secs(4);
+    ChromiumRenderer::new(config, table)
+}
+
+fn shell(script: &str) -> RenderRequest {
+    RenderRequest {
+        url: format!("{ORIGIN}/app"),
+        html: format!(
+            "<!doctype html><html><head><title>App</title></head><body><div id=\"root\"></div>\
+             <script>{script}</script></body></html>"
+        ),
+    }
+}
+
+#[tokio::test]
+async fn a_bundle_that_fetches_its_story_is_rendered_with_every_request_through_the_fetcher() {
+    let table = Arc::new(
+        Table::default()
+            .page(
+                "/bundle.js",
+                "text/javascript",
+                "fetch('/api/story.json').then(r => r.json()).then(s => { \
+                   document.getElementById('root').innerHTML = \
+                     '<article><h1>' + s.title + '</h1><p>' + s.body + '</p></article>'; });",
+            )
+            .page(
+                "/api/story.json",
+                "application/json",
+                r#"{"title": "Tides", "body": "Two high tides a day, built by a script."}"#,
+            ),
+    );
+    let renderer = renderer(table.clone());
+    let mut request = shell("");
+    request.html = request.html.replace(
+        "<script></script>",
+        "<script src=\"/bundle.js\"></script><img src=\"/photo.jpg\">",
+    );
+    let page = renderer.render(&request).await.expect("rendered");
+    assert!(page.html.contains("<h1>Tides</h1>"), "{}", page.html);
+    assert!(page.html.contains("built by a script"));
+    assert!(page.settled);
+    assert_eq!(page.final_url, format!("{ORIGIN}/app"));
+    // The document itself was handed over; the bundle and its data came through the fetcher;
+    // the image was never fetched at all.
+    assert_eq!(
+        table.asked(),
+        vec![
+            format!("{ORIGIN}/bundle.js"),
+            format!("{ORIGIN}/api/story.json")
+        ]
+    );
+    // A second page in a fresh context: nothing of the first is left (its storage neither).
+    let page = renderer
+        .render(&shell(
+            "document.getElementById('root').textContent = \
+             'stored: ' + (localStorage.getItem('k') || 'nothing'); localStorage.setItem('k', 'v');",
+        ))
+        .await
+        .unwrap();
+    assert!(page.html.contains("stored: nothing"), "{}", page.html);
+    let page = renderer
+        .render(&shell(
+            "document.getElementById('root').textContent = \
+             'stored: ' + (localStorage.getItem('k') || 'nothing');",
+        ))
+        .await
+        .unwrap();
+    assert!(page.html.contains("stored: nothing"), "{}", page.html);
+    renderer.shut_down().await;
+}
+
+/// A local port that counts every connection made to it.
+async fn trap() -> (u16, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counted = hits.clone();
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            counted.fetch_add(1, Ordering::SeqCst);
+            drop(socket);
+        }
+    });
+    (port, hits)
+}
+
+#[tokio::test]
+async fn a_script_aiming_at_loopback_or_metadata_gets_nothing_by_any_path() {
+    let (port, hits) = trap().await;
+    let table = Arc::new(Table::default());
+    let renderer = renderer(table.clone());
+    let script = format!(
+        "const out = []; const say = t => {{ out.push(t); \
+           document.getElementById('root').textContent = out.sort().join(' '); }}; \
+         for (const u of ['http://127.0.0.1:{port}/secret', 'http://169.254.169.254/latest/meta-data/', \
+                          'http://localhost:{port}/x']) \
+           fetch(u).then(r => r.text()).then(t => say('LEAK:' + t), () => say('refused')); \
+         fetch('http://127.0.0.1:{port}/post', {{method: 'POST', body: 'x'}}).then(() => say('LEAK-POST'), () => say('refused-post')); \
+         try {{ const ws = new WebSocket('ws://127.0.0.1:{port}/'); ws.onopen = () => say('LEAK-WS'); ws.onerror = () => say('refused-ws'); }} catch (e) {{ say('refused-ws'); }} \
+         navigator.sendBeacon && navigator.sendBeacon('http://127.0.0.1:{port}/beacon', 'x'); \
+         const i = new Image(); i.src = 'http://127.0.0.1:{port}/pixel'; \
+         const f = document.createElement('iframe'); f.src = 'http://127.0.0.1:{port}/frame'; document.body.append(f); \
+         window.open('http://127.0.0.1:{port}/popup');"
+    );
+    let page = renderer.render(&shell(&script)).await.expect("rendered");
+    // What the page's scripts got, as they wrote it into #root.
+    assert!(
+        page.html
+            .contains("<div id=\"root\">refused refused refused refused-post refused-ws</div>"),
+        "{}",
+        page.html
+    );
+    // The three GETs went to the fetcher, which refused them; the POST, the beacon, the image
+    // never reached it; nothing reached the port by any path.
+    let asked = table.asked();
+    assert!(
+        asked.contains(&format!("http://127.0.0.1:{port}/secret")),
+        "{asked:?}"
+    );
+    assert!(asked.contains(&"http://169.254.169.254/latest/meta-data/".to_owned()));
+    assert!(
+        !asked
+            .iter()
+            .any(|u| u.ends_with("/post") || u.ends_with("/pixel"))
+    );
+    assert_eq!(
+        hits.load(Ordering::SeqCst),
+        0,
+        "a connection reached the trap"
+    );
+    assert!(page.failed_requests >= 4);
+    renderer.shut_down().await;
+}
+
+#[tokio::test]
+async fn a_page_that_never_finishes_loading_is_read_as_it_stands_at_the_limit() {
+    let mut table = Table::default().page("/slow.js", "text/javascript", "");
+    table.hang.push(format!("{ORIGIN}/never.js"));
+    let renderer = renderer(Arc::new(table));
+    let mut request =
+        shell("document.getElementById('root').textContent = 'drawn before the wait';");
+    request.html = request
+        .html
+        .replace("</body>", "<script src=\"/never.js\"></script></body>");
+    let page = renderer
+        .render(&request)
+        .await
+        .expect("the DOM at the limit");
+    assert!(!page.settled);
+    assert!(page.html.contains("drawn before the wait"), "{}", page.html);
+    // The browser is fine afterwards.
+    let next = renderer
+        .render(&shell(
+            "document.getElementById('root').textContent = 'next';",
+        ))
+        .await
+        .unwrap();
+    assert!(next.settled && next.html.contains("next"));
+    renderer.shut_down().await;
+}
+
+#[tokio::test]
+async fn a_script_that_never_yields_times_out_and_a_redirect_loop_is_too_many_redirects() {
+    // Every page of the loop sends the browser on to the next one.
+    let step = "const n = +(new URLSearchParams(location.search).get('n') || 0); \
+                location.replace('/app?n=' + (n + 1));";
+    let mut table = Table::default();
+    for n in 1..=20 {
+        table = table.page(&format!("/app?n={n}"), "text/html", &shell(step).html);
+    }
+    let renderer = renderer(Arc::new(table));
+    let spin = renderer.render(&shell("while (true) {}")).await;
+    assert!(
+        matches!(spin, Err(RenderError::Page(FetchError::Timeout { .. }))),
+        "{spin:?}"
+    );
+    let looping = renderer.render(&shell(step)).await;
+    assert!(
+        matches!(
+            looping,
+            Err(RenderError::Page(FetchError::TooManyRedirects { .. }))
+        ),
+        "{looping:?}"
+    );
+    let next = renderer
+        .render(&shell(
+            "document.getElementById('root').textContent = 'still here';",
+        ))
+        .await
+        .unwrap();
+    assert!(next.html.contains("still here"));
+    renderer.shut_down().await;
+}
+
+#[tokio::test]
+async fn no_browser_is_unavailable() {
+    let config = RenderConfig::new("/nonexistent/chromium");
+    let renderer = ChromiumRenderer::new(config, Arc::new(Table::default()));
+    assert!(matches!(
+        renderer.render(&shell("")).await,
+        Err(RenderError::Unavailable { .. })
+    ));
+}
