@@ -1,0 +1,340 @@
+//! The read service over mocked ports.
+use super::*;
+use svc_ports::{MainContent, PdfRefusal, PdfText};
+use svc_ports::{StoreError, fetch::MockPageFetcher, store::MockPageCache, system::MockClock};
+
+pub(super) fn now() -> DateTime<Utc> {
+    DateTime::from_timestamp(1_800_000_000, 0).unwrap()
+}
+
+pub(super) fn fetched(status: u16, content_type: &str, body: &str) -> FetchedPage {
+    FetchedPage {
+        requested_url: "https://example.com/a".into(),
+        final_url: "https://example.com/a".into(),
+        status,
+        content_type: Some(content_type.into()),
+        headers: Vec::new(),
+        charset: "utf-8".into(),
+        body: body.into(),
+        raw: None,
+        truncated: false,
+        redirects: Vec::new(),
+        robots: RobotsDecision {
+            checked: true,
+            allowed: true,
+            robots_url: "https://example.com/robots.txt".into(),
+            basis: "rules".into(),
+        },
+        fetched_at: now(),
+    }
+}
+
+fn service(fetcher: MockPageFetcher, cache: MockPageCache) -> ReadService {
+    let mut clock = MockClock::new();
+    clock.expect_now().returning(now);
+    ReadService::new(
+        Arc::new(fetcher),
+        Arc::new(cache),
+        Arc::new(MarkerExtractor),
+        Arc::new(svc_ports::document::MockPdfReader::new()),
+        Arc::new(clock),
+    )
+}
+
+fn fetcher_answering(page: FetchedPage) -> MockPageFetcher {
+    let mut f = MockPageFetcher::new();
+    f.expect_fetch()
+        .times(1)
+        .returning(move |_| Ok(page.clone()));
+    f
+}
+
+fn empty_cache() -> MockPageCache {
+    let mut c = MockPageCache::new();
+    c.expect_fresh_page().returning(|_, _| Ok(None));
+    c.expect_put_page().returning(|_, _| Ok(()));
+    c
+}
+
+/// A stand-in for the HTML extractor (services see ports only): the body is the content,
+/// `CHALLENGE` in it raises the captcha signal, and a selector with `[` does not parse.
+pub(super) struct MarkerExtractor;
+
+impl PageExtractor for MarkerExtractor {
+    fn select_texts(
+        &self,
+        _html: &str,
+        selectors: &[String],
+    ) -> Result<Vec<Option<String>>, ExtractError> {
+        Ok(vec![None; selectors.len()])
+    }
+
+    fn check_options(&self, options: &ExtractOptions) -> Result<(), ExtractError> {
+        match options
+            .include_selectors
+            .iter()
+            .chain(&options.exclude_selectors)
+            .find(|s| s.contains('['))
+        {
+            Some(s) => Err(ExtractError::InvalidSelector {
+                selector: s.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn extract(
+        &self,
+        html: &str,
+        _page_url: &str,
+        options: &ExtractOptions,
+    ) -> Result<Extraction, ExtractError> {
+        self.check_options(options)?;
+        Ok(Extraction {
+            content: MainContent {
+                markdown: html.to_owned(),
+                text: html.to_owned(),
+                html: html.to_owned(),
+            },
+            links: Vec::new(),
+            forms: Vec::new(),
+            metadata: PageMetadata::default(),
+            signals: svc_ports::PageSignals {
+                captcha: html.contains("CHALLENGE").then(|| "marker".to_owned()),
+                login_wall: None,
+                script_shell: html.contains("SHELL").then(|| "marker".to_owned()),
+            },
+        })
+    }
+}
+
+const ARTICLE: &str = "Words about tides and the sea.";
+
+#[tokio::test]
+async fn a_failing_cache_costs_a_fetch_not_the_read() {
+    let mut cache = MockPageCache::new();
+    cache
+        .expect_fresh_page()
+        .returning(|_, _| Err(StoreError::from(anyhow::anyhow!("disk gone"))));
+    cache
+        .expect_put_page()
+        .returning(|_, _| Err(StoreError::from(anyhow::anyhow!("disk gone"))));
+    let svc = service(fetcher_answering(fetched(200, "text/html", ARTICLE)), cache);
+    let out = svc
+        .read(&ReadRequest::new("https://example.com/a"))
+        .await
+        .unwrap();
+    let ReadOutcome::Page(page) = out else {
+        panic!("{out:?}")
+    };
+    assert_eq!(page.cache.state, CacheState::Miss);
+    assert!(page.text.contains("tides"));
+}
+
+#[tokio::test]
+async fn a_cached_copy_is_used_within_max_age_and_reports_its_age() {
+    let mut old = fetched(200, "text/html", ARTICLE);
+    old.fetched_at = now() - chrono::Duration::seconds(90);
+    let mut cache = MockPageCache::new();
+    cache
+        .expect_fresh_page()
+        .withf(|key, not_before| {
+            key == "https://example.com/a" && *not_before == now() - chrono::Duration::seconds(600)
+        })
+        .returning(move |_, _| Ok(Some(old.clone())));
+    let mut fetcher = MockPageFetcher::new();
+    fetcher.expect_fetch().never();
+    let svc = service(fetcher, cache);
+    let out = svc
+        .read(&ReadRequest::new("https://example.com/a#top"))
+        .await
+        .unwrap();
+    let ReadOutcome::Page(page) = out else {
+        panic!("{out:?}")
+    };
+    assert_eq!(page.cache.state, CacheState::Hit);
+    assert_eq!(page.cache.age_seconds, 90);
+}
+
+#[tokio::test]
+async fn a_challenge_behind_a_503_is_named_a_captcha_and_a_plain_503_is_retryable() {
+    let challenge = "CHALLENGE page";
+    let svc = service(
+        fetcher_answering(fetched(503, "text/html", challenge)),
+        empty_cache(),
+    );
+    let ReadOutcome::Blocked(b) = svc
+        .read(&ReadRequest::new("https://example.com/a"))
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(b.reason, BlockReason::Captcha);
+    assert!(!b.retryable);
+
+    let svc = service(
+        fetcher_answering(fetched(503, "text/html", ARTICLE)),
+        empty_cache(),
+    );
+    let ReadOutcome::Blocked(b) = svc
+        .read(&ReadRequest::new("https://example.com/a"))
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(b.reason, BlockReason::HttpError);
+    assert!(b.retryable);
+    assert_eq!(b.status_code, Some(503));
+}
+
+#[tokio::test]
+async fn truncation_and_json_bodies_are_carried_through() {
+    let mut page = fetched(200, "application/json", "{\"a\": 1}");
+    page.truncated = true;
+    let svc = service(fetcher_answering(page), empty_cache());
+    let ReadOutcome::Page(p) = svc
+        .read(&ReadRequest::new("https://example.com/a"))
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    assert!(p.truncated);
+    assert_eq!(p.text, "{\"a\": 1}");
+    assert_eq!(p.content_hash, content_hash("{\"a\": 1}"));
+}
+
+#[tokio::test]
+async fn limits_are_checked_before_anything_is_fetched() {
+    let mut fetcher = MockPageFetcher::new();
+    fetcher.expect_fetch().never();
+    let mut cache = MockPageCache::new();
+    cache.expect_fresh_page().never();
+    let svc = service(fetcher, cache);
+    let mut req = ReadRequest::new("https://example.com/a");
+    req.max_age_seconds = MAX_CACHE_AGE_SECONDS + 1;
+    assert!(matches!(
+        svc.read(&req).await,
+        Err(ReadError::MaxAgeTooLarge)
+    ));
+    let mut req = ReadRequest::new("https://example.com/a");
+    req.extract.exclude_selectors = vec!["x".repeat(MAX_SELECTOR_LENGTH + 1)];
+    assert!(matches!(
+        svc.read(&req).await,
+        Err(ReadError::SelectorLimits)
+    ));
+    let mut req = ReadRequest::new("https://example.com/a");
+    req.extract.include_selectors = vec!["a[".into()];
+    assert!(matches!(
+        svc.read(&req).await,
+        Err(ReadError::InvalidSelector(_))
+    ));
+}
+
+#[test]
+fn content_hash_is_sha256_hex() {
+    assert_eq!(
+        content_hash(""),
+        "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    );
+}
+
+fn pdf_page(status: u16) -> FetchedPage {
+    let mut page = fetched(status, "application/pdf", "");
+    page.charset = "binary".into();
+    page.raw = Some(b"%PDF-1.7 ...".to_vec());
+    page
+}
+
+fn service_reading_pdfs(
+    page: FetchedPage,
+    reader: svc_ports::document::MockPdfReader,
+) -> ReadService {
+    let mut s = service(fetcher_answering(page), empty_cache());
+    s.pdf = Arc::new(reader);
+    s
+}
+
+#[tokio::test]
+async fn a_pdf_is_read_into_pages_with_its_information() {
+    let mut reader = svc_ports::document::MockPdfReader::new();
+    reader
+        .expect_read_pdf()
+        .withf(|bytes| bytes.starts_with(b"%PDF-"))
+        .times(1)
+        .returning(|_| {
+            Ok(PdfText {
+                pages: vec!["Annual\nreport".into(), "Page two".into()],
+                page_count: 3,
+                title: Some("Annual report".into()),
+                author: Some("Ada".into()),
+                created: DateTime::from_timestamp(1_700_000_000, 0),
+            })
+        });
+    let s = service_reading_pdfs(pdf_page(200), reader);
+    let ReadOutcome::Page(page) = s
+        .read(&ReadRequest::new("https://example.com/a"))
+        .await
+        .unwrap()
+    else {
+        panic!("not a page");
+    };
+    assert_eq!(page.text, "Annual\nreport\n\u{c}\nPage two");
+    assert_eq!(page.markdown, "Annual report\n\n---\n\nPage two");
+    assert_eq!(page.page_count, Some(3));
+    assert!(page.truncated, "two of three pages read");
+    assert_eq!(page.title.as_deref(), Some("Annual report"));
+    assert_eq!(page.metadata.author.as_deref(), Some("Ada"));
+    assert_eq!(
+        page.metadata.published_time.as_deref(),
+        Some("2023-11-14T22:13:20+00:00")
+    );
+    assert_eq!(page.content_hash, content_hash(&page.text));
+}
+
+#[tokio::test]
+async fn an_encrypted_or_image_only_pdf_is_blocked_with_its_own_reason() {
+    for (answer, reason) in [
+        (Err(PdfRefusal::Encrypted), BlockReason::EncryptedPdf),
+        (
+            Ok(PdfText {
+                pages: vec![String::new()],
+                page_count: 1,
+                ..PdfText::default()
+            }),
+            BlockReason::ImageOnlyPdf,
+        ),
+        (
+            Err(PdfRefusal::Damaged("no xref".into())),
+            BlockReason::UnsupportedContent,
+        ),
+    ] {
+        let mut reader = svc_ports::document::MockPdfReader::new();
+        reader.expect_read_pdf().times(1).return_const(answer);
+        let s = service_reading_pdfs(pdf_page(200), reader);
+        match s
+            .read(&ReadRequest::new("https://example.com/a"))
+            .await
+            .unwrap()
+        {
+            ReadOutcome::Blocked(b) => assert_eq!(b.reason, reason, "{}", b.detail),
+            ReadOutcome::Page(p) => panic!("read as a page: {:?}", p.text),
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_error_answer_typed_as_pdf_is_an_http_error_and_is_not_parsed() {
+    // The reader has no expectation: parsing the body would fail the test.
+    let s = service_reading_pdfs(pdf_page(404), svc_ports::document::MockPdfReader::new());
+    match s
+        .read(&ReadRequest::new("https://example.com/a"))
+        .await
+        .unwrap()
+    {
+        ReadOutcome::Blocked(b) => assert_eq!(b.reason, BlockReason::HttpError),
+        ReadOutcome::Page(_) => panic!("read as a page"),
+    }
+}
