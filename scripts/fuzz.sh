@@ -4,7 +4,7 @@
 # memory (-rss_limit_mb). Runs on the stable toolchain (`--sanitizer none`: the targets are
 # safe Rust; what is sought is panics, hangs and memory, not undefined behaviour).
 #   scripts/fuzz.sh [SECONDS per target, default 60]
-# Seeds: fuzz/seeds/<target>; the grown corpus stays under target/fuzz/corpus between runs.
+# Seeds: fuzz/seeds/<target> (and the sandbox's demo pages for HTML); the grown corpus stays under target/fuzz/corpus between runs.
 # A crash leaves its input in target/fuzz/artifacts/<target>/ and fails the script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +17,8 @@ for target in read_pdf extract_html; do
   artifacts=$CARGO_TARGET_DIR/artifacts/$target
   mkdir -p "$corpus" "$artifacts"
   cp -n seeds/$target/* "$corpus/"
+  # The sandbox's demo pages seed the HTML target too (not copied into the repo twice).
+  [ "$target" = extract_html ] && cp -n ../sandbox/src/demo/*.html "$corpus/"
   echo "== fuzzing $target for ${seconds}s"
   log=$CARGO_TARGET_DIR/$target.log
   rc=0

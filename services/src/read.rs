@@ -149,6 +149,31 @@ pub struct Blocked {
     pub rendered: bool,
 }
 
+impl Blocked {
+    /// `page` answered as blocked for `reason`: where it came from, never what it said.
+    pub(crate) fn answer(
+        page: &FetchedPage,
+        cache: &CacheInfo,
+        rendered: bool,
+        reason: BlockReason,
+        detail: String,
+        retryable: bool,
+    ) -> ReadOutcome {
+        ReadOutcome::Blocked(Box::new(Blocked {
+            requested_url: page.requested_url.clone(),
+            final_url: Some(page.final_url.clone()),
+            status_code: Some(page.status),
+            reason,
+            detail,
+            retryable,
+            robots: page.robots.checked.then(|| page.robots.clone()),
+            fetched_at: page.fetched_at,
+            cache: cache.clone(),
+            rendered,
+        }))
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum ReadOutcome {
     Page(Box<PageRead>),
@@ -411,26 +436,8 @@ impl ReadService {
         base_url: &str,
         request: &ReadRequest,
     ) -> Result<ReadOutcome, ReadError> {
-        self.check_selectors(&request.extract)?;
-        let page = FetchedPage {
-            requested_url: base_url.to_owned(),
-            final_url: base_url.to_owned(),
-            status: 200,
-            content_type: Some("text/html".into()),
-            headers: Vec::new(),
-            charset: "utf-8".into(),
-            body: html,
-            raw: None,
-            truncated: false,
-            redirects: Vec::new(),
-            robots: RobotsDecision::not_checked(),
-            fetched_at: self.clock.now(),
-        };
-        let cache = CacheInfo {
-            state: CacheState::Bypass,
-            age_seconds: 0,
-        };
-        self.answer(page, request, cache, None).await
+        let page = self.saved(base_url, "text/html", "utf-8", html, None);
+        self.read_saved(page, request).await
     }
 
     /// [`Self::read_document`] for a saved PDF (`svc read --file X.pdf`).
@@ -440,20 +447,47 @@ impl ReadService {
         base_url: &str,
         request: &ReadRequest,
     ) -> Result<ReadOutcome, ReadError> {
-        let page = FetchedPage {
+        let page = self.saved(
+            base_url,
+            "application/pdf",
+            "binary",
+            String::new(),
+            Some(bytes),
+        );
+        self.read_saved(page, request).await
+    }
+
+    /// A saved file as the fetcher would have answered it from `base_url`.
+    fn saved(
+        &self,
+        base_url: &str,
+        content_type: &str,
+        charset: &str,
+        body: String,
+        raw: Option<Vec<u8>>,
+    ) -> FetchedPage {
+        FetchedPage {
             requested_url: base_url.to_owned(),
             final_url: base_url.to_owned(),
             status: 200,
-            content_type: Some("application/pdf".into()),
+            content_type: Some(content_type.into()),
             headers: Vec::new(),
-            charset: "binary".into(),
-            body: String::new(),
-            raw: Some(bytes),
+            charset: charset.into(),
+            body,
+            raw,
             truncated: false,
             redirects: Vec::new(),
             robots: RobotsDecision::not_checked(),
             fetched_at: self.clock.now(),
-        };
+        }
+    }
+
+    async fn read_saved(
+        &self,
+        page: FetchedPage,
+        request: &ReadRequest,
+    ) -> Result<ReadOutcome, ReadError> {
+        self.check_selectors(&request.extract)?;
         let cache = CacheInfo {
             state: CacheState::Bypass,
             age_seconds: 0,
@@ -518,18 +552,9 @@ impl ReadService {
     ) -> Result<ReadOutcome, ReadError> {
         let robots = page.robots.checked.then(|| page.robots.clone());
         let blocked = |reason: BlockReason, detail: String, retryable: bool| {
-            Ok(ReadOutcome::Blocked(Box::new(Blocked {
-                requested_url: page.requested_url.clone(),
-                final_url: Some(page.final_url.clone()),
-                status_code: Some(page.status),
-                reason,
-                detail,
-                retryable,
-                robots: robots.clone(),
-                fetched_at: page.fetched_at,
-                cache: cache.clone(),
-                rendered,
-            })))
+            Ok(Blocked::answer(
+                &page, &cache, rendered, reason, detail, retryable,
+            ))
         };
         let http_error = page.status >= 400;
         let retryable = page.status == 429 || page.status >= 500;

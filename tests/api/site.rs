@@ -7,6 +7,8 @@ use base64::Engine;
 use serde_json::Value;
 use sha2::Digest;
 
+use svc::services::readiness::AI_CRAWLERS;
+
 use crate::helpers::{TestApp, bearer};
 
 /// The targets of a `Link` header value, by relation.
@@ -113,26 +115,6 @@ async fn human_pages_answer_markdown_to_agents_and_have_md_mirrors() {
         assert_eq!(html.headers()["vary"], "Accept", "{page}");
     }
 }
-
-/// The crawlers the readiness scan asks about by name (issue 22).
-const AI_CRAWLERS: &[&str] = &[
-    "GPTBot",
-    "ChatGPT-User",
-    "Google-Extended",
-    "CCBot",
-    "anthropic-ai",
-    "ClaudeBot",
-    "claude-web",
-    "Bytespider",
-    "PerplexityBot",
-    "cohere-ai",
-    "Applebot-Extended",
-    "Amazonbot",
-    "meta-externalagent",
-    "FacebookBot",
-    "omgilibot",
-    "Diffbot",
-];
 
 #[tokio::test]
 async fn robots_txt_names_every_ai_crawler_and_gives_content_signals_in_each_group() {

@@ -10,17 +10,27 @@
 mod info;
 
 use std::{
+    collections::HashSet,
     io::{self, Read},
     panic::{AssertUnwindSafe, catch_unwind},
+    sync::mpsc,
+    time::Duration,
 };
 
-use pdf_extract::{Document, OutputError, PlainTextOutput, output_doc_page};
+use pdf_extract::{Document, ObjectId, OutputError, PlainTextOutput, output_doc_page};
 use svc_ports::document::{MAX_PDF_INFLATED_BYTES, MAX_PDF_PAGES};
 use svc_ports::{PdfReader, PdfRefusal, PdfText};
 
 /// Stack for the parsing thread: lopdf bounds its nesting, the content interpreter recurses
 /// through form XObjects; 64 MiB is far past both and costs only address space.
 const PARSER_STACK_BYTES: usize = 64 * 1024 * 1024;
+
+/// How long one PDF may take. Ordinary files take milliseconds; past this the parser is
+/// taken to be looping on a structure no check caught, and the read is answered without it.
+pub const PDF_TIME_LIMIT: Duration = Duration::from_secs(10);
+
+/// Parents a page may have before its tree is taken to loop (real trees are a few deep).
+const MAX_TREE_DEPTH: usize = 256;
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PdfExtractReader;
@@ -29,17 +39,26 @@ impl PdfReader for PdfExtractReader {
     fn read_pdf(&self, bytes: &[u8]) -> Result<PdfText, PdfRefusal> {
         check_inflated_size(bytes, MAX_PDF_INFLATED_BYTES)?;
         let owned = bytes.to_vec();
-        let worker = std::thread::Builder::new()
+        let (done, answer) = mpsc::channel();
+        std::thread::Builder::new()
             .name("pdf-reader".into())
             .stack_size(PARSER_STACK_BYTES)
-            .spawn(move || catch_unwind(AssertUnwindSafe(|| read(&owned))))
+            .spawn(move || {
+                let _ = done.send(catch_unwind(AssertUnwindSafe(|| read(&owned))));
+            })
             .map_err(|e| PdfRefusal::Damaged(format!("no thread to read it on: {e}")))?;
-        match worker.join() {
+        match answer.recv_timeout(PDF_TIME_LIMIT) {
             Ok(Ok(answer)) => answer,
-            // The parser gave up on something it did not expect.
-            Ok(Err(_)) | Err(_) => Err(PdfRefusal::Damaged(
+            // The parser gave up on something it did not expect (a panic).
+            Ok(Err(_)) | Err(mpsc::RecvTimeoutError::Disconnected) => Err(PdfRefusal::Damaged(
                 "the parser could not make sense of its structure".into(),
             )),
+            // The thread cannot be stopped from outside; it is left to finish on its own, and
+            // the caller gets its answer now.
+            Err(mpsc::RecvTimeoutError::Timeout) => Err(PdfRefusal::Damaged(format!(
+                "reading it took longer than {} s",
+                PDF_TIME_LIMIT.as_secs()
+            ))),
         }
     }
 }
@@ -51,7 +70,19 @@ fn read(bytes: &[u8]) -> Result<PdfText, PdfRefusal> {
         // user password; those are read. One that needs a real password is not.
         doc.decrypt("").map_err(|_| PdfRefusal::Encrypted)?;
     }
-    let page_numbers: Vec<u32> = doc.get_pages().keys().copied().collect();
+    let pages_by_number = doc.get_pages();
+    // pdf-extract looks up inherited attributes by climbing `/Parent` without a bound: a tree
+    // that loops would spin forever (found by scripts/fuzz.sh).
+    if let Some(number) = pages_by_number
+        .iter()
+        .find(|(_, id)| parents_loop(&doc, **id))
+        .map(|(n, _)| *n)
+    {
+        return Err(PdfRefusal::Damaged(format!(
+            "the page tree loops above page {number}"
+        )));
+    }
+    let page_numbers: Vec<u32> = pages_by_number.keys().copied().collect();
     let mut pages = Vec::with_capacity(page_numbers.len().min(MAX_PDF_PAGES));
     for &number in page_numbers.iter().take(MAX_PDF_PAGES) {
         pages.push(page_text(&doc, number)?);
@@ -67,6 +98,27 @@ fn read(bytes: &[u8]) -> Result<PdfText, PdfRefusal> {
         author: info.author,
         created: info.created,
     })
+}
+
+/// Whether climbing `/Parent` from `page` comes back to an object already seen, or goes on
+/// past any real tree's depth.
+fn parents_loop(doc: &Document, page: ObjectId) -> bool {
+    let mut seen = HashSet::new();
+    let mut at = page;
+    loop {
+        if !seen.insert(at) || seen.len() > MAX_TREE_DEPTH {
+            return true;
+        }
+        let parent = doc
+            .get_dictionary(at)
+            .ok()
+            .and_then(|d| d.get(b"Parent").ok())
+            .and_then(|p| p.as_reference().ok());
+        match parent {
+            Some(next) => at = next,
+            None => return false,
+        }
+    }
 }
 
 fn page_text(doc: &Document, number: u32) -> Result<String, PdfRefusal> {

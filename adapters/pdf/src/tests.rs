@@ -273,3 +273,29 @@ fn write_fixtures() {
     )
     .unwrap();
 }
+
+/// The input scripts/fuzz.sh found: a `/Pages` node that is its own `/Parent`, which sent
+/// pdf-extract's inherited-attribute lookup round forever.
+#[test]
+fn a_page_tree_that_loops_is_damaged_not_a_hang() {
+    let found = include_bytes!("../../../fuzz/seeds/read_pdf/parent-loop.pdf");
+    match read(found) {
+        Err(PdfRefusal::Damaged(detail)) => assert!(detail.contains("loops"), "{detail}"),
+        other => panic!("{other:?}"),
+    }
+    // The same loop made on purpose in a good file.
+    let mut doc = Document::load_mem(&Built::pages(vec![vec!["Hello"]]).bytes()).unwrap();
+    let pages_id = doc
+        .catalog()
+        .unwrap()
+        .get(b"Pages")
+        .unwrap()
+        .as_reference()
+        .unwrap();
+    doc.get_dictionary_mut(pages_id)
+        .unwrap()
+        .set("Parent", Object::Reference(pages_id));
+    let mut looped = Vec::new();
+    doc.save_to(&mut looped).unwrap();
+    assert!(matches!(read(&looped), Err(PdfRefusal::Damaged(_))));
+}

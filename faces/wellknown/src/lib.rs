@@ -516,29 +516,13 @@ pub fn llms_full_txt(ctx: &AppContext, openapi: &Value, mcp: &McpListing) -> Str
     out
 }
 
-/// AI agents named in robots.txt, each in the one group that welcomes them: the service is
-/// built for them. The crawlers the readiness scan asks about, and the user-facing fetchers.
-const AGENTS_WELCOME: &[&str] = &[
-    "GPTBot",
-    "ChatGPT-User",
+/// AI agents named in robots.txt, in the one group that welcomes them (the service is built
+/// for them): the crawlers the readiness scan asks about, then these user-facing fetchers.
+const FETCHERS_WELCOME: &[&str] = &[
     "OAI-SearchBot",
-    "Google-Extended",
-    "CCBot",
-    "anthropic-ai",
-    "ClaudeBot",
-    "claude-web",
     "Claude-User",
     "Claude-SearchBot",
-    "Bytespider",
-    "PerplexityBot",
     "Perplexity-User",
-    "cohere-ai",
-    "Applebot-Extended",
-    "Amazonbot",
-    "meta-externalagent",
-    "FacebookBot",
-    "omgilibot",
-    "Diffbot",
 ];
 
 /// Pages kept out of crawls: personal or one-time pages, never content.
@@ -569,7 +553,10 @@ pub fn robots_txt(ctx: &AppContext) -> String {
          # Content signals (https://contentsignals.org/): search=yes: build a search index and link to it; \
          ai-input=yes: use it to answer a person; ai-train=yes: train or fine-tune models on it.\n\n",
     );
-    for agent in AGENTS_WELCOME {
+    for agent in svc_services::readiness::AI_CRAWLERS
+        .iter()
+        .chain(FETCHERS_WELCOME)
+    {
         out.push_str(&format!("User-agent: {agent}\n"));
     }
     rules(&mut out);

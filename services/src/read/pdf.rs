@@ -14,20 +14,10 @@ impl ReadService {
         request: &ReadRequest,
         cache: CacheInfo,
     ) -> Result<ReadOutcome, ReadError> {
-        let robots = page.robots.checked.then(|| page.robots.clone());
         let blocked = |reason: BlockReason, detail: String, retryable: bool| {
-            Ok(ReadOutcome::Blocked(Box::new(Blocked {
-                requested_url: page.requested_url.clone(),
-                final_url: Some(page.final_url.clone()),
-                status_code: Some(page.status),
-                reason,
-                detail,
-                retryable,
-                robots: robots.clone(),
-                fetched_at: page.fetched_at,
-                cache: cache.clone(),
-                rendered: false,
-            })))
+            Ok(Blocked::answer(
+                &page, &cache, false, reason, detail, retryable,
+            ))
         };
         // An error answer is not the document asked for, whatever its type.
         if page.status >= 400 {
@@ -45,9 +35,12 @@ impl ReadService {
             .await
             .map_err(|e| ReadError::Internal(anyhow::anyhow!("PDF task: {e}")))?;
         match judge(text, page.truncated) {
-            Ok(document) => Ok(ReadOutcome::Page(Box::new(page_read(
-                document, page, robots, request, cache,
-            )))),
+            Ok(document) => {
+                let robots = page.robots.checked.then(|| page.robots.clone());
+                Ok(ReadOutcome::Page(Box::new(page_read(
+                    document, page, robots, request, cache,
+                ))))
+            }
             Err((reason, detail)) => blocked(reason, detail, false),
         }
     }
