@@ -36,6 +36,10 @@ pub struct RenderedPage {
     /// The page settled (loaded, then no request in flight for a short while) before the time
     /// limit; `false` when the DOM was taken as it stood at the limit.
     pub settled: bool,
+    /// The tools the page registered through WebMCP (`navigator.modelContext.registerTool`, or
+    /// the `tools` of `provideContext`), by name in the order registered: what an agent in
+    /// the browser could call. The readiness scan's `web_mcp` check reads it.
+    pub web_mcp_tools: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -66,6 +70,8 @@ pub enum RenderError {
 ///   (`settled: false`);
 /// - answer [`RenderError::Page`] with [`FetchError::TooManyRedirects`] for a page that keeps
 ///   navigating (a script redirect loop);
+/// - offer the page a `navigator.modelContext` whose `registerTool` and `provideContext` record
+///   the tools' names (passing them on to the browser's own, if it has one), and report them;
 /// - run each page in a fresh browser context (no cookie, storage or cache shared with another
 ///   page) and close it afterwards, so memory is given back after each page;
 /// - bound the pages run at once, answering [`RenderError::Busy`] when no tab frees up within

@@ -227,7 +227,8 @@ impl Services {
                 ports.scans.clone(),
                 ports.clock.clone(),
                 ports.entropy.clone(),
-            ),
+            )
+            .with_renderer(ports.renderer.clone()),
             read: ReadService::new(
                 ports.fetcher.clone(),
                 ports.pages.clone(),

@@ -43,6 +43,20 @@ const LOCKDOWN: &str = "(() => { for (const k of ['RTCPeerConnection', 'webkitRT
     try { if (navigator.serviceWorker) Object.defineProperty(navigator, 'serviceWorker', \
     { value: undefined }); } catch (_) {} })();";
 
+/// A `navigator.modelContext` that records the tools a page registers (WebMCP), handing each
+/// on to the browser's own where there is one.
+const WEBMCP_RECORDER: &str = "(() => { const names = []; \
+    Object.defineProperty(window, '__svcWebMcpTools', { value: names }); \
+    const record = (t) => { try { if (t && typeof t.name === 'string') names.push(t.name); } catch (_) {} }; \
+    const own = navigator.modelContext; \
+    const pass = (f, self, arg) => { try { if (own && typeof own[f] === 'function') return own[f].call(own, arg); } catch (_) {} }; \
+    const ctx = { \
+      registerTool(tool) { record(tool); return pass('registerTool', own, tool) || { unregister() {} }; }, \
+      unregisterTool(name) { return pass('unregisterTool', own, name); }, \
+      provideContext(c) { for (const t of (c && c.tools) || []) record(t); return pass('provideContext', own, c); }, \
+      clearContext() { return pass('clearContext', own); } }; \
+    try { Object.defineProperty(navigator, 'modelContext', { value: ctx, configurable: true }); } catch (_) {} })();";
+
 /// Why a render ended without a page.
 pub(crate) enum Failure {
     /// Of the page: too many navigations, or nothing readable in time.
@@ -306,18 +320,35 @@ async fn intercept(
 }
 
 /// The DOM as it stands, with the page's URL.
-async fn snapshot(page: &Page, max_bytes: usize) -> Option<(String, String, bool)> {
+async fn snapshot(page: &Page, max_bytes: usize) -> Option<Snapshot> {
     let script = format!(
         "(() => {{ const h = document.documentElement ? document.documentElement.outerHTML : ''; \
          const cut = h.length > {max_bytes}; \
-         return {{ url: location.href, cut, html: cut ? h.slice(0, {max_bytes}) : h }}; }})()"
+         const tools = Array.from(window.__svcWebMcpTools || []).slice(0, 100).map(String); \
+         return {{ url: location.href, cut, html: cut ? h.slice(0, {max_bytes}) : h, tools }}; }})()"
     );
     let value: serde_json::Value = page.evaluate(script).await.ok()?.into_value().ok()?;
-    Some((
-        value["html"].as_str()?.to_owned(),
-        value["url"].as_str()?.to_owned(),
-        value["cut"].as_bool().unwrap_or(false),
-    ))
+    Some(Snapshot {
+        html: value["html"].as_str()?.to_owned(),
+        url: value["url"].as_str()?.to_owned(),
+        cut: value["cut"].as_bool().unwrap_or(false),
+        tools: value["tools"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|t| t.as_str())
+                    .map(|t| t.chars().take(128).collect())
+                    .collect()
+            })
+            .unwrap_or_default(),
+    })
+}
+
+struct Snapshot {
+    html: String,
+    url: String,
+    cut: bool,
+    tools: Vec<String>,
 }
 
 /// Runs `request` in a fresh context of `browser`, within `config.page_timeout`.
@@ -387,9 +418,11 @@ async fn in_context(
     page.execute(enable)
         .await
         .map_err(browser_failure("intercepting requests"))?;
-    page.execute(AddScriptToEvaluateOnNewDocumentParams::new(LOCKDOWN))
-        .await
-        .map_err(browser_failure("preparing the page"))?;
+    for script in [LOCKDOWN, WEBMCP_RECORDER] {
+        page.execute(AddScriptToEvaluateOnNewDocumentParams::new(script))
+            .await
+            .map_err(browser_failure("preparing the page"))?;
+    }
 
     let traffic = Arc::new(Traffic::default());
     let interception = tokio::spawn(intercept(
@@ -405,13 +438,14 @@ async fn in_context(
         Err(failure) => Err(failure),
         Ok(settled) => {
             match tokio::time::timeout(GRACE, snapshot(&page, config.max_dom_bytes)).await {
-                Ok(Some((html, final_url, truncated))) => Ok(RenderedPage {
-                    html,
-                    final_url,
-                    truncated,
+                Ok(Some(snap)) => Ok(RenderedPage {
+                    html: snap.html,
+                    final_url: snap.url,
+                    truncated: snap.cut,
                     requests: traffic.requests.load(Ordering::SeqCst),
                     failed_requests: traffic.failed.load(Ordering::SeqCst),
                     settled,
+                    web_mcp_tools: snap.tools,
                 }),
                 // A script that never yields keeps the DOM from being read at all.
                 _ => Err(Failure::Page(FetchError::Timeout {

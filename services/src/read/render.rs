@@ -239,6 +239,7 @@ mod tests {
                     requests: 2,
                     failed_requests: 0,
                     settled: true,
+                    web_mcp_tools: Vec::new(),
                 })
             });
         r

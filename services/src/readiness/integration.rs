@@ -298,22 +298,56 @@ pub fn judge_web_bot_auth(got: &Got) -> CheckResult {
 }
 
 /// Informational. The rule is that the page, run in a browser, registers tools through
-/// `navigator.modelContext`; this scanner has no browser, so it reports what the page's
-/// markup says and is neutral either way.
-pub fn judge_web_mcp(home: &Got) -> CheckResult {
+/// `navigator.modelContext`: `run` is the home page run in the browser (every request through
+/// the guard), `None` when there was no HTML page to run. Passes when it registered tools;
+/// neutral otherwise, and neutral with what the markup says when no browser could run it.
+pub fn judge_web_mcp(
+    home: &Got,
+    run: Option<Result<svc_ports::RenderedPage, svc_ports::RenderError>>,
+) -> CheckResult {
     const ADVICE: &str = "Register your page's actions as WebMCP tools (navigator.modelContext.registerTool or provideContext) so agents in the browser can call them.";
-    let body = &home.body;
-    let mentions = body.contains("navigator.modelContext")
-        || body.contains("modelContext.registerTool")
-        || body.contains("modelContext.provideContext");
     let mut ev = home.evidence();
-    ev.excerpt = "no browser available: the page's scripts were not run".to_owned();
-    let summary = if mentions {
-        "the page's scripts call navigator.modelContext (not run: no browser available)"
-    } else {
-        "no WebMCP registration in the page's markup (not run: no browser available)"
-    };
-    neutral(CheckId::WebMcp, summary, vec![ev], ADVICE)
+    match run {
+        Some(Ok(page)) if !page.web_mcp_tools.is_empty() => {
+            ev.excerpt = format!("registered: {}", page.web_mcp_tools.join(", "));
+            result(
+                CheckId::WebMcp,
+                CheckStatus::Pass,
+                format!(
+                    "the page, run in a browser, registers {} WebMCP tool(s)",
+                    page.web_mcp_tools.len()
+                ),
+                vec![ev],
+                None,
+            )
+        }
+        Some(Ok(_)) => {
+            ev.excerpt = "run in a browser: no navigator.modelContext registration".to_owned();
+            neutral(
+                CheckId::WebMcp,
+                "the page, run in a browser, registers no WebMCP tools",
+                vec![ev],
+                ADVICE,
+            )
+        }
+        other => {
+            let why = match other {
+                Some(Err(e)) => format!("not run: {e}"),
+                _ => "not run: no HTML page".to_owned(),
+            };
+            let body = &home.body;
+            let mentions = body.contains("navigator.modelContext")
+                || body.contains("modelContext.registerTool")
+                || body.contains("modelContext.provideContext");
+            ev.excerpt = why.clone();
+            let summary = if mentions {
+                format!("the page's scripts call navigator.modelContext ({why})")
+            } else {
+                format!("no WebMCP registration in the page's markup ({why})")
+            };
+            neutral(CheckId::WebMcp, summary, vec![ev], ADVICE)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -441,9 +475,32 @@ mod tests {
             "text/html",
             "<script>navigator.modelContext.registerTool({name:'x'})</script>",
         );
-        let r = judge_web_mcp(&page);
+        let unavailable = svc_ports::RenderError::Unavailable {
+            detail: "no browser is configured in this process".into(),
+        };
+        let r = judge_web_mcp(&page, Some(Err(unavailable)));
         assert_eq!(r.status, CheckStatus::Neutral);
-        assert!(r.summary.contains("calls") || r.summary.contains("call"));
-        assert!(r.evidence[0].excerpt.contains("no browser available"));
+        assert!(r.summary.contains("call"), "{}", r.summary);
+        assert!(
+            r.evidence[0].excerpt.contains("no browser"),
+            "{:?}",
+            r.evidence
+        );
+        let rendered = |tools: &[&str]| svc_ports::RenderedPage {
+            html: String::new(),
+            final_url: page.url.clone(),
+            truncated: false,
+            requests: 0,
+            failed_requests: 0,
+            settled: true,
+            web_mcp_tools: tools.iter().map(|t| t.to_string()).collect(),
+        };
+        let r = judge_web_mcp(&page, Some(Ok(rendered(&["scan_site", "read_page"]))));
+        assert_eq!(r.status, CheckStatus::Pass);
+        assert!(r.evidence[0].excerpt.contains("scan_site, read_page"));
+        // Run, but nothing registered: informational, never a fail.
+        let r = judge_web_mcp(&page, Some(Ok(rendered(&[]))));
+        assert_eq!(r.status, CheckStatus::Neutral);
+        assert_eq!(judge_web_mcp(&page, None).status, CheckStatus::Neutral);
     }
 }

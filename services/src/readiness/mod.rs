@@ -210,6 +210,8 @@ pub struct ReadinessService {
     store: Arc<dyn ScanStore>,
     clock: Arc<dyn Clock>,
     entropy: Arc<dyn Entropy>,
+    /// Runs the home page for the `web_mcp` check; [`svc_ports::NoRenderer`] without a browser.
+    renderer: Arc<dyn svc_ports::PageRenderer>,
     probe_deadline: Duration,
     scan_budget: Duration,
 }
@@ -233,6 +235,7 @@ impl ReadinessService {
             store,
             clock,
             entropy,
+            renderer: Arc::new(svc_ports::NoRenderer),
             probe_deadline: PROBE_DEADLINE,
             scan_budget: SCAN_BUDGET,
         }
@@ -240,6 +243,13 @@ impl ReadinessService {
 
     /// Shorter limits than the defaults (each request, the whole scan): tests of sites that
     /// never answer.
+    /// The browser that runs the home page for the `web_mcp` check. Every request it makes goes
+    /// through the guarded fetcher (the [`svc_ports::PageRenderer`] contract).
+    pub fn with_renderer(mut self, renderer: Arc<dyn svc_ports::PageRenderer>) -> Self {
+        self.renderer = renderer;
+        self
+    }
+
     pub fn with_deadlines(mut self, probe: Duration, budget: Duration) -> Self {
         self.probe_deadline = probe.min(budget);
         self.scan_budget = budget;

@@ -285,7 +285,19 @@ impl Site<'_> {
                     .json_file("/.well-known/oauth-protected-resource")
                     .await,
             ),
-            CheckId::WebMcp => judge_web_mcp(self.home_page().await),
+            CheckId::WebMcp => {
+                let home = self.home_page().await;
+                let run = if home.ok() && home.is_html() {
+                    let request = svc_ports::RenderRequest {
+                        url: home.url.clone(),
+                        html: home.body.clone(),
+                    };
+                    Some(self.svc.renderer.render(&request).await)
+                } else {
+                    None
+                };
+                judge_web_mcp(home, run)
+            }
             CheckId::CommerceFiles => {
                 let (commerce, protocols) = tokio::join!(
                     self.json_file("/.well-known/agent-commerce.json"),
