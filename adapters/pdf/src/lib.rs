@@ -38,6 +38,7 @@ pub struct PdfExtractReader;
 impl PdfReader for PdfExtractReader {
     fn read_pdf(&self, bytes: &[u8]) -> Result<PdfText, PdfRefusal> {
         check_inflated_size(bytes, MAX_PDF_INFLATED_BYTES)?;
+        check_xref_widths(bytes)?;
         let owned = bytes.to_vec();
         let (done, answer) = mpsc::channel();
         std::thread::Builder::new()
@@ -187,6 +188,50 @@ fn check_inflated_size(bytes: &[u8], budget: u64) -> Result<(), PdfRefusal> {
         spent += inflater.into_inner().total_out();
         if spent > budget {
             return Err(PdfRefusal::TooLarge);
+        }
+    }
+    Ok(())
+}
+
+/// Widest field an xref stream's `/W` may give, in bytes. Real files use 1 to 4 (8 at most: the
+/// fields are integers); lopdf allocates each width as a buffer before reading, so a width of
+/// 888888888888888 (found by scripts/fuzz.sh) is an allocation that aborts the process.
+const MAX_XREF_FIELD_WIDTH: u64 = 32;
+
+/// Refuses a file whose `/W` arrays name a field wider than [`MAX_XREF_FIELD_WIDTH`], found by
+/// the key in the raw bytes (xref stream dictionaries are never compressed).
+fn check_xref_widths(bytes: &[u8]) -> Result<(), PdfRefusal> {
+    let mut at = 0;
+    while let Some(found) = find(&bytes[at..], b"/W") {
+        let key_end = at + found + 2;
+        at = key_end;
+        // `/Widths` and the like are other keys.
+        let rest = &bytes[key_end..];
+        // PDF whitespace includes NUL.
+        let start = rest
+            .iter()
+            .position(|b| !b.is_ascii_whitespace() && *b != 0);
+        let Some(start) = start.filter(|&i| rest[i] == b'[') else {
+            continue;
+        };
+        let Some(len) = rest[start..].iter().position(|&b| b == b']') else {
+            continue;
+        };
+        let inside = &rest[start + 1..start + len];
+        let too_wide = inside
+            .split(|b| !b.is_ascii_digit())
+            .filter(|t| !t.is_empty())
+            .any(|t| {
+                t.len() > 3
+                    || std::str::from_utf8(t)
+                        .ok()
+                        .and_then(|n| n.parse::<u64>().ok())
+                        .is_none_or(|n| n > MAX_XREF_FIELD_WIDTH)
+            });
+        if too_wide {
+            return Err(PdfRefusal::Damaged(
+                "its cross-reference stream declares fields wider than any file has".into(),
+            ));
         }
     }
     Ok(())

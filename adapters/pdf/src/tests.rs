@@ -299,3 +299,17 @@ fn a_page_tree_that_loops_is_damaged_not_a_hang() {
     doc.save_to(&mut looped).unwrap();
     assert!(matches!(read(&looped), Err(PdfRefusal::Damaged(_))));
 }
+
+/// The input scripts/fuzz.sh found: an xref stream whose `/W` names a field 888888888888888
+/// bytes wide, which lopdf allocated (an allocation failure aborts the process).
+#[test]
+fn an_absurd_xref_field_width_is_damaged_not_an_abort() {
+    let found = include_bytes!("../../../fuzz/seeds/read_pdf/huge-xref-width.pdf");
+    match read(found) {
+        Err(PdfRefusal::Damaged(detail)) => assert!(detail.contains("wider"), "{detail}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(check_xref_widths(b"<< /Type /XRef /W [1 2 1] /Size 5 >>").is_ok());
+    assert!(check_xref_widths(b"<< /Widths [600 600 600 1000] /W[1 4 2] >>").is_ok());
+    assert!(check_xref_widths(b"<< /W [ 1 99 1 ] >>").is_err());
+}
