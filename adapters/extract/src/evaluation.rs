@@ -5,7 +5,6 @@
 
 use std::{fmt, fs, io, path::Path};
 
-use kuchikiki::traits::TendrilSink;
 use svc_ports::{Extraction, PageMetadata};
 
 /// Metadata fields compared, as `expected-metadata.json` names them.
@@ -49,10 +48,10 @@ pub fn load_corpus(dir: &Path) -> io::Result<Vec<CorpusPage>> {
             Ok(CorpusPage {
                 url: format!("http://fakehost/test/{name}/"),
                 html: read("source.html")?,
-                expected_text: kuchikiki::parse_html()
-                    .one(read("expected.html")?)
-                    .document_node
-                    .text_contents(),
+                expected_text: dom_query::Document::from(read("expected.html")?)
+                    .root()
+                    .text()
+                    .to_string(),
                 expected_meta: META_FIELDS
                     .iter()
                     .map(|f| meta[f].as_str().map(str::to_owned))

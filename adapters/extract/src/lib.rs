@@ -1,5 +1,7 @@
-//! HTML extraction with kuchikiki: the links, forms and metadata of a page. Kept behind this
-//! adapter so the HTML parser can be swapped without touching services.
+//! HTML extraction: the page is parsed once, with dom_query, and read for its links, forms,
+//! metadata and obstacle signals before Readability (dom_smoothie, on the same DOM) takes its
+//! main content. Kept behind this adapter so the HTML parser can be swapped without touching
+//! services.
 
 pub mod evaluation;
 mod metadata;
@@ -8,13 +10,15 @@ pub mod shell;
 
 pub use reader::{HtmlExtractor, without_inline_code};
 
-use kuchikiki::{NodeRef, traits::TendrilSink};
+use std::collections::HashMap;
+
+use dom_query::{Document as Dom, NodeRef, Selection};
 use svc_ports::{FieldOption, Form, FormField, Link, PageMetadata};
 use url::Url;
 
 /// A parsed page and the URL its relative links resolve against.
 pub struct Document {
-    root: NodeRef,
+    dom: Dom,
     base: Url,
     page: Url,
 }
@@ -24,36 +28,54 @@ fn collapse(s: &str) -> String {
 }
 
 fn attr(node: &NodeRef, name: &str) -> Option<String> {
-    node.as_element()?
-        .attributes
-        .borrow()
-        .get(name)
-        .map(str::to_owned)
+    node.attr(name).map(|v| v.to_string())
+}
+
+fn text(node: &NodeRef) -> String {
+    node.text().to_string()
+}
+
+/// The elements under `node` that match `selector` (a constant of this crate: it parses), in
+/// document order.
+fn select<'a>(node: NodeRef<'a>, selector: &str) -> Vec<NodeRef<'a>> {
+    Selection::from(node).select(selector).nodes().to_vec()
+}
+
+fn select_first<'a>(node: NodeRef<'a>, selector: &str) -> Option<NodeRef<'a>> {
+    Selection::from(node)
+        .select_single(selector)
+        .nodes()
+        .first()
+        .copied()
 }
 
 impl Document {
     /// Parses `html` fetched from `page_url`; a `<base href>` changes where links resolve.
     pub fn parse(html: &str, page_url: &Url) -> Self {
-        let root = kuchikiki::parse_html().one(html).document_node;
-        let base = root
-            .select_first("base[href]")
-            .ok()
-            .and_then(|b| {
-                b.attributes
-                    .borrow()
-                    .get("href")
-                    .and_then(|h| page_url.join(h.trim()).ok())
-            })
+        let dom = Dom::from(html);
+        let base = select_first(dom.root(), "base[href]")
+            .and_then(|b| attr(&b, "href"))
+            .and_then(|h| page_url.join(h.trim()).ok())
             .unwrap_or_else(|| page_url.clone());
         Self {
-            root,
+            dom,
             base,
             page: page_url.clone(),
         }
     }
 
-    pub fn root(&self) -> &NodeRef {
-        &self.root
+    /// The document node.
+    pub fn root(&self) -> NodeRef<'_> {
+        self.dom.root()
+    }
+
+    /// The parsed document, for whoever reads on after this (Readability changes it).
+    pub fn into_dom(self) -> Dom {
+        self.dom
+    }
+
+    pub fn base(&self) -> &Url {
+        &self.base
     }
 
     fn absolute(&self, href: &str) -> Option<Url> {
@@ -62,28 +84,24 @@ impl Document {
 
     /// Every `<a href>` and `<area href>` with an http(s) target, in document order.
     pub fn links(&self) -> Vec<Link> {
-        let Ok(anchors) = self.root.select("a[href], area[href]") else {
-            return Vec::new();
-        };
-        anchors
+        select(self.root(), "a[href], area[href]")
+            .into_iter()
             .filter_map(|a| {
-                let attrs = a.attributes.borrow();
-                let url = self.absolute(attrs.get("href")?)?;
+                let url = self.absolute(&a.attr("href")?)?;
                 if !matches!(url.scheme(), "http" | "https") {
                     return None;
                 }
-                let text = collapse(&a.text_contents());
+                let text = collapse(&a.text());
                 let text = if text.is_empty() {
-                    attrs
-                        .get("aria-label")
-                        .or(attrs.get("title"))
-                        .map(collapse)
+                    a.attr("aria-label")
+                        .or_else(|| a.attr("title"))
+                        .map(|t| collapse(&t))
                         .unwrap_or_default()
                 } else {
                     text
                 };
-                let rel = attrs
-                    .get("rel")
+                let rel = a
+                    .attr("rel")
                     .map(|r| r.split_whitespace().map(str::to_ascii_lowercase).collect())
                     .unwrap_or_default();
                 Some(Link {
@@ -98,130 +116,127 @@ impl Document {
 
     /// Every `<form>` with its fillable fields (hidden ones too: they are submitted).
     pub fn forms(&self) -> Vec<Form> {
-        let Ok(forms) = self.root.select("form") else {
+        let forms = select(self.root(), "form");
+        if forms.is_empty() {
             return Vec::new();
-        };
+        }
+        // `<label for>` texts by id, the first label for an id winning, read once for every
+        // field of every form.
+        let mut labels: HashMap<String, String> = HashMap::new();
+        for l in select(self.root(), "label[for]") {
+            if let Some(id) = attr(&l, "for") {
+                labels.entry(id).or_insert_with(|| collapse(&l.text()));
+            }
+        }
         forms
+            .into_iter()
             .map(|form| {
-                let node = form.as_node();
-                let attrs = form.attributes.borrow();
-                let action = attrs
-                    .get("action")
+                let action = attr(&form, "action")
                     .filter(|a| !a.trim().is_empty())
-                    .and_then(|a| self.absolute(a))
+                    .and_then(|a| self.absolute(&a))
                     .unwrap_or_else(|| self.page.clone());
-                let method = match attrs.get("method").map(|m| m.trim().to_ascii_uppercase()) {
+                let method = match attr(&form, "method").map(|m| m.trim().to_ascii_uppercase()) {
                     Some(m) if m == "POST" => "POST".to_owned(),
                     _ => "GET".to_owned(),
                 };
-                let enctype = attrs
-                    .get("enctype")
+                let enctype = attr(&form, "enctype")
                     .map(|e| e.trim().to_ascii_lowercase())
                     .filter(|e| e == "multipart/form-data" || e == "text/plain")
                     .unwrap_or_else(|| "application/x-www-form-urlencoded".to_owned());
                 Form {
-                    id: attrs.get("id").map(str::to_owned),
-                    name: attrs.get("name").map(str::to_owned),
+                    id: attr(&form, "id"),
+                    name: attr(&form, "name"),
                     action: action.to_string(),
                     method,
                     enctype,
-                    fields: self.fields(node),
+                    fields: fields(form, &labels),
                 }
             })
             .collect()
-    }
-
-    fn fields(&self, form: &NodeRef) -> Vec<FormField> {
-        let Ok(controls) = form.select("input, select, textarea") else {
-            return Vec::new();
-        };
-        controls
-            .filter_map(|control| {
-                let node = control.as_node();
-                let attrs = control.attributes.borrow();
-                let name = attrs.get("name")?.trim().to_owned();
-                if name.is_empty() || attrs.contains("disabled") {
-                    return None;
-                }
-                let tag = control.name.local.to_string();
-                let field_type = match tag.as_str() {
-                    "input" => attrs
-                        .get("type")
-                        .map(|t| t.trim().to_ascii_lowercase())
-                        .unwrap_or_else(|| "text".into()),
-                    other => other.to_owned(),
-                };
-                if matches!(field_type.as_str(), "submit" | "reset" | "button" | "image") {
-                    return None;
-                }
-                let mut options = Vec::new();
-                let default_value = match tag.as_str() {
-                    "select" => {
-                        for o in node.select("option").into_iter().flatten() {
-                            let oa = o.attributes.borrow();
-                            let label = collapse(&o.text_contents());
-                            let value = oa
-                                .get("value")
-                                .map(str::to_owned)
-                                .unwrap_or_else(|| label.clone());
-                            options.push(FieldOption {
-                                value,
-                                label,
-                                selected: oa.contains("selected"),
-                            });
-                        }
-                        options
-                            .iter()
-                            .find(|o| o.selected)
-                            .or(options.first())
-                            .map(|o| o.value.clone())
-                    }
-                    "textarea" => Some(control.text_contents()).filter(|t| !t.is_empty()),
-                    _ if matches!(field_type.as_str(), "checkbox" | "radio") => attrs
-                        .contains("checked")
-                        .then(|| attrs.get("value").unwrap_or("on").to_owned()),
-                    _ => attrs.get("value").map(str::to_owned),
-                };
-                Some(FormField {
-                    label: self.label_for(node, attrs.get("id")).or_else(|| {
-                        attrs
-                            .get("aria-label")
-                            .or(attrs.get("placeholder"))
-                            .map(collapse)
-                            .filter(|l| !l.is_empty())
-                    }),
-                    required: attrs.contains("required")
-                        || attrs.get("aria-required") == Some("true"),
-                    name,
-                    field_type,
-                    default_value,
-                    options,
-                })
-            })
-            .collect()
-    }
-
-    fn label_for(&self, control: &NodeRef, id: Option<&str>) -> Option<String> {
-        if let Some(id) = id.filter(|i| !i.is_empty()) {
-            let by_for = self
-                .root
-                .select("label[for]")
-                .ok()?
-                .find(|l| l.attributes.borrow().get("for") == Some(id));
-            if let Some(l) = by_for {
-                return Some(collapse(&l.text_contents())).filter(|t| !t.is_empty());
-            }
-        }
-        control
-            .ancestors()
-            .find(|a| a.as_element().is_some_and(|e| &*e.name.local == "label"))
-            .map(|l| collapse(&l.text_contents()))
-            .filter(|t| !t.is_empty())
     }
 
     pub fn metadata(&self) -> PageMetadata {
         metadata::extract(self)
     }
+}
+
+fn fields(form: NodeRef, labels: &HashMap<String, String>) -> Vec<FormField> {
+    select(form, "input, select, textarea")
+        .into_iter()
+        .filter_map(|control| {
+            let name = attr(&control, "name")?.trim().to_owned();
+            if name.is_empty() || control.has_attr("disabled") {
+                return None;
+            }
+            let tag = control
+                .node_name()
+                .map(|n| n.to_string())
+                .unwrap_or_default();
+            let field_type = match tag.as_str() {
+                "input" => attr(&control, "type")
+                    .map(|t| t.trim().to_ascii_lowercase())
+                    .unwrap_or_else(|| "text".into()),
+                other => other.to_owned(),
+            };
+            if matches!(field_type.as_str(), "submit" | "reset" | "button" | "image") {
+                return None;
+            }
+            let mut options = Vec::new();
+            let default_value = match tag.as_str() {
+                "select" => {
+                    for o in select(control, "option") {
+                        let label = collapse(&o.text());
+                        let value = attr(&o, "value").unwrap_or_else(|| label.clone());
+                        options.push(FieldOption {
+                            value,
+                            label,
+                            selected: o.has_attr("selected"),
+                        });
+                    }
+                    options
+                        .iter()
+                        .find(|o| o.selected)
+                        .or(options.first())
+                        .map(|o| o.value.clone())
+                }
+                "textarea" => Some(text(&control)).filter(|t| !t.is_empty()),
+                _ if matches!(field_type.as_str(), "checkbox" | "radio") => control
+                    .has_attr("checked")
+                    .then(|| attr(&control, "value").unwrap_or_else(|| "on".to_owned())),
+                _ => attr(&control, "value"),
+            };
+            let label = label_for(&control, labels).or_else(|| {
+                attr(&control, "aria-label")
+                    .or_else(|| attr(&control, "placeholder"))
+                    .map(|l| collapse(&l))
+                    .filter(|l| !l.is_empty())
+            });
+            Some(FormField {
+                label,
+                required: control.has_attr("required")
+                    || attr(&control, "aria-required").as_deref() == Some("true"),
+                name,
+                field_type,
+                default_value,
+                options,
+            })
+        })
+        .collect()
+}
+
+/// The `<label for>` naming the control's id, else the `<label>` around it.
+fn label_for(control: &NodeRef, labels: &HashMap<String, String>) -> Option<String> {
+    if let Some(by_for) = attr(control, "id")
+        .filter(|i| !i.is_empty())
+        .and_then(|id| labels.get(&id))
+    {
+        return Some(by_for.clone()).filter(|t| !t.is_empty());
+    }
+    control
+        .ancestors_it(None)
+        .find(|a| a.has_name("label"))
+        .map(|l| collapse(&l.text()))
+        .filter(|t| !t.is_empty())
 }
 
 /// The registrable part of a host, approximated without the public-suffix list: the last two

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::Value;
 use svc_ports::PageMetadata;
 
-use crate::{Document, attr, collapse};
+use crate::{Document, attr, collapse, select, select_first};
 
 const ARTICLE_TYPES: &[&str] = &[
     "Article",
@@ -33,16 +33,12 @@ const ARTICLE_TYPES: &[&str] = &[
 /// Meta `property`/`name` keys normalised like Readability: lower-case, no spaces, `.` -> `:`.
 fn meta_values(doc: &Document) -> HashMap<String, String> {
     let mut values = HashMap::new();
-    let Ok(metas) = doc.root.select("meta") else {
-        return values;
-    };
-    for m in metas {
-        let a = m.attributes.borrow();
-        let Some(content) = a.get("content").map(str::trim).filter(|c| !c.is_empty()) else {
+    for m in select(doc.root(), "meta") {
+        let Some(content) = attr(&m, "content").filter(|c| !c.trim().is_empty()) else {
             continue;
         };
-        let content = collapse(content);
-        if let Some(property) = a.get("property") {
+        let content = collapse(&content);
+        if let Some(property) = attr(&m, "property") {
             for p in property.split_whitespace() {
                 let key: String = p.to_ascii_lowercase();
                 let known = ["article", "dc", "dcterm", "og", "twitter"]
@@ -53,7 +49,7 @@ fn meta_values(doc: &Document) -> HashMap<String, String> {
                 }
             }
         }
-        if let Some(name) = a.get("name") {
+        if let Some(name) = attr(&m, "name") {
             let key: String = name
                 .to_ascii_lowercase()
                 .chars()
@@ -131,11 +127,8 @@ fn distance(a: &str, b: &str) -> f64 {
 fn json_ld(doc: &Document, html_title: &str) -> (Vec<Value>, Option<JsonLd>) {
     let mut all = Vec::new();
     let mut found = None;
-    let Ok(scripts) = doc.root.select("script[type='application/ld+json']") else {
-        return (all, None);
-    };
-    for s in scripts {
-        let raw = s.text_contents();
+    for s in select(doc.root(), "script[type='application/ld+json']") {
+        let raw = s.text();
         let raw = raw
             .trim()
             .trim_start_matches("<![CDATA[")
@@ -200,10 +193,8 @@ const SEPARATORS: &[char] = &['|', '-', '–', '—', '\\', '/', '>', '»'];
 /// Readability's title heuristic: drop a site name after a separator, or a prefix before a
 /// colon, unless that leaves too little.
 fn article_title(doc: &Document) -> String {
-    let orig = doc
-        .root
-        .select_first("title")
-        .map(|t| collapse(&t.text_contents()))
+    let orig = select_first(doc.root(), "title")
+        .map(|t| collapse(&t.text()))
         .unwrap_or_default();
     let mut cur = orig.clone();
     let mut hierarchical = false;
@@ -226,11 +217,9 @@ fn article_title(doc: &Document) -> String {
             cur = orig[first_i + first_c.len_utf8()..].trim().to_owned();
         }
     } else if orig.contains(": ") {
-        let heading_matches = doc
-            .root
-            .select("h1, h2")
-            .map(|hs| hs.into_iter().any(|h| collapse(&h.text_contents()) == orig))
-            .unwrap_or(false);
+        let heading_matches = select(doc.root(), "h1, h2")
+            .iter()
+            .any(|h| collapse(&h.text()) == orig);
         if !heading_matches {
             cur = orig[orig.rfind(':').map(|i| i + 1).unwrap_or(0)..]
                 .trim()
@@ -243,12 +232,10 @@ fn article_title(doc: &Document) -> String {
                 cur = orig.clone();
             }
         }
-    } else if (orig.chars().count() > 150 || orig.chars().count() < 15)
-        && let Ok(h1s) = doc.root.select("h1")
-    {
-        let h1s: Vec<_> = h1s.collect();
+    } else if orig.chars().count() > 150 || orig.chars().count() < 15 {
+        let h1s = select(doc.root(), "h1");
         if h1s.len() == 1 {
-            cur = collapse(&h1s[0].text_contents());
+            cur = collapse(&h1s[0].text());
         }
     }
     let cur = collapse(&cur);
@@ -264,30 +251,27 @@ fn article_title(doc: &Document) -> String {
 /// `itemprop~=author`, or a class/id naming a byline) with a short text.
 fn content_byline(doc: &Document) -> Option<String> {
     const MARKERS: &[&str] = &["byline", "author", "dateline", "writtenby", "p-author"];
-    let body = doc.root.select_first("body").ok()?;
-    for node in body.as_node().descendants() {
-        let Some(el) = node.as_element() else {
+    let body = select_first(doc.root(), "body")?;
+    for node in body.descendants_it() {
+        if !node.is_element() {
             continue;
-        };
-        let a = el.attributes.borrow();
+        }
         let match_string = format!(
             "{} {}",
-            a.get("class").unwrap_or(""),
-            a.get("id").unwrap_or("")
+            attr(&node, "class").unwrap_or_default(),
+            attr(&node, "id").unwrap_or_default()
         )
         .to_lowercase();
-        let marked = a.get("rel") == Some("author")
-            || a.get("itemprop").is_some_and(|i| i.contains("author"))
+        let marked = attr(&node, "rel").as_deref() == Some("author")
+            || attr(&node, "itemprop").is_some_and(|i| i.contains("author"))
             || MARKERS.iter().any(|m| match_string.contains(m));
         if !marked {
             continue;
         }
-        let named = node
-            .select_first("[itemprop~='name']")
-            .ok()
-            .map(|n| collapse(&n.text_contents()))
+        let named = select_first(node, "[itemprop~='name']")
+            .map(|n| collapse(&n.text()))
             .filter(|t| !t.is_empty());
-        let text = named.unwrap_or_else(|| collapse(&node.text_contents()));
+        let text = named.unwrap_or_else(|| collapse(&node.text()));
         if !text.is_empty() && text.chars().count() < 100 {
             return Some(text);
         }
@@ -296,17 +280,15 @@ fn content_byline(doc: &Document) -> Option<String> {
 }
 
 fn link_href(doc: &Document, selector: &str) -> Option<String> {
-    let el = doc.root.select_first(selector).ok()?;
-    let href = el.attributes.borrow().get("href")?.to_owned();
+    let el = select_first(doc.root(), selector)?;
+    let href = attr(&el, "href")?;
     doc.absolute(&href).map(|u| u.to_string())
 }
 
 pub fn extract(doc: &Document) -> PageMetadata {
     let values = meta_values(doc);
-    let html_title = doc
-        .root
-        .select_first("title")
-        .map(|t| collapse(&t.text_contents()))
+    let html_title = select_first(doc.root(), "title")
+        .map(|t| collapse(&t.text()))
         .unwrap_or_default();
     let (json_ld_objects, ld) = json_ld(doc, &html_title);
     let ld = ld.as_ref();
@@ -378,11 +360,8 @@ pub fn extract(doc: &Document) -> PageMetadata {
             })
             .collect()
     };
-    let language = doc
-        .root
-        .select_first("html")
-        .ok()
-        .and_then(|h| attr(h.as_node(), "lang"))
+    let language = select_first(doc.root(), "html")
+        .and_then(|h| attr(&h, "lang"))
         .map(|l| l.trim().to_owned())
         .filter(|l| !l.is_empty())
         .or_else(|| first(&values, &["og:locale", "content-language", "language"]).cloned());

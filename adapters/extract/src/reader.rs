@@ -1,6 +1,7 @@
-//! The page extractor: kuchikiki for links, forms, metadata and obstacle signals; dom_smoothie
-//! (a port of Readability.js) for the main content, serialised to Markdown, text and HTML by
-//! dom_query. `docs/extraction-evaluation.md` records why this engine was chosen.
+//! The page extractor: one dom_query parse, read first for links, forms, metadata and obstacle
+//! signals, then given to dom_smoothie (a port of Readability.js) for the main content,
+//! serialised to Markdown, text and HTML by dom_query. `docs/extraction-evaluation.md` records
+//! why this engine was chosen.
 
 use dom_query::{Document as QueryDocument, Matcher, NodeRef as QueryNode};
 use dom_smoothie::{Config, Readability, TextMode};
@@ -10,7 +11,7 @@ use svc_ports::{
 };
 use url::Url;
 
-use crate::Document;
+use crate::{Document, select, select_first, text};
 
 /// Below this many characters of content, a page titled as a challenge or a sign-in, or showing
 /// a challenge widget of its own, is that obstacle.
@@ -100,37 +101,42 @@ impl PageExtractor for HtmlExtractor {
             .unwrap_or_else(|_| Url::parse("http://invalid.invalid/").expect("literal URL parses"));
 
         let original = html;
-        // Both parsers would tokenise the same inline scripts and styles, which are nearly half
-        // the bytes of a typical page and never content.
+        // Inline scripts and styles are nearly half the bytes of a typical page and never
+        // content: the parser need not tokenise them.
         let html = &*without_inline_code(html);
+        // Everything read from the page as it came, before the content is cut out of it.
         let page = Document::parse(html, &url);
         let links = page.links();
         let forms = page.forms();
         let mut metadata = page.metadata();
+        let obstacles = Obstacles::of(&page);
+        // As if the content were empty; ruled out below when it is not.
+        let shell = crate::shell::script_shell(original, &page.root(), 0);
+        let base = page.base().clone();
 
-        let query = QueryDocument::from(html);
+        let query = page.into_dom();
         for m in &exclude {
             query.select_matcher(m).remove();
         }
         let content = match include {
             Some(m) => {
-                absolutize(&query, &page.base);
+                absolutize(&query, &base);
                 fragment_content(&outermost_html(&query, &m))
             }
             None if options.main_content_only => {
-                main_content(query, html, url.as_str(), &page.base, &mut metadata)
+                main_content(query, html, url.as_str(), &base, &mut metadata)
             }
             None => {
-                absolutize(&query, &page.base);
+                absolutize(&query, &base);
                 body_content(&query)
             }
         };
         if metadata.excerpt.is_none() {
             metadata.excerpt = metadata.description.clone();
         }
-        let mut signals = signals(&page, &forms, &metadata, &content);
-        signals.script_shell =
-            crate::shell::script_shell(original, page.root(), content.text.chars().count());
+        let content_chars = content.text.chars().count();
+        let mut signals = obstacles.judge(&forms, &metadata, content_chars);
+        signals.script_shell = shell.filter(|_| content_chars < crate::shell::SHELL_TEXT_CHARS);
         Ok(Extraction {
             content,
             links,
@@ -357,72 +363,76 @@ const SIGN_IN_WORDS: &[&str] = &[
     "iniciar sesión",
 ];
 
-fn signals(
-    page: &Document,
-    forms: &[Form],
-    metadata: &PageMetadata,
-    content: &MainContent,
-) -> PageSignals {
-    let short = content.text.chars().count() < OBSTACLE_TEXT_CHARS;
-    let title = page
-        .root()
-        .select_first("title")
-        .map(|t| t.text_contents().to_lowercase())
-        .unwrap_or_default();
+/// What the page shows that may stand between a visitor and its content, read before the
+/// content is taken; judged once the content's length is known.
+struct Obstacles {
+    title: String,
+    heading: String,
+    /// The first challenge widget that does not guard a form of the page's own, by tag.
+    widget: Option<String>,
+    challenge_script: bool,
+}
 
-    let chars = content.text.chars().count();
-    let captcha = if let Some(t) = CHALLENGE_TITLES
-        .iter()
-        .find(|t| title.contains(*t) && short)
-    {
-        Some(format!("challenge page title ({t})"))
-    } else if let Some(w) = short
-        .then(|| page.root().select(CHALLENGE_WIDGETS).ok())
-        .flatten()
-        .into_iter()
-        .flatten()
-        .find(|w| !guards_own_form(w.as_node()))
-    {
-        Some(format!("challenge widget <{}>", &*w.name.local))
-    } else if chars < NOTHING_ELSE_CHARS {
-        page.root()
-            .select_first(CHALLENGE_SCRIPTS)
-            .ok()
-            .map(|_| "challenge script and nothing else to read".to_owned())
-    } else {
-        None
-    };
+impl Obstacles {
+    fn of(page: &Document) -> Self {
+        let root = page.root();
+        let lower_text = |selector| {
+            select_first(root, selector)
+                .map(|n| text(&n).to_lowercase())
+                .unwrap_or_default()
+        };
+        Self {
+            title: lower_text("title"),
+            heading: lower_text("h1"),
+            widget: select(root, CHALLENGE_WIDGETS)
+                .into_iter()
+                .find(|w| !guards_own_form(w))
+                .map(|w| w.node_name().map(|n| n.to_string()).unwrap_or_default()),
+            challenge_script: select_first(root, CHALLENGE_SCRIPTS).is_some(),
+        }
+    }
 
-    let has_password = forms
-        .iter()
-        .flat_map(|f| &f.fields)
-        .any(|f| f.field_type == "password");
-    let heading = page
-        .root()
-        .select_first("h1")
-        .map(|h| h.text_contents().to_lowercase())
-        .unwrap_or_default();
-    let meta_title = metadata.title.as_deref().unwrap_or("").to_lowercase();
-    let says_sign_in = SIGN_IN_WORDS
-        .iter()
-        .any(|w| title.contains(w) || heading.contains(w) || meta_title.contains(w));
-    let login_wall = (has_password && ((short && says_sign_in) || chars < NOTHING_ELSE_CHARS))
-        .then(|| format!("password form with {chars} characters of other content"));
-    PageSignals {
-        captcha,
-        login_wall,
-        script_shell: None,
+    fn judge(&self, forms: &[Form], metadata: &PageMetadata, chars: usize) -> PageSignals {
+        let short = chars < OBSTACLE_TEXT_CHARS;
+        let title = &self.title;
+        let captcha = if let Some(t) = CHALLENGE_TITLES
+            .iter()
+            .find(|t| title.contains(*t) && short)
+        {
+            Some(format!("challenge page title ({t})"))
+        } else if let Some(w) = self.widget.as_ref().filter(|_| short) {
+            Some(format!("challenge widget <{w}>"))
+        } else if chars < NOTHING_ELSE_CHARS && self.challenge_script {
+            Some("challenge script and nothing else to read".to_owned())
+        } else {
+            None
+        };
+
+        let has_password = forms
+            .iter()
+            .flat_map(|f| &f.fields)
+            .any(|f| f.field_type == "password");
+        let meta_title = metadata.title.as_deref().unwrap_or("").to_lowercase();
+        let says_sign_in = SIGN_IN_WORDS
+            .iter()
+            .any(|w| title.contains(w) || self.heading.contains(w) || meta_title.contains(w));
+        let login_wall = (has_password && ((short && says_sign_in) || chars < NOTHING_ELSE_CHARS))
+            .then(|| format!("password form with {chars} characters of other content"));
+        PageSignals {
+            captcha,
+            login_wall,
+            script_shell: None,
+        }
     }
 }
 
 /// Whether a challenge widget sits in a form with fields of its own (comment, e-mail): it guards
 /// that form.
-fn guards_own_form(widget: &kuchikiki::NodeRef) -> bool {
+fn guards_own_form(widget: &QueryNode) -> bool {
     widget
-        .ancestors()
-        .filter_map(|a| a.into_element_ref())
-        .find(|a| &*a.name.local == "form")
-        .is_some_and(|form| form.as_node().select_first(OWN_FORM_FIELDS).is_ok())
+        .ancestors_it(None)
+        .find(|a| a.has_name("form"))
+        .is_some_and(|form| select_first(form, OWN_FORM_FIELDS).is_some())
 }
 
 #[cfg(test)]

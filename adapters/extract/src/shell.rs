@@ -13,7 +13,9 @@
 //! A page with an article in its HTML never passes 2. `tests/script_shell.rs` counts the
 //! judgement over both shared corpora (610 real pages): it must fire on none.
 
-use kuchikiki::NodeRef;
+use dom_query::NodeRef;
+
+use crate::{attr, select, select_first};
 
 /// Visible text below which a page with scripts may be a shell.
 pub const SHELL_TEXT_CHARS: usize = 200;
@@ -72,23 +74,31 @@ pub fn code_scripts(html: &str) -> usize {
     count
 }
 
-fn visible_text_chars(node: &NodeRef, limit: usize, count: &mut usize) {
-    for child in node.children() {
-        if *count >= limit {
-            return;
+/// Characters of visible text under `node`, counted until `limit`. A stack, not recursion: a
+/// page may nest elements deeper than any thread's stack.
+fn visible_text_chars(node: &NodeRef, limit: usize) -> usize {
+    let mut count = 0;
+    // Children pushed last to first, so they are popped in document order.
+    let mut pending: Vec<NodeRef> = node.children_it(true).collect();
+    while let Some(n) = pending.pop() {
+        if count >= limit {
+            break;
         }
-        if let Some(text) = child.as_text() {
-            *count += text
-                .borrow()
+        if n.is_text() {
+            count += n
+                .text()
                 .split_whitespace()
                 .map(|w| w.chars().count() + 1)
                 .sum::<usize>();
-        } else if let Some(el) = child.as_element()
-            && !HIDDEN.contains(&&*el.name.local)
+        } else if n.is_element()
+            && !n
+                .node_name()
+                .is_some_and(|name| HIDDEN.contains(&name.as_ref()))
         {
-            visible_text_chars(&child, limit, count);
+            pending.extend(n.children_it(true));
         }
     }
+    count
 }
 
 fn empty_mount(root: &NodeRef) -> Option<String> {
@@ -98,25 +108,23 @@ fn empty_mount(root: &NodeRef) -> Option<String> {
         .collect::<Vec<_>>()
         .join(", ");
     let selector = format!("{by_id}, {MOUNT_ATTRIBUTES}");
-    root.select(&selector).ok()?.find_map(|el| {
-        let mut chars = 0;
-        visible_text_chars(el.as_node(), BARE_TEXT_CHARS, &mut chars);
-        (chars < BARE_TEXT_CHARS).then(|| {
-            let attrs = el.attributes.borrow();
-            match attrs.get("id") {
-                Some(id) if MOUNT_IDS.contains(&id) => format!("an empty #{id}"),
-                _ => format!("an empty <{}> app mount", &*el.name.local),
+    select(*root, &selector).into_iter().find_map(|el| {
+        (visible_text_chars(&el, BARE_TEXT_CHARS) < BARE_TEXT_CHARS).then(|| {
+            match attr(&el, "id") {
+                Some(id) if MOUNT_IDS.contains(&id.as_str()) => format!("an empty #{id}"),
+                _ => format!(
+                    "an empty <{}> app mount",
+                    el.node_name().unwrap_or_default()
+                ),
             }
         })
     })
 }
 
 fn noscript_asks_for_javascript(root: &NodeRef) -> bool {
-    root.select("noscript").is_ok_and(|mut n| {
-        n.any(|n| {
-            let text = n.text_contents().to_ascii_lowercase();
-            text.contains("javascript") || text.contains("enable js")
-        })
+    select(*root, "noscript").iter().any(|n| {
+        let text = n.text().to_ascii_lowercase();
+        text.contains("javascript") || text.contains("enable js")
     })
 }
 
@@ -131,9 +139,8 @@ pub fn script_shell(html: &str, root: &NodeRef, content_chars: usize) -> Option<
     if scripts == 0 {
         return None;
     }
-    let body = root.select_first("body").ok()?;
-    let mut chars = 0;
-    visible_text_chars(body.as_node(), SHELL_TEXT_CHARS, &mut chars);
+    let body = select_first(*root, "body")?;
+    let chars = visible_text_chars(&body, SHELL_TEXT_CHARS);
     if chars >= SHELL_TEXT_CHARS {
         return None;
     }
@@ -150,12 +157,11 @@ pub fn script_shell(html: &str, root: &NodeRef, content_chars: usize) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kuchikiki::traits::TendrilSink;
 
     fn judge(html: &str) -> Option<String> {
         let stripped = crate::without_inline_code(html);
-        let root = kuchikiki::parse_html().one(&*stripped).document_node;
-        script_shell(html, &root, 0)
+        let dom = dom_query::Document::from(&*stripped);
+        script_shell(html, &dom.root(), 0)
     }
 
     #[test]

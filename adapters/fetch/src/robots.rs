@@ -6,8 +6,9 @@ use std::{
     time::{Duration, Instant},
 };
 
+use robotxt::Robots;
 use svc_ports::RobotsDecision;
-use texting_robots::Robot;
+use url::Url;
 
 const TTL: Duration = Duration::from_secs(3600);
 const MAX_ORIGINS: usize = 10_000;
@@ -15,8 +16,8 @@ const MAX_ORIGINS: usize = 10_000;
 /// What was learnt from one origin's robots.txt.
 #[derive(Clone)]
 pub enum RobotsFile {
-    /// Parsed rules (the raw file, re-parsed on use: `Robot` is not `Clone`).
-    Rules(std::sync::Arc<Robot>),
+    /// The rules of the file's group for our agent.
+    Rules(std::sync::Arc<Robots>),
     /// 4xx: no restrictions.
     Missing,
     /// 5xx or unreachable: everything disallowed for now.
@@ -49,17 +50,20 @@ impl RobotsCache {
     }
 }
 
+/// The rules for `agent` (matched as RFC 9309 says: the whole product token, any case). Lines
+/// that do not parse are skipped (RFC 9309: parse what can be parsed); past 500 KiB the file
+/// is cut.
 pub fn parse(agent: &str, body: &[u8]) -> RobotsFile {
-    match Robot::new(agent, body) {
-        Ok(robot) => RobotsFile::Rules(std::sync::Arc::new(robot)),
-        // An unparsable file restricts nothing (RFC 9309: parse what can be parsed).
-        Err(_) => RobotsFile::Missing,
-    }
+    RobotsFile::Rules(std::sync::Arc::new(Robots::parse(body, agent)))
 }
 
 pub fn decide(file: &RobotsFile, url: &str, robots_url: String) -> RobotsDecision {
     let (allowed, basis) = match file {
-        RobotsFile::Rules(robot) => (robot.allowed(url), "rules"),
+        // The fetcher names only URLs it parsed: one that does not parse is not fetched.
+        RobotsFile::Rules(robots) => (
+            Url::parse(url).is_ok_and(|u| robots.is_url_allowed(&u)),
+            "rules",
+        ),
         RobotsFile::Missing => (true, "no_robots_txt"),
         RobotsFile::Unreachable => (false, "unreachable"),
     };
@@ -90,5 +94,34 @@ mod tests {
         assert!(decide(&file, "https://example.com/public", String::new()).allowed);
         assert!(!decide(&RobotsFile::Unreachable, "https://e.com/", String::new()).allowed);
         assert!(decide(&RobotsFile::Missing, "https://e.com/", String::new()).allowed);
+    }
+
+    #[test]
+    fn groups_match_the_product_token_and_the_longest_rule_wins() {
+        let file = parse(
+            "SVC-Reader",
+            b"User-agent: svc-reader\nAllow: /shop/$\nDisallow: /shop/\nDisallow: /*.pdf$\n\n\
+              User-agent: *\nDisallow: /",
+        );
+        let allowed =
+            |path: &str| decide(&file, &format!("https://e.com{path}"), String::new()).allowed;
+        assert!(
+            allowed("/shop/"),
+            "Allow /shop/$ is longer than Disallow /shop/"
+        );
+        assert!(!allowed("/shop/tea"));
+        assert!(!allowed("/docs/a.pdf"));
+        assert!(
+            allowed("/docs/a.pdf?page=2"),
+            "$ anchors at the end of path and query"
+        );
+        assert!(allowed("/other"), "the group of our agent, not *");
+        assert!(allowed("/robots.txt"));
+        // Another agent whose name only starts like ours falls to *.
+        let other = parse(
+            "svc-reader-images",
+            b"User-agent: svc-reader\nDisallow: /\n",
+        );
+        assert!(decide(&other, "https://e.com/x", String::new()).allowed);
     }
 }

@@ -30,9 +30,7 @@ pub fn judge_robots(got: &Got, home: &str) -> CheckResult {
         .unwrap_or_else(|_| "/".into());
     let mut blocked = Vec::new();
     for agent in AI_AGENTS {
-        let allowed = texting_robots::Robot::new(agent, got.body.as_bytes())
-            .map(|r| r.allowed(&path))
-            .unwrap_or(true);
+        let allowed = robotxt::Robots::parse(got.body.as_bytes(), *agent).is_allowed(&path);
         if !allowed {
             blocked.push(*agent);
         }
