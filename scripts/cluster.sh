@@ -60,6 +60,7 @@ cat >"$work/cluster.env" <<ENV
 export SVC_DATABASE_URL='$db'
 export SVC_SIGNING_KEY='$(seed)'
 export SVC_CONNECTION_KEY='$(seed)'
+export SVC_WEB_BOT_AUTH_KEY='$(seed)'
 export SVC_PINNED_HOSTS='$pinned'
 export SVC_TRUSTED_PROXIES=127.0.0.1
 export SVC_RATE_LIMIT_PER_IP=1000000

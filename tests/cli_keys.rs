@@ -30,6 +30,9 @@ fn svc(dir: &Path, env: &[(&str, &str)]) -> Command {
         .env_remove("SVC_SIGNING_KEYS_RETIRED")
         .env_remove("SVC_CONNECTION_KEY")
         .env_remove("SVC_CONNECTION_KEYS_RETIRED")
+        .env_remove("SVC_WEB_BOT_AUTH")
+        .env_remove("SVC_WEB_BOT_AUTH_KEY")
+        .env_remove("SVC_WEB_BOT_AUTH_KEYS_RETIRED")
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     for (k, v) in env {
@@ -103,7 +106,11 @@ fn refused(dir: &Path, env: &[(&str, &str)], variable: &str) -> String {
             "key material in the message: {stderr}"
         );
     }
-    for file in ["svc-signing.key", "svc-connection.key"] {
+    for file in [
+        "svc-signing.key",
+        "svc-connection.key",
+        "svc-web-bot-auth.key",
+    ] {
         if let Ok(content) = std::fs::read_to_string(dir.join(file)) {
             assert!(
                 !stderr.contains(content.trim()),
@@ -167,6 +174,50 @@ async fn a_second_instance_with_another_connection_key_refuses_to_start() {
     let other = tempfile::tempdir().unwrap();
     let message = refused(other.path(), &[db, signing], "SVC_CONNECTION_KEY");
     assert!(message.contains("svc-connection.key"), "{message}");
+}
+
+/// Every instance serves the Web Bot Auth directory, so a target verifying a request signed by
+/// one instance may fetch the directory from another: the key is one per database too.
+#[tokio::test]
+async fn a_second_instance_with_another_web_bot_auth_key_refuses_to_start() {
+    let url = svc_contract_tests::postgres_database().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = ("SVC_DATABASE_URL", url.as_str());
+    let (signing, conn) = (("SVC_SIGNING_KEY", KEY_1), ("SVC_CONNECTION_KEY", KEY_3));
+    let bot = |key| ("SVC_WEB_BOT_AUTH_KEY", key);
+    let (_first, _) = serving(dir.path(), &[db, signing, conn, bot(KEY_2)]);
+    let message = refused(
+        dir.path(),
+        &[db, signing, conn, bot(KEY_4)],
+        "SVC_WEB_BOT_AUTH_KEY",
+    );
+    assert!(
+        message.contains("SVC_WEB_BOT_AUTH_KEYS_RETIRED"),
+        "{message}"
+    );
+    // The key file of another machine is refused the same way, naming the file.
+    let other = tempfile::tempdir().unwrap();
+    let message = refused(other.path(), &[db, signing, conn], "SVC_WEB_BOT_AUTH_KEY");
+    assert!(message.contains("svc-web-bot-auth.key"), "{message}");
+    assert!(
+        message.contains("DELETE FROM key_set"),
+        "how to start over: {message}"
+    );
+    // A rotation (the recorded key retired) starts, and so does an instance that signs nothing.
+    let (_rotated, _) = serving(
+        dir.path(),
+        &[
+            db,
+            signing,
+            conn,
+            bot(KEY_4),
+            ("SVC_WEB_BOT_AUTH_KEYS_RETIRED", KEY_2),
+        ],
+    );
+    let (_off, _) = serving(
+        other.path(),
+        &[db, signing, conn, ("SVC_WEB_BOT_AUTH", "off")],
+    );
 }
 
 /// A rolling rotation: new instances (new key, the old one retired) start beside old ones, old

@@ -88,7 +88,7 @@ pub async fn a2a_purge_removes_only_expired_tasks(b: &Backend) {
 
 pub async fn the_first_key_is_recorded_once_per_kind(b: &Backend) {
     let (a, other, c) = (fp(1), fp(2), fp(3));
-    for kind in [KeyKind::Signing, KeyKind::Connection] {
+    for kind in [KeyKind::Signing, KeyKind::Connection, KeyKind::WebBotAuth] {
         assert!(b.key_set.recorded_keys(kind).await.unwrap().is_empty());
     }
     let first = b.key_set.record_first_key(KeyKind::Signing, &a, t0()).await;
@@ -115,6 +115,16 @@ pub async fn the_first_key_is_recorded_once_per_kind(b: &Backend) {
         .record_first_key(KeyKind::Connection, &c, t0())
         .await;
     assert_eq!(conn.unwrap(), std::slice::from_ref(&c));
+    assert_eq!(
+        b.key_set.recorded_keys(KeyKind::Connection).await.unwrap(),
+        std::slice::from_ref(&c)
+    );
+    // The Web Bot Auth key is a kind of its own (migration 0017 lets the SQL stores hold it).
+    let bot = b
+        .key_set
+        .record_first_key(KeyKind::WebBotAuth, &other, t0())
+        .await;
+    assert_eq!(bot.unwrap(), std::slice::from_ref(&other), "{}", b.name);
     assert_eq!(
         b.key_set.recorded_keys(KeyKind::Connection).await.unwrap(),
         [c]

@@ -1,5 +1,5 @@
-//! One key set per database: which signing key and which connection-sealing key the instances
-//! sharing a store use, recorded by identity (never the key itself) so that an instance started
+//! One key set per database: which signing key, which connection-sealing key and which Web Bot
+//! Auth key the instances sharing a store use, recorded by identity (never the key itself) so that an instance started
 //! with another key refuses to start instead of signing artifacts nobody can verify or sealing
 //! credentials the other instances cannot open.
 //!
@@ -21,6 +21,10 @@ pub enum KeyKind {
     /// The AES-256-GCM key that seals target-site credentials (identified by
     /// [`KeyFingerprint::of_secret_key`]).
     Connection,
+    /// The Ed25519 key that signs outbound requests (Web Bot Auth), identified by its `keyid`
+    /// (the RFC 7638 thumbprint): every instance serves the directory, so every instance must
+    /// publish the key the others sign with.
+    WebBotAuth,
 }
 
 impl KeyKind {
@@ -28,6 +32,7 @@ impl KeyKind {
         match self {
             Self::Signing => "signing",
             Self::Connection => "connection",
+            Self::WebBotAuth => "web_bot_auth",
         }
     }
 
@@ -35,6 +40,7 @@ impl KeyKind {
         match s {
             "signing" => Some(Self::Signing),
             "connection" => Some(Self::Connection),
+            "web_bot_auth" => Some(Self::WebBotAuth),
             _ => None,
         }
     }

@@ -34,11 +34,16 @@ impl Application {
         // Before binding: an instance whose keys the store's other instances do not share
         // stops here, naming the variable to set.
         let clock: Arc<dyn Clock> = world.clock.clone().unwrap_or_else(|| Arc::new(SystemClock));
+        let mut world = world;
+        if !runtime.web_bot_auth_on()? {
+            world.bot_keys = bot_auth::BotKeys::Off;
+        }
         keys::check_key_set(
             stores.key_set.as_ref(),
             clock.as_ref(),
             &world.signing,
             &world.sealing,
+            &world.bot_keys,
         )
         .await?;
         let acceptor = TcpListener::bind(bind.to_owned())
@@ -77,7 +82,6 @@ impl Application {
             runtime.mcp_disable_host_check,
             runtime.max_body_bytes,
         );
-        let mut world = world;
         world.key_cache = Some(Duration::from_millis(runtime.key_cache_millis));
         world.key_rotation_overlap = Some(Duration::from_secs(
             runtime.key_rotation_overlap_hours * 3600,
@@ -111,9 +115,6 @@ impl Application {
             tracing::warn!(
                 "no SVC_SMTP_URL: mail is only logged (bodies withheld), so sign-in and signup codes cannot arrive"
             );
-        }
-        if !runtime.web_bot_auth_on()? {
-            world.bot_keys = bot_auth::BotKeys::Off;
         }
         world.bot_identity = bot_auth::identity(
             &world.bot_keys,

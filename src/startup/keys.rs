@@ -1,5 +1,5 @@
-//! One key set per database: at start, the signing key and the connection-sealing key this
-//! instance was given are checked against the record of the keys the instances sharing its
+//! One key set per database: at start, the signing key, the connection-sealing key and the Web
+//! Bot Auth key this instance was given are checked against the record of the keys the instances sharing its
 //! store use (`svc_ports::key_set`). A process-local key (the sandbox's, tests') is not checked:
 //! nothing it signs or seals outlives it.
 
@@ -7,7 +7,7 @@ use anyhow::Context;
 use svc_ports::{Clock, KeyFingerprint, KeyKind, KeySetStore};
 use svc_services::key_set::{KeyCheck, KeySetError, check_key};
 
-use super::{Sealing, Signing, signer};
+use super::{Sealing, Signing, bot_auth::BotKeys, signer};
 
 /// An instance's key of one kind, by identity, and where it came from (for the message).
 struct Identity {
@@ -55,6 +55,33 @@ fn connection_identity(sealing: &Sealing) -> anyhow::Result<Option<Identity>> {
     }))
 }
 
+fn web_bot_auth_identity(keys: &BotKeys) -> anyhow::Result<Option<Identity>> {
+    let from_file = match keys {
+        BotKeys::Off | BotKeys::Ephemeral => return Ok(None),
+        BotKeys::Seed { .. } => None,
+        BotKeys::KeyFile { path, .. } => Some(path.clone()),
+    };
+    // The keyids do not depend on the agent the identity signs as.
+    let Some(bot) = super::bot_auth::identity(
+        keys,
+        "https://key-set.invalid",
+        std::time::Duration::from_secs(60),
+    )?
+    else {
+        return Ok(None);
+    };
+    let kid = |k: &str| KeyFingerprint::parse(k).context("a Web Bot Auth keyid");
+    Ok(Some(Identity {
+        current: kid(bot.keyid())?,
+        retired: bot
+            .previous_keyids()
+            .into_iter()
+            .map(kid)
+            .collect::<anyhow::Result<_>>()?,
+        from_file,
+    }))
+}
+
 /// What the operator reads when a key is refused: the variables to set and the keys by short
 /// identity (a kid or a fingerprint; never key material).
 fn refusal(kind: KeyKind, identity: &Identity, recorded: &[KeyFingerprint]) -> anyhow::Error {
@@ -71,6 +98,12 @@ fn refusal(kind: KeyKind, identity: &Identity, recorded: &[KeyFingerprint]) -> a
             "connection key",
             "fingerprint",
         ),
+        KeyKind::WebBotAuth => (
+            "SVC_WEB_BOT_AUTH_KEY",
+            "SVC_WEB_BOT_AUTH_KEYS_RETIRED",
+            "Web Bot Auth key",
+            "keyid",
+        ),
     };
     let source = match &identity.from_file {
         Some(path) => format!(" (read from {}, as {variable} is unset)", path.display()),
@@ -80,10 +113,19 @@ fn refusal(kind: KeyKind, identity: &Identity, recorded: &[KeyFingerprint]) -> a
         .iter()
         .map(|k| format!("{id} {}…", k.short()))
         .collect();
+    // A request signature lives a minute: a lost Web Bot Auth key leaves nothing unverifiable
+    // behind, so starting over is allowed (a lost signing key would strand its artifacts).
+    let start_over = if kind == KeyKind::WebBotAuth {
+        ". If the recorded key is lost, stop every instance and delete the record \
+         (DELETE FROM key_set WHERE kind = 'web_bot_auth'); the next start records its key"
+    } else {
+        ""
+    };
     anyhow::anyhow!(
         "{variable}: this instance's {what}{source}, {id} {}…, is not one the instances sharing \
          this database use (recorded: {}). Set {variable} to the {what} every instance shares; to \
-         rotate, set the new key in {variable} and keep the recorded one in {retired_variable}",
+         rotate, set the new key in {variable} and keep the recorded one in \
+         {retired_variable}{start_over}",
         identity.current.short(),
         recorded.join(", "),
     )
@@ -123,14 +165,15 @@ async fn check(
     }
 }
 
-/// Refuses to start (naming the variable to set) when this instance's signing or connection
-/// key is not one the instances sharing the store use; records it on the store's first start
-/// and on a rotation.
+/// Refuses to start (naming the variable to set) when this instance's signing, connection or
+/// Web Bot Auth key is not one the instances sharing the store use; records it on the store's
+/// first start and on a rotation.
 pub(super) async fn check_key_set(
     store: &dyn KeySetStore,
     clock: &dyn Clock,
     signing: &Signing,
     sealing: &Sealing,
+    bot_keys: &BotKeys,
 ) -> anyhow::Result<()> {
     check(store, clock, KeyKind::Signing, signing_identity(signing)?).await?;
     check(
@@ -138,6 +181,13 @@ pub(super) async fn check_key_set(
         clock,
         KeyKind::Connection,
         connection_identity(sealing)?,
+    )
+    .await?;
+    check(
+        store,
+        clock,
+        KeyKind::WebBotAuth,
+        web_bot_auth_identity(bot_keys)?,
     )
     .await
 }

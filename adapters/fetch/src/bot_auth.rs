@@ -133,6 +133,14 @@ impl BotAuth {
         })
     }
 
+    /// The `keyid`s of the previous keys still published.
+    pub fn previous_keyids(&self) -> Vec<&str> {
+        self.previous
+            .iter()
+            .map(|k| k.thumbprint.as_str())
+            .collect()
+    }
+
     /// The `keyid` of request signatures: the current key's JWK thumbprint.
     pub fn keyid(&self) -> &str {
         &self.current.thumbprint
