@@ -509,3 +509,54 @@ pub async fn settled_tasks_without_their_event_are_found(b: &Backend) {
     assert_eq!(missing.len(), 1);
     assert_eq!(missing[0].id, tasks[1].id);
 }
+
+pub async fn credited_payments_without_their_event_are_found(b: &Backend) {
+    use crate::billing::{checkout, event as payment, paid};
+    use svc_ports::billing::{EventOutcome, PaymentFact};
+    let a = crate::scenarios::new_account(b, "hooks-credits@example.com").await;
+    let c = checkout(&a.id, Some("sweep"));
+    b.billing.insert_checkout(&c).await.unwrap();
+    let EventOutcome::Applied(credited) = b
+        .billing
+        .apply_payment_event(&payment(paid(&c, "pay_sweep")))
+        .await
+        .unwrap()
+    else {
+        panic!("{}: the payment was not applied", b.name)
+    };
+    // A refund takes credits back: it is no `credits.added`, so it is never listed.
+    let refund = PaymentFact::Refunded {
+        payment_id: "pay_sweep".into(),
+        refund_id: "re_sweep".into(),
+        amount: 100,
+    };
+    b.billing
+        .apply_payment_event(&payment(refund))
+        .await
+        .unwrap();
+    let t = crate::scenarios::t0();
+    let missing = b.hooks.credits_missing_events(t, 10).await.unwrap();
+    assert_eq!(missing, credited, "{}: the purchase alone", b.name);
+    assert!(
+        b.hooks
+            .credits_missing_events(t + chrono::Duration::seconds(1), 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "{}: older than the window",
+        b.name
+    );
+    // Once its event is recorded (the source is the receipt's reference), it is not listed.
+    let recorded = HookEvent {
+        source: credited[0].reference.clone(),
+        ..event(&a.id, "unused", 12)
+    };
+    b.hooks.enqueue_event(&recorded, &[]).await.unwrap();
+    assert!(
+        b.hooks
+            .credits_missing_events(t, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}

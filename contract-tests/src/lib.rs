@@ -261,7 +261,8 @@ macro_rules! contract_suite {
             attempts_are_recorded_only_under_their_lease,
             concurrent_claims_hand_out_each_delivery_once,
             replays_are_new_deliveries_and_deletion_cancels,
-            settled_tasks_without_their_event_are_found
+            settled_tasks_without_their_event_are_found,
+            credited_payments_without_their_event_are_found
         );
         $crate::contract_suite!(@authority $backend;
             authorities_are_stored_listed_and_revoked,

@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::{
-    AccountId, SealedSecret, TaskRecord,
+    AccountId, Receipt, SealedSecret, TaskRecord,
     ids::{WebhookDeliveryId, WebhookEndpointId, WebhookEventId},
     store::StoreError,
 };
@@ -304,6 +304,16 @@ pub trait HookStore: Send + Sync {
         since: DateTime<Utc>,
         limit: u32,
     ) -> Result<Vec<TaskRecord>, StoreError>;
+
+    /// Receipts of verified payment events created at or after `since` that added spendable
+    /// credits and whose account has no event with their `reference` as source, oldest first,
+    /// at most `limit`: the `credits.added` of a process that died between crediting the
+    /// account and recording the event.
+    async fn credits_missing_events(
+        &self,
+        since: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<Receipt>, StoreError>;
 
     /// The account's events with an id after `after` (all when `None`), oldest first, at
     /// most `limit`.

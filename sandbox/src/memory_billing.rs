@@ -27,7 +27,7 @@ struct StoredPaymentEvent {
 pub(crate) struct BillingState {
     checkouts: Vec<CheckoutRecord>,
     events: Vec<StoredPaymentEvent>,
-    receipts: Vec<Receipt>,
+    pub(crate) receipts: Vec<Receipt>,
     handoffs: Vec<(CheckoutHandoff, bool)>,
     meters: Vec<MeterEvent>,
 }

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use svc_ports::{
     AccountId, Attempt, AttemptResult, ClaimedDelivery, DeliveryRecord, DeliveryStatus,
-    EnqueueOutcome, HookError, HookEvent, HookStore, StoreError, TaskRecord, TaskStatus,
+    EnqueueOutcome, HookError, HookEvent, HookStore, Receipt, StoreError, TaskRecord, TaskStatus,
     WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId, WebhookEventId,
 };
 
@@ -316,6 +316,32 @@ impl HookStore for MemoryStore {
             .cloned()
             .collect();
         list.sort_by(|a, b| (a.settled_at, &a.id).cmp(&(b.settled_at, &b.id)));
+        list.truncate(limit as usize);
+        Ok(list)
+    }
+
+    async fn credits_missing_events(
+        &self,
+        since: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<Receipt>, StoreError> {
+        let s = self.lock();
+        let mut list: Vec<Receipt> = s
+            .billing
+            .receipts
+            .iter()
+            .filter(|r| {
+                r.created_at >= since
+                    && r.spendable_delta > 0
+                    && !s
+                        .hooks
+                        .events
+                        .iter()
+                        .any(|e| e.account_id == r.account_id && e.source == r.reference)
+            })
+            .cloned()
+            .collect();
+        list.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
         list.truncate(limit as usize);
         Ok(list)
     }

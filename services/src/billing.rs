@@ -206,6 +206,27 @@ pub struct MeterRecorded {
     pub replayed: bool,
 }
 
+/// `credits.added` for a receipt that added spendable credits, from the receipt alone (so the
+/// sweep writes the same as the webhook that credited it).
+async fn credits_added(hooks: &crate::hooks::HookService, r: &svc_ports::Receipt) {
+    hooks
+        .emit(
+            &r.account_id,
+            svc_ports::HookEventType::CreditsAdded,
+            r.reference.clone(),
+            serde_json::json!({
+                "credits": r.spendable_delta,
+                "kind": r.kind.as_str(),
+                "receipt_id": r.id.as_str(),
+                "payment_id": r.payment_id,
+                "checkout_id": r.checkout_id.as_ref().map(|c| c.as_str()),
+                "amount": r.amount,
+                "currency": r.currency.as_ref().map(|c| c.to_string()),
+            }),
+        )
+        .await;
+}
+
 pub struct BillingService {
     store: Arc<dyn BillingStore>,
     accounts: Arc<dyn AccountStore>,
@@ -539,22 +560,7 @@ impl BillingService {
         }
         if let (EventOutcome::Applied(receipts), Some(hooks)) = (&outcome, &self.hooks) {
             for r in receipts.iter().filter(|r| r.spendable_delta > 0) {
-                hooks
-                    .emit(
-                        &r.account_id,
-                        svc_ports::HookEventType::CreditsAdded,
-                        r.reference.clone(),
-                        serde_json::json!({
-                            "credits": r.spendable_delta,
-                            "kind": r.kind.as_str(),
-                            "receipt_id": r.id.as_str(),
-                            "payment_id": r.payment_id,
-                            "checkout_id": r.checkout_id.as_ref().map(|c| c.as_str()),
-                            "amount": r.amount,
-                            "currency": r.currency.as_ref().map(|c| c.to_string()),
-                        }),
-                    )
-                    .await;
+                credits_added(hooks, r).await;
             }
         }
         match &outcome {
@@ -573,6 +579,22 @@ impl BillingService {
             event_type,
             outcome,
         })
+    }
+
+    /// Records the `credits.added` of payments whose process died between crediting the account
+    /// and recording the event (once per receipt, so a live process recording it too adds
+    /// nothing). Answers how many.
+    pub async fn recover_credit_events(&self) -> Result<usize, svc_ports::StoreError> {
+        let Some(hooks) = &self.hooks else {
+            return Ok(0);
+        };
+        let since =
+            self.clock.now() - chrono::Duration::minutes(crate::hooks::SWEEP_WINDOW_MINUTES);
+        let missing = hooks.credits_missing_events(since, 100).await?;
+        for r in &missing {
+            credits_added(hooks, r).await;
+        }
+        Ok(missing.len())
     }
 
     pub async fn billing_account(

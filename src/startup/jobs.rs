@@ -89,6 +89,14 @@ pub async fn recover_tasks(
             ),
             Err(e) => tracing::warn!(error = %e, "webhook event sweep failed"),
         }
+        match services.billing.recover_credit_events().await {
+            Ok(0) => {}
+            Ok(n) => tracing::warn!(
+                recorded = n,
+                "webhook events of credited payments recorded late"
+            ),
+            Err(e) => tracing::warn!(error = %e, "webhook event sweep failed"),
+        }
     }
 }
 

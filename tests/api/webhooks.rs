@@ -722,3 +722,87 @@ async fn a_settlement_whose_event_was_never_recorded_is_swept_up() {
     assert_eq!(body["type"], "task.completed");
     assert_eq!(body["data"]["task_id"], task.id.as_str());
 }
+
+/// A process that died between crediting a verified payment and recording `credits.added`:
+/// the same sweep records it (once), and it is delivered.
+#[tokio::test]
+async fn a_credited_payment_whose_event_was_never_recorded_is_swept_up() {
+    use svc_ports::billing::{CheckoutRecord, Currency, EventOutcome, PaymentEvent, PaymentFact};
+    let mut receiver = Receiver::start(&[]).await;
+    let stores = Stores::memory();
+    let app = app_with(&receiver, None, false, Some(stores.clone())).await;
+    let resp = register(
+        &app,
+        &app.api_key,
+        json!({"url": receiver.url(), "events": ["credits.added"]}),
+    )
+    .await;
+    assert_eq!(resp.status(), 201);
+    let secret = resp.json::<Value>().await.unwrap()["secret"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let account = app
+        .services
+        .auth
+        .authenticate_header(Some(&bearer(&app.api_key)))
+        .await
+        .unwrap()
+        .account
+        .id;
+    // Credited straight in the store, as the dead process did; no event followed.
+    let now = app.services.clock.now();
+    let checkout = CheckoutRecord {
+        id: svc_ports::CheckoutId::from_ulid(ulid::Ulid::new()),
+        account_id: account,
+        sku: "starter".into(),
+        plan: svc_ports::Plan::Starter,
+        credits: 1000,
+        amount: 900,
+        currency: Currency::parse("usd").unwrap(),
+        provider_session_id: "cs_swept".into(),
+        checkout_url: "https://pay.example/cs".into(),
+        idempotency_key: None,
+        created_at: now,
+        expires_at: now + chrono::Duration::hours(1),
+    };
+    stores.billing.insert_checkout(&checkout).await.unwrap();
+    let applied = stores
+        .billing
+        .apply_payment_event(&PaymentEvent {
+            provider: "sandbox".into(),
+            webhook_id: "msg_swept".into(),
+            event_type: "checkout.completed".into(),
+            fact: PaymentFact::Paid {
+                payment_id: "pay_swept".into(),
+                checkout_id: checkout.id.clone(),
+                amount: 900,
+                currency: Currency::parse("usd").unwrap(),
+            },
+            body: b"{}".to_vec(),
+            received_at: now,
+        })
+        .await
+        .unwrap();
+    let EventOutcome::Applied(receipts) = applied else {
+        panic!("not applied: {applied:?}")
+    };
+    assert_eq!(app.services.hooks.deliver_due().await.unwrap(), 0);
+
+    assert_eq!(
+        app.services.billing.recover_credit_events().await.unwrap(),
+        1
+    );
+    assert_eq!(
+        app.services.billing.recover_credit_events().await.unwrap(),
+        0,
+        "once"
+    );
+    assert_eq!(app.services.hooks.deliver_due().await.unwrap(), 1);
+    let got = receiver.next().await;
+    let body = verify_independently(&secret, &got);
+    assert_eq!(body["type"], "credits.added");
+    assert_eq!(body["data"]["credits"], 1000);
+    assert_eq!(body["data"]["receipt_id"], receipts[0].id.as_str());
+    assert_eq!(body["data"]["payment_id"], "pay_swept");
+}

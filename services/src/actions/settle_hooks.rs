@@ -12,9 +12,7 @@ use super::{ActionService, Observed, PaymentContext};
 /// Spendable credits below this are low.
 pub const LOW_CREDITS: i64 = 10;
 
-/// How far back the sweep looks for settlements without their event: longer than any gap
-/// between two of its runs, with room for a restart.
-const SWEEP_WINDOW_MINUTES: i64 = 60;
+use crate::hooks::SWEEP_WINDOW_MINUTES;
 
 /// `task.completed` or `task.failed` with what the customer's systems need, from the settled
 /// task alone (so the sweep writes the same as the settlement).

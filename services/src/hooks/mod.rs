@@ -27,6 +27,9 @@ pub const MAX_URL_LEN: usize = 2048;
 pub const MAX_DESCRIPTION_LEN: usize = 200;
 /// Longest page of the delivery log and of the event feed.
 pub const MAX_PAGE: u32 = 100;
+/// How far back the sweeps look for facts recorded without their event (a settlement, a
+/// credited payment): longer than any gap between two of their runs, with room for a restart.
+pub const SWEEP_WINDOW_MINUTES: i64 = 60;
 
 #[derive(Debug, thiserror::Error)]
 pub enum HookFailure {
@@ -239,6 +242,16 @@ impl HookService {
             .store
             .events_after(account, after, limit.clamp(1, MAX_PAGE))
             .await?)
+    }
+
+    /// Receipts that added credits without their `credits.added` event (see
+    /// [`HookStore::credits_missing_events`]).
+    pub async fn credits_missing_events(
+        &self,
+        since: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<svc_ports::Receipt>, svc_ports::StoreError> {
+        self.store.credits_missing_events(since, limit).await
     }
 
     /// Records an event for the account, once per `source` (what it is about), with a

@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use svc_ports::{
     AccountId, Attempt, AttemptResult, ClaimedDelivery, DeliveryRecord, DeliveryStatus,
-    EnqueueOutcome, HookError, HookEvent, HookEventType, HookStore, StoreError, TaskRecord,
-    WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId, WebhookEventId,
+    EnqueueOutcome, HookError, HookEvent, HookEventType, HookStore, Receipt, StoreError,
+    TaskRecord, WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId, WebhookEventId,
 };
 
 use super::{SqliteStore, backend, is_foreign_key_violation, is_unique_violation, millis};
@@ -313,6 +313,28 @@ impl HookStore for SqliteStore {
         .await
         .map_err(|e| backend(e, "listing tasks without their webhook event"))?;
         rows.iter().map(crate::rows::task).collect()
+    }
+
+    async fn credits_missing_events(
+        &self,
+        since: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<Receipt>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, account_id, kind, credits, spendable_delta, frozen_delta, shortfall, \
+             amount, currency, payment_id, checkout_id, reference, note, created_at \
+             FROM receipts r \
+             WHERE created_at >= $1 AND spendable_delta > 0 AND NOT EXISTS (\
+               SELECT 1 FROM webhook_events e \
+               WHERE e.account_id = r.account_id AND e.source = r.reference) \
+             ORDER BY created_at, id LIMIT $2",
+        )
+        .bind(millis(since))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| backend(e, "listing receipts without their webhook event"))?;
+        rows.iter().map(crate::rows::receipt).collect()
     }
 
     async fn events_after(
