@@ -25,11 +25,17 @@ pub struct ScanArgs {
     /// `lacks-llms-txt.sandbox.test`, ...); a sandbox URL without a port gets theirs.
     #[arg(long)]
     sandbox: bool,
+    /// The browser that runs the home page for the `web_mcp` check (every request it makes
+    /// through the guarded fetcher); without one that check is neutral.
+    #[command(flatten)]
+    browser: svc::config::RenderSettings,
 }
 
 pub async fn run(args: ScanArgs) -> anyhow::Result<()> {
     use indicatif::{ProgressBar, ProgressStyle};
+    args.browser.check()?;
     let stores = Stores::memory();
+    let browser = Some(args.browser.clone());
     let mut url = args.url.clone();
     let (services, _sites) = if args.sandbox {
         let sites = ReadinessSites::start().await;
@@ -42,13 +48,24 @@ pub async fn run(args: ScanArgs) -> anyhow::Result<()> {
             let _ = parsed.set_port(Some(sites.address().port()));
             url = parsed.to_string();
         }
-        let world = World::default().with_readiness_sites(&sites);
+        let world = World {
+            render: browser,
+            ..World::default()
+        }
+        .with_readiness_sites(&sites);
         let origins =
             RuntimeSettings::default().origins(std::net::SocketAddr::from(([127, 0, 0, 1], 8080)));
         let (services, _) = startup::services(&stores, Environment::Test, &world, &origins)?;
         (services, Some(sites))
     } else {
-        (startup::offline_services(&stores, Environment::Live)?, None)
+        let world = World {
+            render: browser,
+            ..World::default()
+        };
+        (
+            startup::offline_services_in(&stores, Environment::Live, &world)?,
+            None,
+        )
     };
     let bar = ProgressBar::new(svc_ports::CheckId::ALL.len() as u64);
     bar.set_style(
