@@ -233,6 +233,8 @@ fn main_content(
 ) -> MainContent {
     let config = Config {
         text_mode: TextMode::Markdown,
+        // Read by the boilerplate pass below, then dropped as Readability would.
+        keep_classes: true,
         ..Config::default()
     };
     let article = Readability::with_document(query, Some(url), Some(config))
@@ -258,10 +260,25 @@ fn main_content(
         .take()
         .or(non_empty(article.published_time));
     metadata.language = metadata.language.take().or(non_empty(article.lang));
-    let html = article.content.to_string();
-    let text = QueryDocument::from(html.as_str()).formatted_text();
+    // Boilerplate Readability kept inside the article (share bars, related cards, sign-ups,
+    // ad slots) goes after it chose the article, so the choice itself is not changed.
+    let article_doc = QueryDocument::from(article.content.as_ref());
+    let removed = crate::clean::strip_boilerplate(&article_doc);
+    article_doc.select("[class]").remove_attr("class");
+    let (html, markdown) = match article_doc.body() {
+        Some(body) if removed => (body.inner_html().to_string(), body.md(None).to_string()),
+        Some(body) => (
+            body.inner_html().to_string(),
+            article.text_content.to_string(),
+        ),
+        None => (
+            article.content.to_string(),
+            article.text_content.to_string(),
+        ),
+    };
+    let text = article_doc.formatted_text();
     MainContent {
-        markdown: article.text_content.trim().to_owned(),
+        markdown: markdown.trim().to_owned(),
         text: text.trim().to_owned(),
         html,
     }
@@ -477,6 +494,34 @@ mod tests {
         assert_eq!(e.signals, PageSignals::default());
         // Links are the page's, not only the content's.
         assert!(e.links.iter().any(|l| l.url == "https://example.com/about"));
+    }
+
+    /// Issue 21: share bars, related cards and sign-ups inside the article were kept.
+    #[test]
+    fn boilerplate_inside_the_article_goes_and_its_classes_with_it() {
+        let html = ARTICLE.replace(
+            "<p>Storm surges",
+            r#"<div class="share-tools"><a href="/s">Share this article</a></div>
+            <div class="newsletter-signup"><h3>Our newsletter</h3><p>Get the tides by e-mail every week.</p></div>
+            <ul class="related-stories"><li><a href="/r">Ten harbours to visit</a></li></ul>
+            <p>Storm surges"#,
+        );
+        let e = read(&html, &ExtractOptions::default());
+        assert!(
+            e.content.text.contains("Storm surges"),
+            "{}",
+            e.content.text
+        );
+        for gone in ["Share this", "by e-mail", "Ten harbours"] {
+            assert!(!e.content.text.contains(gone), "{gone}: {}", e.content.text);
+            assert!(
+                !e.content.markdown.contains(gone),
+                "{gone}: {}",
+                e.content.markdown
+            );
+            assert!(!e.content.html.contains(gone), "{gone}: {}", e.content.html);
+        }
+        assert!(!e.content.html.contains("class="), "{}", e.content.html);
     }
 
     #[test]

@@ -1,0 +1,192 @@
+//! Cleaning the article Readability took: boilerplate that sits inside the article container
+//! and that Readability's scoring keeps (share bars, related-link cards, newsletter sign-ups,
+//! advertiser boxes, cookie notices), named as such by the page's own class or id. Run on the
+//! article, not on the page before Readability: removing these from the page changed which
+//! container Readability chose and cost more than it gained on ../shared/corpora/articles.
+
+use dom_query::{Document, NodeRef};
+
+/// Words of a class or id that name boilerplate when they are a whole word of it
+/// (`share-bar`, `related_posts`, `ad slot`).
+const BOILERPLATE_WORDS: &[&str] = &[
+    "share",
+    "shares",
+    "sharing",
+    "social",
+    "related",
+    "newsletter",
+    "newsletters",
+    "promo",
+    "promos",
+    "advert",
+    "advertisement",
+    "advertising",
+    "ad",
+    "ads",
+    "sponsor",
+    "sponsored",
+    "cookie",
+    "cookies",
+    "consent",
+    "outbrain",
+    "taboola",
+    "breadcrumb",
+    "breadcrumbs",
+    "subscribe",
+    "signup",
+];
+
+/// Starts of a class or id word glued from several (`sharedaddy`, `socialmedia`,
+/// `relatedposts`, `newsletterbox`, `advertisement1`).
+const BOILERPLATE_PREFIXES: &[&str] = &[
+    "share",
+    "social",
+    "related",
+    "newsletter",
+    "advert",
+    "outbrain",
+    "taboola",
+    "breadcrumb",
+];
+
+/// Elements never removed by name: the page's frame and its article containers.
+const KEPT_ELEMENTS: &[&str] = &["html", "body", "main", "article"];
+
+/// Boilerplate is short (a share bar, a sign-up box, an ad slot) or mostly links (a list of
+/// related cards). Longer text with few links is content whatever its name says: a theme's
+/// `share_wrapper` around the story, `js-social-images` behaviour hooks, WordPress's
+/// `entry-category-advertising` on the post itself.
+const SHORT_TEXT_CHARS: usize = 200;
+const LINK_DENSE: f64 = 0.5;
+/// Whatever it is named, an element holding most of the article is the article (a post whose
+/// whole body a theme wraps in `ad-wrapper`): removing it would leave nothing.
+const MAX_SHARE_OF_TEXT: f64 = 0.5;
+
+fn names_boilerplate(value: &str) -> bool {
+    value
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .any(|w| {
+            let w = w.to_ascii_lowercase();
+            BOILERPLATE_WORDS.contains(&w.as_str())
+                || BOILERPLATE_PREFIXES.iter().any(|p| w.starts_with(p))
+        })
+}
+
+fn is_boilerplate(node: &NodeRef) -> bool {
+    if node
+        .node_name()
+        .is_some_and(|n| KEPT_ELEMENTS.contains(&n.as_ref()))
+    {
+        return false;
+    }
+    ["class", "id"]
+        .iter()
+        .any(|a| node.attr(a).is_some_and(|v| names_boilerplate(&v)))
+}
+
+fn text_chars(node: &NodeRef) -> usize {
+    node.text().chars().filter(|c| !c.is_whitespace()).count()
+}
+
+fn looks_like_boilerplate(node: &NodeRef) -> bool {
+    let chars = text_chars(node);
+    if chars <= SHORT_TEXT_CHARS {
+        return true;
+    }
+    let link_chars: usize = dom_query::Selection::from(*node)
+        .select("a")
+        .nodes()
+        .iter()
+        .map(text_chars)
+        .sum();
+    link_chars as f64 >= LINK_DENSE * chars as f64
+}
+
+/// Removes the elements whose class or id names them boilerplate and whose text looks it;
+/// says whether any went.
+pub fn strip_boilerplate(doc: &Document) -> bool {
+    let mut removed = false;
+    let Some(body) = doc.body() else {
+        return false;
+    };
+    let candidates: Vec<NodeRef> = doc
+        .select("body [class], body [id]")
+        .nodes()
+        .iter()
+        .filter(|n| is_boilerplate(n))
+        .copied()
+        .collect();
+    if candidates.is_empty() {
+        return false;
+    }
+    let total = text_chars(&body) as f64;
+    for node in candidates {
+        // Already gone with an ancestor: nothing to weigh.
+        if node.ancestors_it(None).any(|a| a.is_document())
+            && looks_like_boilerplate(&node)
+            && (text_chars(&node) as f64) <= MAX_SHARE_OF_TEXT * total
+        {
+            node.remove_from_parent();
+            removed = true;
+        }
+    }
+    removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cleaned(html: &str) -> String {
+        let doc = Document::from(html);
+        strip_boilerplate(&doc);
+        doc.select("body")
+            .text()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn share_related_newsletter_and_ad_boxes_go() {
+        let story =
+            "<p>The article text that people came to read, long enough to matter.</p>".repeat(5);
+        let html = format!(
+            r##"<body><article>{story}
+            <div class="share-bar"><a href="#">Diesen Artikel teilen</a></div>
+            <div id="relatedPosts"><a href="/x">Das könnte Sie auch interessieren</a></div>
+            <div class="box newsletter_signup">Sign up for our newsletter</div>
+            <div class="ad slot">Advertisement</div></article></body>"##
+        );
+        let text = cleaned(&html);
+        assert!(text.contains("people came to read"));
+        for gone in ["teilen", "interessieren", "Sign up", "Advertisement"] {
+            assert!(!text.contains(gone), "{gone} kept: {text}");
+        }
+    }
+
+    #[test]
+    fn an_element_holding_most_of_the_article_stays_whatever_its_name() {
+        let story = "<p>The article text that people came to read, long enough to matter.</p>";
+        let html =
+            format!(r#"<body><div class="ad-wrapper">{story}</div><p>Short tail.</p></body>"#);
+        assert!(cleaned(&html).contains("people came to read"));
+    }
+
+    #[test]
+    fn words_inside_other_words_and_big_wrappers_stay() {
+        // `promoted`, `shadow`, `loaded` hold no boilerplate word; a wrapper named `social`
+        // holding long text with few links is the page.
+        let story =
+            "<p>The article text that people came to read, long enough to matter.</p>".repeat(5);
+        let html = format!(
+            r#"<body><div class="node--promoted shadow">Promoted headline</div>
+            <div class="social-layout">{story}</div><article class="related">Kept</article></body>"#
+        );
+        let text = cleaned(&html);
+        assert!(text.contains("Promoted headline"));
+        assert!(text.contains("people came to read"));
+        assert!(text.contains("Kept"));
+    }
+}
