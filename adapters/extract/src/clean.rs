@@ -4,7 +4,7 @@
 //! article, not on the page before Readability: removing these from the page changed which
 //! container Readability chose and cost more than it gained on ../shared/corpora/articles.
 
-use dom_query::{Document, NodeRef};
+use dom_query::{Document, NodeRef, Selection};
 
 /// Words of a class or id that name boilerplate when they are a whole word of it
 /// (`share-bar`, `related_posts`, `ad slot`).
@@ -62,6 +62,13 @@ const LINK_DENSE: f64 = 0.5;
 /// whole body a theme wraps in `ad-wrapper`): removing it would leave nothing.
 const MAX_SHARE_OF_TEXT: f64 = 0.5;
 
+const HEADLINE_LIST_LINKS: usize = 3;
+const HEADLINE_WORDS: usize = 4;
+const HEADLINE_LIST_LINK_SHARE: f64 = 0.7;
+/// A paragraph of prose: this long, at most this share of it in links.
+const PROSE_CHARS: usize = 100;
+const PROSE_LINK_SHARE: f64 = 0.3;
+
 fn names_boilerplate(value: &str) -> bool {
     value
         .split(|c: char| !c.is_ascii_alphanumeric())
@@ -94,13 +101,64 @@ fn looks_like_boilerplate(node: &NodeRef) -> bool {
     if chars <= SHORT_TEXT_CHARS {
         return true;
     }
-    let link_chars: usize = dom_query::Selection::from(*node)
+    link_chars(node) as f64 >= LINK_DENSE * chars as f64
+}
+
+/// Whether `node` is a list of links to other pages' headlines after the story ("Most read",
+/// "More from this section"), which Readability merges in as a sibling of the article: three
+/// or more links, most of its text theirs, four words or more per link on average (a
+/// headline, where a "See also" list or a table of contents has a term or two), and no prose
+/// after it.
+fn trailing_headline_list(node: &NodeRef) -> bool {
+    let links: Vec<NodeRef> = Selection::from(*node)
+        .select("a[href]")
+        .nodes()
+        .iter()
+        .filter(|a| !a.attr("href").is_some_and(|h| h.starts_with('#')))
+        .copied()
+        .collect();
+    if links.len() < HEADLINE_LIST_LINKS {
+        return false;
+    }
+    let words: usize = links
+        .iter()
+        .map(|a| a.text().split_whitespace().count())
+        .sum();
+    let link_chars: usize = links.iter().map(text_chars).sum();
+    words >= HEADLINE_WORDS * links.len()
+        && link_chars as f64 >= HEADLINE_LIST_LINK_SHARE * text_chars(node) as f64
+        && !prose_follows(node)
+}
+
+/// Whether a paragraph of prose (long, few links) comes after `node` in the document.
+fn prose_follows(node: &NodeRef) -> bool {
+    let is_prose = |p: &NodeRef| {
+        let chars = text_chars(p);
+        chars >= PROSE_CHARS && link_chars(p) as f64 <= PROSE_LINK_SHARE * chars as f64
+    };
+    let mut at = Some(*node);
+    while let Some(n) = at {
+        let mut sibling = n.next_element_sibling();
+        while let Some(s) = sibling {
+            if (s.has_name("p") && is_prose(&s))
+                || Selection::from(s).select("p").nodes().iter().any(is_prose)
+            {
+                return true;
+            }
+            sibling = s.next_element_sibling();
+        }
+        at = n.parent().filter(|p| p.is_element() && !p.has_name("body"));
+    }
+    false
+}
+
+fn link_chars(node: &NodeRef) -> usize {
+    Selection::from(*node)
         .select("a")
         .nodes()
         .iter()
         .map(text_chars)
-        .sum();
-    link_chars as f64 >= LINK_DENSE * chars as f64
+        .sum()
 }
 
 /// Removes the elements whose class or id names them boilerplate and whose text looks it;
@@ -110,13 +168,19 @@ pub fn strip_boilerplate(doc: &Document) -> bool {
     let Some(body) = doc.body() else {
         return false;
     };
-    let candidates: Vec<NodeRef> = doc
+    let mut candidates: Vec<NodeRef> = doc
         .select("body [class], body [id]")
         .nodes()
         .iter()
         .filter(|n| is_boilerplate(n))
         .copied()
         .collect();
+    candidates.extend(
+        doc.select("body ul, body ol, body div")
+            .nodes()
+            .iter()
+            .filter(|n| trailing_headline_list(n)),
+    );
     if candidates.is_empty() {
         return false;
     }
@@ -164,6 +228,31 @@ mod tests {
         for gone in ["teilen", "interessieren", "Sign up", "Advertisement"] {
             assert!(!text.contains(gone), "{gone} kept: {text}");
         }
+    }
+
+    const STORY: &str = "<p>The article text that people came to read, long enough to be prose in a paragraph of a story, with a second clause that carries on.</p>";
+    const HEADLINES: &str = r#"<ul><li><a href="/a">Chinese tourists top the spending league</a></li>
+        <li><a href="/b">Pope calls for action on the abuse</a></li>
+        <li><a href="/c">Deadly building collapse near the city</a></li></ul>"#;
+
+    #[test]
+    fn a_list_of_headlines_after_the_story_goes() {
+        let text = cleaned(&format!(
+            "<body><div>{STORY}{STORY}</div><div>{HEADLINES}</div></body>"
+        ));
+        assert!(text.contains("people came to read"));
+        assert!(!text.contains("Pope calls"), "{text}");
+    }
+
+    #[test]
+    fn short_link_lists_and_headline_lists_before_prose_stay() {
+        // A "See also" list of terms, a table of contents, links within the story.
+        let see_also = r##"<ul><li><a href="/w/Tide">Tide</a></li><li><a href="/w/Moon">Moon</a></li>
+            <li><a href="/w/Sea">North Sea</a></li></ul>"##;
+        let text = cleaned(&format!("<body>{STORY}{see_also}</body>"));
+        assert!(text.contains("North Sea"), "{text}");
+        let text = cleaned(&format!("<body>{STORY}{HEADLINES}{STORY}</body>"));
+        assert!(text.contains("Pope calls"), "{text}");
     }
 
     #[test]
