@@ -92,6 +92,57 @@ fn is_boilerplate(node: &NodeRef) -> bool {
         .any(|a| node.attr(a).is_some_and(|v| names_boilerplate(&v)))
 }
 
+/// Whether an element is a comment section by its first class or its id (`comments`,
+/// `commentlist`, `comment-body`, Disqus, WordPress's `respond`), not `commentary`.
+fn is_comment_section(node: &NodeRef) -> bool {
+    ["class", "id"].iter().any(|a| {
+        node.attr(a).is_some_and(|v| {
+            let first = v
+                .split_whitespace()
+                .next()
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            (first.starts_with("comment") && !first.starts_with("commentary"))
+                || first == "disqus_thread"
+                || first == "respond"
+        })
+    })
+}
+
+/// Comment sections hold at least this share of an article Readability took for comments.
+const COMMENTS_SHARE: f64 = 0.6;
+
+/// Whether most of the article's text is in comment sections.
+pub fn mostly_comments(article: &Document) -> bool {
+    let Some(body) = article.body() else {
+        return false;
+    };
+    let total = text_chars(&body);
+    let comments: usize = article
+        .select("body [class], body [id]")
+        .nodes()
+        .iter()
+        .filter(|n| is_comment_section(n))
+        .filter(|n| !n.ancestors_it(None).any(|a| is_comment_section(&a)))
+        .map(text_chars)
+        .sum();
+    total > 0 && comments as f64 >= COMMENTS_SHARE * total as f64
+}
+
+/// Removes the page's comment sections.
+pub fn strip_comments(doc: &Document) {
+    let sections: Vec<NodeRef> = doc
+        .select("body [class], body [id]")
+        .nodes()
+        .iter()
+        .filter(|n| is_comment_section(n))
+        .copied()
+        .collect();
+    for node in sections {
+        node.remove_from_parent();
+    }
+}
+
 fn text_chars(node: &NodeRef) -> usize {
     node.text().chars().filter(|c| !c.is_whitespace()).count()
 }
@@ -253,6 +304,22 @@ mod tests {
         assert!(text.contains("North Sea"), "{text}");
         let text = cleaned(&format!("<body>{STORY}{HEADLINES}{STORY}</body>"));
         assert!(text.contains("Pope calls"), "{text}");
+    }
+
+    #[test]
+    fn an_article_mostly_in_comment_sections_is_the_comments_but_commentary_is_not() {
+        let long =
+            "<p>A reader's long reply about the matter at hand, at some length.</p>".repeat(4);
+        let comments = Document::from(format!(
+            r#"<body><p>Short post.</p><ol class="commentlist"><li>{long}</li></ol></body>"#
+        ));
+        assert!(mostly_comments(&comments));
+        let column = Document::from(format!(
+            r#"<body><p>Short post.</p><div class="commentary">{long}</div></body>"#
+        ));
+        assert!(!mostly_comments(&column));
+        strip_comments(&comments);
+        assert!(!comments.select("body").text().contains("reply"));
     }
 
     #[test]

@@ -231,16 +231,21 @@ fn main_content(
     base: &Url,
     metadata: &mut PageMetadata,
 ) -> MainContent {
-    let config = Config {
-        text_mode: TextMode::Markdown,
-        // Read by the boilerplate pass below, then dropped as Readability would.
-        keep_classes: true,
-        ..Config::default()
-    };
-    let article = Readability::with_document(query, Some(url), Some(config))
-        .ok()
-        .and_then(|mut r| r.parse().ok());
-    let Some(article) = article else {
+    let mut found = readable(query, url);
+    // Readability sometimes takes the readers' comments for the article (a short post above a
+    // long thread): the page is then parsed again without its comment sections, a second parse
+    // paid only on such pages.
+    if found
+        .as_ref()
+        .is_some_and(|(_, doc)| crate::clean::mostly_comments(doc))
+    {
+        let again = QueryDocument::from(html);
+        crate::clean::strip_comments(&again);
+        if let Some(second) = readable(again, url) {
+            found = Some(second);
+        }
+    }
+    let Some((article, article_doc)) = found else {
         // Readability gave up (rare); its document was consumed, so parse again.
         let fallback = QueryDocument::from(html);
         absolutize(&fallback, base);
@@ -262,7 +267,6 @@ fn main_content(
     metadata.language = metadata.language.take().or(non_empty(article.lang));
     // Boilerplate Readability kept inside the article (share bars, related cards, sign-ups,
     // ad slots) goes after it chose the article, so the choice itself is not changed.
-    let article_doc = QueryDocument::from(article.content.as_ref());
     let removed = crate::clean::strip_boilerplate(&article_doc);
     article_doc.select("[class]").remove_attr("class");
     let (html, markdown) = match article_doc.body() {
@@ -282,6 +286,21 @@ fn main_content(
         text: text.trim().to_owned(),
         html,
     }
+}
+
+/// Readability's article from `query`, and the article parsed on its own with its classes
+/// still on (the cleaning passes read them).
+fn readable(query: QueryDocument, url: &str) -> Option<(dom_smoothie::Article, QueryDocument)> {
+    let config = Config {
+        text_mode: TextMode::Markdown,
+        keep_classes: true,
+        ..Config::default()
+    };
+    let article = Readability::with_document(query, Some(url), Some(config))
+        .ok()
+        .and_then(|mut r| r.parse().ok())?;
+    let doc = QueryDocument::from(article.content.as_ref());
+    Some((article, doc))
 }
 
 fn body_content(query: &QueryDocument) -> MainContent {
@@ -522,6 +541,35 @@ mod tests {
             assert!(!e.content.html.contains(gone), "{gone}: {}", e.content.html);
         }
         assert!(!e.content.html.contains("class="), "{}", e.content.html);
+    }
+
+    /// Issue 21: a short post above a long thread came back as the thread.
+    #[test]
+    fn a_short_post_above_a_long_comment_thread_is_the_post() {
+        let comment = |i: usize| {
+            format!(
+                r#"<li id="comment-{i}" class="comment"><div class="comment-author vcard">Reader {i}</div>
+                <div class="comment-meta">September 29, 2012</div><p>What a wonderful picture, I cannot
+                take my eyes off it, the coat, the light, the whole composition is just right, and I
+                keep coming back to look at it again and again, thank you for sharing it with us.</p></li>"#
+            )
+        };
+        let thread: String = (0..12).map(comment).collect();
+        let html = format!(
+            r#"<html><head><title>Coat of the day</title></head><body><div id="content">
+            <div id="post-1" class="hentry post"><h2 class="entry-title">Coat of the day</h2>
+            <div class="entry-content"><p><img src="coat.jpg"></p><p>Seen this morning on the
+            harbour front: a camel coat, a red belt, a grey sky.</p></div></div>
+            <div id="comments"><div id="comments-list" class="comments"><ol>{thread}</ol></div></div>
+            </div></body></html>"#
+        );
+        let e = read(&html, &ExtractOptions::default());
+        assert!(e.content.text.contains("camel coat"), "{}", e.content.text);
+        assert!(
+            !e.content.text.contains("wonderful picture"),
+            "{}",
+            e.content.text
+        );
     }
 
     #[test]
