@@ -231,14 +231,21 @@ fn main_content(
     base: &Url,
     metadata: &mut PageMetadata,
 ) -> MainContent {
-    let config = Config {
-        text_mode: TextMode::Markdown,
-        ..Config::default()
-    };
-    let article = Readability::with_document(query, Some(url), Some(config))
-        .ok()
-        .and_then(|mut r| r.parse().ok());
-    let Some(article) = article else {
+    let mut found = readable(query, url);
+    // Readability sometimes takes the readers' comments for the article (a short post above a
+    // long thread): the page is then parsed again without its comment sections, a second parse
+    // paid only on such pages.
+    if found
+        .as_ref()
+        .is_some_and(|(_, doc)| crate::clean::mostly_comments(doc))
+    {
+        let again = QueryDocument::from(html);
+        crate::clean::strip_comments(&again);
+        if let Some(second) = readable(again, url) {
+            found = Some(second);
+        }
+    }
+    let Some((article, article_doc)) = found else {
         // Readability gave up (rare); its document was consumed, so parse again.
         let fallback = QueryDocument::from(html);
         absolutize(&fallback, base);
@@ -258,13 +265,42 @@ fn main_content(
         .take()
         .or(non_empty(article.published_time));
     metadata.language = metadata.language.take().or(non_empty(article.lang));
-    let html = article.content.to_string();
-    let text = QueryDocument::from(html.as_str()).formatted_text();
+    // Boilerplate Readability kept inside the article (share bars, related cards, sign-ups,
+    // ad slots) goes after it chose the article, so the choice itself is not changed.
+    let removed = crate::clean::strip_boilerplate(&article_doc);
+    article_doc.select("[class]").remove_attr("class");
+    let (html, markdown) = match article_doc.body() {
+        Some(body) if removed => (body.inner_html().to_string(), body.md(None).to_string()),
+        Some(body) => (
+            body.inner_html().to_string(),
+            article.text_content.to_string(),
+        ),
+        None => (
+            article.content.to_string(),
+            article.text_content.to_string(),
+        ),
+    };
+    let text = article_doc.formatted_text();
     MainContent {
-        markdown: article.text_content.trim().to_owned(),
+        markdown: markdown.trim().to_owned(),
         text: text.trim().to_owned(),
         html,
     }
+}
+
+/// Readability's article from `query`, and the article parsed on its own with its classes
+/// still on (the cleaning passes read them).
+fn readable(query: QueryDocument, url: &str) -> Option<(dom_smoothie::Article, QueryDocument)> {
+    let config = Config {
+        text_mode: TextMode::Markdown,
+        keep_classes: true,
+        ..Config::default()
+    };
+    let article = Readability::with_document(query, Some(url), Some(config))
+        .ok()
+        .and_then(|mut r| r.parse().ok())?;
+    let doc = QueryDocument::from(article.content.as_ref());
+    Some((article, doc))
 }
 
 fn body_content(query: &QueryDocument) -> MainContent {
@@ -477,6 +513,63 @@ mod tests {
         assert_eq!(e.signals, PageSignals::default());
         // Links are the page's, not only the content's.
         assert!(e.links.iter().any(|l| l.url == "https://example.com/about"));
+    }
+
+    /// Issue 21: share bars, related cards and sign-ups inside the article were kept.
+    #[test]
+    fn boilerplate_inside_the_article_goes_and_its_classes_with_it() {
+        let html = ARTICLE.replace(
+            "<p>Storm surges",
+            r#"<div class="share-tools"><a href="/s">Share this article</a></div>
+            <div class="newsletter-signup"><h3>Our newsletter</h3><p>Get the tides by e-mail every week.</p></div>
+            <ul class="related-stories"><li><a href="/r">Ten harbours to visit</a></li></ul>
+            <p>Storm surges"#,
+        );
+        let e = read(&html, &ExtractOptions::default());
+        assert!(
+            e.content.text.contains("Storm surges"),
+            "{}",
+            e.content.text
+        );
+        for gone in ["Share this", "by e-mail", "Ten harbours"] {
+            assert!(!e.content.text.contains(gone), "{gone}: {}", e.content.text);
+            assert!(
+                !e.content.markdown.contains(gone),
+                "{gone}: {}",
+                e.content.markdown
+            );
+            assert!(!e.content.html.contains(gone), "{gone}: {}", e.content.html);
+        }
+        assert!(!e.content.html.contains("class="), "{}", e.content.html);
+    }
+
+    /// Issue 21: a short post above a long thread came back as the thread.
+    #[test]
+    fn a_short_post_above_a_long_comment_thread_is_the_post() {
+        let comment = |i: usize| {
+            format!(
+                r#"<li id="comment-{i}" class="comment"><div class="comment-author vcard">Reader {i}</div>
+                <div class="comment-meta">September 29, 2012</div><p>What a wonderful picture, I cannot
+                take my eyes off it, the coat, the light, the whole composition is just right, and I
+                keep coming back to look at it again and again, thank you for sharing it with us.</p></li>"#
+            )
+        };
+        let thread: String = (0..12).map(comment).collect();
+        let html = format!(
+            r#"<html><head><title>Coat of the day</title></head><body><div id="content">
+            <div id="post-1" class="hentry post"><h2 class="entry-title">Coat of the day</h2>
+            <div class="entry-content"><p><img src="coat.jpg"></p><p>Seen this morning on the
+            harbour front: a camel coat, a red belt, a grey sky.</p></div></div>
+            <div id="comments"><div id="comments-list" class="comments"><ol>{thread}</ol></div></div>
+            </div></body></html>"#
+        );
+        let e = read(&html, &ExtractOptions::default());
+        assert!(e.content.text.contains("camel coat"), "{}", e.content.text);
+        assert!(
+            !e.content.text.contains("wonderful picture"),
+            "{}",
+            e.content.text
+        );
     }
 
     #[test]

@@ -1,0 +1,348 @@
+//! Cleaning the article Readability took: boilerplate that sits inside the article container
+//! and that Readability's scoring keeps (share bars, related-link cards, newsletter sign-ups,
+//! advertiser boxes, cookie notices), named as such by the page's own class or id. Run on the
+//! article, not on the page before Readability: removing these from the page changed which
+//! container Readability chose and cost more than it gained on ../shared/corpora/articles.
+
+use dom_query::{Document, NodeRef, Selection};
+
+/// Words of a class or id that name boilerplate when they are a whole word of it
+/// (`share-bar`, `related_posts`, `ad slot`).
+const BOILERPLATE_WORDS: &[&str] = &[
+    "share",
+    "shares",
+    "sharing",
+    "social",
+    "related",
+    "newsletter",
+    "newsletters",
+    "promo",
+    "promos",
+    "advert",
+    "advertisement",
+    "advertising",
+    "ad",
+    "ads",
+    "sponsor",
+    "sponsored",
+    "cookie",
+    "cookies",
+    "consent",
+    "outbrain",
+    "taboola",
+    "breadcrumb",
+    "breadcrumbs",
+    "subscribe",
+    "signup",
+];
+
+/// Starts of a class or id word glued from several (`sharedaddy`, `socialmedia`,
+/// `relatedposts`, `newsletterbox`, `advertisement1`).
+const BOILERPLATE_PREFIXES: &[&str] = &[
+    "share",
+    "social",
+    "related",
+    "newsletter",
+    "advert",
+    "outbrain",
+    "taboola",
+    "breadcrumb",
+];
+
+/// Elements never removed by name: the page's frame and its article containers.
+const KEPT_ELEMENTS: &[&str] = &["html", "body", "main", "article"];
+
+/// Boilerplate is short (a share bar, a sign-up box, an ad slot) or mostly links (a list of
+/// related cards). Longer text with few links is content whatever its name says: a theme's
+/// `share_wrapper` around the story, `js-social-images` behaviour hooks, WordPress's
+/// `entry-category-advertising` on the post itself.
+const SHORT_TEXT_CHARS: usize = 200;
+const LINK_DENSE: f64 = 0.5;
+/// Whatever it is named, an element holding most of the article is the article (a post whose
+/// whole body a theme wraps in `ad-wrapper`): removing it would leave nothing.
+const MAX_SHARE_OF_TEXT: f64 = 0.5;
+
+const HEADLINE_LIST_LINKS: usize = 3;
+const HEADLINE_WORDS: usize = 4;
+const HEADLINE_LIST_LINK_SHARE: f64 = 0.7;
+/// A paragraph of prose: this long, at most this share of it in links.
+const PROSE_CHARS: usize = 100;
+const PROSE_LINK_SHARE: f64 = 0.3;
+
+fn names_boilerplate(value: &str) -> bool {
+    value
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .any(|w| {
+            let w = w.to_ascii_lowercase();
+            BOILERPLATE_WORDS.contains(&w.as_str())
+                || BOILERPLATE_PREFIXES.iter().any(|p| w.starts_with(p))
+        })
+}
+
+fn is_boilerplate(node: &NodeRef) -> bool {
+    if node
+        .node_name()
+        .is_some_and(|n| KEPT_ELEMENTS.contains(&n.as_ref()))
+    {
+        return false;
+    }
+    ["class", "id"]
+        .iter()
+        .any(|a| node.attr(a).is_some_and(|v| names_boilerplate(&v)))
+}
+
+/// Whether an element is a comment section by its first class or its id (`comments`,
+/// `commentlist`, `comment-body`, Disqus, WordPress's `respond`), not `commentary`.
+fn is_comment_section(node: &NodeRef) -> bool {
+    ["class", "id"].iter().any(|a| {
+        node.attr(a).is_some_and(|v| {
+            let first = v
+                .split_whitespace()
+                .next()
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            (first.starts_with("comment") && !first.starts_with("commentary"))
+                || first == "disqus_thread"
+                || first == "respond"
+        })
+    })
+}
+
+/// Comment sections hold at least this share of an article Readability took for comments.
+const COMMENTS_SHARE: f64 = 0.6;
+
+/// Whether most of the article's text is in comment sections.
+pub fn mostly_comments(article: &Document) -> bool {
+    let Some(body) = article.body() else {
+        return false;
+    };
+    let total = text_chars(&body);
+    let comments: usize = article
+        .select("body [class], body [id]")
+        .nodes()
+        .iter()
+        .filter(|n| is_comment_section(n))
+        .filter(|n| !n.ancestors_it(None).any(|a| is_comment_section(&a)))
+        .map(text_chars)
+        .sum();
+    total > 0 && comments as f64 >= COMMENTS_SHARE * total as f64
+}
+
+/// Removes the page's comment sections.
+pub fn strip_comments(doc: &Document) {
+    let sections: Vec<NodeRef> = doc
+        .select("body [class], body [id]")
+        .nodes()
+        .iter()
+        .filter(|n| is_comment_section(n))
+        .copied()
+        .collect();
+    for node in sections {
+        node.remove_from_parent();
+    }
+}
+
+fn text_chars(node: &NodeRef) -> usize {
+    node.text().chars().filter(|c| !c.is_whitespace()).count()
+}
+
+fn looks_like_boilerplate(node: &NodeRef) -> bool {
+    let chars = text_chars(node);
+    if chars <= SHORT_TEXT_CHARS {
+        return true;
+    }
+    link_chars(node) as f64 >= LINK_DENSE * chars as f64
+}
+
+/// Whether `node` is a list of links to other pages' headlines after the story ("Most read",
+/// "More from this section"), which Readability merges in as a sibling of the article: three
+/// or more links, most of its text theirs, four words or more per link on average (a
+/// headline, where a "See also" list or a table of contents has a term or two), and no prose
+/// after it.
+fn trailing_headline_list(node: &NodeRef) -> bool {
+    let links: Vec<NodeRef> = Selection::from(*node)
+        .select("a[href]")
+        .nodes()
+        .iter()
+        .filter(|a| !a.attr("href").is_some_and(|h| h.starts_with('#')))
+        .copied()
+        .collect();
+    if links.len() < HEADLINE_LIST_LINKS {
+        return false;
+    }
+    let words: usize = links
+        .iter()
+        .map(|a| a.text().split_whitespace().count())
+        .sum();
+    let link_chars: usize = links.iter().map(text_chars).sum();
+    words >= HEADLINE_WORDS * links.len()
+        && link_chars as f64 >= HEADLINE_LIST_LINK_SHARE * text_chars(node) as f64
+        && !prose_follows(node)
+}
+
+/// Whether a paragraph of prose (long, few links) comes after `node` in the document.
+fn prose_follows(node: &NodeRef) -> bool {
+    let is_prose = |p: &NodeRef| {
+        let chars = text_chars(p);
+        chars >= PROSE_CHARS && link_chars(p) as f64 <= PROSE_LINK_SHARE * chars as f64
+    };
+    let mut at = Some(*node);
+    while let Some(n) = at {
+        let mut sibling = n.next_element_sibling();
+        while let Some(s) = sibling {
+            if (s.has_name("p") && is_prose(&s))
+                || Selection::from(s).select("p").nodes().iter().any(is_prose)
+            {
+                return true;
+            }
+            sibling = s.next_element_sibling();
+        }
+        at = n.parent().filter(|p| p.is_element() && !p.has_name("body"));
+    }
+    false
+}
+
+fn link_chars(node: &NodeRef) -> usize {
+    Selection::from(*node)
+        .select("a")
+        .nodes()
+        .iter()
+        .map(text_chars)
+        .sum()
+}
+
+/// Removes the elements whose class or id names them boilerplate and whose text looks it;
+/// says whether any went.
+pub fn strip_boilerplate(doc: &Document) -> bool {
+    let mut removed = false;
+    let Some(body) = doc.body() else {
+        return false;
+    };
+    let mut candidates: Vec<NodeRef> = doc
+        .select("body [class], body [id]")
+        .nodes()
+        .iter()
+        .filter(|n| is_boilerplate(n))
+        .copied()
+        .collect();
+    candidates.extend(
+        doc.select("body ul, body ol, body div")
+            .nodes()
+            .iter()
+            .filter(|n| trailing_headline_list(n)),
+    );
+    if candidates.is_empty() {
+        return false;
+    }
+    let total = text_chars(&body) as f64;
+    for node in candidates {
+        // Already gone with an ancestor: nothing to weigh.
+        if node.ancestors_it(None).any(|a| a.is_document())
+            && looks_like_boilerplate(&node)
+            && (text_chars(&node) as f64) <= MAX_SHARE_OF_TEXT * total
+        {
+            node.remove_from_parent();
+            removed = true;
+        }
+    }
+    removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cleaned(html: &str) -> String {
+        let doc = Document::from(html);
+        strip_boilerplate(&doc);
+        doc.select("body")
+            .text()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn share_related_newsletter_and_ad_boxes_go() {
+        let story =
+            "<p>The article text that people came to read, long enough to matter.</p>".repeat(5);
+        let html = format!(
+            r##"<body><article>{story}
+            <div class="share-bar"><a href="#">Diesen Artikel teilen</a></div>
+            <div id="relatedPosts"><a href="/x">Das könnte Sie auch interessieren</a></div>
+            <div class="box newsletter_signup">Sign up for our newsletter</div>
+            <div class="ad slot">Advertisement</div></article></body>"##
+        );
+        let text = cleaned(&html);
+        assert!(text.contains("people came to read"));
+        for gone in ["teilen", "interessieren", "Sign up", "Advertisement"] {
+            assert!(!text.contains(gone), "{gone} kept: {text}");
+        }
+    }
+
+    const STORY: &str = "<p>The article text that people came to read, long enough to be prose in a paragraph of a story, with a second clause that carries on.</p>";
+    const HEADLINES: &str = r#"<ul><li><a href="/a">Chinese tourists top the spending league</a></li>
+        <li><a href="/b">Pope calls for action on the abuse</a></li>
+        <li><a href="/c">Deadly building collapse near the city</a></li></ul>"#;
+
+    #[test]
+    fn a_list_of_headlines_after_the_story_goes() {
+        let text = cleaned(&format!(
+            "<body><div>{STORY}{STORY}</div><div>{HEADLINES}</div></body>"
+        ));
+        assert!(text.contains("people came to read"));
+        assert!(!text.contains("Pope calls"), "{text}");
+    }
+
+    #[test]
+    fn short_link_lists_and_headline_lists_before_prose_stay() {
+        // A "See also" list of terms, a table of contents, links within the story.
+        let see_also = r##"<ul><li><a href="/w/Tide">Tide</a></li><li><a href="/w/Moon">Moon</a></li>
+            <li><a href="/w/Sea">North Sea</a></li></ul>"##;
+        let text = cleaned(&format!("<body>{STORY}{see_also}</body>"));
+        assert!(text.contains("North Sea"), "{text}");
+        let text = cleaned(&format!("<body>{STORY}{HEADLINES}{STORY}</body>"));
+        assert!(text.contains("Pope calls"), "{text}");
+    }
+
+    #[test]
+    fn an_article_mostly_in_comment_sections_is_the_comments_but_commentary_is_not() {
+        let long =
+            "<p>A reader's long reply about the matter at hand, at some length.</p>".repeat(4);
+        let comments = Document::from(format!(
+            r#"<body><p>Short post.</p><ol class="commentlist"><li>{long}</li></ol></body>"#
+        ));
+        assert!(mostly_comments(&comments));
+        let column = Document::from(format!(
+            r#"<body><p>Short post.</p><div class="commentary">{long}</div></body>"#
+        ));
+        assert!(!mostly_comments(&column));
+        strip_comments(&comments);
+        assert!(!comments.select("body").text().contains("reply"));
+    }
+
+    #[test]
+    fn an_element_holding_most_of_the_article_stays_whatever_its_name() {
+        let story = "<p>The article text that people came to read, long enough to matter.</p>";
+        let html =
+            format!(r#"<body><div class="ad-wrapper">{story}</div><p>Short tail.</p></body>"#);
+        assert!(cleaned(&html).contains("people came to read"));
+    }
+
+    #[test]
+    fn words_inside_other_words_and_big_wrappers_stay() {
+        // `promoted`, `shadow`, `loaded` hold no boilerplate word; a wrapper named `social`
+        // holding long text with few links is the page.
+        let story =
+            "<p>The article text that people came to read, long enough to matter.</p>".repeat(5);
+        let html = format!(
+            r#"<body><div class="node--promoted shadow">Promoted headline</div>
+            <div class="social-layout">{story}</div><article class="related">Kept</article></body>"#
+        );
+        let text = cleaned(&html);
+        assert!(text.contains("Promoted headline"));
+        assert!(text.contains("people came to read"));
+        assert!(text.contains("Kept"));
+    }
+}
