@@ -9,12 +9,15 @@
 
 use chrono::{DateTime, TimeZone, Utc};
 use futures_util::{future::join_all, poll};
-use proptest::{prelude::*, test_runner::TestRunner};
+use proptest::{
+    prelude::*,
+    test_runner::{TestCaseError, TestRunner},
+};
 use svc_ports::{
     Account, AccountId, AccountStore, AmountLimit, ApiKeyId, ArtifactId, AuthorityId,
     AuthorityInterval, AuthoritySpend, AuthorityStore, CreditAmount, Email, Environment,
     LedgerEntryId, LedgerStore, NewTask, PaymentAuthority, Plan, Principal, Settlement, TaskId,
-    TaskStore, billing::Currency, ledger::Grant,
+    TaskStatus, TaskStore, billing::Currency, ledger::Grant,
 };
 use ulid::Ulid;
 
@@ -248,6 +251,51 @@ async fn books(store: &SqliteStore, ops: &[(Op, bool)]) -> Vec<String> {
     books
 }
 
+/// Every item answered with an error wrote nothing; spendable is the sum of the entries and
+/// held the cost of the tasks in flight.
+async fn books_hold(
+    store: &SqliteStore,
+    ops: &[(Op, bool)],
+    answers: &[String],
+) -> Result<(), TestCaseError> {
+    let mut held = [0i64; 2];
+    for (i, (op, _)) in ops.iter().enumerate() {
+        let failed = answers[i].starts_with("error");
+        match (op, job(ops, i)) {
+            (Op::Begin { .. }, Job::Begin(t)) => {
+                let task = store.task(&t.id, None).await.unwrap();
+                prop_assert!(
+                    !(failed && task.is_some()),
+                    "failed begin {i} wrote its task"
+                );
+                if let Some(task) = task
+                    && task.status == TaskStatus::InFlight
+                {
+                    held[if task.account_id == account(0) { 0 } else { 1 }] += task.cost;
+                }
+            }
+            (Op::Settle { .. }, Job::Settle(s)) if failed => {
+                let task = store.task(&s.task_id, None).await.unwrap();
+                prop_assert!(
+                    task.is_none_or(|t| t.artifact_id.as_ref() != Some(&s.artifact_id)),
+                    "failed settle {i} wrote its settlement"
+                );
+            }
+            _ => {}
+        }
+    }
+    for (n, held) in held.into_iter().enumerate() {
+        let balance = store.balance(&account(n)).await.unwrap();
+        let entries = store.entries(&account(n), 1000).await.unwrap();
+        prop_assert_eq!(
+            balance.spendable,
+            entries.iter().map(|e| e.delta).sum::<i64>()
+        );
+        prop_assert_eq!(balance.held, held);
+    }
+    Ok(())
+}
+
 #[test]
 fn grouped_calls_answer_and_book_as_sequential_calls_do() {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -285,9 +333,10 @@ fn grouped_calls_answer_and_book_as_sequential_calls_do() {
                 }
                 let answers: Vec<String> = join_all(calls).await.into_iter().map(show).collect();
 
-                prop_assert_eq!(answers, expected);
+                prop_assert_eq!(&answers, &expected);
                 prop_assert_eq!(books(&grouped, &ops).await, books(&one_by_one, &ops).await);
-                Ok(())
+                // Both runs share the code under test: the books must also hold on their own.
+                books_hold(&grouped, &ops, &answers).await
             })
         })
         .unwrap();
