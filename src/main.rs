@@ -40,6 +40,9 @@ enum Command {
         /// memory, so it survives a restart or is shared by several sandbox processes.
         #[arg(long, env = "SVC_SANDBOX_DATABASE_URL")]
         database_url: Option<String>,
+        /// Largest Postgres connection pool for `--database-url` (1 to 1000), as for `serve`.
+        #[arg(long, env = "SVC_DATABASE_MAX_CONNECTIONS", default_value_t = 16)]
+        database_max_connections: u32,
         /// Test credits the seeded account gets (once per account; 0 to 1,000,000,000).
         #[arg(long, env = "SVC_SANDBOX_SEED_CREDITS", default_value_t = startup::SANDBOX_CREDITS)]
         seed_credits: i64,
@@ -380,6 +383,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Sandbox {
             bind,
             database_url,
+            database_max_connections,
             seed_credits,
             signing_key,
             signing_keys_retired,
@@ -389,6 +393,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         } => {
             runtime.check()?;
             svc::config::in_range("SVC_SANDBOX_SEED_CREDITS", seed_credits, 0..=1_000_000_000)?;
+            svc::config::in_range(
+                "SVC_DATABASE_MAX_CONNECTIONS",
+                database_max_connections,
+                1..=1000,
+            )?;
             let signing = match signing_key {
                 Some(active) => Signing::Seed {
                     active,
@@ -404,7 +413,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 None => Sealing::Ephemeral,
             };
             let stores = match database_url {
-                Some(url) => Stores::open(&url, 16).await?,
+                Some(url) => Stores::open(&url, database_max_connections).await?,
                 None => Stores::memory(),
             };
             let demo = DemoSite::start().await;

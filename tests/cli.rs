@@ -901,6 +901,7 @@ fn settings_out_of_range_stop_the_start_naming_the_variable() {
         ("sandbox", "SVC_TRUSTED_PROXIES", "::1/200"),
         ("sandbox", "SVC_RECOVER_AFTER_SECONDS", "1"),
         ("sandbox", "SVC_SANDBOX_SEED_CREDITS", "-1"),
+        ("sandbox", "SVC_DATABASE_MAX_CONNECTIONS", "1001"),
         ("serve", "SVC_FREE_CREDITS", "-1"),
         ("serve", "SVC_STARTER_CURRENCY", "zzz"),
         ("sandbox", "SVC_FREE_CREDITS", "1000001"),

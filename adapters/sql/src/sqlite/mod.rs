@@ -4,7 +4,8 @@
 //!
 //! Reads go to `pool`; every write goes to the one connection of `write_pool`, so writes are
 //! serialised in order. A write of more than one statement runs in a `BEGIN IMMEDIATE`
-//! transaction; a write of one statement needs none.
+//! transaction; a write of one statement needs none. Beginning and settling tasks (two writes
+//! per execution) are grouped: many share one transaction (`group.rs`).
 
 mod a2a;
 mod accounts;
@@ -13,6 +14,9 @@ mod authority;
 mod billing;
 mod columns;
 mod connections;
+mod group;
+#[cfg(test)]
+mod group_tests;
 mod health;
 mod hooks;
 mod identity;
@@ -47,6 +51,8 @@ pub struct SqliteStore {
     write_pool: SqlitePool,
     /// A private in-memory database: `write_pool` is `pool` (one connection for both).
     shared_writer: bool,
+    /// Begins and settles, grouped into shared transactions on `write_pool`.
+    group: group::GroupWriter,
 }
 
 impl SqliteStore {
@@ -102,6 +108,7 @@ impl SqliteStore {
                 .with_context(|| "opening the SQLite database for writing")?
         };
         Ok(Self {
+            group: group::GroupWriter::start(write_pool.clone(), in_memory),
             pool,
             write_pool,
             shared_writer: in_memory,

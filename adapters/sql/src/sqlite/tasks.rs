@@ -1,15 +1,15 @@
-//! `TaskStore`: execution tasks and the credits they hold, charge or refund. Beginning and
-//! settling a task are each one `BEGIN IMMEDIATE` transaction on the single writer; the unique
+//! `TaskStore`: execution tasks and the credits they hold, charge or refund. The unique
 //! constraints on tasks and ledger references make a second charge impossible.
 //!
-//! Both run on every execution, and every statement is a round trip to the writer's thread:
-//! each is a transaction of one multi-statement query (the statements guard one another with
-//! `EXISTS` on what the earlier ones wrote, since SQLite has no data-modifying CTEs), so an
-//! execution costs the writer six round trips (begin, body, commit, twice).
+//! Beginning and settling a task run on every execution, so they go through the group writer
+//! (`group.rs`): each is one item of a shared transaction, inside its own savepoint, and
+//! (without an authority) one multi-statement query, which is one round trip to the writer's
+//! thread. Its statements guard one another with `EXISTS` on what the earlier ones wrote,
+//! since SQLite has no data-modifying CTEs.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::{Row, sqlite::SqliteRow};
+use sqlx::{Row, SqliteConnection, sqlite::SqliteRow};
 use svc_ports::{
     AccountId, ApiKeyId, ArtifactId, BeginOutcome, EntryKind, LedgerEntry, NewTask, SettleOutcome,
     Settlement, TaskId, TaskRecord, TaskStatus, VerifyOutcome,
@@ -17,7 +17,7 @@ use svc_ports::{
 };
 
 use super::{
-    SqliteStore, authority::spend_authority, backend, corrupt, from_millis,
+    SqliteStore, authority::spend_authority, backend, corrupt, from_millis, group::undo_item,
     is_foreign_key_violation, is_unique_violation, ledger::insert_entry, millis, undecodable,
 };
 use crate::{outcomes, rows};
@@ -54,228 +54,239 @@ fn settled_task(
     })
 }
 
-impl SqliteStore {
-    /// A begin without an authority: one multi-statement query in one transaction. The task
-    /// is inserted only when the key is new and the balance covers the cost; the hold and its
-    /// entry only when the task was inserted; the last statement says what happened (the task
-    /// began, or the earlier task under the key, or the balance, or no account).
-    async fn begin_plain(&self, task: &NewTask) -> Result<BeginOutcome, sqlx::Error> {
-        let (reference, memo) = LedgerEntry::task_reference(&task.id, EntryKind::Hold);
-        let mut tx = self.begin_write().await?;
-        let rows = sqlx::query(
-            r#"
-            INSERT INTO tasks (id, account_id, key_id, domain, action, cost, idempotency_key,
-                fingerprint, status, created_at)
-            SELECT $1, $2, $3, $4, $5, $6, $7, $8, 'in_flight', $9
-            FROM accounts WHERE id = $2 AND spendable >= $6
-            ON CONFLICT (account_id, idempotency_key) DO NOTHING;
+/// A begin without an authority, as one item of a group (see `group.rs`): one multi-statement
+/// query inside the item's savepoint. The task is inserted only when the key is new and the
+/// balance covers the cost; the hold and its entry only when the task was inserted; the last
+/// SELECT says what happened (the task began, or the earlier task under the key, or the
+/// balance, or no account: `None`).
+pub(super) async fn begin_plain(
+    conn: &mut SqliteConnection,
+    task: &NewTask,
+) -> Result<Option<BeginOutcome>, sqlx::Error> {
+    let (reference, memo) = LedgerEntry::task_reference(&task.id, EntryKind::Hold);
+    let rows = sqlx::query(
+        r#"
+        SAVEPOINT item;
 
-            UPDATE accounts SET spendable = spendable - $6, held = held + $6
-            WHERE id = $2 AND $6 > 0 AND EXISTS (SELECT 1 FROM tasks WHERE id = $1);
+        INSERT INTO tasks (id, account_id, key_id, domain, action, cost, idempotency_key,
+            fingerprint, status, created_at)
+        SELECT $1, $2, $3, $4, $5, $6, $7, $8, 'in_flight', $9
+        FROM accounts WHERE id = $2 AND spendable >= $6
+        ON CONFLICT (account_id, idempotency_key) DO NOTHING;
 
-            INSERT INTO ledger_entries
-                (id, account_id, kind, delta, balance_after, reference, memo, created_at)
-            SELECT $10, $2, 'hold', -$6, spendable, $11, $12, $9
-            FROM accounts WHERE id = $2 AND $6 > 0 AND EXISTS (SELECT 1 FROM tasks WHERE id = $1);
+        UPDATE accounts SET spendable = spendable - $6, held = held + $6
+        WHERE id = $2 AND $6 > 0 AND EXISTS (SELECT 1 FROM tasks WHERE id = $1);
 
-            SELECT EXISTS (SELECT 1 FROM tasks WHERE id = $1) AS started,
-                (SELECT spendable FROM accounts WHERE id = $2) AS spendable,
-                t.id, t.account_id, t.key_id, t.domain, t.action, t.cost, t.idempotency_key,
-                t.fingerprint, t.status, t.response_status, t.response_body, t.artifact_id,
-                t.artifact, t.created_at, t.settled_at, t.verified_artifact, t.verified_at
-            FROM (SELECT 1) AS one
-            LEFT JOIN tasks AS t ON t.account_id = $2 AND t.idempotency_key = $7 AND t.id <> $1
-            "#,
-        )
-        .bind(task.id.as_str())
-        .bind(task.account_id.as_str())
-        .bind(task.key_id.as_str())
-        .bind(&task.domain)
-        .bind(&task.action)
-        .bind(task.cost)
-        .bind(task.idempotency_key.as_deref())
-        .bind(&task.fingerprint)
-        .bind(millis(task.created_at))
-        .bind(task.hold_entry.as_str())
-        .bind(reference)
-        .bind(memo)
-        // Every row of every statement: a `fetch_one` would stop the query at its first row.
-        .fetch_all(&mut *tx)
-        .await?;
-        let row = rows.first().ok_or(sqlx::Error::RowNotFound)?;
-        if row.try_get::<bool, _>("started")? {
-            tx.commit().await?;
-            return Ok(BeginOutcome::Started(TaskRecord::started(task)));
-        }
-        // Nothing was written: the transaction ends without a commit.
-        if row.try_get::<Option<&str>, _>("id")?.is_some() {
-            let existing = rows::task(row).map_err(undecodable)?;
-            return Ok(BeginOutcome::existing(existing, &task.fingerprint));
-        }
-        match row.try_get::<Option<i64>, _>("spendable")? {
-            Some(spendable) => Ok(BeginOutcome::InsufficientCredits { spendable }),
-            None => Err(sqlx::Error::RowNotFound),
-        }
+        INSERT INTO ledger_entries
+            (id, account_id, kind, delta, balance_after, reference, memo, created_at)
+        SELECT $10, $2, 'hold', -$6, spendable, $11, $12, $9
+        FROM accounts WHERE id = $2 AND $6 > 0 AND EXISTS (SELECT 1 FROM tasks WHERE id = $1);
+
+        SELECT EXISTS (SELECT 1 FROM tasks WHERE id = $1) AS started,
+            (SELECT spendable FROM accounts WHERE id = $2) AS spendable,
+            t.id, t.account_id, t.key_id, t.domain, t.action, t.cost, t.idempotency_key,
+            t.fingerprint, t.status, t.response_status, t.response_body, t.artifact_id,
+            t.artifact, t.created_at, t.settled_at, t.verified_artifact, t.verified_at
+        FROM (SELECT 1) AS one
+        LEFT JOIN tasks AS t ON t.account_id = $2 AND t.idempotency_key = $7 AND t.id <> $1;
+
+        RELEASE item
+        "#,
+    )
+    .bind(task.id.as_str())
+    .bind(task.account_id.as_str())
+    .bind(task.key_id.as_str())
+    .bind(&task.domain)
+    .bind(&task.action)
+    .bind(task.cost)
+    .bind(task.idempotency_key.as_deref())
+    .bind(&task.fingerprint)
+    .bind(millis(task.created_at))
+    .bind(task.hold_entry.as_str())
+    .bind(reference)
+    .bind(memo)
+    // Every row of every statement: a `fetch_one` would stop the query at its first row.
+    .fetch_all(&mut *conn)
+    .await?;
+    let row = rows.first().ok_or(sqlx::Error::RowNotFound)?;
+    if row.try_get::<bool, _>("started")? {
+        return Ok(Some(BeginOutcome::Started(TaskRecord::started(task))));
     }
+    // Nothing was written.
+    if row.try_get::<Option<&str>, _>("id")?.is_some() {
+        let existing = rows::task(row).map_err(undecodable)?;
+        return Ok(Some(BeginOutcome::existing(existing, &task.fingerprint)));
+    }
+    Ok(row
+        .try_get::<Option<i64>, _>("spendable")?
+        .map(|spendable| BeginOutcome::InsufficientCredits { spendable }))
+}
 
-    /// A begin under a payment authority (the spend rules are Rust, run inside the
-    /// transaction). `Err(RowNotFound)`: the account does not exist.
-    async fn begin_with_authority(&self, task: &NewTask) -> Result<BeginOutcome, sqlx::Error> {
-        let mut tx = self.begin_write().await?;
-        // The task first: an idempotency key used before inserts nothing (its task is the
-        // answer), and an unknown account fails the foreign key.
-        let inserted = sqlx::query(
-            "INSERT INTO tasks (id, account_id, key_id, domain, action, cost, idempotency_key, \
-             fingerprint, status, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'in_flight', $9) \
-             ON CONFLICT (account_id, idempotency_key) DO NOTHING",
-        )
-        .bind(task.id.as_str())
-        .bind(task.account_id.as_str())
-        .bind(task.key_id.as_str())
-        .bind(&task.domain)
-        .bind(&task.action)
-        .bind(task.cost)
-        .bind(task.idempotency_key.as_deref())
-        .bind(&task.fingerprint)
-        .bind(millis(task.created_at))
-        .execute(&mut *tx)
-        .await;
-        match inserted {
-            Ok(done) if done.rows_affected() == 0 => {
-                let row = sqlx::query(
-                    "SELECT id, account_id, key_id, domain, action, cost, idempotency_key, \
-                     fingerprint, status, response_status, response_body, artifact_id, artifact, \
-                     created_at, settled_at, verified_artifact, verified_at \
-                     FROM tasks WHERE account_id = $1 AND idempotency_key = $2",
-                )
-                .bind(task.account_id.as_str())
-                .bind(task.idempotency_key.as_deref())
-                .fetch_one(&mut *tx)
-                .await?;
-                let existing = rows::task(&row).map_err(undecodable)?;
-                return Ok(BeginOutcome::existing(existing, &task.fingerprint));
-            }
-            Ok(_) => {}
-            Err(e) if is_foreign_key_violation(&e) => return Err(sqlx::Error::RowNotFound),
-            Err(e) => return Err(e),
-        }
-        // The authority before the balance (a refusal says more); either refusal drops the
-        // transaction, taking the task row and the spend back.
-        if let Err(refusal) = spend_authority(&mut tx, task).await? {
-            return Ok(BeginOutcome::AuthorityRefused(refusal));
-        }
-        if task.cost > 0 {
-            let balance_after: Option<i64> = sqlx::query_scalar(
-                "UPDATE accounts SET spendable = spendable - $1, held = held + $1 \
-                 WHERE id = $2 AND spendable >= $1 RETURNING spendable",
+/// A begin under a payment authority (the spend rules are Rust, run inside the item's
+/// savepoint), as one item of a group. `None`: the account does not exist.
+pub(super) async fn begin_with_authority(
+    conn: &mut SqliteConnection,
+    task: &NewTask,
+) -> Result<Option<BeginOutcome>, sqlx::Error> {
+    sqlx::query("SAVEPOINT item").execute(&mut *conn).await?;
+    // The task first: an idempotency key used before inserts nothing (its task is the
+    // answer), and an unknown account fails the foreign key.
+    let inserted = sqlx::query(
+        "INSERT INTO tasks (id, account_id, key_id, domain, action, cost, idempotency_key, \
+         fingerprint, status, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'in_flight', $9) \
+         ON CONFLICT (account_id, idempotency_key) DO NOTHING",
+    )
+    .bind(task.id.as_str())
+    .bind(task.account_id.as_str())
+    .bind(task.key_id.as_str())
+    .bind(&task.domain)
+    .bind(&task.action)
+    .bind(task.cost)
+    .bind(task.idempotency_key.as_deref())
+    .bind(&task.fingerprint)
+    .bind(millis(task.created_at))
+    .execute(&mut *conn)
+    .await;
+    match inserted {
+        Ok(done) if done.rows_affected() == 0 => {
+            let row = sqlx::query(
+                "SELECT id, account_id, key_id, domain, action, cost, idempotency_key, \
+                 fingerprint, status, response_status, response_body, artifact_id, artifact, \
+                 created_at, settled_at, verified_artifact, verified_at \
+                 FROM tasks WHERE account_id = $1 AND idempotency_key = $2",
             )
-            .bind(task.cost)
             .bind(task.account_id.as_str())
-            .fetch_optional(&mut *tx)
+            .bind(task.idempotency_key.as_deref())
+            .fetch_one(&mut *conn)
             .await?;
-            let Some(balance_after) = balance_after else {
-                let spendable: i64 =
-                    sqlx::query_scalar("SELECT spendable FROM accounts WHERE id = $1")
-                        .bind(task.account_id.as_str())
-                        .fetch_one(&mut *tx)
-                        .await?;
-                return Ok(BeginOutcome::InsufficientCredits { spendable });
-            };
-            let hold = LedgerEntry::for_task(
-                task.hold_entry.clone(),
-                task.account_id.clone(),
-                &task.id,
-                EntryKind::Hold,
-                -task.cost,
-                balance_after,
-                task.created_at,
-            );
-            insert_entry(&mut tx, &hold).await?;
+            let existing = rows::task(&row).map_err(undecodable)?;
+            undo_item(conn).await?;
+            return Ok(Some(BeginOutcome::existing(existing, &task.fingerprint)));
         }
-        tx.commit().await?;
-        Ok(BeginOutcome::Started(TaskRecord::started(task)))
-    }
-
-    /// `Ok(None)`: the task was not in flight (unknown, or settled before). One multi-statement
-    /// query: the task's UPDATE matches only a task in flight and stores this settlement's
-    /// artifact id, which is new; every later statement acts only on the task holding that
-    /// artifact id, so nothing moves when the UPDATE matched nothing.
-    async fn try_settle(&self, s: &Settlement) -> Result<Option<TaskRecord>, sqlx::Error> {
-        let (status, kind) = if s.completed {
-            (TaskStatus::Completed, EntryKind::Capture)
-        } else {
-            (TaskStatus::Failed, EntryKind::Refund)
-        };
-        let (reference, memo) = LedgerEntry::task_reference(&s.task_id, kind);
-        let mut tx = self.begin_write().await?;
-        let rows = sqlx::query(
-            r#"
-            UPDATE tasks SET status = $1, response_status = $2, response_body = $3,
-                artifact_id = $4, artifact = $5, settled_at = $6
-            WHERE id = $7 AND status = 'in_flight'
-            RETURNING account_id, key_id, domain, action, cost, idempotency_key, fingerprint,
-                created_at;
-
-            UPDATE authority_spends SET released_at = $6
-            WHERE task_id = $7 AND released_at IS NULL AND $8
-                AND EXISTS (SELECT 1 FROM tasks WHERE id = $7 AND artifact_id = $4);
-
-            UPDATE accounts
-            SET held = held - t.cost, spendable = spendable + CASE WHEN $9 THEN 0 ELSE t.cost END
-            FROM (SELECT account_id, cost FROM tasks
-                  WHERE id = $7 AND artifact_id = $4 AND cost > 0) AS t
-            WHERE accounts.id = t.account_id;
-
-            INSERT INTO ledger_entries
-                (id, account_id, kind, delta, balance_after, reference, memo, created_at)
-            SELECT $10, t.account_id, $11, CASE WHEN $9 THEN 0 ELSE t.cost END, a.spendable,
-                $12, $13, $6
-            FROM tasks AS t JOIN accounts AS a ON a.id = t.account_id
-            WHERE t.id = $7 AND t.artifact_id = $4 AND t.cost > 0
-            "#,
-        )
-        .bind(status.as_str())
-        .bind(i64::from(s.response_status))
-        .bind(&s.response_body)
-        .bind(s.artifact_id.as_str())
-        .bind(&s.artifact)
-        .bind(millis(s.at))
-        .bind(s.task_id.as_str())
-        // A payment that surely did not happen gives its authority spend back.
-        .bind(s.release_spend && !s.completed)
-        .bind(s.completed)
-        .bind(s.entry.as_str())
-        .bind(kind.as_str())
-        .bind(reference)
-        .bind(memo)
-        .fetch_all(&mut *tx)
-        .await?;
-        let Some(row) = rows.first() else {
+        Ok(_) => {}
+        Err(e) if is_foreign_key_violation(&e) => {
+            undo_item(conn).await?;
             return Ok(None);
-        };
-        let task = settled_task(row, s, status).map_err(undecodable)?;
-        tx.commit().await?;
-        Ok(Some(task))
+        }
+        Err(e) => return Err(e),
     }
+    // The authority before the balance (a refusal says more); either refusal rolls the item
+    // back, taking the task row and the spend with it.
+    if let Err(refusal) = spend_authority(conn, task).await? {
+        undo_item(conn).await?;
+        return Ok(Some(BeginOutcome::AuthorityRefused(refusal)));
+    }
+    if task.cost > 0 {
+        let balance_after: Option<i64> = sqlx::query_scalar(
+            "UPDATE accounts SET spendable = spendable - $1, held = held + $1 \
+             WHERE id = $2 AND spendable >= $1 RETURNING spendable",
+        )
+        .bind(task.cost)
+        .bind(task.account_id.as_str())
+        .fetch_optional(&mut *conn)
+        .await?;
+        let Some(balance_after) = balance_after else {
+            let spendable: i64 = sqlx::query_scalar("SELECT spendable FROM accounts WHERE id = $1")
+                .bind(task.account_id.as_str())
+                .fetch_one(&mut *conn)
+                .await?;
+            undo_item(conn).await?;
+            return Ok(Some(BeginOutcome::InsufficientCredits { spendable }));
+        };
+        let hold = LedgerEntry::for_task(
+            task.hold_entry.clone(),
+            task.account_id.clone(),
+            &task.id,
+            EntryKind::Hold,
+            -task.cost,
+            balance_after,
+            task.created_at,
+        );
+        insert_entry(conn, &hold).await?;
+    }
+    sqlx::query("RELEASE item").execute(&mut *conn).await?;
+    Ok(Some(BeginOutcome::Started(TaskRecord::started(task))))
+}
+
+/// A settlement as one item of a group; `None`: the task was not in flight (unknown, or
+/// settled before). One multi-statement query inside the item's savepoint: the task's UPDATE
+/// matches only a task in flight and stores this settlement's artifact id, which is new;
+/// every later statement acts only on the task holding that artifact id, so nothing moves
+/// when the UPDATE matched nothing.
+pub(super) async fn settle(
+    conn: &mut SqliteConnection,
+    s: &Settlement,
+) -> Result<Option<TaskRecord>, sqlx::Error> {
+    let (status, kind) = if s.completed {
+        (TaskStatus::Completed, EntryKind::Capture)
+    } else {
+        (TaskStatus::Failed, EntryKind::Refund)
+    };
+    let (reference, memo) = LedgerEntry::task_reference(&s.task_id, kind);
+    let rows = sqlx::query(
+        r#"
+        SAVEPOINT item;
+
+        UPDATE tasks SET status = $1, response_status = $2, response_body = $3,
+            artifact_id = $4, artifact = $5, settled_at = $6
+        WHERE id = $7 AND status = 'in_flight'
+        RETURNING account_id, key_id, domain, action, cost, idempotency_key, fingerprint,
+            created_at;
+
+        UPDATE authority_spends SET released_at = $6
+        WHERE task_id = $7 AND released_at IS NULL AND $8
+            AND EXISTS (SELECT 1 FROM tasks WHERE id = $7 AND artifact_id = $4);
+
+        UPDATE accounts
+        SET held = held - t.cost, spendable = spendable + CASE WHEN $9 THEN 0 ELSE t.cost END
+        FROM (SELECT account_id, cost FROM tasks
+              WHERE id = $7 AND artifact_id = $4 AND cost > 0) AS t
+        WHERE accounts.id = t.account_id;
+
+        INSERT INTO ledger_entries
+            (id, account_id, kind, delta, balance_after, reference, memo, created_at)
+        SELECT $10, t.account_id, $11, CASE WHEN $9 THEN 0 ELSE t.cost END, a.spendable,
+            $12, $13, $6
+        FROM tasks AS t JOIN accounts AS a ON a.id = t.account_id
+        WHERE t.id = $7 AND t.artifact_id = $4 AND t.cost > 0;
+
+        RELEASE item
+        "#,
+    )
+    .bind(status.as_str())
+    .bind(i64::from(s.response_status))
+    .bind(&s.response_body)
+    .bind(s.artifact_id.as_str())
+    .bind(&s.artifact)
+    .bind(millis(s.at))
+    .bind(s.task_id.as_str())
+    // A payment that surely did not happen gives its authority spend back.
+    .bind(s.release_spend && !s.completed)
+    .bind(s.completed)
+    .bind(s.entry.as_str())
+    .bind(kind.as_str())
+    .bind(reference)
+    .bind(memo)
+    .fetch_all(&mut *conn)
+    .await?;
+    rows.first()
+        .map(|row| settled_task(row, s, status).map_err(undecodable))
+        .transpose()
 }
 
 #[async_trait]
 impl TaskStore for SqliteStore {
     async fn begin_task(&self, task: &NewTask) -> Result<BeginOutcome, TaskError> {
-        let begun = match task.authority_spend {
-            None => self.begin_plain(task).await,
-            Some(_) => self.begin_with_authority(task).await,
-        };
-        match begun {
-            Ok(outcome) => Ok(outcome),
-            Err(sqlx::Error::RowNotFound) => Err(TaskError::UnknownAccount),
+        match self.group.begin(task).await {
+            Ok(Some(outcome)) => Ok(outcome),
+            Ok(None) => Err(TaskError::UnknownAccount),
             Err(e) => Err(backend(e, "beginning task").into()),
         }
     }
 
     async fn settle_task(&self, settlement: &Settlement) -> Result<SettleOutcome, TaskError> {
-        match self.try_settle(settlement).await {
+        match self.group.settle(settlement).await {
             Ok(Some(task)) => Ok(SettleOutcome::Settled(task)),
             // Not in flight; or a settlement of the same task won with a unique value.
             Ok(None) => self.settled_before(&settlement.task_id).await,

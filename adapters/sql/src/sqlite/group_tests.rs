@@ -1,0 +1,343 @@
+//! The group writer against the same calls made one at a time: many begins and settles queued
+//! at once (one account and one idempotency key shared, too little credit for some, an unknown
+//! account, an authority's limit, items forced to fail, a transaction lost mid-group) get
+//! exactly the answers, books and tasks that a sequential run of the same calls gets.
+//!
+//! The grouped run queues every call in order on a single-threaded runtime (each future polled
+//! once, yielding to the writer at random points, so groups of every size form); the writer
+//! runs items in queue order, which is the order of the sequential run.
+
+use chrono::{DateTime, TimeZone, Utc};
+use futures_util::{future::join_all, poll};
+use proptest::{
+    prelude::*,
+    test_runner::{TestCaseError, TestRunner},
+};
+use svc_ports::{
+    Account, AccountId, AccountStore, AmountLimit, ApiKeyId, ArtifactId, AuthorityId,
+    AuthorityInterval, AuthoritySpend, AuthorityStore, CreditAmount, Email, Environment,
+    LedgerEntryId, LedgerStore, NewTask, PaymentAuthority, Plan, Principal, Settlement, TaskId,
+    TaskStatus, TaskStore, billing::Currency, ledger::Grant,
+};
+use ulid::Ulid;
+
+use super::{
+    SqliteStore,
+    group::{Done, Job},
+};
+
+fn t0() -> DateTime<Utc> {
+    Utc.timestamp_millis_opt(1_780_000_000_123).unwrap()
+}
+
+/// The same ids in both runs: `kind` tells what they name, `n` which one.
+fn ulid(kind: u64, n: usize) -> Ulid {
+    Ulid::from_parts(kind, n as u128)
+}
+
+fn account(n: usize) -> AccountId {
+    AccountId::from_ulid(ulid(1, n))
+}
+
+fn authority() -> AuthorityId {
+    AuthorityId::from_ulid(ulid(2, 0))
+}
+
+/// Account 1's funding entry: an id a forced failure reuses (the ledger refuses it).
+fn taken_entry() -> LedgerEntryId {
+    LedgerEntryId::from_ulid(ulid(3, 1))
+}
+
+fn usd() -> Currency {
+    Currency::parse("usd").unwrap()
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Begin {
+        /// 0 and 1 exist; 2 does not.
+        account: usize,
+        cost: i64,
+        key: Option<u8>,
+        params: u8,
+        /// Under account 0's authority (4 a day), spending this much.
+        spend: Option<i64>,
+        /// Its hold reuses a taken ledger entry id: the item fails after writing the task.
+        bad_entry: bool,
+    },
+    Settle {
+        /// Which begin (of all in the sequence) it settles.
+        nth: usize,
+        completed: bool,
+        bad_entry: bool,
+    },
+    /// An item that ends the whole transaction, as SQLite does on an I/O error.
+    Lose,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let begin = (
+        prop_oneof![6 => Just(0usize), 2 => Just(1), 1 => Just(2)],
+        0..4i64,
+        proptest::option::of(0..3u8),
+        0..2u8,
+        proptest::option::weighted(0.3, 1..3i64),
+        proptest::bool::weighted(0.1),
+    )
+        .prop_map(|(account, cost, key, params, spend, bad_entry)| Op::Begin {
+            account,
+            cost,
+            key,
+            params,
+            spend,
+            bad_entry,
+        });
+    let settle = (0..40usize, any::<bool>(), proptest::bool::weighted(0.1)).prop_map(
+        |(nth, completed, bad_entry)| Op::Settle {
+            nth,
+            completed,
+            bad_entry,
+        },
+    );
+    prop_oneof![6 => begin, 4 => settle, 1 => Just(Op::Lose)]
+}
+
+fn job(ops: &[(Op, bool)], i: usize) -> Job {
+    let begins: Vec<usize> = (0..ops.len())
+        .filter(|&j| matches!(ops[j].0, Op::Begin { .. }))
+        .collect();
+    match &ops[i].0 {
+        Op::Begin {
+            account: a,
+            cost,
+            key,
+            params,
+            spend,
+            bad_entry,
+        } => Job::Begin(NewTask {
+            id: TaskId::from_ulid(ulid(4, i)),
+            account_id: account(*a),
+            key_id: ApiKeyId::from_ulid(ulid(5, 0)),
+            domain: "shop.example.com".into(),
+            action: "place_order".into(),
+            cost: *cost,
+            idempotency_key: key.map(|k| format!("k{k}")),
+            fingerprint: format!("p{params}"),
+            hold_entry: if *bad_entry {
+                taken_entry()
+            } else {
+                LedgerEntryId::from_ulid(ulid(6, i))
+            },
+            authority_spend: spend.map(|amount| AuthoritySpend {
+                authority_id: authority(),
+                amount,
+                currency: usd(),
+                scope: "order".into(),
+            }),
+            created_at: t0(),
+        }),
+        Op::Settle {
+            nth,
+            completed,
+            bad_entry,
+        } => Job::Settle(Settlement {
+            // With no begin at all, a task that does not exist.
+            task_id: TaskId::from_ulid(ulid(
+                4,
+                begins.get(nth % begins.len().max(1)).map_or(999, |&j| j),
+            )),
+            completed: *completed,
+            release_spend: !completed,
+            response_status: if *completed { 200 } else { 502 },
+            response_body: format!("{{\"completed\": {completed}}}"),
+            artifact_id: ArtifactId::from_ulid(ulid(7, i)),
+            artifact: "{\"signed\": true}".into(),
+            entry: if *bad_entry {
+                taken_entry()
+            } else {
+                LedgerEntryId::from_ulid(ulid(8, i))
+            },
+            at: t0(),
+        }),
+        Op::Lose => Job::LoseTransaction,
+    }
+}
+
+/// An answer as text: the stores' errors and records compare by their full description.
+fn show(answer: Result<Done, sqlx::Error>) -> String {
+    match answer {
+        Ok(Done::Begun(outcome)) => format!("begun {outcome:?}"),
+        Ok(Done::Settled(task)) => format!("settled {task:?}"),
+        Err(e) => format!("error {e}"),
+    }
+}
+
+/// A fresh store with accounts 0 (`credits`) and 1 (3 credits), and account 0's authority.
+async fn store(dir: &tempfile::TempDir, name: &str, credits: i64) -> SqliteStore {
+    let url = format!("sqlite://{}", dir.path().join(name).display());
+    let store = SqliteStore::open(&url).await.unwrap();
+    for (n, credits) in [(0, credits), (1, 3)] {
+        store
+            .create_account(&Account {
+                id: account(n),
+                email: Email::parse(&format!("a{n}@example.com")).unwrap(),
+                plan: Plan::Free,
+                environment: Environment::Live,
+                created_at: t0(),
+            })
+            .await
+            .unwrap();
+        if credits == 0 {
+            continue;
+        }
+        store
+            .grant(&Grant {
+                id: LedgerEntryId::from_ulid(ulid(3, n)),
+                account_id: account(n),
+                amount: CreditAmount::new(credits).unwrap(),
+                reference: None,
+                memo: "fund".into(),
+                at: t0(),
+            })
+            .await
+            .unwrap();
+    }
+    store
+        .insert_authority(&PaymentAuthority {
+            authority_id: authority(),
+            principal: Principal {
+                kind: "agent".into(),
+                id: "agent-7".into(),
+                agent_provider: "example-agents".into(),
+            },
+            scope: vec!["order".into()],
+            amount_limit: AmountLimit::new(4, AuthorityInterval::Day).unwrap(),
+            currency: usd(),
+            expires_at: t0() + chrono::Duration::days(30),
+            revocation_url: "https://svc.example/authorities/revoke".into(),
+            receipt_required: false,
+            verification_required: false,
+            created_at: t0(),
+            account_id: account(0),
+            created_by: "human@example.com".into(),
+            revoked_at: None,
+        })
+        .await
+        .unwrap();
+    store
+}
+
+/// Everything the calls could have written, as text.
+async fn books(store: &SqliteStore, ops: &[(Op, bool)]) -> Vec<String> {
+    let mut books = Vec::new();
+    for n in 0..2 {
+        books.push(format!("{:?}", store.balance(&account(n)).await.unwrap()));
+        books.push(format!(
+            "{:?}",
+            store.entries(&account(n), 1000).await.unwrap()
+        ));
+    }
+    for i in 0..ops.len() {
+        let task = store
+            .task(&TaskId::from_ulid(ulid(4, i)), None)
+            .await
+            .unwrap();
+        books.push(format!("{task:?}"));
+    }
+    books.push(format!(
+        "{:?}",
+        store.authority_spends(&authority()).await.unwrap()
+    ));
+    books
+}
+
+/// Every item answered with an error wrote nothing; spendable is the sum of the entries and
+/// held the cost of the tasks in flight.
+async fn books_hold(
+    store: &SqliteStore,
+    ops: &[(Op, bool)],
+    answers: &[String],
+) -> Result<(), TestCaseError> {
+    let mut held = [0i64; 2];
+    for (i, (op, _)) in ops.iter().enumerate() {
+        let failed = answers[i].starts_with("error");
+        match (op, job(ops, i)) {
+            (Op::Begin { .. }, Job::Begin(t)) => {
+                let task = store.task(&t.id, None).await.unwrap();
+                prop_assert!(
+                    !(failed && task.is_some()),
+                    "failed begin {i} wrote its task"
+                );
+                if let Some(task) = task
+                    && task.status == TaskStatus::InFlight
+                {
+                    held[if task.account_id == account(0) { 0 } else { 1 }] += task.cost;
+                }
+            }
+            (Op::Settle { .. }, Job::Settle(s)) if failed => {
+                let task = store.task(&s.task_id, None).await.unwrap();
+                prop_assert!(
+                    task.is_none_or(|t| t.artifact_id.as_ref() != Some(&s.artifact_id)),
+                    "failed settle {i} wrote its settlement"
+                );
+            }
+            _ => {}
+        }
+    }
+    for (n, held) in held.into_iter().enumerate() {
+        let balance = store.balance(&account(n)).await.unwrap();
+        let entries = store.entries(&account(n), 1000).await.unwrap();
+        prop_assert_eq!(
+            balance.spendable,
+            entries.iter().map(|e| e.delta).sum::<i64>()
+        );
+        prop_assert_eq!(balance.held, held);
+    }
+    Ok(())
+}
+
+#[test]
+fn grouped_calls_answer_and_book_as_sequential_calls_do() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let config = proptest::test_runner::Config {
+        cases: 64,
+        failure_persistence: None,
+        ..Default::default()
+    };
+    let ops = proptest::collection::vec((op(), proptest::bool::weighted(0.1)), 1..100);
+    let credits = 0..12i64;
+    TestRunner::new(config)
+        .run(&(ops, credits), |(ops, credits)| {
+            runtime.block_on(async {
+                let dir = tempfile::tempdir().unwrap();
+                let one_by_one = store(&dir, "one_by_one.db", credits).await;
+                let mut expected = Vec::new();
+                for i in 0..ops.len() {
+                    expected.push(show(one_by_one.group.run(job(&ops, i)).await));
+                }
+
+                let grouped = store(&dir, "grouped.db", credits).await;
+                let mut calls: Vec<_> = (0..ops.len())
+                    .map(|i| Box::pin(grouped.group.run(job(&ops, i))))
+                    .collect();
+                for (i, call) in calls.iter_mut().enumerate() {
+                    // The first poll queues the call; its answer waits for the writer.
+                    assert!(poll!(call.as_mut()).is_pending());
+                    if ops[i].1 {
+                        // The writer takes what is queued so far as one group.
+                        tokio::task::yield_now().await;
+                    }
+                }
+                let answers: Vec<String> = join_all(calls).await.into_iter().map(show).collect();
+
+                prop_assert_eq!(&answers, &expected);
+                prop_assert_eq!(books(&grouped, &ops).await, books(&one_by_one, &ops).await);
+                // Both runs share the code under test: the books must also hold on their own.
+                books_hold(&grouped, &ops, &answers).await
+            })
+        })
+        .unwrap();
+}
