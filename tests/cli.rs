@@ -466,9 +466,9 @@ fn scan_prints_the_report_and_fails_under_a_threshold() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("below 97"));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    // 25 scored checks (web_mcp is informational) less llms_txt_links (nothing to follow:
-    // neutral); 23 of 24 pass.
-    assert_eq!(report["score"], 23 * 100 / 24);
+    // 26 scored checks (web_bot_auth is informational) less llms_txt_links (nothing to
+    // follow: neutral); 24 of 25 pass.
+    assert_eq!(report["score"], 24 * 100 / 25);
     assert_eq!(report["level"], 4);
     assert_eq!(
         report["next_level"]["missing"],

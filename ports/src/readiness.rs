@@ -150,8 +150,10 @@ impl CheckId {
     }
 
     /// Informational checks never count in the score or the level: they pass or are neutral.
+    /// Only Web Bot Auth: a site that sends no bots needs no directory. (`web_mcp` is scored; it
+    /// is neutral only when no browser could run the page.)
     pub fn informational(self) -> bool {
-        matches!(self, CheckId::WebBotAuth | CheckId::WebMcp)
+        matches!(self, CheckId::WebBotAuth)
     }
 
     /// Checks that count only when the home page shows commerce (prices, a cart, offers);
@@ -182,8 +184,9 @@ pub enum CheckStatus {
     Pass,
     Warn,
     Fail,
-    /// Not judged: an informational check that found nothing, or a commerce check on a site
-    /// that sells nothing. Not counted in the score.
+    /// Not judged: an informational check that found nothing, a commerce check on a site
+    /// that sells nothing, or `web_mcp` when no browser could run the page. Not counted in the
+    /// score.
     Neutral,
 }
 
@@ -536,8 +539,15 @@ mod tests {
         assert_eq!(score(&checks), 100);
         set(&mut checks, CheckId::Forms, CheckStatus::Fail);
         set(&mut checks, CheckId::Sitemap, CheckStatus::Warn);
-        // 25 scored (27 less web_bot_auth and web_mcp; x402 neutral: 24), 22 pass.
+        // 26 scored (27 less web_bot_auth; x402 and web_mcp neutral: 24), 22 pass.
         assert_eq!(score(&checks), 22 * 100 / 24);
+        // web_mcp is scored: run in a browser and failing, it counts against the site.
+        set(&mut checks, CheckId::WebMcp, CheckStatus::Fail);
+        assert_eq!(score(&checks), 22 * 100 / 25);
+        assert_eq!(CheckId::WebMcp.weight(), 1);
+        // web_bot_auth never counts, whatever its status.
+        set(&mut checks, CheckId::WebBotAuth, CheckStatus::Fail);
+        assert_eq!(score(&checks), 22 * 100 / 25);
         assert_eq!(score(&all(CheckStatus::Fail)), 0);
         assert_eq!(score(&all(CheckStatus::Neutral)), 0);
     }

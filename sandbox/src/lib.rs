@@ -30,5 +30,7 @@ pub use demo_site::{DEMO_HOST, DemoSite};
 pub use memory::MemoryStore;
 pub use outbox::MemoryOutbox;
 pub use payments::{Delivery, SANDBOX_PROVIDER_KEY, SandboxPaymentProvider};
-pub use readiness_sites::{LACKING, NEVER_HOST, READY_HOST, ReadinessSites, lacking_host};
+pub use readiness_sites::{
+    BLOG_HOST, LACKING, NEVER_HOST, READY_HOST, ReadinessSites, lacking_host,
+};
 pub use sites::{ActionSite, ActionSites, BOOKING_HOST, FLAKY_HOST, SHOP_HOST};

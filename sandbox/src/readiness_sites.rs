@@ -1,9 +1,10 @@
 //! Sites for the readiness scan: one wiremock server that answers, by `Host`, for a complete
 //! agent-ready shop (`ready.sandbox.test`), for one site per check that lacks exactly that
 //! thing (`lacks-llms-txt.sandbox.test`, ...), and for a site that never answers
-//! (`never.sandbox.test`). A scan of the ready site passes every scored check; a scan of a
-//! lacking site fails exactly the check named in its host (an informational check is neutral
-//! there instead).
+//! (`never.sandbox.test`), and for a tea blog that sells nothing (`blog.sandbox.test`). A scan
+//! of the ready site passes every scored check; a scan of a lacking site fails exactly the
+//! check named in its host (an informational check is neutral there instead); a scan of the
+//! blog passes every check but the commerce ones, which are neutral (not scored).
 
 use std::{net::SocketAddr, time::Duration};
 
@@ -14,6 +15,12 @@ use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate, matchers::a
 pub const READY_HOST: &str = "ready.sandbox.test";
 /// Accepts connections and answers nothing for a minute.
 pub const NEVER_HOST: &str = "never.sandbox.test";
+/// The ready site as a blog: no prices, cart or schema.org store on its home page, and none of
+/// the commerce files or answers (agent commerce files, x402, UCP, ACP, AP2).
+pub const BLOG_HOST: &str = "blog.sandbox.test";
+
+/// The checks scored only on a site whose home page sells; the blog serves none of them.
+const COMMERCE: &[&str] = &["commerce_files", "x402", "ucp", "acp", "ap2"];
 
 /// What each lacking site leaves out, by the id of the check that must fail (every check).
 pub const LACKING: &[&str] = &[
@@ -71,7 +78,7 @@ impl ReadinessSites {
 
     /// Every host this server answers for.
     pub fn hosts(&self) -> Vec<String> {
-        [READY_HOST, NEVER_HOST]
+        [READY_HOST, NEVER_HOST, BLOG_HOST]
             .into_iter()
             .map(str::to_owned)
             .chain(LACKING.iter().map(|c| lacking_host(c)))
@@ -127,11 +134,12 @@ impl Respond for Site {
             .and_then(|h| h.strip_suffix(".sandbox.test"))
             .map(|c| c.replace('-', "_"))
             .unwrap_or_default();
-        if host != READY_HOST && !LACKING.contains(&lacks.as_str()) {
+        let blog = host == BLOG_HOST;
+        if host != READY_HOST && !blog && !LACKING.contains(&lacks.as_str()) {
             return not_found();
         }
         let origin = format!("http://{host_header}");
-        let has = |check: &str| lacks != check;
+        let has = |check: &str| lacks != check && !(blog && COMMERCE.contains(&check));
         let accept = request
             .headers
             .get("accept")
@@ -173,7 +181,7 @@ impl Respond for Site {
                 "text/html; charset=utf-8",
                 "<!doctype html><title>Example Tea Shop</title><h1>Teas from $4</h1>",
             ),
-            ("GET", "/index.md") if has("markdown_mirror") => markdown(),
+            ("GET", "/index.md") if has("markdown_mirror") => markdown(blog),
             ("GET", "/openapi.json") if has("openapi") => json_answer(openapi(&origin)),
             ("GET", "/.well-known/api-catalog") if has("api_catalog") => typed_json(
                 "application/linkset+json; profile=\"https://www.rfc-editor.org/info/rfc9727\"",
@@ -266,10 +274,15 @@ impl Respond for Site {
                 "checkout_sessions": format!("{origin}/acp/checkout_sessions")
             })),
             ("GET", "/") if accept.contains("text/markdown") && has("markdown_negotiation") => {
-                markdown()
+                markdown(blog)
             }
             ("GET", "/") => {
-                let mut page = text(200, "text/html; charset=utf-8", home_page(&lacks))
+                let body = if blog {
+                    blog_home_page()
+                } else {
+                    home_page(&lacks)
+                };
+                let mut page = text(200, "text/html; charset=utf-8", body)
                     .insert_header("vary", "Accept");
                 if has("link_headers") {
                     page = page.insert_header(
@@ -284,14 +297,15 @@ impl Respond for Site {
     }
 }
 
-fn markdown() -> ResponseTemplate {
-    text(
-        200,
-        "text/markdown; charset=utf-8",
-        "# Example Tea Shop\n\nLoose-leaf tea. Sencha, $12.50.\n",
-    )
-    .insert_header("vary", "Accept")
-    .insert_header("x-markdown-tokens", "14")
+fn markdown(blog: bool) -> ResponseTemplate {
+    let body = if blog {
+        "# Example Tea Notes\n\nNotes on brewing loose-leaf tea.\n"
+    } else {
+        "# Example Tea Shop\n\nLoose-leaf tea. Sencha, $12.50.\n"
+    };
+    text(200, "text/markdown; charset=utf-8", body)
+        .insert_header("vary", "Accept")
+        .insert_header("x-markdown-tokens", "14")
 }
 
 fn robots(origin: &str, lacks: &str) -> ResponseTemplate {
@@ -387,6 +401,17 @@ fn home_page(lacks: &str) -> String {
     };
     format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Example Tea Shop</title>{json_ld}</head><body><h1>Example Tea Shop</h1><p>Loose-leaf tea, sold online. Sencha, $12.50 <button>Add to cart</button></p>{form}{web_mcp}</body></html>"
+    )
+}
+
+/// The blog's home page: the ready site's agent affordances (JSON-LD, a labelled search form,
+/// WebMCP), and nothing that reads as commerce (no price, cart, checkout or schema.org store).
+fn blog_home_page() -> String {
+    let json_ld = r#"<script type="application/ld+json">{"@context":"https://schema.org","@type":"Blog","name":"Example Tea Notes"}</script>"#;
+    let form = r#"<form method="get" action="/search"><label for="q">Search the notes</label><input id="q" name="q" type="search"><button type="submit">Search</button></form>"#;
+    let web_mcp = r#"<script>if (navigator.modelContext) { navigator.modelContext.registerTool({name: "search_notes", description: "Search the notes", inputSchema: {type: "object", properties: {q: {type: "string"}}}, execute: async ({q}) => ({q})}); }</script>"#;
+    format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Example Tea Notes</title>{json_ld}</head><body><h1>Example Tea Notes</h1><p>How long to steep a sencha, and why water temperature matters.</p>{form}{web_mcp}</body></html>"
     )
 }
 

@@ -28,7 +28,7 @@ use svc_ports::{
 };
 use svc_render::{ChromiumRenderer, RenderConfig};
 pub use svc_sandbox::{
-    ACCESS_TOKEN_SECONDS, ActionSites, BOOKING_ACCOUNT, DemoSite, LACKING, NEVER_HOST,
+    ACCESS_TOKEN_SECONDS, ActionSites, BLOG_HOST, BOOKING_ACCOUNT, DemoSite, LACKING, NEVER_HOST,
     OTHER_BOOKING_ACCOUNT, READY_HOST, ReadinessSites, SHOP_HOST, SandboxAuthServer,
     SandboxPaymentProvider, lacking_host,
 };

@@ -121,7 +121,8 @@ async fn served_schemas_are_valid_draft_2020_12_and_the_spec_fields_validate() {
 }
 
 /// Every `](url)` link of llms.txt, every URL-valued field of the JSON discovery files on this
-/// origin, and every tool they name.
+/// origin (the commerce files too: nothing claimed that is not served), and every tool they
+/// name.
 #[tokio::test]
 async fn discovery_files_name_only_things_that_exist() {
     let app = TestApp::builder().outbox().spawn().await;
@@ -153,12 +154,25 @@ async fn discovery_files_name_only_things_that_exist() {
     ] {
         collect(&app.get_json(path).await, &mut urls);
     }
+    // What the service says it sells and how payments travel: every URL of its own they name
+    // must be served.
+    let mut commerce = Vec::new();
+    for path in [
+        "/.well-known/agent-commerce.json",
+        "/.well-known/payment-protocols.json",
+    ] {
+        collect(&app.get_json(path).await, &mut commerce);
+    }
+    let own = |u: &&String| u.starts_with(&app.base_url) && u.len() > app.base_url.len() + 1;
+    let commerce_own = commerce.iter().filter(own).count();
+    assert!(
+        commerce_own >= 10,
+        "the commerce files name only {commerce_own} URLs of the service: {commerce:?}"
+    );
+    urls.extend(commerce);
     let mut checked = 0;
     // Bare origins are identifiers (an RFC 8414 issuer, an RFC 9728 resource), not endpoints.
-    for url in urls
-        .iter()
-        .filter(|u| u.starts_with(&app.base_url) && u.len() > app.base_url.len() + 1)
-    {
+    for url in urls.iter().filter(own) {
         let url = url.replace("{task_id}", "task_01ARZ3NDEKTSV4RRFFQ69G5FAV");
         let get = app.http.get(&url).send().await.unwrap().status().as_u16();
         // POST-only endpoints answer GET with 405; anything but 404 means it exists.

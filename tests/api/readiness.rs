@@ -3,7 +3,8 @@
 
 use futures_util::StreamExt;
 use serde_json::{Value, json};
-use svc::startup::{LACKING, NEVER_HOST, READY_HOST, lacking_host};
+use svc::startup::{BLOG_HOST, LACKING, NEVER_HOST, READY_HOST, lacking_host};
+use svc_ports::CheckId;
 
 use crate::helpers::{TestApp, problem};
 
@@ -54,6 +55,20 @@ async fn the_services_own_site_passes_and_the_report_reads_back() {
         .map(|(id, status, summary)| format!("{id} {status}: {summary}"))
         .collect();
     assert_eq!(failing, Vec::<String>::new(), "{report:#}");
+    // Neutral is no judgement, so the set is pinned: a check drifting to neutral is caught.
+    // The service supports none of x402, UCP, ACP or AP2, and its home page sells nothing,
+    // so those four are not scored; everything else is judged.
+    let neutral: Vec<(String, String)> = statuses(&report)
+        .into_iter()
+        .filter(|(_, status, _)| status == "neutral")
+        .map(|(id, _, summary)| (id, summary))
+        .collect();
+    let ids: Vec<&str> = neutral.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(ids, ["x402", "ucp", "acp", "ap2"], "{report:#}");
+    for (id, summary) in &neutral {
+        assert!(summary.contains("shows no commerce"), "{id}: {summary}");
+    }
+    assert_eq!(check_of(&report, "web_bot_auth")["status"], "pass");
     assert_eq!(report["checks"].as_array().unwrap().len(), 27);
     assert_eq!(report["score"], 100, "every scored check passes");
     assert_eq!(report["level"], 5);
@@ -116,6 +131,15 @@ async fn the_services_own_site_passes_and_the_report_reads_back() {
     assert!(html.contains("id=\"check-mcp_probe\""));
 }
 
+/// Text as the report page's templates escape it.
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
 fn check_of<'a>(report: &'a Value, id: &str) -> &'a Value {
     report["checks"]
         .as_array()
@@ -162,15 +186,18 @@ async fn each_site_built_to_lack_one_thing_fails_exactly_that_check() {
     .buffered(4)
     .collect()
     .await;
+    let mut failed_somewhere = std::collections::BTreeSet::new();
     for (check, report) in reports {
-        let informational = matches!(check, "web_bot_auth" | "web_mcp");
+        let informational = CheckId::parse(check).unwrap().informational();
         // The checks that fail or warn (neutral is no judgement) are exactly the one built
-        // to be missing; an informational one is neutral instead.
+        // to be missing; an informational one is neutral instead. web_mcp is scored: the
+        // page, run in headless Chromium, registers no tools, so it fails.
         let failing: Vec<String> = not_passing(&report)
             .into_iter()
             .filter(|(_, status, _)| status != "neutral")
             .map(|(id, _, _)| id)
             .collect();
+        failed_somewhere.extend(failing.iter().cloned());
         let lacked = check_of(&report, check);
         if informational {
             assert_eq!(failing, Vec::<String>::new(), "{check}: {report:#}");
@@ -192,6 +219,75 @@ async fn each_site_built_to_lack_one_thing_fails_exactly_that_check() {
             "{lacked}"
         );
     }
+    // Every scored check has a fixture site that fails it: a new check cannot skip its site.
+    let scored: std::collections::BTreeSet<String> = CheckId::ALL
+        .into_iter()
+        .filter(|c| !c.informational())
+        .map(|c| c.as_str().to_owned())
+        .collect();
+    assert_eq!(failed_somewhere, scored);
+    assert!(scored.contains("web_mcp"));
+}
+
+#[tokio::test]
+async fn a_site_that_sells_nothing_is_not_scored_on_commerce() {
+    let app = TestApp::builder().readiness_sites().await.spawn().await;
+    let sites = app._readiness.clone().unwrap();
+    let blog: Value = scan(&app, &sites.origin(BLOG_HOST))
+        .await
+        .json()
+        .await
+        .unwrap();
+    // The blog serves no commerce file, x402 answer, UCP, ACP or AP2: neutral, not failing,
+    // because its home page shows nothing for sale. Everything else passes.
+    let open: Vec<(String, String)> = not_passing(&blog)
+        .into_iter()
+        .map(|(id, status, _)| (id, status))
+        .collect();
+    let neutral = |id: &str| (id.to_owned(), "neutral".to_owned());
+    assert_eq!(
+        open,
+        ["commerce_files", "x402", "ucp", "acp", "ap2"].map(neutral),
+        "{blog:#}"
+    );
+    for id in ["commerce_files", "x402", "ucp", "acp", "ap2"] {
+        let c = check_of(&blog, id);
+        assert!(
+            c["summary"].as_str().unwrap().contains("shows no commerce"),
+            "{c}"
+        );
+    }
+    assert_eq!(blog["score"], 100);
+    assert_eq!(blog["level"], 5);
+}
+
+#[tokio::test]
+async fn without_a_browser_web_mcp_is_neutral_and_not_scored() {
+    let app = TestApp::builder()
+        .readiness_sites()
+        .await
+        .runtime(|r| r.render.chromium = String::new())
+        .spawn()
+        .await;
+    let sites = app._readiness.clone().unwrap();
+    // The site whose page registers no tools: without a browser nothing can tell, so the
+    // check is neutral and the site loses nothing for it.
+    let report: Value = scan(&app, &sites.origin(&lacking_host("web_mcp")))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let web_mcp = check_of(&report, "web_mcp");
+    assert_eq!(web_mcp["status"], "neutral", "{web_mcp}");
+    assert!(
+        web_mcp["summary"]
+            .as_str()
+            .unwrap()
+            .contains("browser is unavailable"),
+        "{web_mcp}"
+    );
+    assert_eq!(report["score"], 100, "{report:#}");
+    assert_eq!(not_passing(&report).len(), 1, "{report:#}");
 }
 
 #[tokio::test]
@@ -342,6 +438,26 @@ async fn agents_get_the_report_as_markdown_and_people_a_badge() {
     );
     assert!(html.contains("<li class=\"next\" id=\"rung-2\">"), "{html}");
     assert!(html.contains("href=\"#check-content_signals\""), "{html}");
+    // The failing check's row shows its fix and the URL it read (HTML-escaped as the page
+    // writes text).
+    let failing = check_of(&report, "content_signals");
+    assert_eq!(failing["status"], "fail");
+    let row = html
+        .split("<tr id=\"check-content_signals\">")
+        .nth(1)
+        .and_then(|rest| rest.split("</tr>").next())
+        .unwrap_or_else(|| panic!("no content_signals row: {html}"));
+    let fix = failing["recommendation"].as_str().unwrap();
+    assert!(
+        row.contains(&format!("<strong>Fix:</strong> {}", escape(fix))),
+        "{row}"
+    );
+    let evidence_url = failing["evidence"][0]["url"].as_str().unwrap();
+    assert!(evidence_url.ends_with("/robots.txt"), "{evidence_url}");
+    assert!(
+        row.contains(&format!("<div class=\"evidence\">{}", escape(evidence_url))),
+        "{row}"
+    );
     assert!(html.contains(&format!("/readiness/{id}\"")), "{html}");
     assert!(html.contains(&format!("src=\"/readiness/{id}/badge.svg\"")));
 

@@ -324,3 +324,17 @@ impl From<BillingFailure> for ApiProblem {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_busy_scanner_answers_503_with_retry_after() {
+        let p = ApiProblem::from(ScanFailure::Busy);
+        assert_eq!(p.class, FailureClass::Unavailable);
+        assert_eq!(p.class.http_status(), 503);
+        assert_eq!(p.retry_after, Some(std::time::Duration::from_secs(5)));
+        assert!(p.detail.contains("too many scans"), "{}", p.detail);
+    }
+}

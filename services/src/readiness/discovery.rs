@@ -286,6 +286,37 @@ mod tests {
     use crate::readiness::tests::got;
 
     #[test]
+    fn a_server_card_at_the_older_mcp_json_alone_passes() {
+        let card = r#"{"$schema":"https://static.modelcontextprotocol.io/schemas/2025-09-29/server.schema.json","name":"com.example/shop","version":"1.0.0","capabilities":{"tools":{}},"remotes":[{"type":"streamable-http","url":"https://e.com/mcp"}]}"#;
+        // What the scan fetched at each card path, in its order: only /.well-known/mcp.json
+        // answers.
+        let cards: Vec<Got> = crate::readiness::site::CARD_PATHS
+            .iter()
+            .map(|path| {
+                let mut g = if *path == "/.well-known/mcp.json" {
+                    got(200, "application/json", card)
+                } else {
+                    got(404, "text/plain", "not found")
+                };
+                g.url = format!("https://e.com{path}");
+                g
+            })
+            .collect();
+        assert_eq!(cards.len(), 3);
+        let none = got(404, "text/plain", "");
+        let r = judge_mcp_server_card(&cards, &none, &none);
+        assert_eq!(r.status, CheckStatus::Pass, "{r:?}");
+        assert_eq!(
+            r.summary,
+            "MCP server card \"com.example/shop\" at /.well-known/mcp.json"
+        );
+        assert_eq!(
+            mcp_endpoint(&cards, &none, &none).as_deref(),
+            Some("https://e.com/mcp")
+        );
+    }
+
+    #[test]
     fn discovery_files_are_judged_by_what_they_hold() {
         let card = got(
             200,

@@ -1,6 +1,6 @@
 //! Integration documents beyond MCP and A2A: the API catalog (RFC 9727), OAuth authorization
 //! server metadata (RFC 8414 / OpenID discovery), the agent skills index with its digests,
-//! the Web Bot Auth signatures directory, and WebMCP tools on the page.
+//! the Web Bot Auth signatures directory (informational), and WebMCP tools on the page.
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -190,13 +190,21 @@ pub fn judge_agent_skills(index: &Got, legacy: &Got, files: &[Got]) -> CheckResu
             missing(CheckId::AgentSkills, index, "an agent skills index", ADVICE)
         };
     }
+    let name_of = |skill: &Value| skill["name"].as_str().unwrap_or("unnamed").to_owned();
+    // Whether a digest is listed needs no fetch: every skill is looked at for that.
+    let undigested: Vec<String> = listed
+        .iter()
+        .filter(|s| !s["digest"].is_string())
+        .map(name_of)
+        .collect();
     let mut verified = Vec::new();
-    let mut undigested = Vec::new();
     let mut wrong = Vec::new();
-    for (skill, file) in listed.iter().zip(files) {
-        let name = skill["name"].as_str().unwrap_or("unnamed").to_owned();
+    // Only the files fetched (the first MAX_SKILLS) can be verified; the rest are reported
+    // as not checked, never as verified.
+    let fetched = listed.len().min(MAX_SKILLS).min(files.len());
+    for (skill, file) in listed.iter().zip(files).take(fetched) {
+        let name = name_of(skill);
         let Some(want) = skill["digest"].as_str() else {
-            undigested.push(name);
             continue;
         };
         if !file.ok() {
@@ -240,13 +248,32 @@ pub fn judge_agent_skills(index: &Got, legacy: &Got, files: &[Got]) -> CheckResu
             Some(ADVICE),
         );
     }
+    let unchecked = listed.len() - fetched;
+    if unchecked == 0 {
+        return result(
+            CheckId::AgentSkills,
+            CheckStatus::Pass,
+            format!(
+                "{} skills{where_}, digests verified: {}",
+                listed.len(),
+                verified.join(", ")
+            ),
+            evidence,
+            None,
+        );
+    }
+    // A pass with a note, not a warn: the cap is the scan's bound on requests to the site,
+    // not a fault of the site, and every digest it did check matched. The summary says how
+    // many were verified and how many were not checked, so nothing unverified is claimed.
+    let skipped: Vec<String> = listed[fetched..].iter().map(name_of).collect();
     result(
         CheckId::AgentSkills,
         CheckStatus::Pass,
         format!(
-            "{} skills{where_}, digests verified: {}",
+            "{} skills{where_}; digests of the first {fetched} verified: {}; {unchecked} not checked (a scan fetches at most {MAX_SKILLS} skill files): {}",
             listed.len(),
-            verified.join(", ")
+            verified.join(", "),
+            skipped.join(", ")
         ),
         evidence,
         None,
@@ -297,16 +324,28 @@ pub fn judge_web_bot_auth(got: &Got) -> CheckResult {
     }
 }
 
-/// Informational. The rule is that the page, run in a browser, registers tools through
-/// `navigator.modelContext`: `run` is the home page run in the browser (every request through
-/// the guard), `None` when there was no HTML page to run. Passes when it registered tools;
-/// neutral otherwise, and neutral with what the markup says when no browser could run it.
+/// The page, run in a browser, registers tools through `navigator.modelContext`. `run` is the
+/// home page run in the browser (every request through the guard), `None` when there was no
+/// HTML page to run. Scored: tools registered pass; a page that ran and registered none, that
+/// could not be run for a reason of its own, or no HTML page at all, fails. Only when no
+/// browser could judge it (none here, or every tab busy) is it neutral, with what the markup
+/// says: the absence of a browser says nothing about the site.
 pub fn judge_web_mcp(
     home: &Got,
     run: Option<Result<svc_ports::RenderedPage, svc_ports::RenderError>>,
 ) -> CheckResult {
+    use svc_ports::RenderError;
     const ADVICE: &str = "Register your page's actions as WebMCP tools (navigator.modelContext.registerTool or provideContext) so agents in the browser can call them.";
     let mut ev = home.evidence();
+    let fail = |summary: String, ev: Evidence| {
+        result(
+            CheckId::WebMcp,
+            CheckStatus::Fail,
+            summary,
+            vec![ev],
+            Some(ADVICE),
+        )
+    };
     match run {
         Some(Ok(page)) if !page.web_mcp_tools.is_empty() => {
             ev.excerpt = format!("registered: {}", page.web_mcp_tools.join(", "));
@@ -323,27 +362,37 @@ pub fn judge_web_mcp(
         }
         Some(Ok(_)) => {
             ev.excerpt = "run in a browser: no navigator.modelContext registration".to_owned();
-            neutral(
-                CheckId::WebMcp,
-                "the page, run in a browser, registers no WebMCP tools",
-                vec![ev],
-                ADVICE,
+            fail(
+                "the page, run in a browser, registers no WebMCP tools".to_owned(),
+                ev,
             )
         }
-        other => {
-            let why = match other {
-                Some(Err(e)) => format!("not run: {e}"),
-                _ => "not run: no HTML page".to_owned(),
-            };
+        Some(Err(RenderError::Page(e))) => {
+            ev.excerpt = format!("not run: {e}");
+            fail(
+                format!(
+                    "the page could not be run in a browser ({e}), so it registers no WebMCP tools"
+                ),
+                ev,
+            )
+        }
+        None => {
+            if home.error.is_none() {
+                ev.excerpt = "not run: no HTML page".to_owned();
+            }
+            fail("no HTML home page to register WebMCP tools".to_owned(), ev)
+        }
+        Some(Err(e @ (RenderError::Unavailable { .. } | RenderError::Busy))) => {
+            let why = format!("not run: {e}");
             let body = &home.body;
             let mentions = body.contains("navigator.modelContext")
                 || body.contains("modelContext.registerTool")
                 || body.contains("modelContext.provideContext");
             ev.excerpt = why.clone();
             let summary = if mentions {
-                format!("the page's scripts call navigator.modelContext ({why})")
+                format!("the page's scripts call navigator.modelContext ({why}; not scored)")
             } else {
-                format!("no WebMCP registration in the page's markup ({why})")
+                format!("no WebMCP registration in the page's markup ({why}; not scored)")
             };
             neutral(CheckId::WebMcp, summary, vec![ev], ADVICE)
         }
@@ -451,7 +500,67 @@ mod tests {
     }
 
     #[test]
-    fn web_bot_auth_and_web_mcp_are_informational() {
+    fn only_the_skill_files_fetched_count_as_verified() {
+        let body = |i: usize| format!("# Skill {i}\n");
+        let listed: Vec<Value> = (0..MAX_SKILLS + 3)
+            .map(|i| {
+                serde_json::json!({
+                    "name": format!("s{i}"),
+                    "url": format!("s{i}/SKILL.md"),
+                    "digest": format!("sha256:{}", hex(&Sha256::digest(body(i).as_bytes()))),
+                })
+            })
+            .collect();
+        let mut index = got(
+            200,
+            "application/json",
+            &serde_json::json!({ "skills": listed }).to_string(),
+        );
+        index.url = "https://e.com/.well-known/agent-skills/index.json".into();
+        let urls = skill_urls(&index);
+        assert_eq!(urls.len(), MAX_SKILLS);
+        let files: Vec<Got> = (0..MAX_SKILLS)
+            .map(|i| got(200, "text/markdown", &body(i)))
+            .collect();
+        let none = got(404, "text/plain", "");
+        let r = judge_agent_skills(&index, &none, &files);
+        assert_eq!(r.status, CheckStatus::Pass, "{r:?}");
+        assert!(
+            r.summary
+                .contains("13 skills; digests of the first 10 verified"),
+            "{}",
+            r.summary
+        );
+        assert!(
+            r.summary.contains("3 not checked") && r.summary.ends_with("s10, s11, s12"),
+            "{}",
+            r.summary
+        );
+        let verified = r.summary.split("verified: ").nth(1).unwrap();
+        let verified = verified.split(';').next().unwrap();
+        assert_eq!(verified.split(", ").count(), MAX_SKILLS, "{}", r.summary);
+        assert!(!verified.contains("s10"), "{}", r.summary);
+        // One index entry, the file and the first ten files as evidence; nothing for the rest.
+        assert_eq!(r.evidence.len(), 1 + MAX_SKILLS);
+        // A skill past the cap without a digest is still seen: that needs no fetch.
+        let mut listed = listed;
+        listed[MAX_SKILLS + 1]
+            .as_object_mut()
+            .unwrap()
+            .remove("digest");
+        index.body = serde_json::json!({ "skills": listed }).to_string();
+        let r = judge_agent_skills(&index, &none, &files);
+        assert_eq!(r.status, CheckStatus::Warn, "{r:?}");
+        assert!(r.summary.contains("s11"), "{}", r.summary);
+        // Up to the cap, every skill is verified and no note is added.
+        index.body = serde_json::json!({ "skills": &listed[..3] }).to_string();
+        let r = judge_agent_skills(&index, &none, &files[..3]);
+        assert_eq!(r.status, CheckStatus::Pass, "{r:?}");
+        assert_eq!(r.summary, "3 skills, digests verified: s0, s1, s2");
+    }
+
+    #[test]
+    fn web_bot_auth_is_informational_and_web_mcp_reads_the_run_page() {
         let jwks = r#"{"keys":[{"kty":"OKP","crv":"Ed25519","x":"abc"}]}"#;
         let good = got(
             200,
@@ -498,9 +607,42 @@ mod tests {
         let r = judge_web_mcp(&page, Some(Ok(rendered(&["scan_site", "read_page"]))));
         assert_eq!(r.status, CheckStatus::Pass);
         assert!(r.evidence[0].excerpt.contains("scan_site, read_page"));
-        // Run, but nothing registered: informational, never a fail.
-        let r = judge_web_mcp(&page, Some(Ok(rendered(&[]))));
-        assert_eq!(r.status, CheckStatus::Neutral);
-        assert_eq!(judge_web_mcp(&page, None).status, CheckStatus::Neutral);
+    }
+
+    #[test]
+    fn web_mcp_fails_when_a_browser_ran_the_page_and_found_no_tools() {
+        let page = got(200, "text/html", "<p>No tools here.</p>");
+        let rendered = svc_ports::RenderedPage {
+            html: String::new(),
+            final_url: page.url.clone(),
+            truncated: false,
+            requests: 0,
+            failed_requests: 0,
+            settled: true,
+            web_mcp_tools: Vec::new(),
+        };
+        let r = judge_web_mcp(&page, Some(Ok(rendered)));
+        assert_eq!(r.status, CheckStatus::Fail, "{r:?}");
+        assert!(r.scored());
+        assert!(r.recommendation.is_some());
+        // A page that could not be run (a script that never yields) registers nothing either.
+        let stuck = svc_ports::RenderError::Page(svc_ports::FetchError::Timeout { seconds: 5 });
+        let r = judge_web_mcp(&page, Some(Err(stuck)));
+        assert_eq!(r.status, CheckStatus::Fail, "{r:?}");
+        // No HTML home page: nothing to run, no tools.
+        let r = judge_web_mcp(&got(404, "text/plain", ""), None);
+        assert_eq!(r.status, CheckStatus::Fail, "{r:?}");
+        // No browser to judge with (or every tab busy): neutral, never counted against the site.
+        for e in [
+            svc_ports::RenderError::Unavailable {
+                detail: "no browser is configured in this process".into(),
+            },
+            svc_ports::RenderError::Busy,
+        ] {
+            let r = judge_web_mcp(&page, Some(Err(e)));
+            assert_eq!(r.status, CheckStatus::Neutral, "{r:?}");
+            assert!(!r.scored());
+            assert!(r.summary.contains("not scored"), "{}", r.summary);
+        }
     }
 }

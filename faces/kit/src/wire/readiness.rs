@@ -32,8 +32,9 @@ pub enum CheckStatusBody {
     Pass,
     Warn,
     Fail,
-    /// Not judged, not scored: an informational check that found nothing, or a commerce
-    /// check on a site whose home page sells nothing.
+    /// Not judged, not scored: an informational check that found nothing, a commerce check
+    /// on a site whose home page sells nothing, or `web_mcp` when no browser could run the
+    /// page.
     Neutral,
 }
 
@@ -88,8 +89,8 @@ pub struct CheckBody {
     pub id: String,
     pub title: String,
     pub status: CheckStatusBody,
-    /// 1 when the check counts in the score (unless neutral), 0 for an informational one
-    /// (`web_bot_auth`, `web_mcp`).
+    /// 1 when the check counts in the score (unless neutral), 0 for the informational one
+    /// (`web_bot_auth`).
     pub weight: u32,
     pub summary: String,
     pub evidence: Vec<EvidenceBody>,
