@@ -63,7 +63,8 @@ const PER_ORIGIN_REQUESTS: usize = 6;
 /// Characters of a body kept as evidence.
 const EXCERPT_CHARS: usize = 200;
 /// Scans running at once on this instance; more wait their turn briefly, then get 503. Each
-/// scan makes about fifty requests (six at a time) to a third party and parses what comes back.
+/// scan makes about fifty requests (at most six at a time to one origin) to a third party and
+/// parses what comes back.
 const MAX_CONCURRENT_SCANS: usize = 4;
 /// Part of [`SCAN_BUDGET`], not added to it: a scan that waited this long still has most of
 /// the budget for its checks.
