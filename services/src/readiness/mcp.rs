@@ -28,7 +28,7 @@ impl Site<'_> {
             headers,
             body: Some(("application/json".into(), body.to_string().into_bytes())),
         };
-        let _slot = self.slot().await;
+        let _slot = self.slot(endpoint).await;
         let sent =
             tokio::time::timeout(self.svc.probe_deadline, self.svc.transport.send(&request)).await;
         match sent.unwrap_or(Err(svc_ports::FetchError::Timeout {

@@ -1,10 +1,11 @@
-//! A scan in progress: the site, the fetches its checks share (each made once), the bound on
-//! requests in flight, and which fetches each check judges.
+//! A scan in progress: the site, the fetches its checks share (each made once), and which
+//! fetches each check judges. Every request it sends holds a slot of its origin's bound
+//! ([`super::origins`]), shared with the other scans running.
 
 use std::sync::Arc;
 
 use svc_ports::{CheckId, CheckResult, CheckStatus, ExtractOptions, Extraction};
-use tokio::sync::{OnceCell, Semaphore};
+use tokio::sync::OnceCell;
 use url::Url;
 
 use super::openapi::OPENAPI_PATHS;
@@ -22,8 +23,6 @@ pub(super) struct Site<'a> {
     /// `scheme://host[:port]`, no trailing slash.
     pub(super) origin: String,
     pub(super) home: String,
-    /// Requests of this scan in flight at once.
-    permits: Semaphore,
     robots: OnceCell<Got>,
     home_page: OnceCell<Got>,
     /// The home page's extraction, made once (off the async workers) for every check.
@@ -37,12 +36,11 @@ pub(super) struct Site<'a> {
 }
 
 impl<'a> Site<'a> {
-    pub(super) fn new(svc: &'a ReadinessService, url: &Url, permits: usize) -> Self {
+    pub(super) fn new(svc: &'a ReadinessService, url: &Url) -> Self {
         Self {
             svc,
             origin: url.origin().ascii_serialization(),
             home: url.to_string(),
-            permits: Semaphore::new(permits),
             robots: OnceCell::new(),
             home_page: OnceCell::new(),
             extracted: OnceCell::new(),
@@ -61,15 +59,21 @@ impl Site<'_> {
         format!("{}{path}", self.origin)
     }
 
-    /// A GET within this scan's bound on requests in flight.
+    /// A GET within its origin's bound on requests in flight.
     pub(super) async fn get(&self, url: &str, accept: Option<&str>, respect_robots: bool) -> Got {
-        let _permit = self.permits.acquire().await;
+        let _slot = self.slot(url).await;
         self.svc.get(url, accept, respect_robots).await
     }
 
-    /// Holds one of this scan's request slots (the MCP probe's POSTs).
-    pub(super) async fn slot(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
-        self.permits.acquire().await.ok()
+    /// Holds one of the request slots of `url`'s origin (the MCP probe's POSTs, the render).
+    pub(super) async fn slot(&self, url: &str) -> super::origins::OriginPermit<'_> {
+        self.svc.origins.acquire(url).await
+    }
+
+    /// The fetch error behind a failed request, within the origin's bound.
+    pub(super) async fn probe_error(&self, url: &str) -> Option<svc_ports::FetchError> {
+        let _slot = self.slot(url).await;
+        self.svc.probe_error(url).await
     }
 
     /// A file of the origin, fetched once per scan.
@@ -292,6 +296,9 @@ impl Site<'_> {
                         url: home.url.clone(),
                         html: home.body.clone(),
                     };
+                    // The page counts as one request of the origin while it runs (the
+                    // browser's own fetches are bounded by its tabs and time limit).
+                    let _slot = self.slot(&request.url).await;
                     Some(self.svc.renderer.render(&request).await)
                 } else {
                     None
