@@ -233,6 +233,9 @@ pub fn strip_boilerplate(doc: &Document) -> bool {
             .iter()
             .filter(|n| trailing_headline_list(n)),
     );
+    if candidates.is_empty() {
+        return strip_trailing_headings(&body);
+    }
     let total = text_chars(&body) as f64;
     for node in candidates {
         // Already gone with an ancestor: nothing to weigh.
@@ -254,17 +257,6 @@ pub fn strip_boilerplate(doc: &Document) -> bool {
         }
     }
     removed | strip_trailing_headings(&body)
-}
-
-fn last_element_child<'a>(node: &NodeRef<'a>) -> Option<NodeRef<'a>> {
-    let mut at = node.last_child();
-    while let Some(n) = at {
-        if n.is_element() {
-            return Some(n);
-        }
-        at = n.prev_sibling();
-    }
-    None
 }
 
 /// Whether text other than a heading follows `node` before the next heading of its parent:
@@ -293,29 +285,49 @@ fn is_heading(node: &NodeRef) -> bool {
 /// gone or were never part of it. Says whether any went.
 fn strip_trailing_headings(body: &NodeRef) -> bool {
     let mut removed = false;
-    loop {
-        // The last element in document order whose text is not empty.
-        let mut last = None;
-        let mut at = last_element_child(body);
-        while let Some(n) = at {
-            if text_chars(&n) == 0 {
-                at = n.prev_element_sibling();
-                continue;
-            }
-            last = Some(n);
-            if is_heading(&n) {
+    while let Some(heading) = last_text(body).and_then(|t| heading_of(&t, body)) {
+        heading.remove_from_parent();
+        removed = true;
+    }
+    removed
+}
+
+/// The last text node under `root` that holds more than whitespace, walking back from the
+/// end (only the trailing nodes are visited).
+fn last_text<'a>(root: &NodeRef<'a>) -> Option<NodeRef<'a>> {
+    let mut at = root.last_child();
+    while let Some(n) = at {
+        if n.is_text() && n.text().chars().any(|c| !c.is_whitespace()) {
+            return Some(n);
+        }
+        if let Some(child) = n.last_child().filter(|_| n.is_element()) {
+            at = Some(child);
+            continue;
+        }
+        // Back to the previous sibling of the nearest node under `root` that has one.
+        let mut up = Some(n);
+        at = None;
+        while let Some(u) = up {
+            if let Some(prev) = u.prev_sibling() {
+                at = Some(prev);
                 break;
             }
-            at = last_element_child(&n);
-        }
-        match last {
-            Some(n) if is_heading(&n) => {
-                n.remove_from_parent();
-                removed = true;
-            }
-            _ => return removed,
+            up = u.parent().filter(|p| p.id != root.id);
         }
     }
+    None
+}
+
+/// The heading `node` is in, below `root`.
+fn heading_of<'a>(node: &NodeRef<'a>, root: &NodeRef<'a>) -> Option<NodeRef<'a>> {
+    let mut at = node.parent();
+    while let Some(n) = at.filter(|n| n.id != root.id) {
+        if is_heading(&n) {
+            return Some(n);
+        }
+        at = n.parent();
+    }
+    None
 }
 
 #[cfg(test)]

@@ -231,7 +231,9 @@ fn main_content(
     base: &Url,
     metadata: &mut PageMetadata,
 ) -> MainContent {
-    let found = crate::retry::article(readable(query, url), html, url, readable);
+    // Counted before Readability takes the page: whether a second reading could be longer.
+    let page_prose = crate::retry::prose_chars(&query);
+    let found = crate::retry::article(readable(query, url), page_prose, html, url, readable);
     let Some((article, article_doc)) = found else {
         // Readability gave up (rare); its document was consumed, so parse again.
         let fallback = QueryDocument::from(html);

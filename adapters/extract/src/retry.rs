@@ -1,26 +1,27 @@
 //! Second readings of a page whose first article looks wrong. Readability scores containers
 //! by their text; on some pages the winner is not the story: the readers' comments below a
-//! short post, or a box beside the story (an advertiser disclosure, a teaser with related
-//! cards). Each retry parses the page again without what misled the first reading and is paid
+//! short post, or a box beside the story (an advertiser disclosure, a later post of a forum
+//! thread). Each retry parses the page again without what misled the first reading and is paid
 //! only on such pages.
 
 use dom_query::{Document, NodeRef};
 
 /// An article shorter than this (characters other than whitespace) is checked for a better
 /// one: long stories are what Readability gets right.
-const SHORT_ARTICLE_CHARS: usize = 1500;
+const SHORT_ARTICLE_CHARS: usize = 1000;
 /// A second reading replaces the first only when it is this much longer.
 const LONGER: f64 = 2.0;
-/// At most this share of a second reading's text is link text.
-const PROSE_LINK_SHARE: f64 = 0.25;
 /// Characters of the article's start and end looked for in the page to find its container.
 const PROBE_CHARS: usize = 40;
+/// At most this share of a second reading's text is link text.
+const PROSE_LINK_SHARE: f64 = 0.25;
 
 type Reading = (dom_smoothie::Article, Document);
 
 /// The article of `html` after the retries, starting from Readability's first reading.
 pub(crate) fn article(
     first: Option<Reading>,
+    page_prose: usize,
     html: &str,
     url: &str,
     read: impl Fn(Document, &str) -> Option<Reading>,
@@ -41,19 +42,20 @@ pub(crate) fn article(
     if chars >= SHORT_ARTICLE_CHARS {
         return found;
     }
-    // A short article: first without the boxes the page's own classes name boilerplate, then
-    // without the container Readability chose. The longer reading wins, if much longer and
-    // not the readers' comments.
+    // A short article: read again without the container Readability chose. The longer
+    // reading wins, if much longer, mostly prose and not the readers' comments.
     let longer = |second: Option<Reading>| {
         second.filter(|(_, doc)| {
-            body_chars(doc) as f64 >= LONGER * chars as f64 && !crate::clean::mostly_comments(doc)
+            body_chars(doc) as f64 >= LONGER * chars as f64
+                && link_share(doc) <= PROSE_LINK_SHARE
+                && !crate::clean::mostly_comments(doc)
         })
     };
-    let without_boxes = Document::from(html);
-    if crate::clean::strip_boilerplate(&without_boxes)
-        && let Some(second) = longer(read(without_boxes, url))
-    {
-        return Some(second);
+    // Such a reading needs that much text outside links elsewhere on the page: most short
+    // articles are on short pages, and they pay no second parse and Readability run.
+    let needed = (LONGER * (1.0 - PROSE_LINK_SHARE) + 1.0) * chars as f64;
+    if (page_prose as f64) < needed {
+        return found;
     }
     let without_chosen = Document::from(html);
     let chosen = found
@@ -63,8 +65,7 @@ pub(crate) fn article(
         node.remove_from_parent();
         // With the chosen box gone Readability may settle on a list of links (latest posts,
         // a menu): a story is mostly prose.
-        let prose = |r: &Reading| link_share(&r.1) <= PROSE_LINK_SHARE;
-        if let Some(second) = longer(read(without_chosen, url)).filter(prose) {
+        if let Some(second) = longer(read(without_chosen, url)) {
             return Some(second);
         }
     }
@@ -109,15 +110,22 @@ fn chosen_container<'a>(page: &'a Document, article: &Document) -> Option<NodeRe
     (!at.has_name("body")).then_some(at)
 }
 
-/// The share of the article's text that is link text.
-fn link_share(doc: &Document) -> f64 {
-    let links: usize = doc
-        .select("body a")
+/// Characters of the page's text outside links (what [`article`] is given as `page_prose`).
+pub(crate) fn prose_chars(doc: &Document) -> usize {
+    body_chars(doc).saturating_sub(link_chars(doc))
+}
+
+fn link_chars(doc: &Document) -> usize {
+    doc.select("body a")
         .nodes()
         .iter()
         .map(|a| a.text().chars().filter(|c| !c.is_whitespace()).count())
-        .sum();
-    links as f64 / body_chars(doc).max(1) as f64
+        .sum()
+}
+
+/// The share of the article's text that is link text.
+fn link_share(doc: &Document) -> f64 {
+    link_chars(doc) as f64 / body_chars(doc).max(1) as f64
 }
 
 #[cfg(test)]
