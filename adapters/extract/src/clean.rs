@@ -234,7 +234,7 @@ pub fn strip_boilerplate(doc: &Document) -> bool {
             .filter(|n| trailing_headline_list(n)),
     );
     if candidates.is_empty() {
-        return strip_trailing_headings(&body);
+        return false;
     }
     let total = text_chars(&body) as f64;
     for node in candidates {
@@ -256,7 +256,7 @@ pub fn strip_boilerplate(doc: &Document) -> bool {
             removed = true;
         }
     }
-    removed | strip_trailing_headings(&body)
+    removed
 }
 
 /// Whether text other than a heading follows `node` before the next heading of its parent:
@@ -279,55 +279,6 @@ fn is_heading(node: &NodeRef) -> bool {
     ["h2", "h3", "h4", "h5", "h6"]
         .iter()
         .any(|h| node.has_name(h))
-}
-
-/// Headings with nothing after them at the end of the article: the titles of boxes that are
-/// gone or were never part of it. Says whether any went.
-fn strip_trailing_headings(body: &NodeRef) -> bool {
-    let mut removed = false;
-    while let Some(heading) = last_text(body).and_then(|t| heading_of(&t, body)) {
-        heading.remove_from_parent();
-        removed = true;
-    }
-    removed
-}
-
-/// The last text node under `root` that holds more than whitespace, walking back from the
-/// end (only the trailing nodes are visited).
-fn last_text<'a>(root: &NodeRef<'a>) -> Option<NodeRef<'a>> {
-    let mut at = root.last_child();
-    while let Some(n) = at {
-        if n.is_text() && n.text().chars().any(|c| !c.is_whitespace()) {
-            return Some(n);
-        }
-        if let Some(child) = n.last_child().filter(|_| n.is_element()) {
-            at = Some(child);
-            continue;
-        }
-        // Back to the previous sibling of the nearest node under `root` that has one.
-        let mut up = Some(n);
-        at = None;
-        while let Some(u) = up {
-            if let Some(prev) = u.prev_sibling() {
-                at = Some(prev);
-                break;
-            }
-            up = u.parent().filter(|p| p.id != root.id);
-        }
-    }
-    None
-}
-
-/// The heading `node` is in, below `root`.
-fn heading_of<'a>(node: &NodeRef<'a>, root: &NodeRef<'a>) -> Option<NodeRef<'a>> {
-    let mut at = node.parent();
-    while let Some(n) = at.filter(|n| n.id != root.id) {
-        if is_heading(&n) {
-            return Some(n);
-        }
-        at = n.parent();
-    }
-    None
 }
 
 #[cfg(test)]
@@ -428,16 +379,14 @@ mod tests {
     }
 
     #[test]
-    fn a_heading_goes_with_its_box_and_an_orphan_heading_at_the_end_goes() {
+    fn a_heading_goes_with_the_box_it_titles() {
         let html = format!(
             r#"<body><div>{STORY}<h2>You may also like</h2>
-            <div class="related"><a href="/a">One</a> <a href="/b">Two</a></div></div>
-            <h3>Map to save:</h3></body>"#
+            <div class="related"><a href="/a">One</a> <a href="/b">Two</a></div></div></body>"#
         );
         let text = cleaned(&html);
         assert!(text.contains("people came to read"));
         assert!(!text.contains("also like"), "{text}");
-        assert!(!text.contains("Map to save"), "{text}");
     }
 
     #[test]
