@@ -92,6 +92,9 @@ fn chosen_container<'a>(page: &'a Document, article: &Document) -> Option<NodeRe
     }
     let head: String = chars[..PROBE_CHARS].iter().collect();
     let tail: String = chars[chars.len() - PROBE_CHARS..].iter().collect();
+    if let Some(found) = by_attributes(page, article, &head) {
+        return Some(found);
+    }
     let mut at = page.body()?;
     if !squeezed(&at.text()).contains(&head) {
         return None;
@@ -110,9 +113,61 @@ fn chosen_container<'a>(page: &'a Document, article: &Document) -> Option<NodeRe
     (!at.has_name("body")).then_some(at)
 }
 
+/// The page element the article's main block came from, found by its `id` or `class` (which
+/// Readability keeps) and holding the article's start: no walk over the page's text.
+fn by_attributes<'a>(page: &'a Document, article: &Document, head: &str) -> Option<NodeRef<'a>> {
+    let wrapper = article
+        .select("#readability-page-1")
+        .nodes()
+        .first()
+        .copied()
+        .or_else(|| article.body())?;
+    let top = wrapper
+        .element_children()
+        .into_iter()
+        .max_by_key(|n| n.text().len())?;
+    for name in ["id", "class"] {
+        let Some(value) = top.attr(name) else {
+            continue;
+        };
+        let found = page
+            .select(&format!("body [{name}]"))
+            .nodes()
+            .iter()
+            .find(|n| {
+                n.attr(name).as_deref() == Some(&*value) && squeezed(&n.text()).contains(head)
+            })
+            .copied();
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
+}
+
 /// Characters of the page's text outside links (what [`article`] is given as `page_prose`).
+/// One walk over the page, no selector and no copy of its text: every page pays it.
 pub(crate) fn prose_chars(doc: &Document) -> usize {
-    body_chars(doc).saturating_sub(link_chars(doc))
+    let Some(body) = doc.body() else {
+        return 0;
+    };
+    let mut count = 0;
+    // (node, inside a link)
+    let mut stack = vec![(body, false)];
+    while let Some((node, in_link)) = stack.pop() {
+        let mut child = node.first_child();
+        while let Some(c) = child {
+            if c.is_text() {
+                if !in_link {
+                    count += c.text().chars().filter(|ch| !ch.is_whitespace()).count();
+                }
+            } else if c.is_element() {
+                stack.push((c, in_link || c.has_name("a")));
+            }
+            child = c.next_sibling();
+        }
+    }
+    count
 }
 
 fn link_chars(doc: &Document) -> usize {
@@ -131,6 +186,14 @@ fn link_share(doc: &Document) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prose_is_the_text_outside_links() {
+        let page = Document::from(
+            r#"<body><p>Four words of prose <a href="/x">and <b>a link</b></a>.</p><nav><a href="/y">Menu</a></nav></body>"#,
+        );
+        assert_eq!(prose_chars(&page), "Fourwordsofprose.".len());
+    }
 
     #[test]
     fn the_chosen_container_is_the_innermost_element_holding_both_ends() {
