@@ -34,6 +34,7 @@ const BOILERPLATE_WORDS: &[&str] = &[
     "breadcrumbs",
     "subscribe",
     "signup",
+    "disclosure",
 ];
 
 /// Starts of a class or id word glued from several (`sharedaddy`, `socialmedia`,
@@ -242,11 +243,42 @@ pub fn strip_boilerplate(doc: &Document) -> bool {
             && looks_like_boilerplate(&node)
             && (text_chars(&node) as f64) <= MAX_SHARE_OF_TEXT * total
         {
+            // A heading right before the box is its title ("Related stories", "Das könnte
+            // Sie auch interessieren"): it goes with the box rather than stand alone.
+            if let Some(heading) = node
+                .prev_element_sibling()
+                .filter(is_heading)
+                .filter(|_| !text_follows_in_section(&node))
+            {
+                heading.remove_from_parent();
+            }
             node.remove_from_parent();
             removed = true;
         }
     }
     removed
+}
+
+/// Whether text other than a heading follows `node` before the next heading of its parent:
+/// then the heading before it titles that text too and stays.
+fn text_follows_in_section(node: &NodeRef) -> bool {
+    let mut at = node.next_element_sibling();
+    while let Some(n) = at {
+        if is_heading(&n) {
+            return false;
+        }
+        if text_chars(&n) > 0 {
+            return true;
+        }
+        at = n.next_element_sibling();
+    }
+    false
+}
+
+fn is_heading(node: &NodeRef) -> bool {
+    ["h2", "h3", "h4", "h5", "h6"]
+        .iter()
+        .any(|h| node.has_name(h))
 }
 
 #[cfg(test)]
@@ -344,5 +376,26 @@ mod tests {
         assert!(text.contains("Promoted headline"));
         assert!(text.contains("people came to read"));
         assert!(text.contains("Kept"));
+    }
+
+    #[test]
+    fn a_heading_goes_with_the_box_it_titles() {
+        let html = format!(
+            r#"<body><div>{STORY}<h2>You may also like</h2>
+            <div class="related"><a href="/a">One</a> <a href="/b">Two</a></div></div></body>"#
+        );
+        let text = cleaned(&html);
+        assert!(text.contains("people came to read"));
+        assert!(!text.contains("also like"), "{text}");
+    }
+
+    #[test]
+    fn a_heading_over_text_and_a_box_stays() {
+        let html = format!(
+            r#"<body><h2>How it works</h2><div class="share">Share</div>{STORY}<p>The end.</p></body>"#
+        );
+        let text = cleaned(&html);
+        assert!(text.contains("How it works"), "{text}");
+        assert!(!text.contains("Share"), "{text}");
     }
 }

@@ -7,6 +7,7 @@ mod clean;
 pub mod evaluation;
 mod metadata;
 mod reader;
+mod retry;
 pub mod shell;
 
 pub use reader::{HtmlExtractor, without_inline_code};

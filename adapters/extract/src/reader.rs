@@ -231,20 +231,9 @@ fn main_content(
     base: &Url,
     metadata: &mut PageMetadata,
 ) -> MainContent {
-    let mut found = readable(query, url);
-    // Readability sometimes takes the readers' comments for the article (a short post above a
-    // long thread): the page is then parsed again without its comment sections, a second parse
-    // paid only on such pages.
-    if found
-        .as_ref()
-        .is_some_and(|(_, doc)| crate::clean::mostly_comments(doc))
-    {
-        let again = QueryDocument::from(html);
-        crate::clean::strip_comments(&again);
-        if let Some(second) = readable(again, url) {
-            found = Some(second);
-        }
-    }
+    // Counted before Readability takes the page: whether a second reading could be longer.
+    let page_prose = crate::retry::prose_chars(&query);
+    let found = crate::retry::article(readable(query, url), page_prose, html, url, readable);
     let Some((article, article_doc)) = found else {
         // Readability gave up (rare); its document was consumed, so parse again.
         let fallback = QueryDocument::from(html);
@@ -290,7 +279,10 @@ fn main_content(
 
 /// Readability's article from `query`, and the article parsed on its own with its classes
 /// still on (the cleaning passes read them).
-fn readable(query: QueryDocument, url: &str) -> Option<(dom_smoothie::Article, QueryDocument)> {
+pub(crate) fn readable(
+    query: QueryDocument,
+    url: &str,
+) -> Option<(dom_smoothie::Article, QueryDocument)> {
     let config = Config {
         text_mode: TextMode::Markdown,
         keep_classes: true,

@@ -38,8 +38,13 @@ fn extraction_quality_holds_its_floor_on_the_corpus() {
     println!("{report}");
 
     // Floors: what was measured when each was set, rounded down; raise them as extraction improves.
-    assert!(report.mean_f1 >= 0.99, "mean F1 below 0.99\n{report}");
-    assert!(report.weak_pages.len() <= 1, "pages under 0.8 F1\n{report}");
+    // 0.999 is the level issue 21 holds the reader to while it learns news pages.
+    assert!(report.mean_f1 >= 0.999, "mean F1 below 0.999\n{report}");
+    assert!(
+        report.weak_pages.is_empty(),
+        "pages under 0.8 F1: {:?}\n{report}",
+        report.weak_pages
+    );
     let floors = [
         ("title", 1.0),
         ("byline", 0.96),

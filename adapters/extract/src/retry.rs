@@ -1,0 +1,213 @@
+//! Second readings of a page whose first article looks wrong. Readability scores containers
+//! by their text; on some pages the winner is not the story: the readers' comments below a
+//! short post, or a box beside the story (an advertiser disclosure, a later post of a forum
+//! thread). Each retry parses the page again without what misled the first reading and is paid
+//! only on such pages.
+
+use dom_query::{Document, NodeRef};
+
+/// An article shorter than this (characters other than whitespace) is checked for a better
+/// one: long stories are what Readability gets right.
+const SHORT_ARTICLE_CHARS: usize = 1000;
+/// A second reading replaces the first only when it is this much longer.
+const LONGER: f64 = 2.0;
+/// Characters of the article's start and end looked for in the page to find its container.
+const PROBE_CHARS: usize = 40;
+/// At most this share of a second reading's text is link text.
+const PROSE_LINK_SHARE: f64 = 0.25;
+
+type Reading = (dom_smoothie::Article, Document);
+
+/// The article of `html` after the retries, starting from Readability's first reading.
+pub(crate) fn article(
+    first: Option<Reading>,
+    page_prose: usize,
+    html: &str,
+    url: &str,
+    read: impl Fn(Document, &str) -> Option<Reading>,
+) -> Option<Reading> {
+    let mut found = first;
+    // The readers' comments taken for the article: read again without comment sections.
+    if found
+        .as_ref()
+        .is_some_and(|(_, doc)| crate::clean::mostly_comments(doc))
+    {
+        let again = Document::from(html);
+        crate::clean::strip_comments(&again);
+        if let Some(second) = read(again, url) {
+            found = Some(second);
+        }
+    }
+    let chars = found.as_ref().map(|(_, doc)| body_chars(doc))?;
+    if chars >= SHORT_ARTICLE_CHARS {
+        return found;
+    }
+    // A short article: read again without the container Readability chose. The longer
+    // reading wins, if much longer, mostly prose and not the readers' comments.
+    let longer = |second: Option<Reading>| {
+        second.filter(|(_, doc)| {
+            body_chars(doc) as f64 >= LONGER * chars as f64
+                && link_share(doc) <= PROSE_LINK_SHARE
+                && !crate::clean::mostly_comments(doc)
+        })
+    };
+    // Such a reading needs that much text outside links elsewhere on the page: most short
+    // articles are on short pages, and they pay no second parse and Readability run.
+    let needed = (LONGER * (1.0 - PROSE_LINK_SHARE) + 1.0) * chars as f64;
+    if (page_prose as f64) < needed {
+        return found;
+    }
+    let without_chosen = Document::from(html);
+    let chosen = found
+        .as_ref()
+        .and_then(|(_, doc)| chosen_container(&without_chosen, doc));
+    if let Some(node) = chosen {
+        node.remove_from_parent();
+        // With the chosen box gone Readability may settle on a list of links (latest posts,
+        // a menu): a story is mostly prose.
+        if let Some(second) = longer(read(without_chosen, url)) {
+            return Some(second);
+        }
+    }
+    found
+}
+
+fn squeezed(text: &str) -> String {
+    text.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+fn body_chars(doc: &Document) -> usize {
+    doc.body()
+        .map(|b| b.text().chars().filter(|c| !c.is_whitespace()).count())
+        .unwrap_or(0)
+}
+
+/// The innermost element of `page` holding the article's first and last characters: the
+/// container Readability took the article from.
+fn chosen_container<'a>(page: &'a Document, article: &Document) -> Option<NodeRef<'a>> {
+    let text = squeezed(&article.body()?.text());
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() < 2 * PROBE_CHARS {
+        return None;
+    }
+    let head: String = chars[..PROBE_CHARS].iter().collect();
+    let tail: String = chars[chars.len() - PROBE_CHARS..].iter().collect();
+    if let Some(found) = by_attributes(page, article, &head) {
+        return Some(found);
+    }
+    let mut at = page.body()?;
+    if !squeezed(&at.text()).contains(&head) {
+        return None;
+    }
+    // Walk down while one child still holds both ends.
+    'down: loop {
+        for child in at.element_children() {
+            let own = squeezed(&child.text());
+            if own.contains(&head) && own.contains(&tail) {
+                at = child;
+                continue 'down;
+            }
+        }
+        break;
+    }
+    (!at.has_name("body")).then_some(at)
+}
+
+/// The page element the article's main block came from, found by its `id` or `class` (which
+/// Readability keeps) and holding the article's start: no walk over the page's text.
+fn by_attributes<'a>(page: &'a Document, article: &Document, head: &str) -> Option<NodeRef<'a>> {
+    let wrapper = article
+        .select("#readability-page-1")
+        .nodes()
+        .first()
+        .copied()
+        .or_else(|| article.body())?;
+    let top = wrapper
+        .element_children()
+        .into_iter()
+        .max_by_key(|n| n.text().len())?;
+    for name in ["id", "class"] {
+        let Some(value) = top.attr(name) else {
+            continue;
+        };
+        let found = page
+            .select(&format!("body [{name}]"))
+            .nodes()
+            .iter()
+            .find(|n| {
+                n.attr(name).as_deref() == Some(&*value) && squeezed(&n.text()).contains(head)
+            })
+            .copied();
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
+}
+
+/// Characters of the page's text outside links (what [`article`] is given as `page_prose`).
+/// One walk over the page, no selector and no copy of its text: every page pays it.
+pub(crate) fn prose_chars(doc: &Document) -> usize {
+    let Some(body) = doc.body() else {
+        return 0;
+    };
+    let mut count = 0;
+    // (node, inside a link)
+    let mut stack = vec![(body, false)];
+    while let Some((node, in_link)) = stack.pop() {
+        let mut child = node.first_child();
+        while let Some(c) = child {
+            if c.is_text() {
+                if !in_link {
+                    count += c.text().chars().filter(|ch| !ch.is_whitespace()).count();
+                }
+            } else if c.is_element() {
+                stack.push((c, in_link || c.has_name("a")));
+            }
+            child = c.next_sibling();
+        }
+    }
+    count
+}
+
+fn link_chars(doc: &Document) -> usize {
+    doc.select("body a")
+        .nodes()
+        .iter()
+        .map(|a| a.text().chars().filter(|c| !c.is_whitespace()).count())
+        .sum()
+}
+
+/// The share of the article's text that is link text.
+fn link_share(doc: &Document) -> f64 {
+    link_chars(doc) as f64 / body_chars(doc).max(1) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prose_is_the_text_outside_links() {
+        let page = Document::from(
+            r#"<body><p>Four words of prose <a href="/x">and <b>a link</b></a>.</p><nav><a href="/y">Menu</a></nav></body>"#,
+        );
+        assert_eq!(prose_chars(&page), "Fourwordsofprose.".len());
+    }
+
+    #[test]
+    fn the_chosen_container_is_the_innermost_element_holding_both_ends() {
+        let page = Document::from(
+            r#"<body><div id="outer"><div id="inner"><p>The first forty characters of this article are here and then</p><p>the rest of it closes with its final forty characters at the end.</p></div><p>Other text.</p></div></body>"#,
+        );
+        let article = Document::from(
+            "<body><p>The first forty characters of this article are here and then</p><p>the rest of it closes with its final forty characters at the end.</p></body>",
+        );
+        let chosen = chosen_container(&page, &article).expect("found");
+        assert_eq!(chosen.attr("id").as_deref(), Some("inner"));
+        let elsewhere = Document::from(
+            "<body><p>Nothing of the kind is on this page, not a single word of it here.</p><p>And more of it, which the article does not hold anywhere at all.</p></body>",
+        );
+        assert!(chosen_container(&elsewhere, &article).is_none());
+    }
+}
