@@ -366,6 +366,28 @@ async fn a_site_that_never_answers_is_scanned_to_the_end_with_every_probe_timed_
             .contains("did not answer"),
         "{robots}"
     );
+    // Nothing answered, so no status: the field is absent, as the schema says, never null
+    // (schemathesis found `"status": null` against `type: integer`).
+    assert!(robots["evidence"][0].get("status").is_none(), "{robots}");
+    assert_no_nulls(&report, "report");
+}
+
+/// The document declares no nullable field in a report: an absent value is omitted.
+fn assert_no_nulls(value: &Value, at: &str) {
+    match value {
+        Value::Null => panic!("null at {at}"),
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                assert_no_nulls(v, &format!("{at}[{i}]"));
+            }
+        }
+        Value::Object(fields) => {
+            for (k, v) in fields {
+                assert_no_nulls(v, &format!("{at}.{k}"));
+            }
+        }
+        _ => {}
+    }
 }
 
 #[tokio::test]

@@ -73,6 +73,7 @@ impl From<ReadinessLevel> for LevelNameBody {
 pub struct EvidenceBody {
     pub url: String,
     /// HTTP status; absent when nothing answered (refused, unreachable, timed out).
+    #[oai(skip_serializing_if_is_none)]
     pub status: Option<u16>,
     /// The start of the body, or why there was none.
     pub excerpt: String,
