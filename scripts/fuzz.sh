@@ -4,21 +4,24 @@
 # memory (-rss_limit_mb). Runs on the stable toolchain (`--sanitizer none`: the targets are
 # safe Rust; what is sought is panics, hangs and memory, not undefined behaviour).
 #   scripts/fuzz.sh [SECONDS per target, default 60]
-# Seeds: fuzz/seeds/<target> (and the sandbox's demo pages for HTML); the grown corpus stays under target/fuzz/corpus between runs.
+# Each adapter holds its harness (adapters/{pdf,extract}/fuzz, naming that adapter and the
+# ports only). Seeds: adapters/<crate>/fuzz/seeds/<target> (and the sandbox's demo pages for HTML); the grown corpus stays under target/fuzz/corpus between runs.
 # A crash leaves its input in target/fuzz/artifacts/<target>/ and fails the script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-${SVC_FUZZ_SECONDS:-60}}
 command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked --version 0.13.2
 export CARGO_TARGET_DIR=$PWD/target/fuzz
-cd fuzz
-for target in read_pdf extract_html; do
+root=$PWD
+for pair in pdf:read_pdf extract:extract_html; do
+  crate=${pair%%:*} target=${pair##*:}
+  cd "$root/adapters/$crate/fuzz"
   corpus=$CARGO_TARGET_DIR/corpus/$target
   artifacts=$CARGO_TARGET_DIR/artifacts/$target
   mkdir -p "$corpus" "$artifacts"
   cp -n seeds/$target/* "$corpus/"
   # The sandbox's demo pages seed the HTML target too (not copied into the repo twice).
-  [ "$target" = extract_html ] && cp -n ../sandbox/src/demo/*.html "$corpus/"
+  [ "$target" = extract_html ] && cp -n "$root"/sandbox/src/demo/*.html "$corpus/"
   echo "== fuzzing $target for ${seconds}s"
   log=$CARGO_TARGET_DIR/$target.log
   rc=0

@@ -278,7 +278,7 @@ fn write_fixtures() {
 /// pdf-extract's inherited-attribute lookup round forever.
 #[test]
 fn a_page_tree_that_loops_is_damaged_not_a_hang() {
-    let found = include_bytes!("../../../fuzz/seeds/read_pdf/parent-loop.pdf");
+    let found = include_bytes!("../fuzz/seeds/read_pdf/parent-loop.pdf");
     match read(found) {
         Err(PdfRefusal::Damaged(detail)) => assert!(detail.contains("loops"), "{detail}"),
         other => panic!("{other:?}"),
@@ -304,7 +304,7 @@ fn a_page_tree_that_loops_is_damaged_not_a_hang() {
 /// bytes wide, which lopdf allocated (an allocation failure aborts the process).
 #[test]
 fn an_absurd_xref_field_width_is_damaged_not_an_abort() {
-    let found = include_bytes!("../../../fuzz/seeds/read_pdf/huge-xref-width.pdf");
+    let found = include_bytes!("../fuzz/seeds/read_pdf/huge-xref-width.pdf");
     match read(found) {
         Err(PdfRefusal::Damaged(detail)) => assert!(detail.contains("wider"), "{detail}"),
         other => panic!("{other:?}"),

@@ -595,7 +595,17 @@ mod tests {
             "{:?}",
             r.evidence
         );
-        let rendered = |tools: &[&str]| svc_ports::RenderedPage {
+        let r = judge_web_mcp(
+            &page,
+            Some(Ok(rendered(&page, &["scan_site", "read_page"]))),
+        );
+        assert_eq!(r.status, CheckStatus::Pass);
+        assert!(r.evidence[0].excerpt.contains("scan_site, read_page"));
+    }
+
+    /// What the browser gives back for `page`, having recorded `tools`.
+    fn rendered(page: &Got, tools: &[&str]) -> svc_ports::RenderedPage {
+        svc_ports::RenderedPage {
             html: String::new(),
             final_url: page.url.clone(),
             truncated: false,
@@ -603,25 +613,13 @@ mod tests {
             failed_requests: 0,
             settled: true,
             web_mcp_tools: tools.iter().map(|t| t.to_string()).collect(),
-        };
-        let r = judge_web_mcp(&page, Some(Ok(rendered(&["scan_site", "read_page"]))));
-        assert_eq!(r.status, CheckStatus::Pass);
-        assert!(r.evidence[0].excerpt.contains("scan_site, read_page"));
+        }
     }
 
     #[test]
     fn web_mcp_fails_when_a_browser_ran_the_page_and_found_no_tools() {
         let page = got(200, "text/html", "<p>No tools here.</p>");
-        let rendered = svc_ports::RenderedPage {
-            html: String::new(),
-            final_url: page.url.clone(),
-            truncated: false,
-            requests: 0,
-            failed_requests: 0,
-            settled: true,
-            web_mcp_tools: Vec::new(),
-        };
-        let r = judge_web_mcp(&page, Some(Ok(rendered)));
+        let r = judge_web_mcp(&page, Some(Ok(rendered(&page, &[]))));
         assert_eq!(r.status, CheckStatus::Fail, "{r:?}");
         assert!(r.scored());
         assert!(r.recommendation.is_some());
