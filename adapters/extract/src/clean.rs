@@ -95,17 +95,18 @@ fn is_boilerplate(node: &NodeRef) -> bool {
 
 /// Whether an element is a comment section by its first class or its id (`comments`,
 /// `commentlist`, `comment-body`, Disqus, WordPress's `respond`), not `commentary`.
-fn is_comment_section(node: &NodeRef) -> bool {
+pub(crate) fn is_comment_section(node: &NodeRef) -> bool {
+    // Every element of every page is asked (`retry::prose_chars`): no allocation.
+    let starts = |s: &str, prefix: &str| {
+        s.get(..prefix.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
+    };
     ["class", "id"].iter().any(|a| {
         node.attr(a).is_some_and(|v| {
-            let first = v
-                .split_whitespace()
-                .next()
-                .unwrap_or("")
-                .to_ascii_lowercase();
-            (first.starts_with("comment") && !first.starts_with("commentary"))
-                || first == "disqus_thread"
-                || first == "respond"
+            let first = v.split_whitespace().next().unwrap_or("");
+            (starts(first, "comment") && !starts(first, "commentary"))
+                || first.eq_ignore_ascii_case("disqus_thread")
+                || first.eq_ignore_ascii_case("respond")
         })
     })
 }

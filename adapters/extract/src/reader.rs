@@ -288,10 +288,13 @@ pub(crate) fn readable(
         keep_classes: true,
         ..Config::default()
     };
-    let article = Readability::with_document(query, Some(url), Some(config))
-        .ok()
-        .and_then(|mut r| r.parse().ok())?;
-    let doc = QueryDocument::from(article.content.as_ref());
+    let mut readability = Readability::with_document(query, Some(url), Some(config)).ok()?;
+    let article = readability.parse().ok()?;
+    // The article's nodes copied into a document of their own: what parsing `article.content`
+    // again would give, without the serialising and the second parse.
+    let doc = QueryDocument::from("<body></body>");
+    doc.select_single("body")
+        .append_selection(&readability.doc.select_single("#readability-page-1"));
     Some((article, doc))
 }
 

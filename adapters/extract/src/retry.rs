@@ -145,8 +145,11 @@ fn by_attributes<'a>(page: &'a Document, article: &Document, head: &str) -> Opti
     None
 }
 
-/// Characters of the page's text outside links (what [`article`] is given as `page_prose`).
-/// One walk over the page, no selector and no copy of its text: every page pays it.
+/// Characters of the page's text outside links and outside comment sections (what [`article`]
+/// is given as `page_prose`): a second reading that is mostly the readers' comments is
+/// refused, so their text cannot make one worth trying. On a long thread under a short story
+/// that saves a whole second parse and Readability run for nothing. One walk over the page,
+/// no selector and no copy of its text: every page pays it.
 pub(crate) fn prose_chars(doc: &Document) -> usize {
     let Some(body) = doc.body() else {
         return 0;
@@ -161,7 +164,7 @@ pub(crate) fn prose_chars(doc: &Document) -> usize {
                 if !in_link {
                     count += c.text().chars().filter(|ch| !ch.is_whitespace()).count();
                 }
-            } else if c.is_element() {
+            } else if c.is_element() && !crate::clean::is_comment_section(&c) {
                 stack.push((c, in_link || c.has_name("a")));
             }
             child = c.next_sibling();
@@ -193,6 +196,14 @@ mod tests {
             r#"<body><p>Four words of prose <a href="/x">and <b>a link</b></a>.</p><nav><a href="/y">Menu</a></nav></body>"#,
         );
         assert_eq!(prose_chars(&page), "Fourwordsofprose.".len());
+    }
+
+    #[test]
+    fn prose_leaves_out_the_readers_comments() {
+        let page = Document::from(
+            r#"<body><p>The story.</p><ol class="commentlist"><li>First!</li></ol><div id="Comments-3"><p>Me too.</p></div><div class="commentary"><p>Kept.</p></div></body>"#,
+        );
+        assert_eq!(prose_chars(&page), "Thestory.Kept.".len());
     }
 
     #[test]
