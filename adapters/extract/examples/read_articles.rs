@@ -1,7 +1,7 @@
 //! Reads every page of ../shared/corpora/articles in one thread, ROUNDS times (env, default 3),
 //! and prints pages per second of that thread: the reader alone, for `perf record` and for
 //! comparing two commits without a whole service build. With `DUMP=FILE`, the first round's
-//! text, Markdown and HTML of every page go to FILE, one JSON line each, to check that a
+//! whole extraction of every page (text, Markdown, HTML, links, forms, metadata, signals) goes to FILE, one JSON line each, to check that a
 //! change meant for speed reads every page exactly as before.
 //! `cargo run --profile dist -p svc-extract --example read_articles`
 
@@ -52,7 +52,12 @@ fn main() {
                 chars += page.content.text.len();
                 if let Some(file) = dump.as_mut() {
                     let c = &page.content;
-                    let line = serde_json::json!([url, c.text, c.markdown, c.html]);
+                    // Links, forms, metadata and signals too, as their debug form.
+                    let rest = format!(
+                        "{:?} {:?} {:?} {:?}",
+                        page.links, page.forms, page.metadata, page.signals
+                    );
+                    let line = serde_json::json!([url, c.text, c.markdown, c.html, rest]);
                     std::io::Write::write_all(file, format!("{line}\n").as_bytes()).unwrap();
                 }
             }

@@ -8,6 +8,7 @@ pub mod evaluation;
 mod metadata;
 mod reader;
 mod retry;
+mod scan;
 pub mod shell;
 
 pub use reader::{HtmlExtractor, without_inline_code};
@@ -23,6 +24,7 @@ pub struct Document {
     dom: Dom,
     base: Url,
     page: Url,
+    found: scan::Found,
 }
 
 fn collapse(s: &str) -> String {
@@ -55,15 +57,31 @@ impl Document {
     /// Parses `html` fetched from `page_url`; a `<base href>` changes where links resolve.
     pub fn parse(html: &str, page_url: &Url) -> Self {
         let dom = Dom::from(html);
-        let base = select_first(dom.root(), "base[href]")
-            .and_then(|b| attr(&b, "href"))
+        let found = scan::Found::walk(dom.root());
+        let base = found
+            .base
+            .and_then(|b| attr(&scan::Found::node(&dom.tree, b), "href"))
             .and_then(|h| page_url.join(h.trim()).ok())
             .unwrap_or_else(|| page_url.clone());
         Self {
             dom,
             base,
             page: page_url.clone(),
+            found,
         }
+    }
+
+    /// What the walk at parse time found.
+    pub(crate) fn found(&self) -> &scan::Found {
+        &self.found
+    }
+
+    /// The nodes of `ids` in this document.
+    pub(crate) fn nodes<'a>(
+        &'a self,
+        ids: &'a [dom_query::NodeId],
+    ) -> impl Iterator<Item = NodeRef<'a>> {
+        ids.iter().map(|id| scan::Found::node(&self.dom.tree, *id))
     }
 
     /// The document node.
@@ -86,8 +104,7 @@ impl Document {
 
     /// Every `<a href>` and `<area href>` with an http(s) target, in document order.
     pub fn links(&self) -> Vec<Link> {
-        select(self.root(), "a[href], area[href]")
-            .into_iter()
+        self.nodes(&self.found.links)
             .filter_map(|a| {
                 let url = self.absolute(&a.attr("href")?)?;
                 if !matches!(url.scheme(), "http" | "https") {
@@ -118,20 +135,18 @@ impl Document {
 
     /// Every `<form>` with its fillable fields (hidden ones too: they are submitted).
     pub fn forms(&self) -> Vec<Form> {
-        let forms = select(self.root(), "form");
-        if forms.is_empty() {
+        if self.found.forms.is_empty() {
             return Vec::new();
         }
         // `<label for>` texts by id, the first label for an id winning, read once for every
         // field of every form.
         let mut labels: HashMap<String, String> = HashMap::new();
-        for l in select(self.root(), "label[for]") {
+        for l in self.nodes(&self.found.labels) {
             if let Some(id) = attr(&l, "for") {
                 labels.entry(id).or_insert_with(|| collapse(&l.text()));
             }
         }
-        forms
-            .into_iter()
+        self.nodes(&self.found.forms)
             .map(|form| {
                 let action = attr(&form, "action")
                     .filter(|a| !a.trim().is_empty())

@@ -33,7 +33,7 @@ const ARTICLE_TYPES: &[&str] = &[
 /// Meta `property`/`name` keys normalised like Readability: lower-case, no spaces, `.` -> `:`.
 fn meta_values(doc: &Document) -> HashMap<String, String> {
     let mut values = HashMap::new();
-    for m in select(doc.root(), "meta") {
+    for m in doc.nodes(&doc.found().metas) {
         let Some(content) = attr(&m, "content").filter(|c| !c.trim().is_empty()) else {
             continue;
         };
@@ -127,7 +127,7 @@ fn distance(a: &str, b: &str) -> f64 {
 fn json_ld(doc: &Document, html_title: &str) -> (Vec<Value>, Option<JsonLd>) {
     let mut all = Vec::new();
     let mut found = None;
-    for s in select(doc.root(), "script[type='application/ld+json']") {
+    for s in doc.nodes(&doc.found().json_ld) {
         let raw = s.text();
         let raw = raw
             .trim()
@@ -193,7 +193,9 @@ const SEPARATORS: &[char] = &['|', '-', '–', '—', '\\', '/', '>', '»'];
 /// Readability's title heuristic: drop a site name after a separator, or a prefix before a
 /// colon, unless that leaves too little.
 fn article_title(doc: &Document) -> String {
-    let orig = select_first(doc.root(), "title")
+    let orig = doc
+        .nodes(doc.found().title.as_slice())
+        .next()
         .map(|t| collapse(&t.text()))
         .unwrap_or_default();
     let mut cur = orig.clone();
@@ -256,15 +258,20 @@ fn content_byline(doc: &Document) -> Option<String> {
         if !node.is_element() {
             continue;
         }
-        let match_string = format!(
-            "{} {}",
-            attr(&node, "class").unwrap_or_default(),
-            attr(&node, "id").unwrap_or_default()
-        )
-        .to_lowercase();
-        let marked = attr(&node, "rel").as_deref() == Some("author")
-            || attr(&node, "itemprop").is_some_and(|i| i.contains("author"))
-            || MARKERS.iter().any(|m| match_string.contains(m));
+        // Every element of the body is asked: no allocation.
+        let names_a_marker = |name| {
+            node.attr(name).is_some_and(|v| {
+                MARKERS.iter().any(|m| {
+                    v.as_bytes()
+                        .windows(m.len())
+                        .any(|w| w.eq_ignore_ascii_case(m.as_bytes()))
+                })
+            })
+        };
+        let marked = node.attr("rel").as_deref() == Some("author")
+            || node.attr("itemprop").is_some_and(|i| i.contains("author"))
+            || names_a_marker("class")
+            || names_a_marker("id");
         if !marked {
             continue;
         }
@@ -280,14 +287,16 @@ fn content_byline(doc: &Document) -> Option<String> {
 }
 
 fn link_href(doc: &Document, selector: &str) -> Option<String> {
-    let el = select_first(doc.root(), selector)?;
+    let el = doc.nodes(&doc.found().link_tags).find(|l| l.is(selector))?;
     let href = attr(&el, "href")?;
     doc.absolute(&href).map(|u| u.to_string())
 }
 
 pub fn extract(doc: &Document) -> PageMetadata {
     let values = meta_values(doc);
-    let html_title = select_first(doc.root(), "title")
+    let html_title = doc
+        .nodes(doc.found().title.as_slice())
+        .next()
         .map(|t| collapse(&t.text()))
         .unwrap_or_default();
     let (json_ld_objects, ld) = json_ld(doc, &html_title);

@@ -11,7 +11,7 @@ use svc_ports::{
 };
 use url::Url;
 
-use crate::{Document, select, select_first, text};
+use crate::{Document, select_first, text};
 
 /// Below this many characters of content, a page titled as a challenge or a sign-in, or showing
 /// a challenge widget of its own, is that obstacle.
@@ -370,13 +370,7 @@ const CHALLENGE_TITLES: &[&str] = &[
     "bot detection",
 ];
 
-/// Challenge widgets a visitor sees.
-const CHALLENGE_WIDGETS: &str = ".g-recaptcha, .h-captcha, .cf-turnstile, #challenge-form, \
-    #cf-challenge-running, #px-captcha, iframe[src*='recaptcha'], iframe[src*='hcaptcha'], \
-    [data-sitekey]";
-/// Challenge scripts: loaded by interstitials, but also by any page with a guarded form.
-const CHALLENGE_SCRIPTS: &str = "script[src*='challenges.cloudflare.com'], \
-    script[src*='hcaptcha.com'], script[src*='recaptcha/api']";
+// The challenge widgets a visitor sees and the challenge scripts are found by `crate::scan`.
 /// Fields a person fills in a form of the page's own (a comment, a newsletter sign-up): a
 /// captcha among them guards that form, it does not stand between the visitor and the page.
 const OWN_FORM_FIELDS: &str = "textarea, input[type='email'], input[type='text'], \
@@ -406,20 +400,21 @@ struct Obstacles {
 
 impl Obstacles {
     fn of(page: &Document) -> Self {
-        let root = page.root();
-        let lower_text = |selector| {
-            select_first(root, selector)
+        let found = page.found();
+        let lower_text = |id: Option<dom_query::NodeId>| {
+            page.nodes(id.as_slice())
+                .next()
                 .map(|n| text(&n).to_lowercase())
                 .unwrap_or_default()
         };
         Self {
-            title: lower_text("title"),
-            heading: lower_text("h1"),
-            widget: select(root, CHALLENGE_WIDGETS)
-                .into_iter()
+            title: lower_text(found.title),
+            heading: lower_text(found.h1),
+            widget: page
+                .nodes(&found.widgets)
                 .find(|w| !guards_own_form(w))
                 .map(|w| w.node_name().map(|n| n.to_string()).unwrap_or_default()),
-            challenge_script: select_first(root, CHALLENGE_SCRIPTS).is_some(),
+            challenge_script: found.challenge_script,
         }
     }
 
