@@ -27,8 +27,17 @@ pub struct Document {
     found: scan::Found,
 }
 
+/// `s` with every run of whitespace one space, and none at either end.
 fn collapse(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    // Without the intermediate `Vec` of words: every link text and label goes through here.
+    let mut out = String::with_capacity(s.len());
+    for word in s.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
 }
 
 fn attr(node: &NodeRef, name: &str) -> Option<String> {
@@ -286,6 +295,13 @@ fn same_site(page: &Url, link: &Url) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #[test]
+        fn collapse_joins_the_words_with_one_space(s in "(\\PC|\\s){0,40}") {
+            proptest::prop_assert_eq!(collapse(&s), s.split_whitespace().collect::<Vec<_>>().join(" "));
+        }
+    }
 
     fn doc(html: &str) -> Document {
         Document::parse(
