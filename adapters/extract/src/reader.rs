@@ -237,7 +237,13 @@ fn main_content(
 ) -> MainContent {
     // Counted before Readability takes the page: whether a second reading could be longer.
     let page_prose = crate::retry::prose_chars(&query);
-    let found = crate::retry::article(readable(query, url), page_prose, html, url, readable);
+    let found = crate::retry::article(
+        readable(query, url, CHAR_THRESHOLD),
+        page_prose,
+        html,
+        url,
+        readable,
+    );
     let Some((article, article_doc)) = found else {
         // Readability gave up (rare); its document was consumed, so parse again.
         let fallback = QueryDocument::from(html);
@@ -281,15 +287,22 @@ fn main_content(
     }
 }
 
-/// Readability's article from `query`, and the article parsed on its own with its classes
+/// Readability's own threshold: below this many characters it reads the page again with
+/// looser rules.
+pub(crate) const CHAR_THRESHOLD: usize = 500;
+
+/// Readability's article from `query` (read again with looser rules while it is under
+/// `char_threshold` characters), and the article copied into a document of its own with its classes
 /// still on (the cleaning passes read them).
 pub(crate) fn readable(
     query: QueryDocument,
     url: &str,
+    char_threshold: usize,
 ) -> Option<(dom_smoothie::Article, QueryDocument)> {
     let config = Config {
         text_mode: TextMode::Markdown,
         keep_classes: true,
+        char_threshold,
         ..Config::default()
     };
     let mut readability = Readability::with_document(query, Some(url), Some(config)).ok()?;
@@ -535,6 +548,40 @@ mod tests {
             assert!(!e.content.html.contains(gone), "{gone}: {}", e.content.html);
         }
         assert!(!e.content.html.contains("class="), "{}", e.content.html);
+    }
+
+    /// Issue 21: a story in a block whose class Readability weighs against it (Drupal's
+    /// `field--label-hidden` says "hidden") was cut from the box that holds it and its
+    /// 600-character teaser, so reading the page without that box finds nothing either;
+    /// Readability loosens its rules by itself only under 500 characters.
+    #[test]
+    fn a_story_under_a_class_readability_distrusts_wins_over_its_teaser() {
+        let teaser =
+            "The harbour of Kirkwall was rebuilt this year, and the town, which had waited \
+            for it for a decade, now wonders what it will do with the space, the boats, the \
+            visitors and the sudden attention of the whole archipelago. "
+                .repeat(3);
+        let story =
+            "<p>The old quay, built of stone, was taken down in the spring, and the new one, \
+            twice as long, was poured in concrete over the summer, while the ferries kept to \
+            their timetable, the fishermen moved to the north pier, and the harbour master, \
+            who had seen three storms that year, kept a log of every tide.</p>"
+                .repeat(6);
+        let html = format!(
+            r#"<html><head><title>Kirkwall harbour</title></head><body>
+            <article><div class="node"><p>{teaser}</p>
+            <div class="node__content"><div class="field field--label-hidden">{story}</div></div>
+            <h3>Read next</h3><p>It snows plastic in the Alps, from the cities and the sea.</p>
+            </div></article></body></html>"#
+        );
+        let e = read(&html, &ExtractOptions::default());
+        assert!(
+            e.content
+                .text
+                .contains("harbour master, who had seen three storms"),
+            "{}",
+            e.content.text
+        );
     }
 
     /// Issue 21: a short post above a long thread came back as the thread.

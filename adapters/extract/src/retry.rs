@@ -24,8 +24,9 @@ pub(crate) fn article(
     page_prose: usize,
     html: &str,
     url: &str,
-    read: impl Fn(Document, &str) -> Option<Reading>,
+    read: impl Fn(Document, &str, usize) -> Option<Reading>,
 ) -> Option<Reading> {
+    let read_as_usual = |doc, url| read(doc, url, crate::reader::CHAR_THRESHOLD);
     let mut found = first;
     // The readers' comments taken for the article: read again without comment sections.
     if found
@@ -34,7 +35,7 @@ pub(crate) fn article(
     {
         let again = Document::from(html);
         crate::clean::strip_comments(&again);
-        if let Some(second) = read(again, url) {
+        if let Some(second) = read_as_usual(again, url) {
             found = Some(second);
         }
     }
@@ -65,9 +66,16 @@ pub(crate) fn article(
         node.remove_from_parent();
         // With the chosen box gone Readability may settle on a list of links (latest posts,
         // a menu): a story is mostly prose.
-        if let Some(second) = longer(read(without_chosen, url)) {
+        if let Some(second) = longer(read_as_usual(without_chosen, url)) {
             return Some(second);
         }
+    }
+    // The story may be in the chosen box after all, cut by Readability's cleaning (a block of
+    // it taken for an ad or a widget). Readability loosens its rules by itself when an article
+    // is under 500 characters; here it loosens them until it is twice as long as this one.
+    let threshold = (LONGER * chars as f64).ceil() as usize;
+    if let Some(second) = longer(read(Document::from(html), url, threshold)) {
+        return Some(second);
     }
     found
 }

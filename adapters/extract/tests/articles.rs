@@ -107,7 +107,7 @@ fn article_quality_holds_its_floor_on_each_set() {
         ("cleaneval", 0.91),
         ("cleanportaleval", 0.95),
         ("dragnet", 0.90),
-        ("trafilatura-eval", 0.89),
+        ("trafilatura-eval", 0.9),
     ];
     let mut failures = vec![];
     for (set, floor) in floors {
@@ -156,6 +156,9 @@ fn a_short_first_reading_gives_way_to_the_story_but_not_to_links() {
         "katzen-forum.net-Pepe",
         "scienceblogs.de-zufaellig",
         "Rosjanie_sugeruj_natychmiastowe_odci_cie_Polski_od_gazu_-_Energetyka24",
+        // The story cut by Readability's own cleaning (a class it distrusts): read again with
+        // looser rules.
+        "tierwelt.ch-plez",
     ] {
         let dir = root.join(page);
         let expected: serde_json::Value =
