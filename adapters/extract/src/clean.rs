@@ -58,6 +58,11 @@ const KEPT_ELEMENTS: &[&str] = &["html", "body", "main", "article"];
 /// `share_wrapper` around the story, `js-social-images` behaviour hooks, WordPress's
 /// `entry-category-advertising` on the post itself.
 const SHORT_TEXT_CHARS: usize = 200;
+
+/// A row of teaser cards has at least this many, each at most this long (characters other
+/// than whitespace): a headline and a sentence or two.
+const TEASER_CARDS: usize = 2;
+const TEASER_CHARS: usize = 400;
 const LINK_DENSE: f64 = 0.5;
 /// Whatever it is named, an element holding most of the article is the article (a post whose
 /// whole body a theme wraps in `ad-wrapper`): removing it would leave nothing.
@@ -183,6 +188,20 @@ fn trailing_headline_list(node: &NodeRef) -> bool {
         && !prose_follows(node)
 }
 
+/// Whether `node` is a row of other stories' teaser cards ("More on climate": each an
+/// `<article>` of its own with a headline, a line or two and a "read more" link): two or more
+/// `<article>` children, most of its children, each short and linking away. Unlike a list of
+/// headlines it may sit mid-story ("Read also"): a story is not made of other articles.
+fn teaser_cards(node: &NodeRef) -> bool {
+    let children = node.element_children();
+    let cards: Vec<&NodeRef> = children.iter().filter(|c| c.has_name("article")).collect();
+    cards.len() >= TEASER_CARDS
+        && 2 * cards.len() >= children.len()
+        && cards.iter().all(|c| {
+            text_chars(c) <= TEASER_CHARS && Selection::from(**c).select("a[href]").exists()
+        })
+}
+
 /// Whether a paragraph of prose (long, few links) comes after `node` in the document.
 fn prose_follows(node: &NodeRef) -> bool {
     let is_prose = |p: &NodeRef| {
@@ -234,6 +253,15 @@ pub fn strip_boilerplate(doc: &Document) -> bool {
             .iter()
             .filter(|n| trailing_headline_list(n)),
     );
+    // Teaser cards are known by their shape, not their text: each has prose of its own.
+    let cards: Vec<NodeRef> = doc
+        .select("body div, body section, body ul")
+        .nodes()
+        .iter()
+        .filter(|n| teaser_cards(n))
+        .copied()
+        .collect();
+    candidates.extend(cards.iter().copied());
     if candidates.is_empty() {
         return false;
     }
@@ -241,7 +269,7 @@ pub fn strip_boilerplate(doc: &Document) -> bool {
     for node in candidates {
         // Already gone with an ancestor: nothing to weigh.
         if node.ancestors_it(None).any(|a| a.is_document())
-            && looks_like_boilerplate(&node)
+            && (looks_like_boilerplate(&node) || cards.iter().any(|c| c.id == node.id))
             && (text_chars(&node) as f64) <= MAX_SHARE_OF_TEXT * total
         {
             // A heading right before the box is its title ("Related stories", "Das könnte
@@ -294,6 +322,43 @@ mod tests {
             .split_whitespace()
             .collect::<Vec<_>>()
             .join(" ")
+    }
+
+    /// Issue 21: other stories' teaser cards after the story were kept, each with a sentence
+    /// of prose of its own.
+    #[test]
+    fn a_row_of_teaser_cards_goes_with_its_heading_but_long_articles_stay() {
+        let story = "<p>The harbour of Kirkwall was rebuilt this year, and the town now wonders \
+            what it will do with the space, the boats and the visitors it did not expect.</p>"
+            .repeat(5);
+        let card = |i: usize| {
+            format!(
+                r#"<article><h3>Other story {i}</h3><p>Oil companies swap one harm for \
+                another and make more plastic.</p><p><a href="/s/{i}">Read more</a></p></article>"#
+            )
+        };
+        let html = format!(
+            "<body><div>{story}<div><h2>More on climate</h2><div>{}{}{}</div></div>\
+             <p>Support our work: we are funded by readers like you, every month.</p></div></body>",
+            card(1),
+            card(2),
+            card(3)
+        );
+        let text = cleaned(&html);
+        assert!(text.contains("Kirkwall"), "{text}");
+        for gone in ["More on climate", "Other story", "Read more"] {
+            assert!(!text.contains(gone), "{gone}: {text}");
+        }
+        // Two long articles side by side are content (a digest, a two-part story).
+        let long = |i: usize| {
+            format!("<article><h3>Part {i}</h3>{story}<a href=\"/p/{i}\">more</a></article>")
+        };
+        let text = cleaned(&format!(
+            "<body><div>{story}<div>{}{}</div></div></body>",
+            long(1),
+            long(2)
+        ));
+        assert!(text.contains("Part 2"), "{text}");
     }
 
     #[test]
