@@ -150,7 +150,8 @@ pub fn strip_comments(doc: &Document) {
     }
 }
 
-fn text_chars(node: &NodeRef) -> usize {
+/// Characters of `node`'s text other than whitespace: the measure of every length here.
+pub(crate) fn text_chars(node: &NodeRef) -> usize {
     node.text().chars().filter(|c| !c.is_whitespace()).count()
 }
 

@@ -6,6 +6,8 @@
 
 use dom_query::{Document, NodeRef};
 
+use crate::clean::text_chars;
+
 /// An article shorter than this (characters other than whitespace) is checked for a better
 /// one: long stories are what Readability gets right.
 const SHORT_ARTICLE_CHARS: usize = 1000;
@@ -85,9 +87,7 @@ fn squeezed(text: &str) -> String {
 }
 
 fn body_chars(doc: &Document) -> usize {
-    doc.body()
-        .map(|b| b.text().chars().filter(|c| !c.is_whitespace()).count())
-        .unwrap_or(0)
+    doc.body().map(|b| text_chars(&b)).unwrap_or(0)
 }
 
 /// The innermost element of `page` holding the article's first and last characters: the
@@ -185,7 +185,7 @@ fn link_chars(doc: &Document) -> usize {
     doc.select("body a")
         .nodes()
         .iter()
-        .map(|a| a.text().chars().filter(|c| !c.is_whitespace()).count())
+        .map(|a| text_chars(a))
         .sum()
 }
 
