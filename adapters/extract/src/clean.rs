@@ -191,16 +191,25 @@ fn trailing_headline_list(node: &NodeRef) -> bool {
 
 /// Whether `node` is a row of other stories' teaser cards ("More on climate": each an
 /// `<article>` of its own with a headline, a line or two and a "read more" link): two or more
-/// `<article>` children, most of its children, each short and linking away. Unlike a list of
+/// cards ([`is_card`]), most of its children, each short and linking away. Unlike a list of
 /// headlines it may sit mid-story ("Read also"): a story is not made of other articles.
 fn teaser_cards(node: &NodeRef) -> bool {
     let children = node.element_children();
-    let cards: Vec<&NodeRef> = children.iter().filter(|c| c.has_name("article")).collect();
+    let cards: Vec<&NodeRef> = children.iter().filter(|c| is_card(c)).collect();
     cards.len() >= TEASER_CARDS
         && 2 * cards.len() >= children.len()
         && cards.iter().all(|c| {
             text_chars(c) <= TEASER_CHARS && Selection::from(**c).select("a[href]").exists()
         })
+}
+
+/// An `<article>`, or wrappers around one that hold nothing else (a theme's card frames).
+fn is_card(node: &NodeRef) -> bool {
+    if node.has_name("article") {
+        return true;
+    }
+    let inner = Selection::from(*node).select("article");
+    inner.length() == 1 && text_chars(node) == text_chars(&inner.nodes()[0])
 }
 
 /// Whether a paragraph of prose (long, few links) comes after `node` in the document.
@@ -350,6 +359,16 @@ mod tests {
         for gone in ["More on climate", "Other story", "Read more"] {
             assert!(!text.contains(gone), "{gone}: {text}");
         }
+        // Cards framed by a theme's wrappers, each holding nothing but its card.
+        let framed = |i: usize| format!("<div class=\"teaser\"><div>{}</div></div>", card(i));
+        let html = format!(
+            "<body><div>{story}<h2>More on this</h2><div>{}{}</div></div></body>",
+            framed(1),
+            framed(2)
+        );
+        let text = cleaned(&html);
+        assert!(text.contains("Kirkwall"), "{text}");
+        assert!(!text.contains("Other story"), "{text}");
         // Two long articles side by side are content (a digest, a two-part story).
         let long = |i: usize| {
             format!("<article><h3>Part {i}</h3>{story}<a href=\"/p/{i}\">more</a></article>")
