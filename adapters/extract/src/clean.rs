@@ -195,6 +195,10 @@ fn trailing_headline_list(node: &NodeRef) -> bool {
 /// headlines it may sit mid-story ("Read also"): a story is not made of other articles.
 fn teaser_cards(node: &NodeRef) -> bool {
     let children = node.element_children();
+    // Every block of every article is asked: most hold one child and need no further look.
+    if children.len() < TEASER_CARDS {
+        return false;
+    }
     let cards: Vec<&NodeRef> = children.iter().filter(|c| is_card(c)).collect();
     cards.len() >= TEASER_CARDS
         && 2 * cards.len() >= children.len()

@@ -6,6 +6,7 @@
 mod clean;
 pub mod evaluation;
 mod metadata;
+mod obstacles;
 mod reader;
 mod retry;
 mod scan;
