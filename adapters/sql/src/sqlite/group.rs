@@ -1,4 +1,5 @@
-//! Group commit for the two writes every execution makes: beginning and settling its task.
+//! Group commit for the writes every execution makes: beginning and settling its task, and
+//! the webhook event its settlement records.
 //!
 //! sqlx runs a SQLite connection on a thread of its own and every command is a hand-off to it
 //! (two thread switches, `COMMIT` a few more), queued behind every other command on the one
@@ -21,10 +22,13 @@
 //! one after another would.
 
 use sqlx::{Connection, SqliteConnection, SqlitePool};
-use svc_ports::{BeginOutcome, NewTask, Settlement, TaskRecord};
+use svc_ports::{
+    BeginOutcome, EnqueueOutcome, HookEvent, NewTask, Settlement, TaskRecord, WebhookDeliveryId,
+    WebhookEndpointId,
+};
 use tokio::sync::{mpsc, oneshot};
 
-use super::tasks;
+use super::{hooks, tasks};
 
 /// At most this many items share a transaction: bounds how long the first waits for the last.
 const MAX_GROUP: usize = 64;
@@ -32,6 +36,8 @@ const MAX_GROUP: usize = 64;
 pub(super) enum Job {
     Begin(NewTask),
     Settle(Settlement),
+    /// A webhook event (every settled task records one) and its deliveries.
+    Enqueue(HookEvent, Vec<(WebhookDeliveryId, WebhookEndpointId)>),
     /// Tests only: an item that ends the whole transaction, as SQLite does by itself on an
     /// I/O error or a full disk.
     #[cfg(test)]
@@ -43,6 +49,7 @@ pub(super) enum Job {
 pub(super) enum Done {
     Begun(Option<BeginOutcome>),
     Settled(Option<TaskRecord>),
+    Enqueued(EnqueueOutcome),
 }
 
 type Answer = Result<Done, sqlx::Error>;
@@ -75,7 +82,7 @@ impl GroupWriter {
     pub(super) async fn begin(&self, task: &NewTask) -> Result<Option<BeginOutcome>, sqlx::Error> {
         match self.run(Job::Begin(task.clone())).await? {
             Done::Begun(outcome) => Ok(outcome),
-            Done::Settled(_) => unreachable!("a begin is answered as a begin"),
+            _ => unreachable!("a begin is answered as a begin"),
         }
     }
 
@@ -83,7 +90,22 @@ impl GroupWriter {
     pub(super) async fn settle(&self, s: &Settlement) -> Result<Option<TaskRecord>, sqlx::Error> {
         match self.run(Job::Settle(s.clone())).await? {
             Done::Settled(task) => Ok(task),
-            Done::Begun(_) => unreachable!("a settle is answered as a settle"),
+            _ => unreachable!("a settle is answered as a settle"),
+        }
+    }
+
+    /// Stores a webhook event and its deliveries.
+    pub(super) async fn enqueue(
+        &self,
+        event: &HookEvent,
+        deliveries: &[(WebhookDeliveryId, WebhookEndpointId)],
+    ) -> Result<EnqueueOutcome, sqlx::Error> {
+        match self
+            .run(Job::Enqueue(event.clone(), deliveries.to_vec()))
+            .await?
+        {
+            Done::Enqueued(outcome) => Ok(outcome),
+            _ => unreachable!("an event is answered as an event"),
         }
     }
 
@@ -201,6 +223,9 @@ async fn run_job(conn: &mut SqliteConnection, job: &Job) -> Answer {
             .await
             .map(Done::Begun),
         Job::Settle(s) => tasks::settle(conn, s).await.map(Done::Settled),
+        Job::Enqueue(event, deliveries) => hooks::enqueue(conn, event, deliveries)
+            .await
+            .map(Done::Enqueued),
         #[cfg(test)]
         Job::LoseTransaction => {
             sqlx::query("ROLLBACK").execute(conn).await?;

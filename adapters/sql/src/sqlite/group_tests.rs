@@ -1,6 +1,8 @@
-//! The group writer against the same calls made one at a time: many begins and settles queued
-//! at once (one account and one idempotency key shared, too little credit for some, an unknown
-//! account, an authority's limit, items forced to fail, a transaction lost mid-group) get
+//! The group writer against the same calls made one at a time: many begins, settles and
+//! webhook events queued at once (one account and one idempotency key shared, too little
+//! credit for some, an unknown account, an authority's limit, an event's source recorded
+//! twice, deliveries to a deleted or another account's endpoint, items forced to fail, a
+//! transaction lost mid-group) get
 //! exactly the answers, books and tasks that a sequential run of the same calls gets.
 //!
 //! The grouped run queues every call in order on a single-threaded runtime (each future polled
@@ -15,9 +17,10 @@ use proptest::{
 };
 use svc_ports::{
     Account, AccountId, AccountStore, AmountLimit, ApiKeyId, ArtifactId, AuthorityId,
-    AuthorityInterval, AuthoritySpend, AuthorityStore, CreditAmount, Email, Environment,
-    LedgerEntryId, LedgerStore, NewTask, PaymentAuthority, Plan, Principal, Settlement, TaskId,
-    TaskStatus, TaskStore, billing::Currency, ledger::Grant,
+    AuthorityInterval, AuthoritySpend, AuthorityStore, CreditAmount, Email, Environment, HookEvent,
+    HookEventType, HookStore, LedgerEntryId, LedgerStore, NewTask, PaymentAuthority, Plan,
+    Principal, SealedSecret, Settlement, TaskId, TaskStatus, TaskStore, WebhookDeliveryId,
+    WebhookEndpoint, WebhookEndpointId, WebhookEventId, billing::Currency, ledger::Grant,
 };
 use ulid::Ulid;
 
@@ -48,6 +51,11 @@ fn taken_entry() -> LedgerEntryId {
     LedgerEntryId::from_ulid(ulid(3, 1))
 }
 
+/// Endpoints 0 and 1 are account 0's (1 deleted), 2 is account 1's.
+fn endpoint(n: usize) -> WebhookEndpointId {
+    WebhookEndpointId::from_ulid(ulid(9, n))
+}
+
 fn usd() -> Currency {
     Currency::parse("usd").unwrap()
 }
@@ -70,6 +78,15 @@ enum Op {
         nth: usize,
         completed: bool,
         bad_entry: bool,
+    },
+    /// A webhook event.
+    Event {
+        /// 0 and 1 exist; 2 does not.
+        account: usize,
+        /// Sources repeat: the second event of a source is a duplicate.
+        source: u8,
+        /// Which of endpoints 0-2 get a delivery (bit n: endpoint n).
+        endpoints: u8,
     },
     /// An item that ends the whole transaction, as SQLite does on an I/O error.
     Lose,
@@ -99,7 +116,17 @@ fn op() -> impl Strategy<Value = Op> {
             bad_entry,
         },
     );
-    prop_oneof![6 => begin, 4 => settle, 1 => Just(Op::Lose)]
+    let event = (
+        prop_oneof![4 => Just(0usize), 2 => Just(1), 1 => Just(2)],
+        0..3u8,
+        0..8u8,
+    )
+        .prop_map(|(account, source, endpoints)| Op::Event {
+            account,
+            source,
+            endpoints,
+        });
+    prop_oneof![6 => begin, 4 => settle, 3 => event, 1 => Just(Op::Lose)]
 }
 
 fn job(ops: &[(Op, bool)], i: usize) -> Job {
@@ -159,6 +186,29 @@ fn job(ops: &[(Op, bool)], i: usize) -> Job {
             },
             at: t0(),
         }),
+        Op::Event {
+            account: a,
+            source,
+            endpoints,
+        } => Job::Enqueue(
+            HookEvent {
+                id: WebhookEventId::from_ulid(ulid(10, i)),
+                account_id: account(*a),
+                event_type: HookEventType::TaskCompleted,
+                source: format!("task:{source}"),
+                payload: format!("{{\"n\": {i}}}"),
+                created_at: t0(),
+            },
+            (0..3)
+                .filter(|n| endpoints & (1 << n) != 0)
+                .map(|n| {
+                    (
+                        WebhookDeliveryId::from_ulid(ulid(11, i * 3 + n)),
+                        endpoint(n),
+                    )
+                })
+                .collect(),
+        ),
         Op::Lose => Job::LoseTransaction,
     }
 }
@@ -168,6 +218,7 @@ fn show(answer: Result<Done, sqlx::Error>) -> String {
     match answer {
         Ok(Done::Begun(outcome)) => format!("begun {outcome:?}"),
         Ok(Done::Settled(task)) => format!("settled {task:?}"),
+        Ok(Done::Enqueued(outcome)) => format!("enqueued {outcome:?}"),
         Err(e) => format!("error {e}"),
     }
 }
@@ -224,6 +275,24 @@ async fn store(dir: &tempfile::TempDir, name: &str, credits: i64) -> SqliteStore
         })
         .await
         .unwrap();
+    for (n, owner) in [(0, 0), (1, 0), (2, 1)] {
+        store
+            .insert_endpoint(&WebhookEndpoint {
+                id: endpoint(n),
+                account_id: account(owner),
+                url: format!("https://hooks.example/{n}"),
+                description: String::new(),
+                events: vec![HookEventType::TaskCompleted],
+                secret: SealedSecret::new(vec![n as u8]),
+                created_at: t0(),
+            })
+            .await
+            .unwrap();
+    }
+    store
+        .delete_endpoint(&account(0), &endpoint(1), t0())
+        .await
+        .unwrap();
     store
 }
 
@@ -248,10 +317,33 @@ async fn books(store: &SqliteStore, ops: &[(Op, bool)]) -> Vec<String> {
         "{:?}",
         store.authority_spends(&authority()).await.unwrap()
     ));
+    for n in 0..2 {
+        let events = store.events_after(&account(n), None, 1000).await.unwrap();
+        books.push(format!("{events:?}"));
+        let deliveries = store.deliveries(&account(n), 1000).await.unwrap();
+        books.push(format!("{deliveries:?}"));
+    }
     books
 }
 
-/// Every item answered with an error wrote nothing; spendable is the sum of the entries and
+async fn stored_events(store: &SqliteStore) -> Vec<HookEvent> {
+    let mut events = Vec::new();
+    for n in 0..2 {
+        events.extend(store.events_after(&account(n), None, 1000).await.unwrap());
+    }
+    events
+}
+
+async fn stored_deliveries(store: &SqliteStore) -> Vec<svc_ports::DeliveryRecord> {
+    let mut deliveries = Vec::new();
+    for n in 0..2 {
+        deliveries.extend(store.deliveries(&account(n), 1000).await.unwrap());
+    }
+    deliveries
+}
+
+/// Every item answered with an error wrote nothing; an event is stored when its answer says
+/// so, with deliveries to its account's live endpoints only; spendable is the sum of the entries and
 /// held the cost of the tasks in flight.
 async fn books_hold(
     store: &SqliteStore,
@@ -280,6 +372,30 @@ async fn books_hold(
                     task.is_none_or(|t| t.artifact_id.as_ref() != Some(&s.artifact_id)),
                     "failed settle {i} wrote its settlement"
                 );
+            }
+            (Op::Event { account: a, .. }, Job::Enqueue(event, _)) => {
+                // Only an unknown account fails an event; a source seen before is a duplicate.
+                prop_assert_eq!(failed, *a == 2, "event {}: {}", i, &answers[i]);
+                let stored = stored_events(store).await;
+                let deliveries = stored_deliveries(store).await;
+                let has = stored.iter().any(|e| e.id == event.id);
+                prop_assert!(!(failed && has), "failed event {i} was stored");
+                prop_assert_eq!(
+                    answers[i].starts_with("enqueued Enqueued"),
+                    has,
+                    "event {} answered {} but stored: {}",
+                    i,
+                    &answers[i],
+                    has
+                );
+                // Deliveries only of an event stored, only to the account's live endpoints.
+                for d in deliveries.iter().filter(|d| d.event_id == event.id) {
+                    let live = [(endpoint(0), account(0)), (endpoint(2), account(1))];
+                    prop_assert!(
+                        has && live.contains(&(d.endpoint_id.clone(), d.account_id.clone()))
+                    );
+                    prop_assert_eq!(&d.account_id, &event.account_id);
+                }
             }
             _ => {}
         }

@@ -4,6 +4,7 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use sqlx::{Row, SqliteConnection};
 use svc_ports::{
     AccountId, Attempt, AttemptResult, ClaimedDelivery, DeliveryRecord, DeliveryStatus,
     EnqueueOutcome, HookError, HookEvent, HookEventType, HookStore, Receipt, StoreError,
@@ -109,52 +110,17 @@ impl HookStore for SqliteStore {
         event: &HookEvent,
         deliveries: &[(WebhookDeliveryId, WebhookEndpointId)],
     ) -> Result<EnqueueOutcome, HookError> {
-        let err = |e| HookError::from(backend(e, "storing a webhook event"));
-        let mut tx = self.begin_write().await.map_err(err)?;
-        let inserted = sqlx::query(
-            "INSERT INTO webhook_events (id, account_id, type, source, payload, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (account_id, source) DO NOTHING",
-        )
-        .bind(event.id.as_str())
-        .bind(event.account_id.as_str())
-        .bind(event.event_type.as_str())
-        .bind(&event.source)
-        .bind(&event.payload)
-        .bind(millis(event.created_at))
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| {
+        // Every settled task records an event: it joins the begins and settles of the group
+        // writer rather than taking the writer connection for a transaction of its own.
+        self.group.enqueue(event, deliveries).await.map_err(|e| {
             if is_foreign_key_violation(&e) {
                 HookError::UnknownAccount
             } else if is_unique_violation(&e) {
                 HookError::Duplicate
             } else {
-                err(e)
+                HookError::from(backend(e, "storing a webhook event"))
             }
-        })?;
-        if inserted.rows_affected() == 0 {
-            return Ok(EnqueueOutcome::Duplicate);
-        }
-        let mut count = 0;
-        for (delivery, endpoint) in deliveries {
-            let done = sqlx::query(
-                "INSERT INTO webhook_deliveries \
-                 (id, account_id, event_id, endpoint_id, status, attempts, next_attempt_at, created_at) \
-                 SELECT $1, $2, $3, id, 'pending', 0, $4, $4 FROM webhook_endpoints \
-                 WHERE id = $5 AND account_id = $2 AND deleted_at IS NULL",
-            )
-            .bind(delivery.as_str())
-            .bind(event.account_id.as_str())
-            .bind(event.id.as_str())
-            .bind(millis(event.created_at))
-            .bind(endpoint.as_str())
-            .execute(&mut *tx)
-            .await
-            .map_err(err)?;
-            count += done.rows_affected() as u32;
-        }
-        tx.commit().await.map_err(err)?;
-        Ok(EnqueueOutcome::Enqueued { deliveries: count })
+        })
     }
 
     async fn claim_due(
@@ -355,4 +321,59 @@ impl HookStore for SqliteStore {
         .map_err(|e| backend(e, "listing webhook events"))?;
         rows.iter().map(hook_rows::event).collect()
     }
+}
+
+/// An event and its deliveries as one item of a group (see `group.rs`): one query inside the
+/// item's savepoint. The deliveries (a JSON array of `[delivery id, endpoint id]` pairs) are
+/// inserted only when the event was, for endpoints of the account not deleted; the event's id
+/// is new, so finding it means this query stored it.
+pub(super) async fn enqueue(
+    conn: &mut SqliteConnection,
+    event: &HookEvent,
+    deliveries: &[(WebhookDeliveryId, WebhookEndpointId)],
+) -> Result<EnqueueOutcome, sqlx::Error> {
+    let pairs: Vec<[&str; 2]> = deliveries
+        .iter()
+        .map(|(delivery, endpoint)| [delivery.as_str(), endpoint.as_str()])
+        .collect();
+    let row = sqlx::query(
+        r#"
+        SAVEPOINT item;
+
+        INSERT INTO webhook_events (id, account_id, type, source, payload, created_at)
+        VALUES ($1, $2, $3, $4, $5, $6)
+        ON CONFLICT (account_id, source) DO NOTHING;
+
+        INSERT INTO webhook_deliveries
+            (id, account_id, event_id, endpoint_id, status, attempts, next_attempt_at, created_at)
+        SELECT pair.value ->> 0, $2, $1, w.id, 'pending', 0, $6, $6
+        FROM json_each($7) AS pair
+        JOIN webhook_endpoints AS w
+            ON w.id = pair.value ->> 1 AND w.account_id = $2 AND w.deleted_at IS NULL
+        WHERE EXISTS (SELECT 1 FROM webhook_events WHERE id = $1);
+
+        SELECT EXISTS (SELECT 1 FROM webhook_events WHERE id = $1) AS inserted,
+            changes() AS deliveries;
+
+        RELEASE item
+        "#,
+    )
+    .bind(event.id.as_str())
+    .bind(event.account_id.as_str())
+    .bind(event.event_type.as_str())
+    .bind(&event.source)
+    .bind(&event.payload)
+    .bind(millis(event.created_at))
+    .bind(serde_json::to_string(&pairs).map_err(|e| sqlx::Error::Encode(e.into()))?)
+    // Every row of every statement: a `fetch_one` would stop the query at its first row.
+    .fetch_all(&mut *conn)
+    .await?;
+    let row = row.first().ok_or(sqlx::Error::RowNotFound)?;
+    Ok(if row.try_get::<bool, _>("inserted")? {
+        EnqueueOutcome::Enqueued {
+            deliveries: row.try_get::<u32, _>("deliveries")?,
+        }
+    } else {
+        EnqueueOutcome::Duplicate
+    })
 }
