@@ -4,6 +4,7 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use sqlx::Row;
 use svc_ports::{
     AccountId, Attempt, AttemptResult, ClaimedDelivery, DeliveryRecord, DeliveryStatus,
     EnqueueOutcome, HookError, HookEvent, HookEventType, HookStore, Receipt, StoreError,
@@ -109,11 +110,33 @@ impl HookStore for PostgresStore {
         event: &HookEvent,
         deliveries: &[(WebhookDeliveryId, WebhookEndpointId)],
     ) -> Result<EnqueueOutcome, HookError> {
-        let err = |e| HookError::from(backend(e, "storing a webhook event"));
-        let mut tx = self.pool.begin().await.map_err(err)?;
-        let inserted = sqlx::query(
-            "INSERT INTO webhook_events (id, account_id, type, source, payload, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (account_id, source) DO NOTHING",
+        // One statement, one round trip (every settled task records an event): the deliveries
+        // are inserted only for an event this statement inserted, to the account's endpoints
+        // that are not deleted.
+        let (delivery_ids, endpoint_ids): (Vec<&str>, Vec<&str>) = deliveries
+            .iter()
+            .map(|(delivery, endpoint)| (delivery.as_str(), endpoint.as_str()))
+            .unzip();
+        let row = sqlx::query(
+            r#"
+            WITH event AS (
+                INSERT INTO webhook_events (id, account_id, type, source, payload, created_at)
+                VALUES ($1, $2, $3, $4, $5, $6)
+                ON CONFLICT (account_id, source) DO NOTHING
+                RETURNING id
+            ), delivery AS (
+                INSERT INTO webhook_deliveries (id, account_id, event_id, endpoint_id, status,
+                    attempts, next_attempt_at, created_at)
+                SELECT pair.delivery, $2, event.id, w.id, 'pending', 0, $6, $6
+                FROM event
+                CROSS JOIN unnest($7::text[], $8::text[]) AS pair (delivery, endpoint)
+                JOIN webhook_endpoints AS w
+                    ON w.id = pair.endpoint AND w.account_id = $2 AND w.deleted_at IS NULL
+                RETURNING 1
+            )
+            SELECT (SELECT count(*) FROM event) AS inserted,
+                (SELECT count(*) FROM delivery) AS deliveries
+            "#,
         )
         .bind(event.id.as_str())
         .bind(event.account_id.as_str())
@@ -121,7 +144,9 @@ impl HookStore for PostgresStore {
         .bind(&event.source)
         .bind(&event.payload)
         .bind(ms(event.created_at))
-        .execute(&mut *tx)
+        .bind(&delivery_ids)
+        .bind(&endpoint_ids)
+        .fetch_one(&self.pool)
         .await
         .map_err(|e| {
             if is_foreign_key_violation(&e) {
@@ -129,33 +154,20 @@ impl HookStore for PostgresStore {
             } else if is_unique_violation(&e) {
                 HookError::Duplicate
             } else {
-                err(e)
+                HookError::from(backend(e, "storing a webhook event"))
             }
         })?;
-        if inserted.rows_affected() == 0 {
-            return Ok(EnqueueOutcome::Duplicate);
-        }
-        let mut count = 0;
-        for (delivery, endpoint) in deliveries {
-            let done = sqlx::query(
-                "INSERT INTO webhook_deliveries \
-                 (id, account_id, event_id, endpoint_id, status, attempts, next_attempt_at, created_at) \
-                 SELECT $1::text, $2::text, $3::text, id, 'pending', 0, $4::timestamptz, $4::timestamptz \
-                 FROM webhook_endpoints \
-                 WHERE id = $5 AND account_id = $2 AND deleted_at IS NULL",
-            )
-            .bind(delivery.as_str())
-            .bind(event.account_id.as_str())
-            .bind(event.id.as_str())
-            .bind(ms(event.created_at))
-            .bind(endpoint.as_str())
-            .execute(&mut *tx)
-            .await
-            .map_err(err)?;
-            count += done.rows_affected() as u32;
-        }
-        tx.commit().await.map_err(err)?;
-        Ok(EnqueueOutcome::Enqueued { deliveries: count })
+        let count = |name| {
+            row.try_get::<i64, _>(name)
+                .map_err(|e| HookError::from(backend(e, "storing a webhook event")))
+        };
+        Ok(if count("inserted")? == 0 {
+            EnqueueOutcome::Duplicate
+        } else {
+            EnqueueOutcome::Enqueued {
+                deliveries: count("deliveries")? as u32,
+            }
+        })
     }
 
     async fn claim_due(
