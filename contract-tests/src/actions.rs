@@ -187,7 +187,10 @@ pub(crate) async fn check_money(
 
 pub async fn tasks_hold_then_charge_or_refund(b: &Backend) {
     let a = funded(b, "tasks@example.com", 10).await;
-    let BeginOutcome::Started(t1) = b
+    let BeginOutcome::Started {
+        task: t1,
+        spendable,
+    } = b
         .tasks
         .begin_task(&new_task(&a, 3, None, "f1"))
         .await
@@ -197,7 +200,12 @@ pub async fn tasks_hold_then_charge_or_refund(b: &Backend) {
     };
     assert_eq!(t1.status, TaskStatus::InFlight);
     assert_eq!(check_money(b, &a, 3).await, (7, 3));
-    let BeginOutcome::Started(t2) = b
+    // What a begin says is left after its hold (credits.low is judged on it).
+    assert_eq!(spendable, 7, "{}", b.name);
+    let BeginOutcome::Started {
+        task: t2,
+        spendable,
+    } = b
         .tasks
         .begin_task(&new_task(&a, 2, None, "f2"))
         .await
@@ -206,6 +214,7 @@ pub async fn tasks_hold_then_charge_or_refund(b: &Backend) {
         panic!()
     };
     assert_eq!(check_money(b, &a, 5).await, (5, 5));
+    assert_eq!(spendable, 5, "{}", b.name);
 
     let later = t0() + Duration::seconds(2);
     let SettleOutcome::Settled(done) = b
@@ -304,7 +313,7 @@ pub async fn insufficient_credits_store_nothing(b: &Backend) {
     let cheap = new_task(&a, 2, Some("k1"), "f");
     assert!(matches!(
         b.tasks.begin_task(&cheap).await.unwrap(),
-        BeginOutcome::Started(_)
+        BeginOutcome::Started { .. }
     ));
     let ghost = new_task(&AccountId::from_ulid(Ulid::new()), 1, None, "f");
     assert!(matches!(
@@ -315,7 +324,7 @@ pub async fn insufficient_credits_store_nothing(b: &Backend) {
     let free = new_task(&a, 0, None, "f0");
     assert!(matches!(
         b.tasks.begin_task(&free).await.unwrap(),
-        BeginOutcome::Started(_)
+        BeginOutcome::Started { .. }
     ));
     b.tasks
         .settle_task(&settlement(&free.id, true, t0()))
@@ -329,7 +338,7 @@ pub async fn idempotency_keys_replay_refuse_and_conflict(b: &Backend) {
     let first = new_task(&a, 1, Some("key-1"), "same");
     assert!(matches!(
         b.tasks.begin_task(&first).await.unwrap(),
-        BeginOutcome::Started(_)
+        BeginOutcome::Started { .. }
     ));
     let dup = new_task(&a, 1, Some("key-1"), "same");
     assert!(
@@ -358,7 +367,7 @@ pub async fn idempotency_keys_replay_refuse_and_conflict(b: &Backend) {
     let theirs = new_task(&other_account, 1, Some("key-1"), "same");
     assert!(matches!(
         b.tasks.begin_task(&theirs).await.unwrap(),
-        BeginOutcome::Started(_)
+        BeginOutcome::Started { .. }
     ));
     assert_eq!(
         check_money(b, &a, 0).await,
@@ -378,7 +387,7 @@ pub async fn concurrent_requests_with_one_key_hold_once(b: &Backend) {
     .await;
     let started: Vec<_> = results
         .iter()
-        .filter(|r| matches!(r, BeginOutcome::Started(_)))
+        .filter(|r| matches!(r, BeginOutcome::Started { .. }))
         .collect();
     assert_eq!(
         started.len(),
@@ -390,9 +399,9 @@ pub async fn concurrent_requests_with_one_key_hold_once(b: &Backend) {
     assert!(
         results
             .iter()
-            .all(|r| matches!(r, BeginOutcome::Started(_) | BeginOutcome::InFlight(_)))
+            .all(|r| matches!(r, BeginOutcome::Started { .. } | BeginOutcome::InFlight(_)))
     );
-    let BeginOutcome::Started(task) = started[0] else {
+    let BeginOutcome::Started { task, .. } = started[0] else {
         unreachable!()
     };
     // Racing settlements: one lands.
@@ -422,7 +431,7 @@ async fn settled_with(
     completed: bool,
     status: &str,
 ) -> svc_ports::TaskRecord {
-    let BeginOutcome::Started(task) = b
+    let BeginOutcome::Started { task, .. } = b
         .tasks
         .begin_task(&new_task(account, 1, None, status))
         .await
@@ -459,7 +468,9 @@ pub async fn payment_verifications_are_stored_once(b: &Backend) {
         b.name
     );
     // In flight, failed, or settled with another status: not verifiable, nothing changes.
-    let BeginOutcome::Started(in_flight) = b
+    let BeginOutcome::Started {
+        task: in_flight, ..
+    } = b
         .tasks
         .begin_task(&new_task(&a, 1, None, "in-flight"))
         .await
@@ -626,7 +637,7 @@ pub fn execution_property(make: impl Fn() -> BackendFuture) {
                             let key = key.map(|k| format!("k{k}"));
                             let t = new_task(&a, *cost, key.as_deref(), &format!("p{params}"));
                             match b.tasks.begin_task(&t).await.unwrap() {
-                                BeginOutcome::Started(r) => {
+                                BeginOutcome::Started { task: r, .. } => {
                                     expected_spendable -= cost;
                                     begun.push(r.id.clone());
                                     cost_of.insert(r.id.clone(), *cost);

@@ -31,7 +31,7 @@ async fn task_at(
     t.key_id = key.clone();
     t.domain = domain.into();
     t.created_at = at;
-    let BeginOutcome::Started(task) = b.tasks.begin_task(&t).await.unwrap() else {
+    let BeginOutcome::Started { task, .. } = b.tasks.begin_task(&t).await.unwrap() else {
         panic!("{}: not started", b.name)
     };
     if let Some((completed, when)) = settle {

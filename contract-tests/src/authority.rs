@@ -221,7 +221,7 @@ pub async fn refused_spends_store_nothing(b: &Backend) {
         assert!(
             matches!(
                 b.tasks.begin_task(&t).await.unwrap(),
-                BeginOutcome::Started(_)
+                BeginOutcome::Started { .. }
             ),
             "{}",
             b.name
@@ -309,7 +309,7 @@ pub async fn refused_spends_store_nothing(b: &Backend) {
     let t = paying(&acct, Some("over"), "over", spend(&day, 30), t0());
     assert!(matches!(
         b.tasks.begin_task(&t).await.unwrap(),
-        BeginOutcome::Started(_)
+        BeginOutcome::Started { .. }
     ));
     assert_eq!(spent(b, &day, t0()).await, (100, 2));
     // Not enough credits: nothing is spent either.
@@ -329,10 +329,13 @@ pub async fn replays_spend_once(b: &Backend) {
     let a = authority(&acct, 100, AuthorityInterval::Week, Duration::days(30));
     b.authorities.insert_authority(&a).await.unwrap();
     let first = paying(&acct, Some("k"), "same", spend(&a, 40), t0());
-    assert!(matches!(
-        b.tasks.begin_task(&first).await.unwrap(),
-        BeginOutcome::Started(_)
-    ));
+    // Under an authority too, a begin says what is left after its hold.
+    let begun = b.tasks.begin_task(&first).await.unwrap();
+    assert!(
+        matches!(begun, BeginOutcome::Started { spendable, .. } if spendable == 10 - first.cost),
+        "{}: {begun:?}",
+        b.name
+    );
     let again = paying(&acct, Some("k"), "same", spend(&a, 40), t0());
     assert!(matches!(
         b.tasks.begin_task(&again).await.unwrap(),
@@ -407,7 +410,7 @@ pub async fn failed_settlement_gives_the_spend_back(b: &Backend) {
     let more = paying(&acct, None, "f3", spend(&a, 60), at);
     assert!(matches!(
         b.tasks.begin_task(&more).await.unwrap(),
-        BeginOutcome::Started(_)
+        BeginOutcome::Started { .. }
     ));
     assert_eq!(spent(b, &a, at).await, (100, 2));
 }
@@ -419,7 +422,7 @@ pub async fn single_use_is_spent_at_most_once(b: &Backend) {
     let first = paying(&acct, None, "o1", spend(&a, 5), t0());
     assert!(matches!(
         b.tasks.begin_task(&first).await.unwrap(),
-        BeginOutcome::Started(_)
+        BeginOutcome::Started { .. }
     ));
     let later = t0() + Duration::days(100);
     let second = paying(&acct, None, "o2", spend(&a, 5), later);
@@ -443,7 +446,7 @@ pub async fn single_use_is_spent_at_most_once(b: &Backend) {
     assert!(
         matches!(
             b.tasks.begin_task(&retry).await.unwrap(),
-            BeginOutcome::Started(_)
+            BeginOutcome::Started { .. }
         ),
         "{}",
         b.name
@@ -467,7 +470,7 @@ pub async fn windows_reset_on_schedule(b: &Backend) {
     let full = paying(&acct, None, "w1", spend(&a, 100), t0() + Duration::hours(1));
     assert!(matches!(
         b.tasks.begin_task(&full).await.unwrap(),
-        BeginOutcome::Started(_)
+        BeginOutcome::Started { .. }
     ));
     let almost = t0() + Duration::days(1) - Duration::milliseconds(1);
     assert_eq!(
@@ -486,7 +489,7 @@ pub async fn windows_reset_on_schedule(b: &Backend) {
             .begin_task(&paying(&acct, None, "w3", spend(&a, 100), next))
             .await
             .unwrap(),
-        BeginOutcome::Started(_)
+        BeginOutcome::Started { .. }
     ));
     assert_eq!(
         b.tasks
@@ -530,7 +533,7 @@ pub async fn concurrent_spends_stay_within_the_limit(b: &Backend) {
             .await;
             let started = results
                 .iter()
-                .filter(|r| matches!(r, BeginOutcome::Started(_)))
+                .filter(|r| matches!(r, BeginOutcome::Started { .. }))
                 .count();
             assert_eq!(
                 started,
@@ -541,7 +544,7 @@ pub async fn concurrent_spends_stay_within_the_limit(b: &Backend) {
             );
             assert!(results.iter().all(|r| matches!(
                 r,
-                BeginOutcome::Started(_) | BeginOutcome::AuthorityRefused(_)
+                BeginOutcome::Started { .. } | BeginOutcome::AuthorityRefused(_)
             )));
             assert_eq!(
                 spent(b, a, t0()).await.0,
@@ -678,7 +681,7 @@ pub fn authority_property(make: impl Fn() -> BackendFuture) {
                                 Err(AuthorityRefusal::UnknownAuthority)
                             };
                             match (outcome, expected) {
-                                (BeginOutcome::Started(r), Ok(start)) => {
+                                (BeginOutcome::Started { task: r, .. }, Ok(start)) => {
                                     live.push((*auth, r.id.clone(), *amount, start));
                                     begun.push(r.id.clone());
                                     if let Some(k) = key {

@@ -462,7 +462,7 @@ pub async fn settled_tasks_without_their_event_are_found(b: &Backend) {
     let a = funded(b, "hooks-sweep@example.com", 10).await;
     let mut tasks = Vec::new();
     for (i, completed) in [(0, true), (1, false), (2, true)] {
-        let BeginOutcome::Started(t) = b
+        let BeginOutcome::Started { task: t, .. } = b
             .tasks
             .begin_task(&new_task(&a, 1, None, &format!("sweep-{i}")))
             .await

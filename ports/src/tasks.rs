@@ -121,8 +121,9 @@ impl TaskRecord {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum BeginOutcome {
-    /// Stored, credits held: run the action.
-    Started(TaskRecord),
+    /// Stored, credits held: run the action. `spendable`: the account's spendable credits
+    /// right after the hold (what tells the charge that crossed a low-credits mark).
+    Started { task: TaskRecord, spendable: i64 },
     /// The same key and request settled before: answer with its stored response.
     Replay(TaskRecord),
     /// The same key is running now.

@@ -186,6 +186,7 @@ impl TaskStore for MemoryStore {
         }
         balance.spendable -= task.cost;
         balance.held += task.cost;
+        let spendable = balance.spendable;
         if task.cost > 0 {
             ledger_entry(
                 &mut s,
@@ -207,7 +208,10 @@ impl TaskStore for MemoryStore {
         if let Some(spend) = spend {
             s.authority.record(spend);
         }
-        Ok(BeginOutcome::Started(record))
+        Ok(BeginOutcome::Started {
+            task: record,
+            spendable,
+        })
     }
 
     async fn settle_task(&self, settlement: &Settlement) -> Result<SettleOutcome, TaskError> {

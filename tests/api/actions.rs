@@ -580,7 +580,7 @@ async fn orphaned_tasks_are_refunded_by_recovery() {
     };
     assert!(matches!(
         stores.tasks.begin_task(&orphan).await.unwrap(),
-        svc_ports::BeginOutcome::Started(_)
+        svc_ports::BeginOutcome::Started { .. }
     ));
     assert_eq!(balance(&app, &key).await, (999, 1));
     assert_eq!(app.services.actions.recover(60).await.unwrap(), 1);

@@ -152,8 +152,8 @@ impl ActionService {
             authority_spend: payment.as_ref().map(|p| p.spend.clone()),
             created_at: self.now(),
         };
-        let task = match self.ports.tasks.begin_task(&new_task).await {
-            Ok(BeginOutcome::Started(t)) => t,
+        let (task, spendable) = match self.ports.tasks.begin_task(&new_task).await {
+            Ok(BeginOutcome::Started { task, spendable }) => (task, spendable),
             Ok(BeginOutcome::Replay(t)) => return replay(&t),
             Ok(BeginOutcome::InFlight(t)) => {
                 return Err(ExecuteRefusal::InFlight {
@@ -181,7 +181,8 @@ impl ActionService {
         tracing::info!(task_id = %task.id, domain = %task.domain, action = %task.action, cost = task.cost, "task begun");
 
         let observed = self.run(&map, &action, params, credential.as_ref()).await;
-        self.settle(&task, observed, payment.as_ref()).await
+        self.settle(&task, observed, payment.as_ref(), Some(spendable))
+            .await
     }
 
     /// The human's connection credential an action needs, if it needs one.

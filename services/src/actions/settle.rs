@@ -16,11 +16,13 @@ pub const RECOVER_AFTER_SECONDS: i64 = 60;
 
 impl ActionService {
     /// Signs the artifact and settles the task with it: charge or refund, in one transaction.
+    /// `spendable`: the account's spendable credits right after this task's hold, when known.
     pub(super) async fn settle(
         &self,
         task: &TaskRecord,
         observed: Observed,
         payment: Option<&PaymentContext>,
+        spendable: Option<i64>,
     ) -> Result<Executed, ExecuteRefusal> {
         let artifact_id = ArtifactId::from_ulid(self.ports.entropy.ulid());
         let at = self.now();
@@ -102,7 +104,7 @@ impl ActionService {
         match settled {
             Ok(SettleOutcome::Settled(t)) => {
                 tracing::info!(task_id = %t.id, status = t.status.as_str(), "task settled");
-                self.settled_hooks(&t, &observed, payment).await;
+                self.settled_hooks(&t, &observed, payment, spendable).await;
                 if observed.completed {
                     crate::metrics::execution("completed", task.cost, 0);
                 } else if matches!(observed.failure, Some((FailureClass::Interrupted, _))) {
@@ -146,7 +148,7 @@ impl ActionService {
                 result: Value::Null,
             };
             // A recovered payment task fails: the store gives its spend back.
-            match self.settle(&task, observed, None).await {
+            match self.settle(&task, observed, None, None).await {
                 Ok(e) if !e.replayed => {
                     tracing::warn!(task_id = %task.id, "orphaned task settled as failed and refunded");
                     settled += 1;

@@ -71,6 +71,7 @@ impl ActionService {
         task: &TaskRecord,
         observed: &Observed,
         payment: Option<&PaymentContext>,
+        spendable: Option<i64>,
     ) {
         let Some(hooks) = &self.hooks else { return };
         let account = &task.account_id;
@@ -78,10 +79,12 @@ impl ActionService {
         hooks
             .emit(account, event_type, format!("task:{}", task.id), data)
             .await;
+        // The hold is what lowered spendable credits (the capture leaves them), and begins
+        // are serialised per account: exactly one task's hold crosses the mark.
         if observed.completed
-            && let Ok(balance) = self.ports.ledger.balance(account).await
-            && balance.spendable < LOW_CREDITS
-            && balance.spendable + task.cost >= LOW_CREDITS
+            && let Some(spendable) = spendable
+            && spendable < LOW_CREDITS
+            && spendable + task.cost >= LOW_CREDITS
         {
             hooks
                 .emit(
@@ -89,7 +92,7 @@ impl ActionService {
                     HookEventType::CreditsLow,
                     format!("task:{}:credits.low", task.id),
                     json!({
-                        "spendable": balance.spendable,
+                        "spendable": spendable,
                         "threshold": LOW_CREDITS,
                         "task_id": task.id.as_str(),
                         "next_action": {"kind": "top_up", "url": self.account_url},

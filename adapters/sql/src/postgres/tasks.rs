@@ -116,8 +116,11 @@ impl PostgresStore {
             let existing = rows::task(&row)?;
             return Ok(Some(BeginOutcome::existing(existing, &task.fingerprint)));
         }
-        if col::<Option<i64>>(&row, "held_spendable")?.is_some() {
-            return Ok(Some(BeginOutcome::Started(TaskRecord::started(task))));
+        if let Some(spendable) = col::<Option<i64>>(&row, "held_spendable")? {
+            return Ok(Some(BeginOutcome::Started {
+                task: TaskRecord::started(task),
+                spendable,
+            }));
         }
         match col::<Option<i64>>(&row, "account_spendable")? {
             Some(spendable) => Ok(Some(BeginOutcome::InsufficientCredits { spendable })),
@@ -187,12 +190,15 @@ impl PostgresStore {
         if let Err(refusal) = spend_authority(&mut tx, task).await.map_err(err)? {
             return Ok(Some(BeginOutcome::AuthorityRefused(refusal)));
         }
-        if hold_on(&mut tx, task).await.map_err(err)?.is_none() {
+        let Some(held_spendable) = hold_on(&mut tx, task).await.map_err(err)? else {
             // The account is locked: `spendable` is still what it was.
             return Ok(Some(BeginOutcome::InsufficientCredits { spendable }));
-        }
+        };
         tx.commit().await.map_err(err)?;
-        Ok(Some(BeginOutcome::Started(TaskRecord::started(task))))
+        Ok(Some(BeginOutcome::Started {
+            task: TaskRecord::started(task),
+            spendable: held_spendable,
+        }))
     }
 }
 

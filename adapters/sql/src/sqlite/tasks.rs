@@ -110,7 +110,11 @@ pub(super) async fn begin_plain(
     .await?;
     let row = rows.first().ok_or(sqlx::Error::RowNotFound)?;
     if row.try_get::<bool, _>("started")? {
-        return Ok(Some(BeginOutcome::Started(TaskRecord::started(task))));
+        return Ok(Some(BeginOutcome::Started {
+            task: TaskRecord::started(task),
+            // The account exists: its task was inserted.
+            spendable: row.try_get("spendable")?,
+        }));
     }
     // Nothing was written.
     if row.try_get::<Option<&str>, _>("id")?.is_some() {
@@ -177,7 +181,7 @@ pub(super) async fn begin_with_authority(
         undo_item(conn).await?;
         return Ok(Some(BeginOutcome::AuthorityRefused(refusal)));
     }
-    if task.cost > 0 {
+    let spendable = if task.cost > 0 {
         let balance_after: Option<i64> = sqlx::query_scalar(
             "UPDATE accounts SET spendable = spendable - $1, held = held + $1 \
              WHERE id = $2 AND spendable >= $1 RETURNING spendable",
@@ -204,9 +208,18 @@ pub(super) async fn begin_with_authority(
             task.created_at,
         );
         insert_entry(conn, &hold).await?;
-    }
+        balance_after
+    } else {
+        sqlx::query_scalar("SELECT spendable FROM accounts WHERE id = $1")
+            .bind(task.account_id.as_str())
+            .fetch_one(&mut *conn)
+            .await?
+    };
     sqlx::query("RELEASE item").execute(&mut *conn).await?;
-    Ok(Some(BeginOutcome::Started(TaskRecord::started(task))))
+    Ok(Some(BeginOutcome::Started {
+        task: TaskRecord::started(task),
+        spendable,
+    }))
 }
 
 /// A settlement as one item of a group; `None`: the task was not in flight (unknown, or
