@@ -145,6 +145,16 @@ pub async fn events_are_stored_once_per_source_with_their_deliveries(b: &Backend
             .unwrap(),
         EnqueueOutcome::Duplicate
     );
+    // The very same event again (same id and source) is a duplicate too, with no delivery.
+    assert_eq!(
+        b.hooks
+            .enqueue_event(&e, &[(new_delivery(), live.id.clone())])
+            .await
+            .unwrap(),
+        EnqueueOutcome::Duplicate,
+        "{}",
+        b.name
+    );
     // Another account may have the same source.
     assert_eq!(
         b.hooks

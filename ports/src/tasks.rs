@@ -122,7 +122,8 @@ impl TaskRecord {
 #[derive(Debug, Clone, PartialEq)]
 pub enum BeginOutcome {
     /// Stored, credits held: run the action. `spendable`: the account's spendable credits
-    /// right after the hold (what tells the charge that crossed a low-credits mark).
+    /// right after the hold (far above the low-credits mark, no balance need be read after
+    /// the charge).
     Started { task: TaskRecord, spendable: i64 },
     /// The same key and request settled before: answer with its stored response.
     Replay(TaskRecord),

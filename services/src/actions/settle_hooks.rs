@@ -1,5 +1,6 @@
 //! What a settlement tells the account's webhooks: `task.completed` or `task.failed`, and
-//! `credits.low` when this task's hold took spendable credits below the mark, and
+//! `credits.low` when this task's charge left spendable credits below the mark and they were
+//! not below it before the charge, and
 //! `authority.exhausted` when its payment spent what the authority had left. Each is recorded
 //! once per task (its `source`), so a retried settlement or a second instance adds nothing.
 
@@ -11,6 +12,10 @@ use super::{ActionService, Observed, PaymentContext};
 
 /// Spendable credits below this are low.
 pub const LOW_CREDITS: i64 = 10;
+
+/// How far above [`LOW_CREDITS`] a task's hold may leave the account before the balance is no
+/// longer read after its settlement (see `settled_hooks`).
+const LOW_CREDITS_HORIZON: i64 = 1_000;
 
 use crate::hooks::SWEEP_WINDOW_MINUTES;
 
@@ -79,12 +84,14 @@ impl ActionService {
         hooks
             .emit(account, event_type, format!("task:{}", task.id), data)
             .await;
-        // The hold is what lowered spendable credits (the capture leaves them), and begins
-        // are serialised per account: exactly one task's hold crosses the mark.
+        // Only a balance near the mark is read: with more than `LOW_CREDITS_HORIZON` above it
+        // after this task's hold, other executions would have to hold that much while this
+        // one ran for its charge to be the one that crossed.
         if observed.completed
-            && let Some(spendable) = spendable
-            && spendable < LOW_CREDITS
-            && spendable + task.cost >= LOW_CREDITS
+            && spendable.is_none_or(|s| s < LOW_CREDITS + LOW_CREDITS_HORIZON)
+            && let Ok(balance) = self.ports.ledger.balance(account).await
+            && balance.spendable < LOW_CREDITS
+            && balance.spendable + task.cost >= LOW_CREDITS
         {
             hooks
                 .emit(
@@ -92,7 +99,7 @@ impl ActionService {
                     HookEventType::CreditsLow,
                     format!("task:{}:credits.low", task.id),
                     json!({
-                        "spendable": spendable,
+                        "spendable": balance.spendable,
                         "threshold": LOW_CREDITS,
                         "task_id": task.id.as_str(),
                         "next_action": {"kind": "top_up", "url": self.account_url},

@@ -325,8 +325,9 @@ impl HookStore for SqliteStore {
 
 /// An event and its deliveries as one item of a group (see `group.rs`): one query inside the
 /// item's savepoint. The deliveries (a JSON array of `[delivery id, endpoint id]` pairs) are
-/// inserted only when the event was, for endpoints of the account not deleted; the event's id
-/// is new, so finding it means this query stored it.
+/// inserted only when the event INSERT inserted a row (`changes()` still counts that INSERT
+/// while the next one runs; a SELECT leaves it), for endpoints of the account not deleted. Not
+/// the event's id: the same event stored before has it too.
 pub(super) async fn enqueue(
     conn: &mut SqliteConnection,
     event: &HookEvent,
@@ -336,7 +337,7 @@ pub(super) async fn enqueue(
         .iter()
         .map(|(delivery, endpoint)| [delivery.as_str(), endpoint.as_str()])
         .collect();
-    let row = sqlx::query(
+    let rows = sqlx::query(
         r#"
         SAVEPOINT item;
 
@@ -344,16 +345,17 @@ pub(super) async fn enqueue(
         VALUES ($1, $2, $3, $4, $5, $6)
         ON CONFLICT (account_id, source) DO NOTHING;
 
+        SELECT changes() AS inserted;
+
         INSERT INTO webhook_deliveries
             (id, account_id, event_id, endpoint_id, status, attempts, next_attempt_at, created_at)
         SELECT pair.value ->> 0, $2, $1, w.id, 'pending', 0, $6, $6
         FROM json_each($7) AS pair
         JOIN webhook_endpoints AS w
             ON w.id = pair.value ->> 1 AND w.account_id = $2 AND w.deleted_at IS NULL
-        WHERE EXISTS (SELECT 1 FROM webhook_events WHERE id = $1);
+        WHERE changes() = 1;
 
-        SELECT EXISTS (SELECT 1 FROM webhook_events WHERE id = $1) AS inserted,
-            changes() AS deliveries;
+        SELECT changes() AS deliveries;
 
         RELEASE item
         "#,
@@ -368,10 +370,12 @@ pub(super) async fn enqueue(
     // Every row of every statement: a `fetch_one` would stop the query at its first row.
     .fetch_all(&mut *conn)
     .await?;
-    let row = row.first().ok_or(sqlx::Error::RowNotFound)?;
-    Ok(if row.try_get::<bool, _>("inserted")? {
+    let [inserted, deliveries] = &rows[..] else {
+        return Err(sqlx::Error::RowNotFound);
+    };
+    Ok(if inserted.try_get::<i64, _>("inserted")? == 1 {
         EnqueueOutcome::Enqueued {
-            deliveries: row.try_get::<u32, _>("deliveries")?,
+            deliveries: deliveries.try_get::<u32, _>("deliveries")?,
         }
     } else {
         EnqueueOutcome::Duplicate
