@@ -3,10 +3,10 @@
 //!
 //! sqlx runs a SQLite connection on a thread of its own and every command is a hand-off to it
 //! (two thread switches, `COMMIT` a few more), queued behind every other command on the one
-//! writer. So one task here takes every begin and settle queued at that moment and runs them
-//! in one `BEGIN IMMEDIATE` transaction, each inside its own `SAVEPOINT item` (opened and
-//! released by the item's own query): an execution costs the writer two commands instead of
-//! six, and one `BEGIN`/`COMMIT` is shared by the whole group.
+//! writer. So one task here takes every begin, settle and event queued at that moment and runs
+//! them in one `BEGIN IMMEDIATE` transaction, each inside its own `SAVEPOINT item` (opened and
+//! released by the item's own query): an execution costs the writer three commands instead of
+//! nine, and one `BEGIN`/`COMMIT` is shared by the whole group.
 //!
 //! What callers keep:
 //! - an answer is sent only after the transaction holding its writes committed (a crash
