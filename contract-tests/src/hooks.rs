@@ -121,7 +121,14 @@ pub async fn events_are_stored_once_per_source_with_their_deliveries(b: &Backend
     // Only the account's own endpoint that is not deleted gets a delivery.
     let outcome = b
         .hooks
-        .enqueue_event(&e, &[new_delivery(), new_delivery(), new_delivery()])
+        .enqueue_event(
+            &e,
+            &[
+                (new_delivery(), live.id.clone()),
+                (new_delivery(), gone.id.clone()),
+                (new_delivery(), bobs.id.clone()),
+            ],
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -133,14 +140,17 @@ pub async fn events_are_stored_once_per_source_with_their_deliveries(b: &Backend
     let again = event(&alice.id, "task:1", 3);
     assert_eq!(
         b.hooks
-            .enqueue_event(&again, &[new_delivery()])
+            .enqueue_event(&again, &[(new_delivery(), live.id.clone())])
             .await
             .unwrap(),
         EnqueueOutcome::Duplicate
     );
     // The very same event again (same id and source) is a duplicate too, with no delivery.
     assert_eq!(
-        b.hooks.enqueue_event(&e, &[new_delivery()]).await.unwrap(),
+        b.hooks
+            .enqueue_event(&e, &[(new_delivery(), live.id.clone())])
+            .await
+            .unwrap(),
         EnqueueOutcome::Duplicate,
         "{}",
         b.name
@@ -193,74 +203,15 @@ pub async fn events_are_stored_once_per_source_with_their_deliveries(b: &Backend
     ));
 }
 
-/// The store picks the endpoints: those subscribed to the event's type, oldest first, each
-/// taking the next id; an endpoint past the last id gets none.
-pub async fn events_go_to_subscribed_endpoints_oldest_first(b: &Backend) {
-    let carol = new_account(b, "hooks-order@example.com").await;
-    let newer = endpoint(&carol.id, "https://c.example/newer", 5);
-    let older = endpoint(&carol.id, "https://c.example/older", 1);
-    let credits_only = WebhookEndpoint {
-        events: vec![HookEventType::CreditsAdded],
-        ..endpoint(&carol.id, "https://c.example/credits", 0)
-    };
-    for e in [&newer, &older, &credits_only] {
-        b.hooks.insert_endpoint(e).await.unwrap();
-    }
-    let ids = [new_delivery(), new_delivery(), new_delivery()];
-    let task = event(&carol.id, "task:order", 6);
-    assert_eq!(
-        b.hooks.enqueue_event(&task, &ids).await.unwrap(),
-        EnqueueOutcome::Enqueued { deliveries: 2 },
-        "{}",
-        b.name
-    );
-    let credits = HookEvent {
-        event_type: HookEventType::CreditsAdded,
-        ..event(&carol.id, "payment:order", 7)
-    };
-    let one = new_delivery();
-    assert_eq!(
-        b.hooks
-            .enqueue_event(&credits, std::slice::from_ref(&one))
-            .await
-            .unwrap(),
-        EnqueueOutcome::Enqueued { deliveries: 1 }
-    );
-    // Fewer ids than endpoints: the newest gets none.
-    let short = event(&carol.id, "task:short", 8);
-    let only = new_delivery();
-    assert_eq!(
-        b.hooks
-            .enqueue_event(&short, std::slice::from_ref(&only))
-            .await
-            .unwrap(),
-        EnqueueOutcome::Enqueued { deliveries: 1 }
-    );
-    let mut got: Vec<_> = b
-        .hooks
-        .deliveries(&carol.id, 10)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|d| (d.id, d.event_id, d.endpoint_id))
-        .collect();
-    got.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
-    let mut want = vec![
-        (ids[0].clone(), task.id.clone(), older.id.clone()),
-        (ids[1].clone(), task.id.clone(), newer.id.clone()),
-        (one, credits.id.clone(), credits_only.id.clone()),
-        (only, short.id.clone(), older.id.clone()),
-    ];
-    want.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
-    assert_eq!(got, want, "{}", b.name);
-}
-
 pub async fn attempts_are_recorded_only_under_their_lease(b: &Backend) {
     let alice = new_account(b, "hooks-e@example.com").await;
     let ep = endpoint(&alice.id, "https://a.example/", 0);
     b.hooks.insert_endpoint(&ep).await.unwrap();
     let e = event(&alice.id, "task:2", 10);
-    b.hooks.enqueue_event(&e, &[new_delivery()]).await.unwrap();
+    b.hooks
+        .enqueue_event(&e, &[(new_delivery(), ep.id.clone())])
+        .await
+        .unwrap();
     assert!(
         b.hooks
             .claim_due(at(9), "early", at(70), 10)
@@ -399,7 +350,7 @@ pub async fn concurrent_claims_hand_out_each_delivery_once(b: &Backend) {
         b.hooks
             .enqueue_event(
                 &event(&alice.id, &format!("task:{i}"), 0),
-                &[new_delivery()],
+                &[(new_delivery(), ep.id.clone())],
             )
             .await
             .unwrap();
@@ -438,7 +389,10 @@ pub async fn replays_are_new_deliveries_and_deletion_cancels(b: &Backend) {
     let ep = endpoint(&alice.id, "https://a.example/", 0);
     b.hooks.insert_endpoint(&ep).await.unwrap();
     let e = event(&alice.id, "task:3", 1);
-    b.hooks.enqueue_event(&e, &[new_delivery()]).await.unwrap();
+    b.hooks
+        .enqueue_event(&e, &[(new_delivery(), ep.id.clone())])
+        .await
+        .unwrap();
     let claimed = b.hooks.claim_due(at(1), "l", at(60), 1).await.unwrap();
     let first = b
         .hooks

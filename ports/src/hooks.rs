@@ -238,16 +238,14 @@ pub trait HookStore: Send + Sync {
     ) -> Result<(), HookError>;
 
     /// Stores the event and, in the same transaction, one pending delivery (due at
-    /// `event.created_at`) to each of the account's endpoints that is not deleted and
-    /// subscribes to the event's type: the n-th of them, oldest first (by creation, then id),
-    /// gets the id `delivery_ids[n]`; endpoints past the last id get none. When the account
-    /// already has an event with the same `source`, MUST store nothing and return
-    /// [`EnqueueOutcome::Duplicate`], also when two race. MUST return
-    /// [`HookError::UnknownAccount`] for an unknown account.
+    /// `event.created_at`) per `(delivery id, endpoint)` of `deliveries` whose endpoint is the
+    /// account's and not deleted. When the account already has an event with the same
+    /// `source`, MUST store nothing and return [`EnqueueOutcome::Duplicate`], also when two
+    /// race. MUST return [`HookError::UnknownAccount`] for an unknown account.
     async fn enqueue_event(
         &self,
         event: &HookEvent,
-        delivery_ids: &[WebhookDeliveryId],
+        deliveries: &[(WebhookDeliveryId, WebhookEndpointId)],
     ) -> Result<EnqueueOutcome, HookError>;
 
     /// Claims at most `limit` pending deliveries due at `now` whose lease is free (never

@@ -102,7 +102,7 @@ impl HookStore for MemoryStore {
     async fn enqueue_event(
         &self,
         event: &HookEvent,
-        delivery_ids: &[WebhookDeliveryId],
+        deliveries: &[(WebhookDeliveryId, WebhookEndpointId)],
     ) -> Result<EnqueueOutcome, HookError> {
         let mut s = self.lock();
         if !s.accounts.contains_key(&event.account_id) {
@@ -116,39 +116,27 @@ impl HookStore for MemoryStore {
         {
             return Ok(EnqueueOutcome::Duplicate);
         }
-        let mut subscribed: Vec<&WebhookEndpoint> = state
-            .endpoints
-            .iter()
-            .filter(|(e, deleted)| {
-                deleted.is_none()
-                    && e.account_id == event.account_id
-                    && e.events.contains(&event.event_type)
-            })
-            .map(|(e, _)| e)
-            .collect();
-        subscribed
-            .sort_by(|a, b| (a.created_at, a.id.as_str()).cmp(&(b.created_at, b.id.as_str())));
-        let deliveries: Vec<(WebhookDeliveryId, WebhookEndpointId, String)> = subscribed
-            .into_iter()
-            .zip(delivery_ids)
-            .map(|(e, id)| (id.clone(), e.id.clone(), e.url.clone()))
-            .collect();
         if state.events.iter().any(|e| e.id == event.id)
-            || deliveries
-                .iter()
-                .any(|(d, _, _)| state.by_id.contains_key(d))
+            || deliveries.iter().any(|(d, _)| state.by_id.contains_key(d))
         {
             return Err(HookError::Duplicate);
         }
         state.events.push(event.clone());
         let mut count = 0;
-        for (id, endpoint, url) in deliveries {
+        for (id, endpoint) in deliveries {
+            let Some((e, None)) = state.endpoint(endpoint) else {
+                continue;
+            };
+            if e.account_id != event.account_id {
+                continue;
+            }
+            let url = e.url.clone();
             state.push(DeliveryRecord {
-                id,
+                id: id.clone(),
                 account_id: event.account_id.clone(),
                 event_id: event.id.clone(),
                 event_type: event.event_type,
-                endpoint_id: endpoint,
+                endpoint_id: endpoint.clone(),
                 endpoint_url: url,
                 status: DeliveryStatus::Pending,
                 attempts: 0,

@@ -276,11 +276,16 @@ impl HookService {
         source: String,
         data: Value,
     ) -> Result<(), HookFailure> {
-        // The store picks the subscribed endpoints in the event's own statement (no read
-        // first); it takes one id per endpoint. Twice the cap: creations racing past the
-        // cap's check still get theirs.
-        let delivery_ids: Vec<_> = (0..2 * self.max_endpoints)
-            .map(|_| WebhookDeliveryId::from_ulid(self.entropy.ulid()))
+        let endpoints = self.store.endpoints(account).await?;
+        let deliveries: Vec<_> = endpoints
+            .iter()
+            .filter(|e| e.events.contains(&event_type))
+            .map(|e| {
+                (
+                    WebhookDeliveryId::from_ulid(self.entropy.ulid()),
+                    e.id.clone(),
+                )
+            })
             .collect();
         let at = self.now();
         let id = WebhookEventId::from_ulid(self.entropy.ulid());
@@ -298,7 +303,7 @@ impl HookService {
             payload: payload.to_string(),
             created_at: at,
         };
-        match self.store.enqueue_event(&event, &delivery_ids).await {
+        match self.store.enqueue_event(&event, &deliveries).await {
             Ok(EnqueueOutcome::Enqueued { deliveries }) => {
                 tracing::info!(event_id = %event.id, event_type = event_type.as_str(), deliveries, "webhook event recorded");
                 if deliveries > 0 {

@@ -108,13 +108,15 @@ impl HookStore for PostgresStore {
     async fn enqueue_event(
         &self,
         event: &HookEvent,
-        delivery_ids: &[WebhookDeliveryId],
+        deliveries: &[(WebhookDeliveryId, WebhookEndpointId)],
     ) -> Result<EnqueueOutcome, HookError> {
         // One statement, one round trip (every settled task records an event): the deliveries
         // are inserted only for an event this statement inserted, to the account's endpoints
-        // that are not deleted and subscribe to its type, the n-th (oldest first) taking the
-        // n-th id.
-        let delivery_ids: Vec<&str> = delivery_ids.iter().map(WebhookDeliveryId::as_str).collect();
+        // that are not deleted.
+        let (delivery_ids, endpoint_ids): (Vec<&str>, Vec<&str>) = deliveries
+            .iter()
+            .map(|(delivery, endpoint)| (delivery.as_str(), endpoint.as_str()))
+            .unzip();
         let row = sqlx::query(
             r#"
             WITH event AS (
@@ -122,18 +124,14 @@ impl HookStore for PostgresStore {
                 VALUES ($1, $2, $3, $4, $5, $6)
                 ON CONFLICT (account_id, source) DO NOTHING
                 RETURNING id
-            ), endpoint AS (
-                SELECT id, row_number() OVER (ORDER BY created_at, id) AS n
-                FROM webhook_endpoints
-                WHERE account_id = $2 AND deleted_at IS NULL
-                    AND position(' ' || $3 || ' ' IN ' ' || events || ' ') > 0
             ), delivery AS (
                 INSERT INTO webhook_deliveries (id, account_id, event_id, endpoint_id, status,
                     attempts, next_attempt_at, created_at)
-                SELECT ids.id, $2, event.id, endpoint.id, 'pending', 0, $6, $6
+                SELECT pair.delivery, $2, event.id, w.id, 'pending', 0, $6, $6
                 FROM event
-                CROSS JOIN endpoint
-                JOIN unnest($7::text[]) WITH ORDINALITY AS ids (id, n) ON ids.n = endpoint.n
+                CROSS JOIN unnest($7::text[], $8::text[]) AS pair (delivery, endpoint)
+                JOIN webhook_endpoints AS w
+                    ON w.id = pair.endpoint AND w.account_id = $2 AND w.deleted_at IS NULL
                 RETURNING 1
             )
             SELECT (SELECT count(*) FROM event) AS inserted,
@@ -147,6 +145,7 @@ impl HookStore for PostgresStore {
         .bind(&event.payload)
         .bind(ms(event.created_at))
         .bind(&delivery_ids)
+        .bind(&endpoint_ids)
         .fetch_one(&self.pool)
         .await
         .map_err(|e| {

@@ -24,6 +24,7 @@
 use sqlx::{Connection, SqliteConnection, SqlitePool};
 use svc_ports::{
     BeginOutcome, EnqueueOutcome, HookEvent, NewTask, Settlement, TaskRecord, WebhookDeliveryId,
+    WebhookEndpointId,
 };
 use tokio::sync::{mpsc, oneshot};
 
@@ -35,8 +36,8 @@ const MAX_GROUP: usize = 64;
 pub(super) enum Job {
     Begin(NewTask),
     Settle(Settlement),
-    /// A webhook event (every settled task records one) and the ids for its deliveries.
-    Enqueue(HookEvent, Vec<WebhookDeliveryId>),
+    /// A webhook event (every settled task records one) and its deliveries.
+    Enqueue(HookEvent, Vec<(WebhookDeliveryId, WebhookEndpointId)>),
     /// Tests only: an item that ends the whole transaction, as SQLite does by itself on an
     /// I/O error or a full disk.
     #[cfg(test)]
@@ -97,10 +98,10 @@ impl GroupWriter {
     pub(super) async fn enqueue(
         &self,
         event: &HookEvent,
-        delivery_ids: &[WebhookDeliveryId],
+        deliveries: &[(WebhookDeliveryId, WebhookEndpointId)],
     ) -> Result<EnqueueOutcome, sqlx::Error> {
         match self
-            .run(Job::Enqueue(event.clone(), delivery_ids.to_vec()))
+            .run(Job::Enqueue(event.clone(), deliveries.to_vec()))
             .await?
         {
             Done::Enqueued(outcome) => Ok(outcome),
@@ -222,7 +223,9 @@ async fn run_job(conn: &mut SqliteConnection, job: &Job) -> Answer {
             .await
             .map(Done::Begun),
         Job::Settle(s) => tasks::settle(conn, s).await.map(Done::Settled),
-        Job::Enqueue(event, ids) => hooks::enqueue(conn, event, ids).await.map(Done::Enqueued),
+        Job::Enqueue(event, deliveries) => hooks::enqueue(conn, event, deliveries)
+            .await
+            .map(Done::Enqueued),
         #[cfg(test)]
         Job::LoseTransaction => {
             sqlx::query("ROLLBACK").execute(conn).await?;
