@@ -7,8 +7,8 @@ use std::collections::HashSet;
 use chrono::{DateTime, Duration, Utc};
 use futures_util::future::join_all;
 use svc_ports::{
-    AccountId, Attempt, AttemptResult, DeliveryStatus, EnqueueOutcome, HookError, HookEvent,
-    HookEventType, SealedSecret, WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId,
+    AccountId, Attempt, AttemptResult, DeliveryIds, DeliveryStatus, EnqueueOutcome, HookError,
+    HookEvent, HookEventType, SealedSecret, WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId,
     WebhookEventId,
 };
 use ulid::Ulid;
@@ -47,6 +47,10 @@ fn event(account: &AccountId, source: &str, seconds: i64) -> HookEvent {
 
 fn new_delivery() -> WebhookDeliveryId {
     WebhookDeliveryId::from_ulid(Ulid::new())
+}
+
+fn new_ids() -> DeliveryIds {
+    DeliveryIds::new(Ulid::new())
 }
 
 fn attempt(seconds: i64, result: AttemptResult) -> Attempt {
@@ -119,18 +123,7 @@ pub async fn events_are_stored_once_per_source_with_their_deliveries(b: &Backend
         .unwrap();
     let e = event(&alice.id, "task:1", 2);
     // Only the account's own endpoint that is not deleted gets a delivery.
-    let outcome = b
-        .hooks
-        .enqueue_event(
-            &e,
-            &[
-                (new_delivery(), live.id.clone()),
-                (new_delivery(), gone.id.clone()),
-                (new_delivery(), bobs.id.clone()),
-            ],
-        )
-        .await
-        .unwrap();
+    let outcome = b.hooks.enqueue_event(&e, new_ids()).await.unwrap();
     assert_eq!(
         outcome,
         EnqueueOutcome::Enqueued { deliveries: 1 },
@@ -139,29 +132,23 @@ pub async fn events_are_stored_once_per_source_with_their_deliveries(b: &Backend
     );
     let again = event(&alice.id, "task:1", 3);
     assert_eq!(
-        b.hooks
-            .enqueue_event(&again, &[(new_delivery(), live.id.clone())])
-            .await
-            .unwrap(),
+        b.hooks.enqueue_event(&again, new_ids()).await.unwrap(),
         EnqueueOutcome::Duplicate
     );
     // The very same event again (same id and source) is a duplicate too, with no delivery.
     assert_eq!(
-        b.hooks
-            .enqueue_event(&e, &[(new_delivery(), live.id.clone())])
-            .await
-            .unwrap(),
+        b.hooks.enqueue_event(&e, new_ids()).await.unwrap(),
         EnqueueOutcome::Duplicate,
         "{}",
         b.name
     );
-    // Another account may have the same source.
+    // Another account may have the same source; its event goes to its own endpoint.
     assert_eq!(
         b.hooks
-            .enqueue_event(&event(&bob.id, "task:1", 3), &[])
+            .enqueue_event(&event(&bob.id, "task:1", 3), new_ids())
             .await
             .unwrap(),
-        EnqueueOutcome::Enqueued { deliveries: 0 }
+        EnqueueOutcome::Enqueued { deliveries: 1 }
     );
     let log = b.hooks.deliveries(&alice.id, 10).await.unwrap();
     assert_eq!(log.len(), 1);
@@ -179,7 +166,11 @@ pub async fn events_are_stored_once_per_source_with_their_deliveries(b: &Backend
         (d.status, d.attempts, d.next_attempt_at, d.created_at),
         (DeliveryStatus::Pending, 0, Some(at(2)), at(2))
     );
-    assert!(b.hooks.deliveries(&bob.id, 10).await.unwrap().is_empty());
+    let bobs_log = b.hooks.deliveries(&bob.id, 10).await.unwrap();
+    assert_eq!(
+        bobs_log.iter().map(|d| &d.endpoint_id).collect::<Vec<_>>(),
+        [&bobs.id]
+    );
     assert_eq!(
         b.hooks.delivery(&alice.id, &d.id).await.unwrap().as_ref(),
         Some(d)
@@ -197,10 +188,110 @@ pub async fn events_are_stored_once_per_source_with_their_deliveries(b: &Backend
     );
     assert!(matches!(
         b.hooks
-            .enqueue_event(&event(&AccountId::from_ulid(Ulid::new()), "x", 0), &[])
+            .enqueue_event(
+                &event(&AccountId::from_ulid(Ulid::new()), "x", 0),
+                new_ids()
+            )
             .await,
         Err(HookError::UnknownAccount)
     ));
+}
+
+/// The store picks the endpoints: those subscribed to the event's type, oldest first, the
+/// n-th taking the id `ids.nth(n)`, spelled the same by every store.
+pub async fn events_go_to_subscribed_endpoints_oldest_first(b: &Backend) {
+    let carol = new_account(b, "hooks-order@example.com").await;
+    let newer = endpoint(&carol.id, "https://c.example/newer", 5);
+    let older = endpoint(&carol.id, "https://c.example/older", 1);
+    let credits_only = WebhookEndpoint {
+        events: vec![HookEventType::CreditsAdded],
+        ..endpoint(&carol.id, "https://c.example/credits", 0)
+    };
+    for e in [&newer, &older, &credits_only] {
+        b.hooks.insert_endpoint(e).await.unwrap();
+    }
+    // Seeds whose ids use every digit position of n, and seeds one apart, as a monotonic
+    // generator makes them within a millisecond.
+    let seed = Ulid::new();
+    let ids = new_ids();
+    let task = event(&carol.id, "task:order", 6);
+    assert_eq!(
+        b.hooks.enqueue_event(&task, ids).await.unwrap(),
+        EnqueueOutcome::Enqueued { deliveries: 2 },
+        "{}",
+        b.name
+    );
+    let credits = HookEvent {
+        event_type: HookEventType::CreditsAdded,
+        ..event(&carol.id, "payment:order", 7)
+    };
+    let one = DeliveryIds::new(seed);
+    assert_eq!(
+        b.hooks.enqueue_event(&credits, one).await.unwrap(),
+        EnqueueOutcome::Enqueued { deliveries: 1 }
+    );
+    let next = DeliveryIds::new(Ulid(seed.0 + 1));
+    let later = event(&carol.id, "task:later", 8);
+    assert_eq!(
+        b.hooks.enqueue_event(&later, next).await.unwrap(),
+        EnqueueOutcome::Enqueued { deliveries: 2 },
+        "{}: ids from the next seed are other ids",
+        b.name
+    );
+    let mut got: Vec<_> = b
+        .hooks
+        .deliveries(&carol.id, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|d| (d.id, d.event_id, d.endpoint_id))
+        .collect();
+    got.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+    let nth = |ids: DeliveryIds, n| ids.nth(n).unwrap();
+    let mut want = vec![
+        (nth(ids, 0), task.id.clone(), older.id.clone()),
+        (nth(ids, 1), task.id.clone(), newer.id.clone()),
+        (nth(one, 0), credits.id.clone(), credits_only.id.clone()),
+        (nth(next, 0), later.id.clone(), older.id.clone()),
+        (nth(next, 1), later.id.clone(), newer.id.clone()),
+    ];
+    want.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+    assert_eq!(got, want, "{}", b.name);
+}
+
+/// Ids with every digit of n in use: an account with more endpoints than one base-32 digit
+/// spells gets ids the store spells as `DeliveryIds::nth` does.
+pub async fn many_endpoints_get_the_ids_nth_spells(b: &Backend) {
+    let dave = new_account(b, "hooks-many@example.com").await;
+    let mut endpoints = Vec::new();
+    for n in 0..40 {
+        let e = endpoint(&dave.id, &format!("https://d.example/{n}"), n);
+        b.hooks.insert_endpoint(&e).await.unwrap();
+        endpoints.push(e.id);
+    }
+    let ids = new_ids();
+    let e = event(&dave.id, "task:many", 50);
+    assert_eq!(
+        b.hooks.enqueue_event(&e, ids).await.unwrap(),
+        EnqueueOutcome::Enqueued { deliveries: 40 },
+        "{}",
+        b.name
+    );
+    let mut got: Vec<_> = b
+        .hooks
+        .deliveries(&dave.id, 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|d| (d.id, d.endpoint_id))
+        .collect();
+    got.sort();
+    let want: Vec<_> = endpoints
+        .into_iter()
+        .enumerate()
+        .map(|(n, e)| (ids.nth(n).unwrap(), e))
+        .collect();
+    assert_eq!(got, want, "{}", b.name);
 }
 
 pub async fn attempts_are_recorded_only_under_their_lease(b: &Backend) {
@@ -208,10 +299,7 @@ pub async fn attempts_are_recorded_only_under_their_lease(b: &Backend) {
     let ep = endpoint(&alice.id, "https://a.example/", 0);
     b.hooks.insert_endpoint(&ep).await.unwrap();
     let e = event(&alice.id, "task:2", 10);
-    b.hooks
-        .enqueue_event(&e, &[(new_delivery(), ep.id.clone())])
-        .await
-        .unwrap();
+    b.hooks.enqueue_event(&e, new_ids()).await.unwrap();
     assert!(
         b.hooks
             .claim_due(at(9), "early", at(70), 10)
@@ -348,10 +436,7 @@ pub async fn concurrent_claims_hand_out_each_delivery_once(b: &Backend) {
     b.hooks.insert_endpoint(&ep).await.unwrap();
     for i in 0..24 {
         b.hooks
-            .enqueue_event(
-                &event(&alice.id, &format!("task:{i}"), 0),
-                &[(new_delivery(), ep.id.clone())],
-            )
+            .enqueue_event(&event(&alice.id, &format!("task:{i}"), 0), new_ids())
             .await
             .unwrap();
     }
@@ -389,10 +474,7 @@ pub async fn replays_are_new_deliveries_and_deletion_cancels(b: &Backend) {
     let ep = endpoint(&alice.id, "https://a.example/", 0);
     b.hooks.insert_endpoint(&ep).await.unwrap();
     let e = event(&alice.id, "task:3", 1);
-    b.hooks
-        .enqueue_event(&e, &[(new_delivery(), ep.id.clone())])
-        .await
-        .unwrap();
+    b.hooks.enqueue_event(&e, new_ids()).await.unwrap();
     let claimed = b.hooks.claim_due(at(1), "l", at(60), 1).await.unwrap();
     let first = b
         .hooks
@@ -514,7 +596,7 @@ pub async fn settled_tasks_without_their_event_are_found(b: &Backend) {
         source: format!("task:{}", tasks[0].id),
         ..event(&a, "unused", 12)
     };
-    b.hooks.enqueue_event(&recorded, &[]).await.unwrap();
+    b.hooks.enqueue_event(&recorded, new_ids()).await.unwrap();
     let missing = b.hooks.tasks_missing_events(at(0), 10).await.unwrap();
     assert_eq!(missing.len(), 1);
     assert_eq!(missing[0].id, tasks[1].id);
@@ -561,7 +643,7 @@ pub async fn credited_payments_without_their_event_are_found(b: &Backend) {
         source: credited[0].reference.clone(),
         ..event(&a.id, "unused", 12)
     };
-    b.hooks.enqueue_event(&recorded, &[]).await.unwrap();
+    b.hooks.enqueue_event(&recorded, new_ids()).await.unwrap();
     assert!(
         b.hooks
             .credits_missing_events(t, 10)

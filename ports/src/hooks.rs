@@ -11,6 +11,7 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use ulid::Ulid;
 
 use crate::{
     AccountId, Receipt, SealedSecret, TaskRecord,
@@ -191,6 +192,46 @@ pub struct Attempt {
     pub result: AttemptResult,
 }
 
+/// The ids of one event's deliveries, all derived from one ULID so that a store can name them
+/// inside the event's own statement, without reading the endpoints first: the n-th delivery's
+/// id is the seed with the top 15 bits of its randomness (the ULID's characters 11 to 13) set
+/// to n. A monotonic generator's seeds differ in their low bits, and random ones in 65 bits, so
+/// two events never share a delivery id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeliveryIds(Ulid);
+
+impl DeliveryIds {
+    /// Most deliveries one event can have: n takes 15 bits.
+    pub const MAX: usize = 1 << 15;
+    /// The ULID alphabet (Crockford's base 32), for stores that spell n in SQL.
+    pub const DIGITS: &'static str = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+    const SHIFT: u32 = 65;
+
+    pub fn new(seed: Ulid) -> Self {
+        Self(seed)
+    }
+
+    /// The n-th delivery's id; none past [`Self::MAX`].
+    pub fn nth(&self, n: usize) -> Option<WebhookDeliveryId> {
+        let mask = ((Self::MAX as u128) - 1) << Self::SHIFT;
+        (n < Self::MAX).then(|| {
+            let bits = (self.0.0 & !mask) | ((n as u128) << Self::SHIFT);
+            WebhookDeliveryId::from_ulid(Ulid(bits))
+        })
+    }
+
+    /// The id's text before and after the three characters that spell n (most significant
+    /// first), for a store that builds the ids in SQL: `head || digits(n) || tail`.
+    pub fn around(&self) -> (String, String) {
+        let id = self.nth(0).expect("0 is in range");
+        let at = WebhookDeliveryId::PREFIX.len() + 10;
+        (
+            id.as_str()[..at].to_owned(),
+            id.as_str()[at + 3..].to_owned(),
+        )
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EnqueueOutcome {
     /// Stored, with this many deliveries.
@@ -238,14 +279,17 @@ pub trait HookStore: Send + Sync {
     ) -> Result<(), HookError>;
 
     /// Stores the event and, in the same transaction, one pending delivery (due at
-    /// `event.created_at`) per `(delivery id, endpoint)` of `deliveries` whose endpoint is the
-    /// account's and not deleted. When the account already has an event with the same
-    /// `source`, MUST store nothing and return [`EnqueueOutcome::Duplicate`], also when two
-    /// race. MUST return [`HookError::UnknownAccount`] for an unknown account.
+    /// `event.created_at`) to each of the account's endpoints that is not deleted and
+    /// subscribes to the event's type: the n-th of them (from 0), oldest first (by creation,
+    /// then id), gets the id `ids.nth(n)`; endpoints past [`DeliveryIds::MAX`] get none. When
+    /// the account
+    /// already has an event with the same `source`, MUST store nothing and return
+    /// [`EnqueueOutcome::Duplicate`], also when two race. MUST return
+    /// [`HookError::UnknownAccount`] for an unknown account.
     async fn enqueue_event(
         &self,
         event: &HookEvent,
-        deliveries: &[(WebhookDeliveryId, WebhookEndpointId)],
+        ids: DeliveryIds,
     ) -> Result<EnqueueOutcome, HookError>;
 
     /// Claims at most `limit` pending deliveries due at `now` whose lease is free (never
@@ -341,5 +385,41 @@ mod tests {
         );
         assert_eq!(HookEventType::parse_list("task.done"), None);
         assert_eq!(HookEventType::parse("Task.Completed"), None);
+    }
+
+    /// `n` spelled as the SQL stores spell it: three base-32 digits, most significant first.
+    fn spelled(n: usize) -> String {
+        let digit = |shift: usize| DeliveryIds::DIGITS.as_bytes()[(n >> shift) & 31] as char;
+        [digit(10), digit(5), digit(0)].into_iter().collect()
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn delivery_ids_are_head_then_n_then_tail(seed: u128, n in 0..DeliveryIds::MAX) {
+            let ids = DeliveryIds::new(Ulid(seed));
+            let (head, tail) = ids.around();
+            let id = ids.nth(n).unwrap();
+            proptest::prop_assert_eq!(id.as_str(), format!("{head}{}{tail}", spelled(n)));
+            // The timestamp and the low 65 bits are the seed's.
+            let back = Ulid::from_string(&id.as_str()[WebhookDeliveryId::PREFIX.len()..]).unwrap();
+            proptest::prop_assert_eq!(back.timestamp_ms(), Ulid(seed).timestamp_ms());
+            proptest::prop_assert_eq!(back.0 & ((1 << 65) - 1), seed & ((1 << 65) - 1));
+        }
+
+        #[test]
+        fn seeds_a_generator_makes_share_no_delivery_id(start: u128, n in 0..DeliveryIds::MAX, m in 0..DeliveryIds::MAX) {
+            // Two seeds one millisecond's monotonic generator made, and any two ordinals.
+            let start = start & !(u128::from(u16::MAX)); // room for the next seed
+            let (a, b) = (DeliveryIds::new(Ulid(start)), DeliveryIds::new(Ulid(start + 1)));
+            proptest::prop_assert_ne!(a.nth(n), b.nth(m));
+            proptest::prop_assert_eq!(a.nth(n) == a.nth(m), n == m);
+        }
+    }
+
+    #[test]
+    fn delivery_ids_stop_at_the_most_an_event_has() {
+        let ids = DeliveryIds::new(Ulid::new());
+        assert!(ids.nth(DeliveryIds::MAX - 1).is_some());
+        assert_eq!(ids.nth(DeliveryIds::MAX), None);
     }
 }

@@ -66,8 +66,8 @@ pub use fetch::{
 };
 pub use health::{PoolUsage, StoreHealth};
 pub use hooks::{
-    Attempt, AttemptResult, ClaimedDelivery, DeliveryRecord, DeliveryStatus, EnqueueOutcome,
-    HookError, HookEvent, HookEventType, HookStore, WebhookEndpoint,
+    Attempt, AttemptResult, ClaimedDelivery, DeliveryIds, DeliveryRecord, DeliveryStatus,
+    EnqueueOutcome, HookError, HookEvent, HookEventType, HookStore, WebhookEndpoint,
 };
 pub use identity::{
     ChallengePurpose, DeviceDecision, DeviceGrant, DeviceGrantStatus, EmailChallenge, UserCode,

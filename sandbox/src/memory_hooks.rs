@@ -6,9 +6,9 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use svc_ports::{
-    AccountId, Attempt, AttemptResult, ClaimedDelivery, DeliveryRecord, DeliveryStatus,
-    EnqueueOutcome, HookError, HookEvent, HookStore, Receipt, StoreError, TaskRecord, TaskStatus,
-    WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId, WebhookEventId,
+    AccountId, Attempt, AttemptResult, ClaimedDelivery, DeliveryIds, DeliveryRecord,
+    DeliveryStatus, EnqueueOutcome, HookError, HookEvent, HookStore, Receipt, StoreError,
+    TaskRecord, TaskStatus, WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId, WebhookEventId,
 };
 
 use crate::MemoryStore;
@@ -102,7 +102,7 @@ impl HookStore for MemoryStore {
     async fn enqueue_event(
         &self,
         event: &HookEvent,
-        deliveries: &[(WebhookDeliveryId, WebhookEndpointId)],
+        ids: DeliveryIds,
     ) -> Result<EnqueueOutcome, HookError> {
         let mut s = self.lock();
         if !s.accounts.contains_key(&event.account_id) {
@@ -116,27 +116,39 @@ impl HookStore for MemoryStore {
         {
             return Ok(EnqueueOutcome::Duplicate);
         }
+        let mut subscribed: Vec<&WebhookEndpoint> = state
+            .endpoints
+            .iter()
+            .filter(|(e, deleted)| {
+                deleted.is_none()
+                    && e.account_id == event.account_id
+                    && e.events.contains(&event.event_type)
+            })
+            .map(|(e, _)| e)
+            .collect();
+        subscribed
+            .sort_by(|a, b| (a.created_at, a.id.as_str()).cmp(&(b.created_at, b.id.as_str())));
+        let deliveries: Vec<(WebhookDeliveryId, WebhookEndpointId, String)> = subscribed
+            .into_iter()
+            .enumerate()
+            .map_while(|(n, e)| Some((ids.nth(n)?, e.id.clone(), e.url.clone())))
+            .collect();
         if state.events.iter().any(|e| e.id == event.id)
-            || deliveries.iter().any(|(d, _)| state.by_id.contains_key(d))
+            || deliveries
+                .iter()
+                .any(|(d, _, _)| state.by_id.contains_key(d))
         {
             return Err(HookError::Duplicate);
         }
         state.events.push(event.clone());
         let mut count = 0;
-        for (id, endpoint) in deliveries {
-            let Some((e, None)) = state.endpoint(endpoint) else {
-                continue;
-            };
-            if e.account_id != event.account_id {
-                continue;
-            }
-            let url = e.url.clone();
+        for (id, endpoint, url) in deliveries {
             state.push(DeliveryRecord {
-                id: id.clone(),
+                id,
                 account_id: event.account_id.clone(),
                 event_id: event.id.clone(),
                 event_type: event.event_type,
-                endpoint_id: endpoint.clone(),
+                endpoint_id: endpoint,
                 endpoint_url: url,
                 status: DeliveryStatus::Pending,
                 attempts: 0,

@@ -10,9 +10,9 @@ use std::sync::Arc;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Value, json};
 use svc_ports::{
-    AccountId, ActionTransport, Clock, DeliveryRecord, EnqueueOutcome, Entropy, FetchError,
-    HookError, HookEvent, HookEventType, HookStore, SecretSealer, UrlRefusal, WebhookDeliveryId,
-    WebhookEndpoint, WebhookEndpointId, WebhookEventId, webhooks::WebhookSecret,
+    AccountId, ActionTransport, Clock, DeliveryIds, DeliveryRecord, EnqueueOutcome, Entropy,
+    FetchError, HookError, HookEvent, HookEventType, HookStore, SecretSealer, UrlRefusal,
+    WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId, WebhookEventId, webhooks::WebhookSecret,
 };
 use tokio::sync::Notify;
 
@@ -22,6 +22,10 @@ pub use deliver::{BATCH, GIVE_UP_AFTER_HOURS, LEASE_SECONDS, retry_delay};
 /// runs and fuzzers register them by the hundred.
 pub const MAX_ENDPOINTS: usize = 16;
 pub const MAX_SANDBOX_ENDPOINTS: usize = 10_000;
+const _: () = assert!(
+    MAX_SANDBOX_ENDPOINTS < DeliveryIds::MAX,
+    "an event reaches every endpoint"
+);
 /// Longest endpoint URL and description.
 pub const MAX_URL_LEN: usize = 2048;
 pub const MAX_DESCRIPTION_LEN: usize = 200;
@@ -276,17 +280,9 @@ impl HookService {
         source: String,
         data: Value,
     ) -> Result<(), HookFailure> {
-        let endpoints = self.store.endpoints(account).await?;
-        let deliveries: Vec<_> = endpoints
-            .iter()
-            .filter(|e| e.events.contains(&event_type))
-            .map(|e| {
-                (
-                    WebhookDeliveryId::from_ulid(self.entropy.ulid()),
-                    e.id.clone(),
-                )
-            })
-            .collect();
+        // The store picks the subscribed endpoints in the event's own statement (no read
+        // first) and names their deliveries from one seed.
+        let ids = DeliveryIds::new(self.entropy.ulid());
         let at = self.now();
         let id = WebhookEventId::from_ulid(self.entropy.ulid());
         let payload = json!({
@@ -303,7 +299,7 @@ impl HookService {
             payload: payload.to_string(),
             created_at: at,
         };
-        match self.store.enqueue_event(&event, &deliveries).await {
+        match self.store.enqueue_event(&event, ids).await {
             Ok(EnqueueOutcome::Enqueued { deliveries }) => {
                 tracing::info!(event_id = %event.id, event_type = event_type.as_str(), deliveries, "webhook event recorded");
                 if deliveries > 0 {

@@ -6,9 +6,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 use svc_ports::{
-    AccountId, Attempt, AttemptResult, ClaimedDelivery, DeliveryRecord, DeliveryStatus,
-    EnqueueOutcome, HookError, HookEvent, HookEventType, HookStore, Receipt, StoreError,
-    TaskRecord, WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId, WebhookEventId,
+    AccountId, Attempt, AttemptResult, ClaimedDelivery, DeliveryIds, DeliveryRecord,
+    DeliveryStatus, EnqueueOutcome, HookError, HookEvent, HookEventType, HookStore, Receipt,
+    StoreError, TaskRecord, WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId, WebhookEventId,
 };
 
 use super::{PostgresStore, backend, is_foreign_key_violation, is_unique_violation, ms};
@@ -108,15 +108,13 @@ impl HookStore for PostgresStore {
     async fn enqueue_event(
         &self,
         event: &HookEvent,
-        deliveries: &[(WebhookDeliveryId, WebhookEndpointId)],
+        ids: DeliveryIds,
     ) -> Result<EnqueueOutcome, HookError> {
         // One statement, one round trip (every settled task records an event): the deliveries
         // are inserted only for an event this statement inserted, to the account's endpoints
-        // that are not deleted.
-        let (delivery_ids, endpoint_ids): (Vec<&str>, Vec<&str>) = deliveries
-            .iter()
-            .map(|(delivery, endpoint)| (delivery.as_str(), endpoint.as_str()))
-            .unzip();
+        // that are not deleted and subscribe to its type, the n-th (from 0, oldest first)
+        // taking the id `ids.nth(n)`, spelled `head || n in three base-32 digits || tail`.
+        let (head, tail) = ids.around();
         let row = sqlx::query(
             r#"
             WITH event AS (
@@ -124,14 +122,20 @@ impl HookStore for PostgresStore {
                 VALUES ($1, $2, $3, $4, $5, $6)
                 ON CONFLICT (account_id, source) DO NOTHING
                 RETURNING id
+            ), endpoint AS (
+                SELECT id, (row_number() OVER (ORDER BY created_at, id) - 1)::int AS n
+                FROM webhook_endpoints
+                WHERE account_id = $2 AND deleted_at IS NULL
+                    AND position(' ' || $3 || ' ' IN ' ' || events || ' ') > 0
             ), delivery AS (
                 INSERT INTO webhook_deliveries (id, account_id, event_id, endpoint_id, status,
                     attempts, next_attempt_at, created_at)
-                SELECT pair.delivery, $2, event.id, w.id, 'pending', 0, $6, $6
+                SELECT $7 || substr($9, n / 1024 + 1, 1) || substr($9, n / 32 % 32 + 1, 1)
+                        || substr($9, n % 32 + 1, 1) || $8,
+                    $2, event.id, endpoint.id, 'pending', 0, $6, $6
                 FROM event
-                CROSS JOIN unnest($7::text[], $8::text[]) AS pair (delivery, endpoint)
-                JOIN webhook_endpoints AS w
-                    ON w.id = pair.endpoint AND w.account_id = $2 AND w.deleted_at IS NULL
+                CROSS JOIN endpoint
+                WHERE endpoint.n < $10
                 RETURNING 1
             )
             SELECT (SELECT count(*) FROM event) AS inserted,
@@ -144,8 +148,10 @@ impl HookStore for PostgresStore {
         .bind(&event.source)
         .bind(&event.payload)
         .bind(ms(event.created_at))
-        .bind(&delivery_ids)
-        .bind(&endpoint_ids)
+        .bind(head)
+        .bind(tail)
+        .bind(DeliveryIds::DIGITS)
+        .bind(DeliveryIds::MAX as i32)
         .fetch_one(&self.pool)
         .await
         .map_err(|e| {

@@ -23,8 +23,7 @@
 
 use sqlx::{Connection, SqliteConnection, SqlitePool};
 use svc_ports::{
-    BeginOutcome, EnqueueOutcome, HookEvent, NewTask, Settlement, TaskRecord, WebhookDeliveryId,
-    WebhookEndpointId,
+    BeginOutcome, DeliveryIds, EnqueueOutcome, HookEvent, NewTask, Settlement, TaskRecord,
 };
 use tokio::sync::{mpsc, oneshot};
 
@@ -36,8 +35,8 @@ const MAX_GROUP: usize = 64;
 pub(super) enum Job {
     Begin(NewTask),
     Settle(Settlement),
-    /// A webhook event (every settled task records one) and its deliveries.
-    Enqueue(HookEvent, Vec<(WebhookDeliveryId, WebhookEndpointId)>),
+    /// A webhook event (every settled task records one) and the ids for its deliveries.
+    Enqueue(HookEvent, DeliveryIds),
     /// Tests only: an item that ends the whole transaction, as SQLite does by itself on an
     /// I/O error or a full disk.
     #[cfg(test)]
@@ -98,12 +97,9 @@ impl GroupWriter {
     pub(super) async fn enqueue(
         &self,
         event: &HookEvent,
-        deliveries: &[(WebhookDeliveryId, WebhookEndpointId)],
+        ids: DeliveryIds,
     ) -> Result<EnqueueOutcome, sqlx::Error> {
-        match self
-            .run(Job::Enqueue(event.clone(), deliveries.to_vec()))
-            .await?
-        {
+        match self.run(Job::Enqueue(event.clone(), ids)).await? {
             Done::Enqueued(outcome) => Ok(outcome),
             _ => unreachable!("an event is answered as an event"),
         }
@@ -223,9 +219,7 @@ async fn run_job(conn: &mut SqliteConnection, job: &Job) -> Answer {
             .await
             .map(Done::Begun),
         Job::Settle(s) => tasks::settle(conn, s).await.map(Done::Settled),
-        Job::Enqueue(event, deliveries) => hooks::enqueue(conn, event, deliveries)
-            .await
-            .map(Done::Enqueued),
+        Job::Enqueue(event, ids) => hooks::enqueue(conn, event, *ids).await.map(Done::Enqueued),
         #[cfg(test)]
         Job::LoseTransaction => {
             sqlx::query("ROLLBACK").execute(conn).await?;

@@ -6,9 +6,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::{Row, SqliteConnection};
 use svc_ports::{
-    AccountId, Attempt, AttemptResult, ClaimedDelivery, DeliveryRecord, DeliveryStatus,
-    EnqueueOutcome, HookError, HookEvent, HookEventType, HookStore, Receipt, StoreError,
-    TaskRecord, WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId, WebhookEventId,
+    AccountId, Attempt, AttemptResult, ClaimedDelivery, DeliveryIds, DeliveryRecord,
+    DeliveryStatus, EnqueueOutcome, HookError, HookEvent, HookEventType, HookStore, Receipt,
+    StoreError, TaskRecord, WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId, WebhookEventId,
 };
 
 use super::{SqliteStore, backend, is_foreign_key_violation, is_unique_violation, millis};
@@ -108,11 +108,11 @@ impl HookStore for SqliteStore {
     async fn enqueue_event(
         &self,
         event: &HookEvent,
-        deliveries: &[(WebhookDeliveryId, WebhookEndpointId)],
+        ids: DeliveryIds,
     ) -> Result<EnqueueOutcome, HookError> {
         // Every settled task records an event: it joins the begins and settles of the group
         // writer rather than taking the writer connection for a transaction of its own.
-        self.group.enqueue(event, deliveries).await.map_err(|e| {
+        self.group.enqueue(event, ids).await.map_err(|e| {
             if is_foreign_key_violation(&e) {
                 HookError::UnknownAccount
             } else if is_unique_violation(&e) {
@@ -324,19 +324,17 @@ impl HookStore for SqliteStore {
 }
 
 /// An event and its deliveries as one item of a group (see `group.rs`): one query inside the
-/// item's savepoint. The deliveries (a JSON array of `[delivery id, endpoint id]` pairs) are
-/// inserted only when the event INSERT inserted a row (`changes()` still counts that INSERT
-/// while the next one runs; a SELECT leaves it), for endpoints of the account not deleted. Not
-/// the event's id: the same event stored before has it too.
+/// item's savepoint. The deliveries go to the account's endpoints that are not deleted and
+/// subscribe to the event's type, the n-th (from 0, oldest first) taking the id `ids.nth(n)`,
+/// spelled here as `head || n in three base-32 digits || tail`. They are inserted only when the
+/// event INSERT inserted a row: `changes()` still counts that INSERT while the next one runs (a
+/// SELECT leaves it). Not the event's id: the same event stored before has it too.
 pub(super) async fn enqueue(
     conn: &mut SqliteConnection,
     event: &HookEvent,
-    deliveries: &[(WebhookDeliveryId, WebhookEndpointId)],
+    ids: DeliveryIds,
 ) -> Result<EnqueueOutcome, sqlx::Error> {
-    let pairs: Vec<[&str; 2]> = deliveries
-        .iter()
-        .map(|(delivery, endpoint)| [delivery.as_str(), endpoint.as_str()])
-        .collect();
+    let (head, tail) = ids.around();
     let rows = sqlx::query(
         r#"
         SAVEPOINT item;
@@ -349,11 +347,16 @@ pub(super) async fn enqueue(
 
         INSERT INTO webhook_deliveries
             (id, account_id, event_id, endpoint_id, status, attempts, next_attempt_at, created_at)
-        SELECT pair.value ->> 0, $2, $1, w.id, 'pending', 0, $6, $6
-        FROM json_each($7) AS pair
-        JOIN webhook_endpoints AS w
-            ON w.id = pair.value ->> 1 AND w.account_id = $2 AND w.deleted_at IS NULL
-        WHERE changes() = 1;
+        SELECT $7 || substr($9, n / 1024 + 1, 1) || substr($9, n / 32 % 32 + 1, 1)
+                || substr($9, n % 32 + 1, 1) || $8,
+            $2, $1, w.id, 'pending', 0, $6, $6
+        FROM (
+            SELECT id, row_number() OVER (ORDER BY created_at, id) - 1 AS n
+            FROM webhook_endpoints
+            WHERE account_id = $2 AND deleted_at IS NULL
+                AND instr(' ' || events || ' ', ' ' || $3 || ' ') > 0
+        ) AS w
+        WHERE n < $10 AND changes() = 1;
 
         SELECT changes() AS deliveries;
 
@@ -366,7 +369,10 @@ pub(super) async fn enqueue(
     .bind(&event.source)
     .bind(&event.payload)
     .bind(millis(event.created_at))
-    .bind(serde_json::to_string(&pairs).map_err(|e| sqlx::Error::Encode(e.into()))?)
+    .bind(head)
+    .bind(tail)
+    .bind(DeliveryIds::DIGITS)
+    .bind(DeliveryIds::MAX as i64)
     // Every row of every statement: a `fetch_one` would stop the query at its first row.
     .fetch_all(&mut *conn)
     .await?;
