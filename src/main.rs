@@ -18,6 +18,11 @@ use svc::{
 };
 use svc_ports::{CreditAmount, Email, Environment, KeyPrefix, Plan, Scopes};
 
+// Every request allocates and frees many small buffers across threads; glibc's malloc spent
+// about a sixth of an execution's time in its locks (bench/RESULTS.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(name = "svc", version, about = "Agent action and commerce service")]
 struct Cli {
