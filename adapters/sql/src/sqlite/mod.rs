@@ -12,6 +12,7 @@ mod accounts;
 mod activity;
 mod authority;
 mod billing;
+mod checkpoint;
 mod columns;
 mod connections;
 mod group;
@@ -53,6 +54,8 @@ pub struct SqliteStore {
     shared_writer: bool,
     /// Begins and settles, grouped into shared transactions on `write_pool`.
     group: group::GroupWriter,
+    /// Owned by every clone: the WAL checkpointer ends when the last one is gone.
+    _checkpointer: Option<std::sync::Arc<()>>,
 }
 
 impl SqliteStore {
@@ -69,6 +72,9 @@ impl SqliteStore {
             // Savepoint journals in memory: on the default (files) a group's savepoints spill
             // to a new temporary file past 64 KiB, about 70 writes per execution.
             .pragma("temp_store", "memory")
+            // The checkpointer task copies the WAL back; the writer only past this (see
+            // `checkpoint.rs`).
+            .pragma("wal_autocheckpoint", checkpoint::BACKSTOP_PAGES.to_string())
             .busy_timeout(Duration::from_secs(10));
         // Switching a new file to WAL needs it alone: pools opening several connections at once
         // on a fresh file could see "database is locked" from that switch (its busy handler is
@@ -110,11 +116,18 @@ impl SqliteStore {
                 .await
                 .with_context(|| "opening the SQLite database for writing")?
         };
+        // A private in-memory database has no WAL to copy back.
+        let checkpointer = (!in_memory).then(|| {
+            let alive = std::sync::Arc::new(());
+            checkpoint::start(pool.clone(), std::sync::Arc::downgrade(&alive));
+            alive
+        });
         Ok(Self {
             group: group::GroupWriter::start(write_pool.clone(), in_memory),
             pool,
             write_pool,
             shared_writer: in_memory,
+            _checkpointer: checkpointer,
         })
     }
 
