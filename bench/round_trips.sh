@@ -28,7 +28,9 @@ psql -q "$SVC_TEST_POSTGRES_URL" -c "CREATE DATABASE rt" -c "ALTER DATABASE rt S
 db=${SVC_TEST_POSTGRES_URL%/postgres}/rt
 log=$pg_dir/server.log
 
-SVC_LOG=warn "$bin" sandbox --bind 127.0.0.1:0 --database-url "$db" >"$work/env" 2>"$work/log" &
+# The execution benchmark's account (a billion credits): far from the low-balance mark, where no
+# balance is read after the charge (an account within 1,000 credits of it adds one statement).
+SVC_SANDBOX_SEED_CREDITS=${SVC_SANDBOX_SEED_CREDITS:-1000000000} SVC_LOG=warn "$bin" sandbox --bind 127.0.0.1:0 --database-url "$db" >"$work/env" 2>"$work/log" &
 pid=$!
 for _ in $(seq 1 300); do grep -q '^SVC_SHOP_SITE=' "$work/env" && break; sleep 0.1; done
 base=$(sed -n 's/^SVC_BASE_URL=//p' "$work/env")
@@ -49,5 +51,8 @@ sleep 0.2
 after=$(grep -c '^rt@LOG:  \(statement\|execute\)' "$log" || true)
 echo "commit $(git rev-parse --short HEAD)  executions $n  statements $((after - before))  per execution $(awk -v a=$((after - before)) -v n="$n" 'BEGIN{printf "%.2f", a/n}')"
 echo "statements logged during them, by kind (first line of each):"
-awk '/^rt@LOG:  (statement|execute)/ {n++; if (n > before) {getline nxt; sub(/^[ \t]+/, "", nxt); print substr(nxt, 1, 110)}}' \
+# A statement starts on its LOG line ("execute <name>: SELECT ...") or, when that line ends at
+# the colon, on the next one.
+awk '/^rt@LOG:  (statement|execute)/ {n++; if (n > before) {text = $0; sub(/^rt@LOG:  [a-z]+( [^:]*)?: */, "", text);
+       if (text == "") {getline text; sub(/^[ \t]+/, "", text)}; print substr(text, 1, 110)}}' \
   before="$before" "$log" | sort | uniq -c | sort -rn
