@@ -282,8 +282,7 @@ pub trait HookStore: Send + Sync {
     /// `event.created_at`) to each of the account's endpoints that is not deleted and
     /// subscribes to the event's type: the n-th of them (from 0), oldest first (by creation,
     /// then id), gets the id `ids.nth(n)`; endpoints past [`DeliveryIds::MAX`] get none. When
-    /// the account
-    /// already has an event with the same `source`, MUST store nothing and return
+    /// the account already has an event with the same `source`, MUST store nothing and return
     /// [`EnqueueOutcome::Duplicate`], also when two race. MUST return
     /// [`HookError::UnknownAccount`] for an unknown account.
     async fn enqueue_event(
