@@ -38,6 +38,11 @@ fn unreachable(e: &sqlx::Error) -> bool {
     }
 }
 
+/// A row that does not decode, inside code that speaks `sqlx::Error`.
+pub(crate) fn undecodable(e: StoreError) -> sqlx::Error {
+    sqlx::Error::Decode(e.0.into())
+}
+
 pub(crate) fn corrupt<E: Display>(what: &'static str) -> impl FnOnce(E) -> StoreError {
     move |e| StoreError(anyhow!("corrupt {what} in store: {e}"))
 }

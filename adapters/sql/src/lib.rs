@@ -8,6 +8,9 @@
 
 mod activity;
 mod errors;
+mod group;
+#[cfg(test)]
+mod group_tests;
 mod hook_rows;
 mod migrations;
 mod outcomes;

@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::Row;
+use sqlx::{PgConnection, Row};
 use svc_ports::{
     AccountId, Attempt, AttemptResult, ClaimedDelivery, DeliveryIds, DeliveryRecord,
     DeliveryStatus, EnqueueOutcome, HookError, HookEvent, HookEventType, HookStore, Receipt,
@@ -110,68 +110,15 @@ impl HookStore for PostgresStore {
         event: &HookEvent,
         ids: DeliveryIds,
     ) -> Result<EnqueueOutcome, HookError> {
-        // One statement, one round trip (every settled task records an event): the deliveries
-        // are inserted only for an event this statement inserted, to the account's endpoints
-        // that are not deleted and subscribe to its type, the n-th (from 0, oldest first)
-        // taking the id `ids.nth(n)`, spelled `head || n in three base-32 digits || tail`.
-        let (head, tail) = ids.around();
-        let row = sqlx::query(
-            r#"
-            WITH event AS (
-                INSERT INTO webhook_events (id, account_id, type, source, payload, created_at)
-                VALUES ($1, $2, $3, $4, $5, $6)
-                ON CONFLICT (account_id, source) DO NOTHING
-                RETURNING id
-            ), endpoint AS (
-                SELECT id, (row_number() OVER (ORDER BY created_at, id) - 1)::int AS n
-                FROM webhook_endpoints
-                WHERE account_id = $2 AND deleted_at IS NULL
-                    AND position(' ' || $3 || ' ' IN ' ' || events || ' ') > 0
-            ), delivery AS (
-                INSERT INTO webhook_deliveries (id, account_id, event_id, endpoint_id, status,
-                    attempts, next_attempt_at, created_at)
-                SELECT $7 || substr($9, n / 1024 + 1, 1) || substr($9, n / 32 % 32 + 1, 1)
-                        || substr($9, n % 32 + 1, 1) || $8,
-                    $2, event.id, endpoint.id, 'pending', 0, $6, $6
-                FROM event
-                CROSS JOIN endpoint
-                WHERE endpoint.n < $10
-                RETURNING 1
-            )
-            SELECT (SELECT count(*) FROM event) AS inserted,
-                (SELECT count(*) FROM delivery) AS deliveries
-            "#,
-        )
-        .bind(event.id.as_str())
-        .bind(event.account_id.as_str())
-        .bind(event.event_type.as_str())
-        .bind(&event.source)
-        .bind(&event.payload)
-        .bind(ms(event.created_at))
-        .bind(head)
-        .bind(tail)
-        .bind(DeliveryIds::DIGITS)
-        .bind(DeliveryIds::MAX as i32)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(|e| {
+        // Every settled task records an event: it joins the begins and settles of the group
+        // writer rather than taking a connection and a commit of its own.
+        self.group.enqueue(event, ids).await.map_err(|e| {
             if is_foreign_key_violation(&e) {
                 HookError::UnknownAccount
             } else if is_unique_violation(&e) {
                 HookError::Duplicate
             } else {
                 HookError::from(backend(e, "storing a webhook event"))
-            }
-        })?;
-        let count = |name| {
-            row.try_get::<i64, _>(name)
-                .map_err(|e| HookError::from(backend(e, "storing a webhook event")))
-        };
-        Ok(if count("inserted")? == 0 {
-            EnqueueOutcome::Duplicate
-        } else {
-            EnqueueOutcome::Enqueued {
-                deliveries: count("deliveries")? as u32,
             }
         })
     }
@@ -373,4 +320,63 @@ impl HookStore for PostgresStore {
         .map_err(|e| backend(e, "listing webhook events"))?;
         rows.iter().map(hook_rows::event).collect()
     }
+}
+
+/// An event and its deliveries, as one item of a group (see `group.rs`): one statement, one
+/// round trip. The deliveries are inserted only for an event this statement inserted, to the
+/// account's endpoints that are not deleted and subscribe to its type, the n-th (from 0,
+/// oldest first) taking the id `ids.nth(n)`, spelled `head || n in three base-32 digits ||
+/// tail`.
+pub(super) async fn enqueue(
+    conn: &mut PgConnection,
+    event: &HookEvent,
+    ids: DeliveryIds,
+) -> Result<EnqueueOutcome, sqlx::Error> {
+    let (head, tail) = ids.around();
+    let row = sqlx::query(
+        r#"
+        WITH event AS (
+            INSERT INTO webhook_events (id, account_id, type, source, payload, created_at)
+            VALUES ($1, $2, $3, $4, $5, $6)
+            ON CONFLICT (account_id, source) DO NOTHING
+            RETURNING id
+        ), endpoint AS (
+            SELECT id, (row_number() OVER (ORDER BY created_at, id) - 1)::int AS n
+            FROM webhook_endpoints
+            WHERE account_id = $2 AND deleted_at IS NULL
+                AND position(' ' || $3 || ' ' IN ' ' || events || ' ') > 0
+        ), delivery AS (
+            INSERT INTO webhook_deliveries (id, account_id, event_id, endpoint_id, status,
+                attempts, next_attempt_at, created_at)
+            SELECT $7 || substr($9, n / 1024 + 1, 1) || substr($9, n / 32 % 32 + 1, 1)
+                    || substr($9, n % 32 + 1, 1) || $8,
+                $2, event.id, endpoint.id, 'pending', 0, $6, $6
+            FROM event
+            CROSS JOIN endpoint
+            WHERE endpoint.n < $10
+            RETURNING 1
+        )
+        SELECT (SELECT count(*) FROM event) AS inserted,
+            (SELECT count(*) FROM delivery) AS deliveries
+        "#,
+    )
+    .bind(event.id.as_str())
+    .bind(event.account_id.as_str())
+    .bind(event.event_type.as_str())
+    .bind(&event.source)
+    .bind(&event.payload)
+    .bind(ms(event.created_at))
+    .bind(head)
+    .bind(tail)
+    .bind(DeliveryIds::DIGITS)
+    .bind(DeliveryIds::MAX as i32)
+    .fetch_one(conn)
+    .await?;
+    Ok(if row.try_get::<i64, _>("inserted")? == 0 {
+        EnqueueOutcome::Duplicate
+    } else {
+        EnqueueOutcome::Enqueued {
+            deliveries: row.try_get::<i64, _>("deliveries")? as u32,
+        }
+    })
 }

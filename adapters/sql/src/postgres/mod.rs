@@ -13,6 +13,7 @@ mod authority;
 mod billing;
 mod columns;
 mod connections;
+mod group;
 mod health;
 mod hooks;
 mod identity;
@@ -27,7 +28,9 @@ mod telemetry;
 
 use std::{fmt::Display, time::Duration};
 
-pub(crate) use crate::errors::{backend, corrupt, is_foreign_key_violation, is_unique_violation};
+pub(crate) use crate::errors::{
+    backend, corrupt, is_foreign_key_violation, is_unique_violation, undecodable,
+};
 use anyhow::{Context, anyhow};
 use chrono::{DateTime, SubsecRound, Utc};
 use sqlx::{
@@ -42,6 +45,8 @@ const IDLE_BEFORE_PING: Duration = Duration::from_secs(1);
 #[derive(Clone)]
 pub struct PostgresStore {
     pool: PgPool,
+    /// Begins (without an authority), settles and events, grouped into shared transactions.
+    pub(crate) group: crate::group::GroupWriter,
 }
 
 impl PostgresStore {
@@ -67,7 +72,10 @@ impl PostgresStore {
             .connect(url)
             .await
             .with_context(|| "connecting to Postgres")?;
-        Ok(Self { pool })
+        Ok(Self {
+            group: group::start(pool.clone()),
+            pool,
+        })
     }
 
     /// Applies pending migrations from `migrations/postgres`. sqlx takes an advisory lock, so

@@ -16,8 +16,6 @@ mod checkpoint;
 mod columns;
 mod connections;
 mod group;
-#[cfg(test)]
-mod group_tests;
 mod health;
 mod hooks;
 mod identity;
@@ -32,7 +30,9 @@ mod telemetry;
 
 use std::{str::FromStr, time::Duration};
 
-pub(crate) use crate::errors::{backend, corrupt, is_foreign_key_violation, is_unique_violation};
+pub(crate) use crate::errors::{
+    backend, corrupt, is_foreign_key_violation, is_unique_violation, undecodable,
+};
 use anyhow::{Context, anyhow};
 use chrono::{DateTime, TimeZone, Utc};
 use sqlx::{
@@ -53,7 +53,7 @@ pub struct SqliteStore {
     /// A private in-memory database: `write_pool` is `pool` (one connection for both).
     shared_writer: bool,
     /// Begins and settles, grouped into shared transactions on `write_pool`.
-    group: group::GroupWriter,
+    pub(crate) group: crate::group::GroupWriter,
     /// Owned by every clone: the WAL checkpointer ends when the last one is gone.
     _checkpointer: Option<std::sync::Arc<()>>,
 }
@@ -123,7 +123,7 @@ impl SqliteStore {
             alive
         });
         Ok(Self {
-            group: group::GroupWriter::start(write_pool.clone(), in_memory),
+            group: group::start(write_pool.clone(), in_memory),
             pool,
             write_pool,
             shared_writer: in_memory,
@@ -171,9 +171,4 @@ fn from_millis(ms: i64) -> Result<DateTime<Utc>, StoreError> {
     Utc.timestamp_millis_opt(ms)
         .single()
         .ok_or_else(|| StoreError(anyhow!("timestamp {ms} out of range")))
-}
-
-/// A row that does not decode, inside code that speaks `sqlx::Error`.
-fn undecodable(e: StoreError) -> sqlx::Error {
-    sqlx::Error::Decode(e.0.into())
 }

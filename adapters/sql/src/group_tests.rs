@@ -8,6 +8,9 @@
 //! The grouped run queues every call in order on a single-threaded runtime (each future polled
 //! once, yielding to the writer at random points, so groups of every size form); the writer
 //! runs items in queue order, which is the order of the sequential run.
+//!
+//! Both stores run it. Postgres begins under an authority in a transaction of their own, not
+//! in a group, so its runs have no spends.
 
 use chrono::{DateTime, TimeZone, Utc};
 use futures_util::{future::join_all, poll};
@@ -24,10 +27,27 @@ use svc_ports::{
 };
 use ulid::Ulid;
 
-use super::{
-    SqliteStore,
-    group::{Done, Job},
+use crate::{
+    PostgresStore, SqliteStore,
+    group::{Done, GroupWriter, Job},
 };
+
+/// A store with a group writer and every port the books are read through.
+trait Grouped: AccountStore + LedgerStore + TaskStore + AuthorityStore + HookStore {
+    fn writer(&self) -> &GroupWriter;
+}
+
+impl Grouped for SqliteStore {
+    fn writer(&self) -> &GroupWriter {
+        &self.group
+    }
+}
+
+impl Grouped for PostgresStore {
+    fn writer(&self) -> &GroupWriter {
+        &self.group
+    }
+}
 
 fn t0() -> DateTime<Utc> {
     Utc.timestamp_millis_opt(1_780_000_000_123).unwrap()
@@ -91,7 +111,7 @@ enum Op {
     Lose,
 }
 
-fn op() -> impl Strategy<Value = Op> {
+fn op(spends: bool) -> impl Strategy<Value = Op> {
     let begin = (
         prop_oneof![6 => Just(0usize), 2 => Just(1), 1 => Just(2)],
         0..4i64,
@@ -100,12 +120,12 @@ fn op() -> impl Strategy<Value = Op> {
         proptest::option::weighted(0.3, 1..3i64),
         proptest::bool::weighted(0.1),
     )
-        .prop_map(|(account, cost, key, params, spend, bad_entry)| Op::Begin {
+        .prop_map(move |(account, cost, key, params, spend, bad_entry)| Op::Begin {
             account,
             cost,
             key,
             params,
-            spend,
+            spend: spend.filter(|_| spends),
             bad_entry,
         });
     let settle = (0..40usize, any::<bool>(), proptest::bool::weighted(0.1)).prop_map(
@@ -205,10 +225,31 @@ fn show(answer: Result<Done, sqlx::Error>) -> String {
     }
 }
 
-/// A fresh store with accounts 0 (`credits`) and 1 (3 credits), and account 0's authority.
-async fn store(dir: &tempfile::TempDir, name: &str, credits: i64) -> SqliteStore {
-    let url = format!("sqlite://{}", dir.path().join(name).display());
-    let store = SqliteStore::open(&url).await.unwrap();
+async fn sqlite(path: std::path::PathBuf) -> SqliteStore {
+    let url = format!("sqlite://{}", path.display());
+    SqliteStore::open(&url).await.unwrap()
+}
+
+/// A fresh database on the test server (`SVC_TEST_POSTGRES_URL`).
+async fn postgres(name: String) -> PostgresStore {
+    use sqlx::{Connection, Executor};
+    let server = std::env::var("SVC_TEST_POSTGRES_URL").expect(
+        "SVC_TEST_POSTGRES_URL: a Postgres server for the store tests (scripts/test.sh starts one)",
+    );
+    let name = format!("svc_group_{}_{name}", std::process::id());
+    let mut admin = sqlx::PgConnection::connect(&server).await.unwrap();
+    for statement in [
+        format!("DROP DATABASE IF EXISTS {name}"),
+        format!("CREATE DATABASE {name}"),
+    ] {
+        admin.execute(sqlx::AssertSqlSafe(statement)).await.unwrap();
+    }
+    let url = format!("{}/{name}", server.rsplit_once('/').unwrap().0);
+    PostgresStore::open(&url, 4).await.unwrap()
+}
+
+/// Accounts 0 (`credits`) and 1 (3 credits), and account 0's authority, in a fresh `store`.
+async fn seed<S: Grouped>(store: S, credits: i64) -> S {
     for (n, credits) in [(0, credits), (1, 3)] {
         store
             .create_account(&Account {
@@ -284,7 +325,7 @@ async fn store(dir: &tempfile::TempDir, name: &str, credits: i64) -> SqliteStore
 }
 
 /// Everything the calls could have written, as text.
-async fn books(store: &SqliteStore, ops: &[(Op, bool)]) -> Vec<String> {
+async fn books(store: &impl Grouped, ops: &[(Op, bool)]) -> Vec<String> {
     let mut books = Vec::new();
     for n in 0..2 {
         books.push(format!("{:?}", store.balance(&account(n)).await.unwrap()));
@@ -313,7 +354,7 @@ async fn books(store: &SqliteStore, ops: &[(Op, bool)]) -> Vec<String> {
     books
 }
 
-async fn stored_events(store: &SqliteStore) -> Vec<HookEvent> {
+async fn stored_events(store: &impl Grouped) -> Vec<HookEvent> {
     let mut events = Vec::new();
     for n in 0..2 {
         events.extend(store.events_after(&account(n), None, 1000).await.unwrap());
@@ -321,7 +362,7 @@ async fn stored_events(store: &SqliteStore) -> Vec<HookEvent> {
     events
 }
 
-async fn stored_deliveries(store: &SqliteStore) -> Vec<svc_ports::DeliveryRecord> {
+async fn stored_deliveries(store: &impl Grouped) -> Vec<svc_ports::DeliveryRecord> {
     let mut deliveries = Vec::new();
     for n in 0..2 {
         deliveries.extend(store.deliveries(&account(n), 1000).await.unwrap());
@@ -333,7 +374,7 @@ async fn stored_deliveries(store: &SqliteStore) -> Vec<svc_ports::DeliveryRecord
 /// so, with deliveries to its account's live endpoints only; spendable is the sum of the entries and
 /// held the cost of the tasks in flight.
 async fn books_hold(
-    store: &SqliteStore,
+    store: &impl Grouped,
     ops: &[(Op, bool)],
     answers: &[String],
 ) -> Result<(), TestCaseError> {
@@ -400,32 +441,39 @@ async fn books_hold(
     Ok(())
 }
 
-#[test]
-fn grouped_calls_answer_and_book_as_sequential_calls_do() {
+/// Runs the model over stores `open` gives (a fresh one per name), with authority spends
+/// among the begins or not.
+fn grouped_as_sequential<S, F>(open: impl Fn(String) -> F, spends: bool, cases: u32)
+where
+    S: Grouped,
+    F: std::future::Future<Output = S>,
+{
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     let config = proptest::test_runner::Config {
-        cases: 64,
+        cases,
         failure_persistence: None,
         ..Default::default()
     };
-    let ops = proptest::collection::vec((op(), proptest::bool::weighted(0.1)), 1..100);
+    let ops = proptest::collection::vec((op(spends), proptest::bool::weighted(0.1)), 1..100);
     let credits = 0..12i64;
+    let cases = std::cell::Cell::new(0);
     TestRunner::new(config)
         .run(&(ops, credits), |(ops, credits)| {
+            let case = cases.get() + 1;
+            cases.set(case);
             runtime.block_on(async {
-                let dir = tempfile::tempdir().unwrap();
-                let one_by_one = store(&dir, "one_by_one.db", credits).await;
+                let one_by_one = seed(open(format!("one_by_one_{case}")).await, credits).await;
                 let mut expected = Vec::new();
                 for i in 0..ops.len() {
-                    expected.push(show(one_by_one.group.run(job(&ops, i)).await));
+                    expected.push(show(one_by_one.writer().run(job(&ops, i)).await));
                 }
 
-                let grouped = store(&dir, "grouped.db", credits).await;
+                let grouped = seed(open(format!("grouped_{case}")).await, credits).await;
                 let mut calls: Vec<_> = (0..ops.len())
-                    .map(|i| Box::pin(grouped.group.run(job(&ops, i))))
+                    .map(|i| Box::pin(grouped.writer().run(job(&ops, i))))
                     .collect();
                 for (i, call) in calls.iter_mut().enumerate() {
                     // The first poll queues the call; its answer waits for the writer.
@@ -444,4 +492,15 @@ fn grouped_calls_answer_and_book_as_sequential_calls_do() {
             })
         })
         .unwrap();
+}
+
+#[test]
+fn sqlite_groups_answer_and_book_as_sequential_calls_do() {
+    let dir = tempfile::tempdir().unwrap();
+    grouped_as_sequential(|name| sqlite(dir.path().join(name)), true, 64);
+}
+
+#[test]
+fn postgres_groups_answer_and_book_as_sequential_calls_do() {
+    grouped_as_sequential(postgres, false, 32);
 }
