@@ -138,7 +138,7 @@ pub(super) async fn begin_plain(
             WHERE account_id = $2 AND idempotency_key = $7
         ),
         account AS (
-            SELECT id, spendable FROM accounts WHERE id = $2 FOR UPDATE
+            SELECT id, spendable FROM accounts WHERE id = $2 FOR NO KEY UPDATE
         ),
         hold AS (
             UPDATE accounts
@@ -232,7 +232,7 @@ pub(super) async fn settle(
         WITH locked AS (
             SELECT accounts.id FROM accounts
             WHERE accounts.id = (SELECT account_id FROM tasks WHERE id = $7)
-            FOR UPDATE
+            FOR NO KEY UPDATE
         ),
         settled AS (
             UPDATE tasks SET status = $1, response_status = $2, response_body = $3,
