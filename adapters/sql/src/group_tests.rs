@@ -120,14 +120,16 @@ fn op(spends: bool) -> impl Strategy<Value = Op> {
         proptest::option::weighted(0.3, 1..3i64),
         proptest::bool::weighted(0.1),
     )
-        .prop_map(move |(account, cost, key, params, spend, bad_entry)| Op::Begin {
-            account,
-            cost,
-            key,
-            params,
-            spend: spend.filter(|_| spends),
-            bad_entry,
-        });
+        .prop_map(
+            move |(account, cost, key, params, spend, bad_entry)| Op::Begin {
+                account,
+                cost,
+                key,
+                params,
+                spend: spend.filter(|_| spends),
+                bad_entry,
+            },
+        );
     let settle = (0..40usize, any::<bool>(), proptest::bool::weighted(0.1)).prop_map(
         |(nth, completed, bad_entry)| Op::Settle {
             nth,

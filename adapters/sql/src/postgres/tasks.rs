@@ -1,10 +1,14 @@
 //! `TaskStore`: execution tasks and the credits they hold, charge or refund.
 //!
-//! The execution path is two statements, each one round trip in autocommit: `begin_task`
-//! (without an authority spend) and `settle_task` are each a single statement of
-//! data-modifying CTEs, so they happen whole or not at all without a transaction around them.
-//! A task under a payment authority begins in a transaction, because the spend rules are
-//! Rust (`svc_ports::authority::check_spend`) run with the authority row locked.
+//! The execution path is two statements, each one round trip: `begin_task` (without an
+//! authority spend) and `settle_task` are each a single statement of data-modifying CTEs, run
+//! as items of a group's transaction (`group.rs`), so each happens whole or not at all and many
+//! executions share one lock of the account row and one commit. The row is locked `FOR NO KEY
+//! UPDATE`: balance changes exclude each other, while other inserts' foreign key checks on the
+//! account (`FOR KEY SHARE`) neither wait nor make a group wait. A task under a payment
+//! authority begins in a transaction of its own, because the spend rules are Rust
+//! (`svc_ports::authority::check_spend`) run with the authority row locked, and a refusal
+//! drops that transaction.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -55,7 +59,7 @@ impl PostgresStore {
         let err = |e| TaskError::from(backend(e, "beginning task"));
         let mut tx = self.pool.begin().await.map_err(err)?;
         let spendable: Option<i64> =
-            sqlx::query_scalar("SELECT spendable FROM accounts WHERE id = $1 FOR UPDATE")
+            sqlx::query_scalar("SELECT spendable FROM accounts WHERE id = $1 FOR NO KEY UPDATE")
                 .bind(task.account_id.as_str())
                 .fetch_optional(&mut *tx)
                 .await
