@@ -80,20 +80,32 @@ mod tests {
 
     #[tokio::test]
     async fn a_checkpoint_copies_the_whole_wal_back() {
+        use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode};
         let dir = tempfile::tempdir().unwrap();
-        let store = file_store(&dir).await;
-        // A table of the test's own (`raw_sql`: not a statement of the store's schema).
+        // A pool of the test's own, with no other checkpointer (neither the store's task nor
+        // SQLite's automatic one): the WAL holds every page written until `checkpoint` runs.
+        let options = SqliteConnectOptions::new()
+            .filename(dir.path().join("c.db"))
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .pragma("wal_autocheckpoint", "0");
+        let pool = sqlx::sqlite::SqlitePoolOptions::new()
+            .max_connections(2)
+            .connect_with(options)
+            .await
+            .unwrap();
         sqlx::raw_sql(
             "CREATE TABLE filler (x BLOB); \
              WITH RECURSIVE n (i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 50) \
              INSERT INTO filler SELECT zeroblob(4000) FROM n",
         )
-        .execute(&store.write_pool)
+        .execute(&pool)
         .await
         .unwrap();
-        // The store's own checkpointer may have copied some already: all are copied now.
-        let (wal_pages, copied) = checkpoint(&store.pool).await.unwrap();
-        assert!(wal_pages > 0);
+        let before = std::fs::metadata(dir.path().join("c.db")).unwrap().len();
+        assert!(before < 50 * 4000, "the rows are still only in the WAL");
+        let (wal_pages, copied) = checkpoint(&pool).await.unwrap();
+        assert!(wal_pages >= 50, "{wal_pages} pages in the WAL");
         assert_eq!(copied, wal_pages);
         let file = std::fs::metadata(dir.path().join("c.db")).unwrap().len();
         assert!(
