@@ -2,20 +2,26 @@
 //!
 //! Every begin and settle of an account locks its row until its transaction ends, so one
 //! statement per transaction made every execution of a busy account wait its turn twice, each
-//! wait as long as another statement and its commit (plus the event's foreign-key check,
-//! which waits on the same row). A group takes the row once and commits once for many
-//! executions, on one connection per instance: the statements run one after another without
-//! waiting on each other.
+//! wait as long as another statement and its commit. A group takes the row once and commits
+//! once for many executions, on one connection per instance.
 //!
-//! An item's error aborts a Postgres transaction (no savepoints: each is a subtransaction, and
-//! past 64 of them in one transaction every snapshot gets slower), so the group runs again
-//! without it. Groups of two instances can lock two accounts in opposite orders: the deadlock
-//! Postgres breaks is not the item's fault, so the group runs again whole, a few times.
+//! The statements live in one function, `svc_run_items` (migration 0019): a whole group is
+//! one call, so one round trip and, being one statement, stored whole or not at all. When the
+//! call fails, the group runs again an item per call inside a transaction, which finds the
+//! item at fault: an item's error aborts a Postgres transaction (no savepoints: each is a
+//! subtransaction, and past 64 of them in one transaction every snapshot gets slower), so the
+//! group then runs again without it. Groups of two instances can lock two accounts in opposite
+//! orders: the deadlock Postgres breaks is not the item's fault, so the group runs again
+//! whole, a few times.
 
-use sqlx::{Connection, PgConnection, PgPool};
+use serde_json::Value;
+use sqlx::{Connection, PgConnection, PgPool, postgres::PgRow, types::Json};
 
 use super::{hooks, tasks};
-use crate::group::{Answer, Attempt, Done, GroupWriter, Job, Transactions};
+use crate::{
+    errors::undecodable,
+    group::{Attempt, Done, GroupWriter, Job, Transactions},
+};
 
 /// How many times a group that met a deadlock or a serialization failure runs again before
 /// the item it met it at gets the error.
@@ -48,22 +54,32 @@ async fn attempt(pool: &PgPool, jobs: &[Job], todo: &[usize]) -> Attempt {
         Ok(conn) => conn,
         Err(e) => return Attempt::Failed(e),
     };
-    if let [only] = todo {
-        // One statement is atomic by itself: no `BEGIN`/`COMMIT` round trips for a group of
-        // one (every item, when executions come one at a time).
-        return match run_job(&mut conn, &jobs[*only]).await {
-            Ok(answer) => Attempt::Committed(vec![Ok(answer)]),
-            Err(error) => Attempt::Lost { at: 0, error },
-        };
+    let group: Vec<&Job> = todo.iter().map(|&i| &jobs[i]).collect();
+    let Some(items) = items(&group) else {
+        return one_by_one(&mut conn, &group).await;
+    };
+    match run_items(&mut conn, &group, items).await {
+        Ok(done) => Attempt::Committed(done.into_iter().map(Ok).collect()),
+        Err(error) if group.len() == 1 => Attempt::Lost { at: 0, error },
+        // Nothing of the call is stored: find the item at fault.
+        Err(_) => one_by_one(&mut conn, &group).await,
     }
+}
+
+/// The group in one transaction, an item per call: the first failing item loses it.
+async fn one_by_one(conn: &mut PgConnection, group: &[&Job]) -> Attempt {
     let mut tx = match conn.begin().await {
         Ok(tx) => tx,
         Err(e) => return Attempt::Failed(e),
     };
-    let mut done = Vec::with_capacity(todo.len());
-    for (at, &i) in todo.iter().enumerate() {
-        match run_job(&mut tx, &jobs[i]).await {
-            Ok(answer) => done.push(Ok(answer)),
+    let mut done = Vec::with_capacity(group.len());
+    for (at, job) in group.iter().enumerate() {
+        let result = match items(&[job]) {
+            Some(items) => run_items(&mut tx, &[job], items).await,
+            None => Err(not_an_item(job)),
+        };
+        match result {
+            Ok(mut answer) => done.push(Ok(answer.remove(0))),
             Err(error) => {
                 // The transaction is aborted; a connection that cannot roll back is dropped
                 // by the pool.
@@ -78,19 +94,67 @@ async fn attempt(pool: &PgPool, jobs: &[Job], todo: &[usize]) -> Attempt {
     }
 }
 
-async fn run_job(conn: &mut PgConnection, job: &Job) -> Answer {
+/// The group as the JSON array `svc_run_items` takes; `None` when a job is not one of its
+/// items.
+fn items(group: &[&Job]) -> Option<Value> {
+    group
+        .iter()
+        .map(|job| match job {
+            Job::Begin(task) if task.authority_spend.is_none() => Some(tasks::begin_item(task)),
+            Job::Settle(s) => Some(tasks::settle_item(s)),
+            Job::Enqueue(event, ids) => Some(hooks::event_item(event, *ids)),
+            _ => None,
+        })
+        .collect::<Option<Vec<_>>>()
+        .map(Value::Array)
+}
+
+/// Runs `items` (built from `group`) in one call and reads each job's answer from the rows
+/// naming it.
+async fn run_items(
+    conn: &mut PgConnection,
+    group: &[&Job],
+    items: Value,
+) -> Result<Vec<Done>, sqlx::Error> {
+    let rows = sqlx::query("SELECT * FROM svc_run_items($1)")
+        .bind(Json(items))
+        .fetch_all(conn)
+        .await?;
+    let mut done = Vec::with_capacity(group.len());
+    let mut rows = rows.iter().peekable();
+    for (n, job) in group.iter().enumerate() {
+        let row = rows.next_if(|row| item_no(row) == Some(n));
+        done.push(answer(job, row).map_err(undecodable)?);
+    }
+    Ok(done)
+}
+
+fn item_no(row: &PgRow) -> Option<usize> {
+    sqlx::Row::try_get::<i32, _>(row, "item_no")
+        .ok()
+        .and_then(|n| usize::try_from(n).ok())
+}
+
+/// A job's answer from its row (a settle that settled nothing has none).
+fn answer(job: &Job, row: Option<&PgRow>) -> Result<Done, svc_ports::StoreError> {
+    let missing = || svc_ports::StoreError(anyhow::anyhow!("svc_run_items returned no row"));
     match job {
-        Job::Begin(task) if task.authority_spend.is_none() => {
-            tasks::begin_plain(conn, task).await.map(Done::Begun)
-        }
-        // Its refusals drop a transaction of its own (`TaskStore::begin_task` runs it there).
-        Job::Begin(_) => Err(sqlx::Error::Protocol(
-            "a begin under an authority is not grouped on Postgres".into(),
-        )),
-        Job::Settle(s) => tasks::settle(conn, s).await.map(Done::Settled),
-        Job::Enqueue(event, ids) => hooks::enqueue(conn, event, *ids).await.map(Done::Enqueued),
+        Job::Begin(task) => tasks::begun(row.ok_or_else(missing)?, task).map(Done::Begun),
+        Job::Settle(_) => row.map(crate::rows::task).transpose().map(Done::Settled),
+        Job::Enqueue(..) => hooks::enqueued(row.ok_or_else(missing)?).map(Done::Enqueued),
         #[cfg(test)]
-        Job::LoseTransaction => Err(sqlx::Error::Protocol("the transaction was lost".into())),
+        Job::LoseTransaction => Err(missing()),
+    }
+}
+
+/// The error of a job `svc_run_items` does not take.
+fn not_an_item(job: &Job) -> sqlx::Error {
+    match job {
+        // Its refusals drop a transaction of its own (`TaskStore::begin_task` runs it there).
+        Job::Begin(_) => {
+            sqlx::Error::Protocol("a begin under an authority is not grouped on Postgres".into())
+        }
+        _ => sqlx::Error::Protocol("the transaction was lost".into()),
     }
 }
 

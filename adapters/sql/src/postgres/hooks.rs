@@ -4,14 +4,17 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::{PgConnection, Row};
+use serde_json::{Value, json};
+use sqlx::postgres::PgRow;
 use svc_ports::{
     AccountId, Attempt, AttemptResult, ClaimedDelivery, DeliveryIds, DeliveryRecord,
     DeliveryStatus, EnqueueOutcome, HookError, HookEvent, HookEventType, HookStore, Receipt,
     StoreError, TaskRecord, WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId, WebhookEventId,
 };
 
-use super::{PostgresStore, backend, is_foreign_key_violation, is_unique_violation, ms};
+use super::{
+    PostgresStore, backend, col, is_foreign_key_violation, is_unique_violation, item_time, ms,
+};
 use crate::hook_rows;
 
 impl PostgresStore {
@@ -322,61 +325,33 @@ impl HookStore for PostgresStore {
     }
 }
 
-/// An event and its deliveries, as one item of a group (see `group.rs`): one statement, one
-/// round trip. The deliveries are inserted only for an event this statement inserted, to the
-/// account's endpoints that are not deleted and subscribe to its type, the n-th (from 0,
-/// oldest first) taking the id `ids.nth(n)`, spelled `head || n in three base-32 digits ||
-/// tail`.
-pub(super) async fn enqueue(
-    conn: &mut PgConnection,
-    event: &HookEvent,
-    ids: DeliveryIds,
-) -> Result<EnqueueOutcome, sqlx::Error> {
+/// An event and its deliveries, as an item of `svc_run_items` (migration 0019, which holds
+/// the statement; see `group.rs`): the n-th subscribed endpoint's delivery is named
+/// `ids.nth(n)`, spelled there from `head`, `digits` and `tail`.
+pub(super) fn event_item(event: &HookEvent, ids: DeliveryIds) -> Value {
     let (head, tail) = ids.around();
-    let row = sqlx::query(
-        r#"
-        WITH event AS (
-            INSERT INTO webhook_events (id, account_id, type, source, payload, created_at)
-            VALUES ($1, $2, $3, $4, $5, $6)
-            ON CONFLICT (account_id, source) DO NOTHING
-            RETURNING id
-        ), endpoint AS (
-            SELECT id, (row_number() OVER (ORDER BY created_at, id) - 1)::int AS n
-            FROM webhook_endpoints
-            WHERE account_id = $2 AND deleted_at IS NULL
-                AND position(' ' || $3 || ' ' IN ' ' || events || ' ') > 0
-        ), delivery AS (
-            INSERT INTO webhook_deliveries (id, account_id, event_id, endpoint_id, status,
-                attempts, next_attempt_at, created_at)
-            SELECT $7 || substr($9, n / 1024 + 1, 1) || substr($9, n / 32 % 32 + 1, 1)
-                    || substr($9, n % 32 + 1, 1) || $8,
-                $2, event.id, endpoint.id, 'pending', 0, $6, $6
-            FROM event
-            CROSS JOIN endpoint
-            WHERE endpoint.n < $10
-            RETURNING 1
-        )
-        SELECT (SELECT count(*) FROM event) AS inserted,
-            (SELECT count(*) FROM delivery) AS deliveries
-        "#,
-    )
-    .bind(event.id.as_str())
-    .bind(event.account_id.as_str())
-    .bind(event.event_type.as_str())
-    .bind(&event.source)
-    .bind(&event.payload)
-    .bind(ms(event.created_at))
-    .bind(head)
-    .bind(tail)
-    .bind(DeliveryIds::DIGITS)
-    .bind(DeliveryIds::MAX as i32)
-    .fetch_one(conn)
-    .await?;
-    Ok(if row.try_get::<i64, _>("inserted")? == 0 {
+    json!({
+        "kind": "event",
+        "id": event.id.as_str(),
+        "account_id": event.account_id.as_str(),
+        "type": event.event_type.as_str(),
+        "source": event.source,
+        "payload": event.payload,
+        "created_at": item_time(event.created_at),
+        "head": head,
+        "tail": tail,
+        "digits": DeliveryIds::DIGITS,
+        "max": DeliveryIds::MAX,
+    })
+}
+
+/// An event's answer from its result row.
+pub(super) fn enqueued(row: &PgRow) -> Result<EnqueueOutcome, StoreError> {
+    Ok(if col::<i64>(row, "inserted")? == 0 {
         EnqueueOutcome::Duplicate
     } else {
         EnqueueOutcome::Enqueued {
-            deliveries: row.try_get::<i64, _>("deliveries")? as u32,
+            deliveries: col::<i64>(row, "deliveries")? as u32,
         }
     })
 }

@@ -28,9 +28,7 @@ mod telemetry;
 
 use std::{fmt::Display, time::Duration};
 
-pub(crate) use crate::errors::{
-    backend, corrupt, is_foreign_key_violation, is_unique_violation, undecodable,
-};
+pub(crate) use crate::errors::{backend, corrupt, is_foreign_key_violation, is_unique_violation};
 use anyhow::{Context, anyhow};
 use chrono::{DateTime, SubsecRound, Utc};
 use sqlx::{
@@ -102,6 +100,11 @@ impl PostgresStore {
 /// before migration 0011 was, so both stores answer alike.
 fn ms(t: DateTime<Utc>) -> DateTime<Utc> {
     t.trunc_subsecs(3)
+}
+
+/// A time inside an item of `svc_run_items` (JSON), to the millisecond as `ms` keeps it.
+fn item_time(t: DateTime<Utc>) -> String {
+    ms(t).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 /// One column of a row, as the Rust type its Postgres type decodes to.

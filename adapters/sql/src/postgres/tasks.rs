@@ -12,7 +12,8 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::PgConnection;
+use serde_json::{Value, json};
+use sqlx::{PgConnection, postgres::PgRow};
 use svc_ports::{
     AccountId, ArtifactId, BeginOutcome, LedgerEntry, NewTask, SettleOutcome, Settlement, TaskId,
     TaskRecord, TaskStatus, VerifyOutcome,
@@ -22,7 +23,7 @@ use svc_ports::{
 
 use super::{
     PostgresStore, authority::spend_authority, backend, col, is_foreign_key_violation,
-    is_unique_violation, ms, undecodable,
+    is_unique_violation, item_time, ms,
 };
 use crate::{outcomes, rows};
 
@@ -121,179 +122,69 @@ impl PostgresStore {
     }
 }
 
-/// A begin without an authority, as one item of a group (see `group.rs`): one statement of
-/// the idempotency lookup, the balance check and hold (with the account row locked), the task
-/// and the hold entry. `existing` is read first and everything else runs only without it;
-/// `hold` only when spendable covers the cost. A racing begin with the same key that committed
-/// first makes the task INSERT fail, and the whole statement with it (a unique violation: the
-/// caller reads the winner). `None`: the account does not exist.
-pub(super) async fn begin_plain(
-    conn: &mut PgConnection,
-    task: &NewTask,
-) -> Result<Option<BeginOutcome>, sqlx::Error> {
+/// A begin without an authority, as an item of `svc_run_items` (migration 0019, which holds
+/// the statement; see `group.rs`).
+pub(super) fn begin_item(task: &NewTask) -> Value {
     let (reference, memo) = LedgerEntry::task_reference(&task.id, EntryKind::Hold);
-    let row = sqlx::query(
-        r#"
-        WITH existing AS (
-            SELECT id, account_id, key_id, domain, action, cost, idempotency_key,
-                fingerprint, status, response_status, response_body, artifact_id, artifact,
-                created_at, settled_at, verified_artifact, verified_at
-            FROM tasks
-            WHERE account_id = $2 AND idempotency_key = $7
-        ),
-        account AS (
-            SELECT id, spendable FROM accounts WHERE id = $2 FOR NO KEY UPDATE
-        ),
-        hold AS (
-            UPDATE accounts
-            SET spendable = accounts.spendable - $6, held = accounts.held + $6
-            FROM account
-            WHERE accounts.id = account.id AND accounts.spendable >= $6
-                AND NOT EXISTS (SELECT 1 FROM existing)
-            RETURNING accounts.spendable
-        ),
-        task AS (
-            INSERT INTO tasks (id, account_id, key_id, domain, action, cost,
-                idempotency_key, fingerprint, status, created_at)
-            SELECT $1, $2, $3, $4, $5, $6, $7, $8, 'in_flight', $9 FROM hold
-        ),
-        entry AS (
-            INSERT INTO ledger_entries
-                (id, account_id, kind, delta, balance_after, reference, memo, created_at)
-            SELECT $10, $2, 'hold', -$6, spendable, $11, $12, $9 FROM hold WHERE $6 > 0
-        )
-        SELECT account.spendable AS account_spendable, hold.spendable AS held_spendable,
-            existing.id, existing.account_id, existing.key_id, existing.domain,
-            existing.action, existing.cost, existing.idempotency_key, existing.fingerprint,
-            existing.status, existing.response_status, existing.response_body,
-            existing.artifact_id, existing.artifact, existing.created_at,
-            existing.settled_at, existing.verified_artifact, existing.verified_at
-        FROM (SELECT) AS one
-        LEFT JOIN account ON TRUE
-        LEFT JOIN hold ON TRUE
-        LEFT JOIN existing ON TRUE
-        "#,
-    )
-    .bind(task.id.as_str())
-    .bind(task.account_id.as_str())
-    .bind(task.key_id.as_str())
-    .bind(&task.domain)
-    .bind(&task.action)
-    .bind(task.cost)
-    .bind(task.idempotency_key.as_deref())
-    .bind(&task.fingerprint)
-    .bind(ms(task.created_at))
-    .bind(task.hold_entry.as_str())
-    .bind(reference)
-    .bind(memo)
-    .fetch_one(conn)
-    .await?;
-    if col::<Option<String>>(&row, "id")
-        .map_err(undecodable)?
-        .is_some()
-    {
-        let existing = rows::task(&row).map_err(undecodable)?;
+    json!({
+        "kind": "begin",
+        "id": task.id.as_str(),
+        "account_id": task.account_id.as_str(),
+        "key_id": task.key_id.as_str(),
+        "domain": task.domain,
+        "action": task.action,
+        "cost": task.cost,
+        "idempotency_key": task.idempotency_key,
+        "fingerprint": task.fingerprint,
+        "created_at": item_time(task.created_at),
+        "hold_entry": task.hold_entry.as_str(),
+        "reference": reference,
+        "memo": memo,
+    })
+}
+
+/// A begin's answer from its result row. `None`: the account does not exist.
+pub(super) fn begun(row: &PgRow, task: &NewTask) -> Result<Option<BeginOutcome>, StoreError> {
+    if col::<Option<String>>(row, "id")?.is_some() {
+        let existing = rows::task(row)?;
         return Ok(Some(BeginOutcome::existing(existing, &task.fingerprint)));
     }
-    if let Some(spendable) = col::<Option<i64>>(&row, "held_spendable").map_err(undecodable)? {
+    if let Some(spendable) = col::<Option<i64>>(row, "held_spendable")? {
         return Ok(Some(BeginOutcome::Started {
             task: TaskRecord::started(task),
             spendable,
         }));
     }
-    Ok(col::<Option<i64>>(&row, "account_spendable")
-        .map_err(undecodable)?
+    Ok(col::<Option<i64>>(row, "account_spendable")?
         .map(|spendable| BeginOutcome::InsufficientCredits { spendable }))
 }
 
-/// A settlement, as one item of a group (see `group.rs`). `None`: the task was not in flight
-/// (nothing written).
-pub(super) async fn settle(
-    conn: &mut PgConnection,
-    s: &Settlement,
-) -> Result<Option<TaskRecord>, sqlx::Error> {
-    // One statement. `locked` takes the account's row lock before the task's, the order
-    // every begin takes them in (account, then the idempotency key's task row): a settle
-    // that locked the task first deadlocked with a begin of the same key waiting on it.
-    // `settled` matches only a task in flight (a racing settlement waits
-    // for the row and then matches nothing); everything else reads from it, so nothing
-    // is written for a task that was not in flight. `moved` captures (completed) or
-    // refunds (failed) the hold and returns the spendable balance the entry records;
-    // `released` gives a failed task's authority spend back when asked.
-    let kind = if s.completed {
-        EntryKind::Capture
+/// A settlement, as an item of `svc_run_items` (see `begin_item`). Its result row, when there
+/// is one, is the settled task; none: the task was not in flight (nothing written).
+pub(super) fn settle_item(s: &Settlement) -> Value {
+    let (kind, status) = if s.completed {
+        (EntryKind::Capture, TaskStatus::Completed)
     } else {
-        EntryKind::Refund
-    };
-    let status = if s.completed {
-        TaskStatus::Completed
-    } else {
-        TaskStatus::Failed
+        (EntryKind::Refund, TaskStatus::Failed)
     };
     let (reference, memo) = LedgerEntry::task_reference(&s.task_id, kind);
-    let row = sqlx::query(
-        r#"
-        WITH locked AS (
-            SELECT accounts.id FROM accounts
-            WHERE accounts.id = (SELECT account_id FROM tasks WHERE id = $7)
-            FOR NO KEY UPDATE
-        ),
-        settled AS (
-            UPDATE tasks SET status = $1, response_status = $2, response_body = $3,
-                artifact_id = $4, artifact = $5, settled_at = $6
-            FROM locked
-            WHERE tasks.id = $7 AND tasks.account_id = locked.id AND status = 'in_flight'
-            RETURNING tasks.id, tasks.account_id, key_id, domain, action, cost,
-                idempotency_key, fingerprint, status, response_status, response_body,
-                artifact_id, artifact, created_at, settled_at, verified_artifact, verified_at
-        ),
-        moved AS (
-            UPDATE accounts
-            SET held = accounts.held - settled.cost,
-                spendable = accounts.spendable + CASE WHEN $8 THEN 0 ELSE settled.cost END
-            FROM settled
-            WHERE accounts.id = settled.account_id AND settled.cost > 0
-            RETURNING accounts.spendable
-        ),
-        entry AS (
-            INSERT INTO ledger_entries
-                (id, account_id, kind, delta, balance_after, reference, memo, created_at)
-            SELECT $9, settled.account_id, $10, CASE WHEN $8 THEN 0 ELSE settled.cost END,
-                moved.spendable, $11, $12, $6
-            FROM settled, moved
-        ),
-        released AS (
-            UPDATE authority_spends SET released_at = $6
-            FROM settled
-            WHERE authority_spends.task_id = settled.id
-                AND authority_spends.released_at IS NULL AND $13
-        )
-        SELECT id, account_id, key_id, domain, action, cost, idempotency_key, fingerprint,
-            status, response_status, response_body, artifact_id, artifact, created_at,
-            settled_at, verified_artifact, verified_at
-        FROM settled
-        "#,
-    )
-    .bind(status.as_str())
-    .bind(i64::from(s.response_status))
-    .bind(&s.response_body)
-    .bind(s.artifact_id.as_str())
-    .bind(&s.artifact)
-    .bind(ms(s.at))
-    .bind(s.task_id.as_str())
-    .bind(s.completed)
-    .bind(s.entry.as_str())
-    .bind(kind.as_str())
-    .bind(reference)
-    .bind(memo)
-    // A payment that surely did not happen gives its authority spend back.
-    .bind(s.release_spend && !s.completed)
-    .fetch_optional(conn)
-    .await?;
-    row.as_ref()
-        .map(rows::task)
-        .transpose()
-        .map_err(undecodable)
+    json!({
+        "kind": "settle",
+        "task_id": s.task_id.as_str(),
+        "status": status.as_str(),
+        "response_status": s.response_status,
+        "response_body": s.response_body,
+        "artifact_id": s.artifact_id.as_str(),
+        "artifact": s.artifact,
+        "at": item_time(s.at),
+        "completed": s.completed,
+        "entry": s.entry.as_str(),
+        "entry_kind": kind.as_str(),
+        "reference": reference,
+        "memo": memo,
+        // A payment that surely did not happen gives its authority spend back.
+        "release_spend": s.release_spend && !s.completed,
+    })
 }
 
 /// Holds the task's cost and writes the hold entry, in one statement inside the caller's

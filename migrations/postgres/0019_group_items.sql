@@ -1,0 +1,219 @@
+-- The writes of an execution, run as one call per group (adapters/sql/src/postgres/group.rs):
+-- `svc_run_items` takes a JSON array of items (a task's begin without an authority, its
+-- settlement, a webhook event) and runs each, in order, as one statement of data-modifying
+-- CTEs, all inside the caller's one statement, so a group of executions costs one round trip
+-- and is stored whole or not at all. It returns rows of `svc_item_result`, each naming its
+-- item (`item_no`, from 0): one per begin and per event, one per settle that settled.
+-- These are the only copies of these statements; the store reads each result by column name.
+
+CREATE TYPE svc_item_result AS (
+    item_no INT,
+    -- a begin: the account's spendable credits before (NULL: no such account) and after the
+    -- hold (NULL: not held); the task row below when the idempotency key was taken
+    account_spendable BIGINT,
+    held_spendable BIGINT,
+    -- a begin's existing task, or the task a settle settled
+    id TEXT,
+    account_id TEXT,
+    key_id TEXT,
+    domain TEXT,
+    action TEXT,
+    cost BIGINT,
+    idempotency_key TEXT,
+    fingerprint TEXT,
+    status TEXT,
+    response_status BIGINT,
+    response_body TEXT,
+    artifact_id TEXT,
+    artifact TEXT,
+    created_at TIMESTAMPTZ,
+    settled_at TIMESTAMPTZ,
+    verified_artifact TEXT,
+    verified_at TIMESTAMPTZ,
+    -- an event: whether it was stored (0: its source was recorded before) and its deliveries
+    inserted BIGINT,
+    deliveries BIGINT
+);
+
+CREATE FUNCTION svc_run_items(items JSONB) RETURNS SETOF svc_item_result
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    item JSONB;
+    item_no INT := 0;
+BEGIN
+    FOR item IN SELECT value FROM jsonb_array_elements(items) LOOP
+        CASE item->>'kind'
+        WHEN 'begin' THEN
+            -- The idempotency lookup, the balance check and hold (with the account row locked
+            -- FOR NO KEY UPDATE: balance changes exclude each other, other inserts' foreign
+            -- key checks do not wait), the task and the hold entry. `existing` is read first
+            -- and everything else runs only without it; `hold` only when spendable covers the
+            -- cost. A racing begin with the same key that committed first makes the task
+            -- INSERT fail with a unique violation, and the whole call with it.
+            RETURN QUERY
+            WITH existing AS (
+                SELECT tasks.id, tasks.account_id, tasks.key_id, tasks.domain, tasks.action,
+                    tasks.cost, tasks.idempotency_key, tasks.fingerprint, tasks.status,
+                    tasks.response_status, tasks.response_body, tasks.artifact_id,
+                    tasks.artifact, tasks.created_at, tasks.settled_at,
+                    tasks.verified_artifact, tasks.verified_at
+                FROM tasks
+                WHERE tasks.account_id = item->>'account_id'
+                    AND tasks.idempotency_key = item->>'idempotency_key'
+            ),
+            account AS (
+                SELECT accounts.id, accounts.spendable FROM accounts
+                WHERE accounts.id = item->>'account_id'
+                FOR NO KEY UPDATE
+            ),
+            hold AS (
+                UPDATE accounts
+                SET spendable = accounts.spendable - (item->>'cost')::BIGINT,
+                    held = accounts.held + (item->>'cost')::BIGINT
+                FROM account
+                WHERE accounts.id = account.id
+                    AND accounts.spendable >= (item->>'cost')::BIGINT
+                    AND NOT EXISTS (SELECT 1 FROM existing)
+                RETURNING accounts.spendable
+            ),
+            task AS (
+                INSERT INTO tasks (id, account_id, key_id, domain, action, cost,
+                    idempotency_key, fingerprint, status, created_at)
+                SELECT item->>'id', item->>'account_id', item->>'key_id', item->>'domain',
+                    item->>'action', (item->>'cost')::BIGINT, item->>'idempotency_key',
+                    item->>'fingerprint', 'in_flight', (item->>'created_at')::TIMESTAMPTZ
+                FROM hold
+            ),
+            entry AS (
+                INSERT INTO ledger_entries
+                    (id, account_id, kind, delta, balance_after, reference, memo, created_at)
+                SELECT item->>'hold_entry', item->>'account_id', 'hold',
+                    -(item->>'cost')::BIGINT, hold.spendable, item->>'reference',
+                    item->>'memo', (item->>'created_at')::TIMESTAMPTZ
+                FROM hold
+                WHERE (item->>'cost')::BIGINT > 0
+            )
+            SELECT item_no, account.spendable, hold.spendable,
+                existing.id, existing.account_id, existing.key_id, existing.domain,
+                existing.action, existing.cost, existing.idempotency_key, existing.fingerprint,
+                existing.status, existing.response_status, existing.response_body,
+                existing.artifact_id, existing.artifact, existing.created_at,
+                existing.settled_at, existing.verified_artifact, existing.verified_at,
+                NULL::BIGINT, NULL::BIGINT
+            FROM (SELECT) AS one
+            LEFT JOIN account ON TRUE
+            LEFT JOIN hold ON TRUE
+            LEFT JOIN existing ON TRUE;
+        WHEN 'settle' THEN
+            -- `locked` takes the account's row lock before the task's, the order every begin
+            -- takes them in (account, then the idempotency key's task row): a settle that
+            -- locked the task first deadlocked with a begin of the same key waiting on it.
+            -- `settled` matches only a task in flight (a racing settlement waits for the row
+            -- and then matches nothing); everything else reads from it, so nothing is written
+            -- for a task that was not in flight. `moved` captures (completed) or refunds
+            -- (failed) the hold and returns the spendable balance the entry records;
+            -- `released` gives a failed task's authority spend back when asked.
+            RETURN QUERY
+            WITH locked AS (
+                SELECT accounts.id FROM accounts
+                WHERE accounts.id = (SELECT tasks.account_id FROM tasks
+                                     WHERE tasks.id = item->>'task_id')
+                FOR NO KEY UPDATE
+            ),
+            settled AS (
+                UPDATE tasks SET status = item->>'status',
+                    response_status = (item->>'response_status')::BIGINT,
+                    response_body = item->>'response_body',
+                    artifact_id = item->>'artifact_id', artifact = item->>'artifact',
+                    settled_at = (item->>'at')::TIMESTAMPTZ
+                FROM locked
+                WHERE tasks.id = item->>'task_id' AND tasks.account_id = locked.id
+                    AND tasks.status = 'in_flight'
+                RETURNING tasks.id, tasks.account_id, tasks.key_id, tasks.domain, tasks.action,
+                    tasks.cost, tasks.idempotency_key, tasks.fingerprint, tasks.status,
+                    tasks.response_status, tasks.response_body, tasks.artifact_id,
+                    tasks.artifact, tasks.created_at, tasks.settled_at,
+                    tasks.verified_artifact, tasks.verified_at
+            ),
+            moved AS (
+                UPDATE accounts
+                SET held = accounts.held - settled.cost,
+                    spendable = accounts.spendable
+                        + CASE WHEN (item->>'completed')::BOOLEAN THEN 0 ELSE settled.cost END
+                FROM settled
+                WHERE accounts.id = settled.account_id AND settled.cost > 0
+                RETURNING accounts.spendable
+            ),
+            entry AS (
+                INSERT INTO ledger_entries
+                    (id, account_id, kind, delta, balance_after, reference, memo, created_at)
+                SELECT item->>'entry', settled.account_id, item->>'entry_kind',
+                    CASE WHEN (item->>'completed')::BOOLEAN THEN 0 ELSE settled.cost END,
+                    moved.spendable, item->>'reference', item->>'memo',
+                    (item->>'at')::TIMESTAMPTZ
+                FROM settled, moved
+            ),
+            released AS (
+                UPDATE authority_spends SET released_at = (item->>'at')::TIMESTAMPTZ
+                FROM settled
+                WHERE authority_spends.task_id = settled.id
+                    AND authority_spends.released_at IS NULL
+                    AND (item->>'release_spend')::BOOLEAN
+            )
+            SELECT item_no, NULL::BIGINT, NULL::BIGINT,
+                settled.id, settled.account_id, settled.key_id, settled.domain,
+                settled.action, settled.cost, settled.idempotency_key, settled.fingerprint,
+                settled.status, settled.response_status, settled.response_body,
+                settled.artifact_id, settled.artifact, settled.created_at,
+                settled.settled_at, settled.verified_artifact, settled.verified_at,
+                NULL::BIGINT, NULL::BIGINT
+            FROM settled;
+        WHEN 'event' THEN
+            -- The deliveries are inserted only for an event this statement inserted, to the
+            -- account's endpoints that are not deleted and subscribe to its type, the n-th
+            -- (from 0, oldest first) taking the id `head || n in three base-32 digits || tail`
+            -- (`DeliveryIds::nth` in ports/src/hooks.rs).
+            RETURN QUERY
+            WITH event AS (
+                INSERT INTO webhook_events (id, account_id, type, source, payload, created_at)
+                VALUES (item->>'id', item->>'account_id', item->>'type', item->>'source',
+                    item->>'payload', (item->>'created_at')::TIMESTAMPTZ)
+                ON CONFLICT (account_id, source) DO NOTHING
+                RETURNING webhook_events.id
+            ), endpoint AS (
+                SELECT webhook_endpoints.id,
+                    (row_number() OVER (ORDER BY webhook_endpoints.created_at,
+                        webhook_endpoints.id) - 1)::INT AS nth
+                FROM webhook_endpoints
+                WHERE webhook_endpoints.account_id = item->>'account_id'
+                    AND webhook_endpoints.deleted_at IS NULL
+                    AND position(' ' || (item->>'type') || ' '
+                        IN ' ' || webhook_endpoints.events || ' ') > 0
+            ), delivery AS (
+                INSERT INTO webhook_deliveries (id, account_id, event_id, endpoint_id, status,
+                    attempts, next_attempt_at, created_at)
+                SELECT (item->>'head')
+                        || substr(item->>'digits', endpoint.nth / 1024 + 1, 1)
+                        || substr(item->>'digits', endpoint.nth / 32 % 32 + 1, 1)
+                        || substr(item->>'digits', endpoint.nth % 32 + 1, 1)
+                        || (item->>'tail'),
+                    item->>'account_id', event.id, endpoint.id, 'pending', 0,
+                    (item->>'created_at')::TIMESTAMPTZ, (item->>'created_at')::TIMESTAMPTZ
+                FROM event
+                CROSS JOIN endpoint
+                WHERE endpoint.nth < (item->>'max')::INT
+                RETURNING 1
+            )
+            SELECT item_no, NULL::BIGINT, NULL::BIGINT,
+                NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::BIGINT,
+                NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::BIGINT, NULL::TEXT, NULL::TEXT,
+                NULL::TEXT, NULL::TIMESTAMPTZ, NULL::TIMESTAMPTZ, NULL::TEXT,
+                NULL::TIMESTAMPTZ,
+                (SELECT count(*) FROM event), (SELECT count(*) FROM delivery);
+        ELSE
+            RAISE EXCEPTION 'unknown item kind %', item->>'kind';
+        END CASE;
+        item_no := item_no + 1;
+    END LOOP;
+END
+$fn$;
