@@ -40,10 +40,54 @@ LANGUAGE plpgsql AS $fn$
 DECLARE
     item JSONB;
     item_no INT := 0;
+    -- The item's fields, typed: the statements below see plain parameters, so their plans
+    -- are cached as a prepared statement's are.
+    p_id TEXT;
+    p_account_id TEXT;
+    p_key_id TEXT;
+    p_domain TEXT;
+    p_action TEXT;
+    p_cost BIGINT;
+    p_idempotency_key TEXT;
+    p_fingerprint TEXT;
+    p_created_at TIMESTAMPTZ;
+    p_hold_entry TEXT;
+    p_reference TEXT;
+    p_memo TEXT;
+    p_task_id TEXT;
+    p_status TEXT;
+    p_response_status BIGINT;
+    p_response_body TEXT;
+    p_artifact_id TEXT;
+    p_artifact TEXT;
+    p_at TIMESTAMPTZ;
+    p_completed BOOLEAN;
+    p_entry TEXT;
+    p_entry_kind TEXT;
+    p_release_spend BOOLEAN;
+    p_type TEXT;
+    p_source TEXT;
+    p_payload TEXT;
+    p_head TEXT;
+    p_tail TEXT;
+    p_digits TEXT;
+    p_max INT;
 BEGIN
     FOR item IN SELECT value FROM jsonb_array_elements(items) LOOP
         CASE item->>'kind'
         WHEN 'begin' THEN
+            p_id := item->>'id';
+            p_account_id := item->>'account_id';
+            p_key_id := item->>'key_id';
+            p_domain := item->>'domain';
+            p_action := item->>'action';
+            p_cost := (item->>'cost')::BIGINT;
+            p_idempotency_key := item->>'idempotency_key';
+            p_fingerprint := item->>'fingerprint';
+            p_created_at := (item->>'created_at')::TIMESTAMPTZ;
+            p_hold_entry := item->>'hold_entry';
+            p_reference := item->>'reference';
+            p_memo := item->>'memo';
             -- The idempotency lookup, the balance check and hold (with the account row locked
             -- FOR NO KEY UPDATE: balance changes exclude each other, other inserts' foreign
             -- key checks do not wait), the task and the hold entry. `existing` is read first
@@ -58,40 +102,40 @@ BEGIN
                     tasks.artifact, tasks.created_at, tasks.settled_at,
                     tasks.verified_artifact, tasks.verified_at
                 FROM tasks
-                WHERE tasks.account_id = item->>'account_id'
-                    AND tasks.idempotency_key = item->>'idempotency_key'
+                WHERE tasks.account_id = p_account_id
+                    AND tasks.idempotency_key = p_idempotency_key
             ),
             account AS (
                 SELECT accounts.id, accounts.spendable FROM accounts
-                WHERE accounts.id = item->>'account_id'
+                WHERE accounts.id = p_account_id
                 FOR NO KEY UPDATE
             ),
             hold AS (
                 UPDATE accounts
-                SET spendable = accounts.spendable - (item->>'cost')::BIGINT,
-                    held = accounts.held + (item->>'cost')::BIGINT
+                SET spendable = accounts.spendable - p_cost,
+                    held = accounts.held + p_cost
                 FROM account
                 WHERE accounts.id = account.id
-                    AND accounts.spendable >= (item->>'cost')::BIGINT
+                    AND accounts.spendable >= p_cost
                     AND NOT EXISTS (SELECT 1 FROM existing)
                 RETURNING accounts.spendable
             ),
             task AS (
                 INSERT INTO tasks (id, account_id, key_id, domain, action, cost,
                     idempotency_key, fingerprint, status, created_at)
-                SELECT item->>'id', item->>'account_id', item->>'key_id', item->>'domain',
-                    item->>'action', (item->>'cost')::BIGINT, item->>'idempotency_key',
-                    item->>'fingerprint', 'in_flight', (item->>'created_at')::TIMESTAMPTZ
+                SELECT p_id, p_account_id, p_key_id, p_domain,
+                    p_action, p_cost, p_idempotency_key,
+                    p_fingerprint, 'in_flight', p_created_at
                 FROM hold
             ),
             entry AS (
                 INSERT INTO ledger_entries
                     (id, account_id, kind, delta, balance_after, reference, memo, created_at)
-                SELECT item->>'hold_entry', item->>'account_id', 'hold',
-                    -(item->>'cost')::BIGINT, hold.spendable, item->>'reference',
-                    item->>'memo', (item->>'created_at')::TIMESTAMPTZ
+                SELECT p_hold_entry, p_account_id, 'hold',
+                    -p_cost, hold.spendable, p_reference,
+                    p_memo, p_created_at
                 FROM hold
-                WHERE (item->>'cost')::BIGINT > 0
+                WHERE p_cost > 0
             )
             SELECT item_no, account.spendable, hold.spendable,
                 existing.id, existing.account_id, existing.key_id, existing.domain,
@@ -105,6 +149,19 @@ BEGIN
             LEFT JOIN hold ON TRUE
             LEFT JOIN existing ON TRUE;
         WHEN 'settle' THEN
+            p_task_id := item->>'task_id';
+            p_status := item->>'status';
+            p_response_status := (item->>'response_status')::BIGINT;
+            p_response_body := item->>'response_body';
+            p_artifact_id := item->>'artifact_id';
+            p_artifact := item->>'artifact';
+            p_at := (item->>'at')::TIMESTAMPTZ;
+            p_completed := (item->>'completed')::BOOLEAN;
+            p_entry := item->>'entry';
+            p_entry_kind := item->>'entry_kind';
+            p_reference := item->>'reference';
+            p_memo := item->>'memo';
+            p_release_spend := (item->>'release_spend')::BOOLEAN;
             -- `locked` takes the account's row lock before the task's, the order every begin
             -- takes them in (account, then the idempotency key's task row): a settle that
             -- locked the task first deadlocked with a begin of the same key waiting on it.
@@ -117,17 +174,17 @@ BEGIN
             WITH locked AS (
                 SELECT accounts.id FROM accounts
                 WHERE accounts.id = (SELECT tasks.account_id FROM tasks
-                                     WHERE tasks.id = item->>'task_id')
+                                     WHERE tasks.id = p_task_id)
                 FOR NO KEY UPDATE
             ),
             settled AS (
-                UPDATE tasks SET status = item->>'status',
-                    response_status = (item->>'response_status')::BIGINT,
-                    response_body = item->>'response_body',
-                    artifact_id = item->>'artifact_id', artifact = item->>'artifact',
-                    settled_at = (item->>'at')::TIMESTAMPTZ
+                UPDATE tasks SET status = p_status,
+                    response_status = p_response_status,
+                    response_body = p_response_body,
+                    artifact_id = p_artifact_id, artifact = p_artifact,
+                    settled_at = p_at
                 FROM locked
-                WHERE tasks.id = item->>'task_id' AND tasks.account_id = locked.id
+                WHERE tasks.id = p_task_id AND tasks.account_id = locked.id
                     AND tasks.status = 'in_flight'
                 RETURNING tasks.id, tasks.account_id, tasks.key_id, tasks.domain, tasks.action,
                     tasks.cost, tasks.idempotency_key, tasks.fingerprint, tasks.status,
@@ -139,7 +196,7 @@ BEGIN
                 UPDATE accounts
                 SET held = accounts.held - settled.cost,
                     spendable = accounts.spendable
-                        + CASE WHEN (item->>'completed')::BOOLEAN THEN 0 ELSE settled.cost END
+                        + CASE WHEN p_completed THEN 0 ELSE settled.cost END
                 FROM settled
                 WHERE accounts.id = settled.account_id AND settled.cost > 0
                 RETURNING accounts.spendable
@@ -147,18 +204,18 @@ BEGIN
             entry AS (
                 INSERT INTO ledger_entries
                     (id, account_id, kind, delta, balance_after, reference, memo, created_at)
-                SELECT item->>'entry', settled.account_id, item->>'entry_kind',
-                    CASE WHEN (item->>'completed')::BOOLEAN THEN 0 ELSE settled.cost END,
-                    moved.spendable, item->>'reference', item->>'memo',
-                    (item->>'at')::TIMESTAMPTZ
+                SELECT p_entry, settled.account_id, p_entry_kind,
+                    CASE WHEN p_completed THEN 0 ELSE settled.cost END,
+                    moved.spendable, p_reference, p_memo,
+                    p_at
                 FROM settled, moved
             ),
             released AS (
-                UPDATE authority_spends SET released_at = (item->>'at')::TIMESTAMPTZ
+                UPDATE authority_spends SET released_at = p_at
                 FROM settled
                 WHERE authority_spends.task_id = settled.id
                     AND authority_spends.released_at IS NULL
-                    AND (item->>'release_spend')::BOOLEAN
+                    AND p_release_spend
             )
             SELECT item_no, NULL::BIGINT, NULL::BIGINT,
                 settled.id, settled.account_id, settled.key_id, settled.domain,
@@ -169,6 +226,16 @@ BEGIN
                 NULL::BIGINT, NULL::BIGINT
             FROM settled;
         WHEN 'event' THEN
+            p_id := item->>'id';
+            p_account_id := item->>'account_id';
+            p_type := item->>'type';
+            p_source := item->>'source';
+            p_payload := item->>'payload';
+            p_created_at := (item->>'created_at')::TIMESTAMPTZ;
+            p_head := item->>'head';
+            p_tail := item->>'tail';
+            p_digits := item->>'digits';
+            p_max := (item->>'max')::INT;
             -- The deliveries are inserted only for an event this statement inserted, to the
             -- account's endpoints that are not deleted and subscribe to its type, the n-th
             -- (from 0, oldest first) taking the id `head || n in three base-32 digits || tail`
@@ -176,8 +243,8 @@ BEGIN
             RETURN QUERY
             WITH event AS (
                 INSERT INTO webhook_events (id, account_id, type, source, payload, created_at)
-                VALUES (item->>'id', item->>'account_id', item->>'type', item->>'source',
-                    item->>'payload', (item->>'created_at')::TIMESTAMPTZ)
+                VALUES (p_id, p_account_id, p_type, p_source,
+                    p_payload, p_created_at)
                 ON CONFLICT (account_id, source) DO NOTHING
                 RETURNING webhook_events.id
             ), endpoint AS (
@@ -185,23 +252,23 @@ BEGIN
                     (row_number() OVER (ORDER BY webhook_endpoints.created_at,
                         webhook_endpoints.id) - 1)::INT AS nth
                 FROM webhook_endpoints
-                WHERE webhook_endpoints.account_id = item->>'account_id'
+                WHERE webhook_endpoints.account_id = p_account_id
                     AND webhook_endpoints.deleted_at IS NULL
-                    AND position(' ' || (item->>'type') || ' '
+                    AND position(' ' || p_type || ' '
                         IN ' ' || webhook_endpoints.events || ' ') > 0
             ), delivery AS (
                 INSERT INTO webhook_deliveries (id, account_id, event_id, endpoint_id, status,
                     attempts, next_attempt_at, created_at)
-                SELECT (item->>'head')
-                        || substr(item->>'digits', endpoint.nth / 1024 + 1, 1)
-                        || substr(item->>'digits', endpoint.nth / 32 % 32 + 1, 1)
-                        || substr(item->>'digits', endpoint.nth % 32 + 1, 1)
-                        || (item->>'tail'),
-                    item->>'account_id', event.id, endpoint.id, 'pending', 0,
-                    (item->>'created_at')::TIMESTAMPTZ, (item->>'created_at')::TIMESTAMPTZ
+                SELECT p_head
+                        || substr(p_digits, endpoint.nth / 1024 + 1, 1)
+                        || substr(p_digits, endpoint.nth / 32 % 32 + 1, 1)
+                        || substr(p_digits, endpoint.nth % 32 + 1, 1)
+                        || p_tail,
+                    p_account_id, event.id, endpoint.id, 'pending', 0,
+                    p_created_at, p_created_at
                 FROM event
                 CROSS JOIN endpoint
-                WHERE endpoint.nth < (item->>'max')::INT
+                WHERE endpoint.nth < p_max
                 RETURNING 1
             )
             SELECT item_no, NULL::BIGINT, NULL::BIGINT,
@@ -211,7 +278,7 @@ BEGIN
                 NULL::TIMESTAMPTZ,
                 (SELECT count(*) FROM event), (SELECT count(*) FROM delivery);
         ELSE
-            RAISE EXCEPTION 'unknown item kind %', item->>'kind';
+            RAISE EXCEPTION 'unknown item kind %', p_kind;
         END CASE;
         item_no := item_no + 1;
     END LOOP;
