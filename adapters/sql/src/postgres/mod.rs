@@ -1,10 +1,12 @@
 //! Postgres: the store for more than one machine. Every statement is plain text next to the
-//! Rust that runs it, one file per port family; values are bound as Postgres types
-//! (TIMESTAMPTZ, BYTEA, JSONB, BOOLEAN; see `migrations/postgres/0011_postgres_types.sql`).
+//! Rust that runs it, one file per port family, except the three an execution writes (its
+//! task's begin and settle, its webhook event): they are the body of `svc_run_items` in
+//! migration 0019, so a group of executions is one call (`group.rs`). Values are bound as
+//! Postgres types (TIMESTAMPTZ, BYTEA, JSONB, BOOLEAN; see
+//! `migrations/postgres/0011_postgres_types.sql`).
 //!
 //! Read committed is enough everywhere: balance changes are single `UPDATE ... RETURNING`
-//! statements (row-locked), and uniqueness that guards money is a constraint. The execution
-//! path (`begin_task` without an authority, `settle_task`) is one statement each.
+//! statements (row-locked), and uniqueness that guards money is a constraint.
 
 mod a2a;
 mod accounts;

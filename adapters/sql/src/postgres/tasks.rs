@@ -1,9 +1,9 @@
 //! `TaskStore`: execution tasks and the credits they hold, charge or refund.
 //!
-//! The execution path is two statements, each one round trip: `begin_task` (without an
-//! authority spend) and `settle_task` are each a single statement of data-modifying CTEs, run
-//! as items of a group's transaction (`group.rs`), so each happens whole or not at all and many
-//! executions share one lock of the account row and one commit. The row is locked `FOR NO KEY
+//! The execution path is two items of a group (`group.rs`): `begin_task` (without an
+//! authority spend) and `settle_task` are each one statement of data-modifying CTEs inside
+//! `svc_run_items` (migration 0019), so each happens whole or not at all and many executions
+//! share one call, one lock of the account row and one commit. The row is locked `FOR NO KEY
 //! UPDATE`: balance changes exclude each other, while other inserts' foreign key checks on the
 //! account (`FOR KEY SHARE`) neither wait nor make a group wait. A task under a payment
 //! authority begins in a transaction of its own, because the spend rules are Rust
