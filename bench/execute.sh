@@ -104,7 +104,7 @@ LUA
   hrps=$(rps_of "$work/half.txt")
   hp50=$(awk '/ 50% in/ {printf "%.2f", $3 * 1000}' "$work/half.txt")
   hp99=$(awk '/ 99% in/ {printf "%.2f", $3 * 1000}' "$work/half.txt")
-  hey_ok=$(awk '/\[200\]/ {print $2}' "$work/half.txt")
+  hey_ok=$(awk '$1 == "[200]" {print $2}' "$work/half.txt") # not a histogram bucket of 200
   hey_other=$(grep -A8 'Status code distribution' "$work/half.txt" | grep '\[' | grep -vc '\[200\]' || true)
   after=$(spendable "$base" "$key")
   local charged=$((before - after)) completed=$((sent - ${non2xx:-0} + ${hey_ok:-0}))
