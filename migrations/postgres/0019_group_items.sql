@@ -102,7 +102,10 @@ BEGIN
                     tasks.artifact, tasks.created_at, tasks.settled_at,
                     tasks.verified_artifact, tasks.verified_at
                 FROM tasks
-                WHERE tasks.account_id = p_account_id
+                -- Without a key there is nothing to look up: said outright, so a cached
+                -- generic plan skips the scan instead of walking the account's tasks.
+                WHERE p_idempotency_key IS NOT NULL
+                    AND tasks.account_id = p_account_id
                     AND tasks.idempotency_key = p_idempotency_key
             ),
             account AS (
