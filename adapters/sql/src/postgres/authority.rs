@@ -14,7 +14,7 @@ use svc_ports::{
 };
 
 use super::{PostgresStore, backend, col, corrupt, is_unique_violation, ms};
-use crate::errors::refused;
+use crate::errors::{refused, undecodable};
 use crate::rows;
 
 /// Checks and stores a new task's spend inside the task's transaction (after the task row,
@@ -26,7 +26,6 @@ pub(super) async fn spend_authority(
     let Some(spend) = &task.authority_spend else {
         return Ok(Ok(()));
     };
-    let decode = |e: StoreError| sqlx::Error::Decode(e.0.into());
     let row = sqlx::query(
         "SELECT id, account_id, principal_type, principal_id, agent_provider, scope, \
          amount_value, amount_interval, currency, expires_at, revocation_url, receipt_required, \
@@ -39,7 +38,7 @@ pub(super) async fn spend_authority(
     let Some(row) = row else {
         return Ok(Err(AuthorityRefusal::UnknownAuthority));
     };
-    let authority = rows::authority(&row).map_err(decode)?;
+    let authority = rows::authority(&row).map_err(undecodable)?;
     let start = window_start(&authority, task.created_at);
     // Read with the authority locked: spends committed before the lock are all seen.
     let spent: i64 = sqlx::query_scalar(

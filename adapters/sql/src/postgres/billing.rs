@@ -21,7 +21,7 @@ use super::{
     PostgresStore, backend, col, corrupt, is_foreign_key_violation, is_unique_violation,
     jsonb_safe, ledger::insert_entry, ms, parsed,
 };
-use crate::errors::refused;
+use crate::errors::{refused, undecodable};
 use crate::rows;
 
 async fn insert_receipt(conn: &mut PgConnection, r: &Receipt) -> Result<(), sqlx::Error> {
@@ -47,10 +47,6 @@ async fn insert_receipt(conn: &mut PgConnection, r: &Receipt) -> Result<(), sqlx
     .execute(conn)
     .await
     .map(|_| ())
-}
-
-fn decode(e: StoreError) -> sqlx::Error {
-    sqlx::Error::Decode(e.0.into())
 }
 
 impl PostgresStore {
@@ -144,7 +140,7 @@ async fn apply_facts(
     .iter()
     .map(rows::checkout)
     .collect::<Result<Vec<_>, _>>()
-    .map_err(decode)?;
+    .map_err(undecodable)?;
     let (applied, spendable) = match payment_checkout(facts, &checkouts) {
         Some(c) => {
             let applied = sqlx::query(
@@ -165,7 +161,7 @@ async fn apply_facts(
                 })
             })
             .collect::<Result<Vec<_>, StoreError>>()
-            .map_err(decode)?;
+            .map_err(undecodable)?;
             let spendable: i64 =
                 sqlx::query_scalar("SELECT spendable FROM accounts WHERE id = $1 FOR UPDATE")
                     .bind(c.account_id.as_str())

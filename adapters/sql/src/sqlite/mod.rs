@@ -52,7 +52,7 @@ pub struct SqliteStore {
     write_pool: SqlitePool,
     /// A private in-memory database: `write_pool` is `pool` (one connection for both).
     shared_writer: bool,
-    /// Begins and settles, grouped into shared transactions on `write_pool`.
+    /// Begins, settles and webhook events, grouped into shared transactions on `write_pool`.
     pub(crate) group: crate::group::GroupWriter,
     /// Owned by every clone: the WAL checkpointer ends when the last one is gone.
     _checkpointer: Option<std::sync::Arc<()>>,
