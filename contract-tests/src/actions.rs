@@ -158,6 +158,7 @@ pub(crate) fn settlement(task: &TaskId, completed: bool, at: DateTime<Utc>) -> S
         artifact: "{\"signed\": true}".into(),
         entry: LedgerEntryId::from_ulid(Ulid::new()),
         at,
+        event: None,
     }
 }
 
@@ -217,7 +218,7 @@ pub async fn tasks_hold_then_charge_or_refund(b: &Backend) {
     assert_eq!(spendable, 5, "{}", b.name);
 
     let later = t0() + Duration::seconds(2);
-    let SettleOutcome::Settled(done) = b
+    let SettleOutcome::Settled(done, None) = b
         .tasks
         .settle_task(&settlement(&t1.id, true, later))
         .await
@@ -414,7 +415,7 @@ pub async fn concurrent_requests_with_one_key_hold_once(b: &Backend) {
     assert_eq!(
         settled
             .iter()
-            .filter(|s| matches!(s, SettleOutcome::Settled(_)))
+            .filter(|s| matches!(s, SettleOutcome::Settled(..)))
             .count(),
         1,
         "{}",
@@ -441,7 +442,7 @@ async fn settled_with(
     };
     let mut s = settlement(&task.id, completed, t0());
     s.artifact = json!({"artifact_id": s.artifact_id.as_str(), "status": status}).to_string();
-    let SettleOutcome::Settled(settled) = b.tasks.settle_task(&s).await.unwrap() else {
+    let SettleOutcome::Settled(settled, _) = b.tasks.settle_task(&s).await.unwrap() else {
         panic!("{}: not settled", b.name)
     };
     settled
@@ -670,7 +671,7 @@ pub fn execution_property(make: impl Fn() -> BackendFuture) {
                                 .unwrap();
                             let was = status[&id];
                             match outcome {
-                                SettleOutcome::Settled(_) => {
+                                SettleOutcome::Settled(..) => {
                                     prop_assert_eq!(was, TaskStatus::InFlight);
                                     if !completed {
                                         expected_spendable += cost_of[&id];

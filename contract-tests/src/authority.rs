@@ -711,7 +711,7 @@ pub fn authority_property(make: impl Fn() -> BackendFuture) {
                                 .await
                                 .unwrap();
                             match outcome {
-                                SettleOutcome::Settled(_) => {
+                                SettleOutcome::Settled(..) => {
                                     prop_assert!(!settled.contains_key(&id));
                                     settled.insert(id.clone(), *completed);
                                     if !completed {

@@ -108,6 +108,104 @@ pub async fn endpoints_are_stored_listed_and_deleted_per_account(b: &Backend) {
     assert_eq!(b.hooks.endpoints(&alice.id).await.unwrap(), vec![second]);
 }
 
+/// `Settlement::event`: stored with the settlement that lands (deliveries as `enqueue_event`
+/// makes them), a duplicate when its source was recorded before, and never by a settlement
+/// that does not land (settled before, or racing one that won).
+pub async fn a_settlement_stores_its_event_only_when_it_lands(b: &Backend) {
+    use crate::actions::{funded, new_task, settlement};
+    use svc_ports::{BeginOutcome, SettleOutcome};
+
+    let a = funded(b, "hooks-settle@example.com", 100).await;
+    let live = endpoint(&a, "https://a.example/settled", 0);
+    b.hooks.insert_endpoint(&live).await.unwrap();
+    let begin = |fingerprint: &'static str| {
+        let task = new_task(&a, 2, None, fingerprint);
+        async move {
+            match b.tasks.begin_task(&task).await.unwrap() {
+                BeginOutcome::Started { task, .. } => task,
+                other => panic!("{}: not started: {other:?}", b.name),
+            }
+        }
+    };
+    let with_event = |task: &svc_ports::TaskRecord, completed: bool| {
+        let mut s = settlement(&task.id, completed, at(5));
+        s.event = Some((event(&a, &format!("task:{}", task.id), 5), new_ids()));
+        s
+    };
+    let account = &a;
+    let stored = |id: WebhookEventId| async move {
+        b.hooks
+            .events_after(account, None, 100)
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|e| e.id == id)
+    };
+
+    // Lands: the task, the money and the event with its delivery, together.
+    let task = begin("one").await;
+    let s = with_event(&task, true);
+    let (event_id, _) = s.event.clone().unwrap();
+    let outcome = b.tasks.settle_task(&s).await.unwrap();
+    let SettleOutcome::Settled(settled, Some(EnqueueOutcome::Enqueued { deliveries: 1 })) = outcome
+    else {
+        panic!("{}: {outcome:?}", b.name)
+    };
+    assert_eq!(settled.artifact_id.as_ref(), Some(&s.artifact_id));
+    assert_eq!(stored(event_id.id.clone()).await.as_ref(), Some(&event_id));
+    let deliveries = b.hooks.deliveries(&a, 100).await.unwrap();
+    assert!(
+        deliveries
+            .iter()
+            .any(|d| d.event_id == event_id.id && d.endpoint_id == live.id),
+        "{}: {deliveries:?}",
+        b.name
+    );
+
+    // Settled before: nothing lands, so no event.
+    let again = with_event(&task, false);
+    let outcome = b.tasks.settle_task(&again).await.unwrap();
+    assert!(
+        matches!(outcome, SettleOutcome::AlreadySettled(_)),
+        "{}",
+        b.name
+    );
+    assert_eq!(stored(again.event.unwrap().0.id).await, None);
+
+    // Its source recorded before: the settlement lands, the event is a duplicate.
+    let task = begin("two").await;
+    let s = with_event(&task, false);
+    let earlier = event(&a, &s.event.as_ref().unwrap().0.source, 1);
+    b.hooks.enqueue_event(&earlier, new_ids()).await.unwrap();
+    let outcome = b.tasks.settle_task(&s).await.unwrap();
+    assert!(
+        matches!(
+            outcome,
+            SettleOutcome::Settled(_, Some(EnqueueOutcome::Duplicate))
+        ),
+        "{}: {outcome:?}",
+        b.name
+    );
+    assert_eq!(stored(s.event.unwrap().0.id).await, None);
+
+    // Racing settlements of one task: one lands, and exactly its event is stored.
+    let task = begin("three").await;
+    let racing: Vec<_> = (0..8).map(|i| with_event(&task, i % 2 == 0)).collect();
+    let outcomes = join_all(racing.iter().map(|s| b.tasks.settle_task(s))).await;
+    let landed: Vec<_> = outcomes
+        .iter()
+        .zip(&racing)
+        .filter(|(o, _)| matches!(o, Ok(SettleOutcome::Settled(..))))
+        .map(|(_, s)| s.event.clone().unwrap().0.id)
+        .collect();
+    assert_eq!(landed.len(), 1, "{}: {outcomes:?}", b.name);
+    let events = b.hooks.events_after(&a, None, 100).await.unwrap();
+    let source = format!("task:{}", task.id);
+    let of_task: Vec<_> = events.iter().filter(|e| e.source == source).collect();
+    assert_eq!(of_task.len(), 1, "{}", b.name);
+    assert_eq!(of_task[0].id, landed[0]);
+}
+
 pub async fn events_are_stored_once_per_source_with_their_deliveries(b: &Backend) {
     let alice = new_account(b, "hooks-c@example.com").await;
     let bob = new_account(b, "hooks-d@example.com").await;

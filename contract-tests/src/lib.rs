@@ -258,6 +258,7 @@ macro_rules! contract_suite {
         $crate::contract_suite!(@hooks $backend;
             endpoints_are_stored_listed_and_deleted_per_account,
             events_are_stored_once_per_source_with_their_deliveries,
+            a_settlement_stores_its_event_only_when_it_lands,
             events_go_to_subscribed_endpoints_oldest_first,
             many_endpoints_get_the_ids_nth_spells,
             attempts_are_recorded_only_under_their_lease,

@@ -427,8 +427,12 @@ pub trait TaskStore: Send + Sync {
     /// Stores the outcome, the response and the artifact, and captures (completed) or refunds
     /// (failed) the hold, in one transaction; a failed task's authority spend is given back in
     /// the same transaction (a completed one keeps it). Only the first settlement of a task
-    /// lands; a later one gets [`SettleOutcome::AlreadySettled`] and changes nothing. MUST return
-    /// [`TaskError::NotFound`] for an unknown task.
+    /// lands; a later one gets [`SettleOutcome::AlreadySettled`] and changes nothing. With
+    /// [`Settlement::event`], the settlement that lands stores that event in the same
+    /// transaction, exactly as [`crate::HookStore::enqueue_event`] would (subscribed endpoints'
+    /// deliveries; [`crate::EnqueueOutcome::Duplicate`] when its source was recorded before),
+    /// and answers what that came to; a settlement that does not land stores no event. MUST
+    /// return [`TaskError::NotFound`] for an unknown task.
     async fn settle_task(&self, settlement: &Settlement) -> Result<SettleOutcome, TaskError>;
 
     /// Stores `artifact` (JSON text of a signed `verified` artifact with id `artifact_id`) as

@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 
 use crate::{
     authority::{AuthorityRefusal, AuthoritySpend},
+    hooks::{DeliveryIds, EnqueueOutcome, HookEvent},
     ids::{AccountId, ApiKeyId, ArtifactId, LedgerEntryId, TaskId},
 };
 
@@ -117,6 +118,21 @@ impl TaskRecord {
         self.status == TaskStatus::Completed
             && self.artifact_status() == Some(crate::artifact::ArtifactStatus::PaymentCompleted)
     }
+
+    /// The record as `s` leaves it when it lands on this task in flight.
+    pub fn settled_by(mut self, s: &Settlement) -> Self {
+        self.status = if s.completed {
+            TaskStatus::Completed
+        } else {
+            TaskStatus::Failed
+        };
+        self.response_status = Some(s.response_status);
+        self.response_body = Some(s.response_body.clone());
+        self.artifact_id = Some(s.artifact_id.clone());
+        self.artifact = Some(s.artifact.clone());
+        self.settled_at = Some(s.at);
+        self
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -169,6 +185,11 @@ pub struct Settlement {
     /// The ledger entry of the charge or the refund.
     pub entry: LedgerEntryId,
     pub at: DateTime<Utc>,
+    /// The webhook event that tells of this settlement (`task.completed` or `task.failed`),
+    /// stored with it in the same transaction as `enqueue_event` would store it, and only
+    /// when this settlement is the one that lands: a task's settlement and its event are
+    /// never one without the other.
+    pub event: Option<(HookEvent, DeliveryIds)>,
 }
 
 /// What `record_verification` did.
@@ -185,7 +206,8 @@ pub enum VerifyOutcome {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum SettleOutcome {
-    Settled(TaskRecord),
+    /// This settlement landed. With the event it named: what storing that came to.
+    Settled(TaskRecord, Option<EnqueueOutcome>),
     /// It was settled before (another settlement won); nothing changed.
     AlreadySettled(TaskRecord),
 }

@@ -6,8 +6,9 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use svc_ports::{
-    AccountId, AgentMap, ArtifactId, BeginOutcome, Domain, LedgerEntry, LedgerEntryId, MapDocument,
-    MapStatus, NewTask, SettleOutcome, Settlement, TaskId, TaskRecord, TaskStatus, VerifyOutcome,
+    AccountId, AgentMap, ArtifactId, BeginOutcome, Domain, HookError, LedgerEntry, LedgerEntryId,
+    MapDocument, MapStatus, NewTask, SettleOutcome, Settlement, TaskId, TaskRecord, TaskStatus,
+    VerifyOutcome,
     ledger::EntryKind,
     store::{MapStore, MapStoreError, StoreError, TaskError, TaskStore},
 };
@@ -225,6 +226,19 @@ impl TaskStore for MemoryStore {
         if task.status != TaskStatus::InFlight {
             return Ok(SettleOutcome::AlreadySettled(task));
         }
+        if !s.balances.contains_key(&task.account_id) {
+            return Err(TaskError::UnknownAccount);
+        }
+        // The event first: it changes nothing when it fails, so neither does the settlement.
+        let event = match &settlement.event {
+            Some((event, ids)) => Some(crate::memory_hooks::enqueue(&mut s, event, *ids).map_err(
+                |e| match e {
+                    HookError::UnknownAccount => TaskError::UnknownAccount,
+                    other => TaskError::Store(StoreError(anyhow::anyhow!(other))),
+                },
+            )?),
+            None => None,
+        };
         let balance = s
             .balances
             .get_mut(&task.account_id)
@@ -250,22 +264,9 @@ impl TaskStore for MemoryStore {
                 settlement.at,
             );
         }
-        let record = s
-            .actions
-            .tasks
-            .get_mut(&settlement.task_id)
-            .ok_or(TaskError::NotFound)?;
-        record.status = if settlement.completed {
-            TaskStatus::Completed
-        } else {
-            TaskStatus::Failed
-        };
-        record.response_status = Some(settlement.response_status);
-        record.response_body = Some(settlement.response_body.clone());
-        record.artifact_id = Some(settlement.artifact_id.clone());
-        record.artifact = Some(settlement.artifact.clone());
-        record.settled_at = Some(settlement.at);
-        Ok(SettleOutcome::Settled(record.clone()))
+        let record = task.settled_by(settlement);
+        s.actions.tasks.insert(record.id.clone(), record.clone());
+        Ok(SettleOutcome::Settled(record, event))
     }
 
     async fn record_verification(

@@ -11,7 +11,7 @@ use svc_ports::{
     TaskRecord, TaskStatus, WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId, WebhookEventId,
 };
 
-use crate::MemoryStore;
+use crate::{MemoryStore, memory::State};
 
 struct StoredDelivery {
     record: DeliveryRecord,
@@ -104,64 +104,7 @@ impl HookStore for MemoryStore {
         event: &HookEvent,
         ids: DeliveryIds,
     ) -> Result<EnqueueOutcome, HookError> {
-        let mut s = self.lock();
-        if !s.accounts.contains_key(&event.account_id) {
-            return Err(HookError::UnknownAccount);
-        }
-        let state = &mut s.hooks;
-        if state
-            .events
-            .iter()
-            .any(|e| e.account_id == event.account_id && e.source == event.source)
-        {
-            return Ok(EnqueueOutcome::Duplicate);
-        }
-        let mut subscribed: Vec<&WebhookEndpoint> = state
-            .endpoints
-            .iter()
-            .filter(|(e, deleted)| {
-                deleted.is_none()
-                    && e.account_id == event.account_id
-                    && e.events.contains(&event.event_type)
-            })
-            .map(|(e, _)| e)
-            .collect();
-        subscribed
-            .sort_by(|a, b| (a.created_at, a.id.as_str()).cmp(&(b.created_at, b.id.as_str())));
-        let deliveries: Vec<(WebhookDeliveryId, WebhookEndpointId, String)> = subscribed
-            .into_iter()
-            .enumerate()
-            .map_while(|(n, e)| Some((ids.nth(n)?, e.id.clone(), e.url.clone())))
-            .collect();
-        if state.events.iter().any(|e| e.id == event.id)
-            || deliveries
-                .iter()
-                .any(|(d, _, _)| state.by_id.contains_key(d))
-        {
-            return Err(HookError::Duplicate);
-        }
-        state.events.push(event.clone());
-        let mut count = 0;
-        for (id, endpoint, url) in deliveries {
-            state.push(DeliveryRecord {
-                id,
-                account_id: event.account_id.clone(),
-                event_id: event.id.clone(),
-                event_type: event.event_type,
-                endpoint_id: endpoint,
-                endpoint_url: url,
-                status: DeliveryStatus::Pending,
-                attempts: 0,
-                next_attempt_at: Some(event.created_at),
-                last_attempt_at: None,
-                last_status_code: None,
-                last_error: None,
-                replay_of: None,
-                created_at: event.created_at,
-            });
-            count += 1;
-        }
-        Ok(EnqueueOutcome::Enqueued { deliveries: count })
+        enqueue(&mut self.lock(), event, ids)
     }
 
     async fn claim_due(
@@ -376,4 +319,68 @@ impl HookStore for MemoryStore {
         list.truncate(limit as usize);
         Ok(list)
     }
+}
+
+/// `enqueue_event` on the locked state; settlements record their event with it too.
+pub(crate) fn enqueue(
+    s: &mut State,
+    event: &HookEvent,
+    ids: DeliveryIds,
+) -> Result<EnqueueOutcome, HookError> {
+    if !s.accounts.contains_key(&event.account_id) {
+        return Err(HookError::UnknownAccount);
+    }
+    let state = &mut s.hooks;
+    if state
+        .events
+        .iter()
+        .any(|e| e.account_id == event.account_id && e.source == event.source)
+    {
+        return Ok(EnqueueOutcome::Duplicate);
+    }
+    let mut subscribed: Vec<&WebhookEndpoint> = state
+        .endpoints
+        .iter()
+        .filter(|(e, deleted)| {
+            deleted.is_none()
+                && e.account_id == event.account_id
+                && e.events.contains(&event.event_type)
+        })
+        .map(|(e, _)| e)
+        .collect();
+    subscribed.sort_by(|a, b| (a.created_at, a.id.as_str()).cmp(&(b.created_at, b.id.as_str())));
+    let deliveries: Vec<(WebhookDeliveryId, WebhookEndpointId, String)> = subscribed
+        .into_iter()
+        .enumerate()
+        .map_while(|(n, e)| Some((ids.nth(n)?, e.id.clone(), e.url.clone())))
+        .collect();
+    if state.events.iter().any(|e| e.id == event.id)
+        || deliveries
+            .iter()
+            .any(|(d, _, _)| state.by_id.contains_key(d))
+    {
+        return Err(HookError::Duplicate);
+    }
+    state.events.push(event.clone());
+    let mut count = 0;
+    for (id, endpoint, url) in deliveries {
+        state.push(DeliveryRecord {
+            id,
+            account_id: event.account_id.clone(),
+            event_id: event.id.clone(),
+            event_type: event.event_type,
+            endpoint_id: endpoint,
+            endpoint_url: url,
+            status: DeliveryStatus::Pending,
+            attempts: 0,
+            next_attempt_at: Some(event.created_at),
+            last_attempt_at: None,
+            last_status_code: None,
+            last_error: None,
+            replay_of: None,
+            created_at: event.created_at,
+        });
+        count += 1;
+    }
+    Ok(EnqueueOutcome::Enqueued { deliveries: count })
 }

@@ -661,8 +661,9 @@ async fn private_addresses_are_refused_at_registration_and_at_delivery() {
     assert!(d["last_error"].as_str().unwrap().contains("refused"), "{d}");
 }
 
-/// A process that died between settling a task and recording its event: the recovery job's
-/// sweep records it (once), and it is delivered.
+/// A settlement stored without its event (an earlier version recorded it after settling, and
+/// its process could die between): the recovery job's sweep records it (once), and it is
+/// delivered.
 #[tokio::test]
 async fn a_settlement_whose_event_was_never_recorded_is_swept_up() {
     let mut receiver = Receiver::start(&[]).await;
@@ -677,7 +678,8 @@ async fn a_settlement_whose_event_was_never_recorded_is_swept_up() {
         .unwrap()
         .account
         .id;
-    // Begun and settled straight in the store, as the dead process did; no event followed.
+    // Begun and settled straight in the store without the event, as a process of an earlier
+    // version could leave it (it recorded the event after the settlement and died between).
     let now = app.services.clock.now();
     let task = svc_ports::NewTask {
         id: svc_ports::TaskId::from_ulid(ulid::Ulid::new()),
@@ -705,6 +707,7 @@ async fn a_settlement_whose_event_was_never_recorded_is_swept_up() {
             artifact: r#"{"status":"completed"}"#.into(),
             entry: svc_ports::LedgerEntryId::from_ulid(ulid::Ulid::new()),
             at: now,
+            event: None,
         })
         .await
         .unwrap();

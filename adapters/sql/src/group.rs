@@ -1,5 +1,6 @@
 //! Group commit for the writes every execution makes, shared by both stores: beginning and
-//! settling its task, and the webhook event its settlement records. One task per store takes
+//! settling its task (with the webhook event the settlement records), and other webhook
+//! events. One task per store takes
 //! every such write queued at that moment and runs them, in the order they were queued, in one
 //! transaction of the store's own (`sqlite/group.rs`, `postgres/group.rs`). Many executions
 //! then share one `BEGIN`/`COMMIT`, and on Postgres one lock of the account row per group
@@ -42,11 +43,15 @@ pub(crate) enum Job {
 /// not in flight.
 pub(crate) enum Done {
     Begun(Option<BeginOutcome>),
-    Settled(Option<TaskRecord>),
+    Settled(Option<Landed>),
     Enqueued(EnqueueOutcome),
 }
 
 pub(crate) type Answer = Result<Done, sqlx::Error>;
+
+/// A settlement that landed: the task as it left it and, when it named an event, what storing
+/// that came to.
+pub(crate) type Landed = (TaskRecord, Option<EnqueueOutcome>);
 
 /// What one transaction over some of a group's jobs came to.
 pub(crate) enum Attempt {
@@ -91,8 +96,8 @@ impl GroupWriter {
         }
     }
 
-    /// Settles a task; `None`: it was not in flight.
-    pub(crate) async fn settle(&self, s: &Settlement) -> Result<Option<TaskRecord>, sqlx::Error> {
+    /// Settles a task (and stores its event); `None`: it was not in flight.
+    pub(crate) async fn settle(&self, s: &Settlement) -> Result<Option<Landed>, sqlx::Error> {
         match self.run(Job::Settle(s.clone())).await? {
             Done::Settled(task) => Ok(task),
             _ => unreachable!("a settle is answered as a settle"),

@@ -1,7 +1,7 @@
 //! The group writer against the same calls made one at a time: many begins, settles and
 //! webhook events queued at once (one account and one idempotency key shared, too little
 //! credit for some, an unknown account, an authority's limit, an event's source recorded
-//! twice, deliveries to a deleted or another account's endpoint, items forced to fail, a
+//! twice (also by a settlement that records its event), deliveries to a deleted or another account's endpoint, items forced to fail, a
 //! transaction lost mid-group) get
 //! exactly the answers, books and tasks that a sequential run of the same calls gets.
 //!
@@ -99,6 +99,8 @@ enum Op {
         nth: usize,
         completed: bool,
         bad_entry: bool,
+        /// Records its event, with this source (shared with `Event`'s sources).
+        event: Option<u8>,
     },
     /// A webhook event.
     Event {
@@ -130,13 +132,18 @@ fn op(spends: bool) -> impl Strategy<Value = Op> {
                 bad_entry,
             },
         );
-    let settle = (0..40usize, any::<bool>(), proptest::bool::weighted(0.1)).prop_map(
-        |(nth, completed, bad_entry)| Op::Settle {
+    let settle = (
+        0..40usize,
+        any::<bool>(),
+        proptest::bool::weighted(0.1),
+        proptest::option::weighted(0.7, 0..3u8),
+    )
+        .prop_map(|(nth, completed, bad_entry, event)| Op::Settle {
             nth,
             completed,
             bad_entry,
-        },
-    );
+            event,
+        });
     let event = (
         prop_oneof![4 => Just(0usize), 2 => Just(1), 1 => Just(2)],
         0..3u8,
@@ -183,37 +190,64 @@ fn job(ops: &[(Op, bool)], i: usize) -> Job {
             nth,
             completed,
             bad_entry,
-        } => Job::Settle(Settlement {
+            event,
+        } => {
             // With no begin at all, a task that does not exist.
-            task_id: TaskId::from_ulid(ulid(
-                4,
-                begins.get(nth % begins.len().max(1)).map_or(999, |&j| j),
-            )),
-            completed: *completed,
-            release_spend: !completed,
-            response_status: if *completed { 200 } else { 502 },
-            response_body: format!("{{\"completed\": {completed}}}"),
-            artifact_id: ArtifactId::from_ulid(ulid(7, i)),
-            artifact: "{\"signed\": true}".into(),
-            entry: if *bad_entry {
-                taken_entry()
-            } else {
-                LedgerEntryId::from_ulid(ulid(8, i))
-            },
-            at: t0(),
-        }),
-        Op::Event { account: a, source } => Job::Enqueue(
-            HookEvent {
-                id: WebhookEventId::from_ulid(ulid(10, i)),
-                account_id: account(*a),
-                event_type: HookEventType::TaskCompleted,
-                source: format!("task:{source}"),
-                payload: format!("{{\"n\": {i}}}"),
-                created_at: t0(),
-            },
-            DeliveryIds::new(ulid(11, i)),
-        ),
+            let begin = begins.get(nth % begins.len().max(1)).copied();
+            let owner = match begin.map(|j| &ops[j].0) {
+                Some(Op::Begin { account: a, .. }) => *a,
+                _ => 0,
+            };
+            Job::Settle(settlement(i, begin, owner, *completed, *bad_entry, *event))
+        }
+        Op::Event { account: a, source } => {
+            Job::Enqueue(hook_event(i, *a, *source), delivery_ids(i))
+        }
         Op::Lose => Job::LoseTransaction,
+    }
+}
+
+/// The `i`-th call's event, of account `a`.
+fn hook_event(i: usize, a: usize, source: u8) -> HookEvent {
+    HookEvent {
+        id: WebhookEventId::from_ulid(ulid(10, i)),
+        account_id: account(a),
+        event_type: HookEventType::TaskCompleted,
+        source: format!("task:{source}"),
+        payload: format!("{{\"n\": {i}}}"),
+        created_at: t0(),
+    }
+}
+
+fn delivery_ids(i: usize) -> DeliveryIds {
+    DeliveryIds::new(ulid(11, i))
+}
+
+/// The `i`-th call's settlement of the task begun by call `begin`, of account `owner`,
+/// recording its event with `source` when given.
+fn settlement(
+    i: usize,
+    begin: Option<usize>,
+    owner: usize,
+    completed: bool,
+    bad_entry: bool,
+    source: Option<u8>,
+) -> Settlement {
+    Settlement {
+        task_id: TaskId::from_ulid(ulid(4, begin.unwrap_or(999))),
+        completed,
+        release_spend: !completed,
+        response_status: if completed { 200 } else { 502 },
+        response_body: format!("{{\"completed\": {completed}}}"),
+        artifact_id: ArtifactId::from_ulid(ulid(7, i)),
+        artifact: "{\"signed\": true}".into(),
+        entry: if bad_entry {
+            taken_entry()
+        } else {
+            LedgerEntryId::from_ulid(ulid(8, i))
+        },
+        at: t0(),
+        event: source.map(|source| (hook_event(i, owner, source), delivery_ids(i))),
     }
 }
 
@@ -396,12 +430,26 @@ async fn books_hold(
                     held[if task.account_id == account(0) { 0 } else { 1 }] += task.cost;
                 }
             }
-            (Op::Settle { .. }, Job::Settle(s)) if failed => {
+            (Op::Settle { .. }, Job::Settle(s)) => {
                 let task = store.task(&s.task_id, None).await.unwrap();
+                let landed = task.is_some_and(|t| t.artifact_id.as_ref() == Some(&s.artifact_id));
                 prop_assert!(
-                    task.is_none_or(|t| t.artifact_id.as_ref() != Some(&s.artifact_id)),
+                    !(failed && landed),
                     "failed settle {i} wrote its settlement"
                 );
+                // Its event is stored exactly when the answer says so, and only if it landed.
+                if let Some((event, _)) = &s.event {
+                    let has = stored_events(store).await.iter().any(|e| e.id == event.id);
+                    prop_assert_eq!(
+                        answers[i].contains("Enqueued {"),
+                        has,
+                        "settle {} answered {} but its event stored: {}",
+                        i,
+                        &answers[i],
+                        has
+                    );
+                    prop_assert!(landed || !has, "settle {i} stored its event but not itself");
+                }
             }
             (Op::Event { account: a, .. }, Job::Enqueue(event, _)) => {
                 // Only an unknown account fails an event; a source seen before is a duplicate.

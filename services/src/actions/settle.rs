@@ -8,7 +8,10 @@ use svc_ports::{
     ArtifactId, ArtifactStatus, FailureClass, LedgerEntryId, SettleOutcome, Settlement, TaskRecord,
 };
 
-use super::{ActionService, ExecuteRefusal, Executed, Observed, PaymentContext, replay};
+use super::{
+    ActionService, ExecuteRefusal, Executed, Observed, PaymentContext, replay,
+    settle_hooks::task_event,
+};
 
 /// Tasks still in flight this long after they began are taken to be orphaned by a dead
 /// process: longer than any action may run (the transport gives up at 15 s).
@@ -77,7 +80,7 @@ impl ActionService {
                 failure_body(*class, detail, task, &artifact_json),
             ),
         };
-        let settlement = Settlement {
+        let mut settlement = Settlement {
             task_id: task.id.clone(),
             completed: observed.completed,
             release_spend: !observed.completed && observed.nothing_happened,
@@ -87,7 +90,19 @@ impl ActionService {
             artifact: artifact_json.to_string(),
             entry: LedgerEntryId::from_ulid(self.ports.entropy.ulid()),
             at,
+            event: None,
         };
+        // The task's event is stored with the settlement that lands, from the task as that
+        // settlement leaves it: never one without the other, and no write of its own.
+        if let Some(hooks) = &self.hooks {
+            let (event_type, data) = task_event(&task.clone().settled_by(&settlement));
+            settlement.event = Some(hooks.event(
+                &task.account_id,
+                event_type,
+                format!("task:{}", task.id),
+                data,
+            ));
+        }
         // The action already ran: a settlement lost to a dropped database connection is tried
         // again (the pool connects anew, waiting out a restart up to its acquire timeout). A
         // settlement lands once, so a retry after an unseen commit gets `AlreadySettled`.
@@ -102,8 +117,13 @@ impl ActionService {
             }
         };
         match settled {
-            Ok(SettleOutcome::Settled(t)) => {
+            Ok(SettleOutcome::Settled(t, event)) => {
                 tracing::info!(task_id = %t.id, status = t.status.as_str(), "task settled");
+                if let (Some(hooks), Some((sent, _)), Some(outcome)) =
+                    (&self.hooks, &settlement.event, &event)
+                {
+                    hooks.recorded(sent, outcome);
+                }
                 self.settled_hooks(&t, &observed, payment, spendable).await;
                 if observed.completed {
                     crate::metrics::execution("completed", task.cost, 0);

@@ -1,4 +1,5 @@
-//! What a settlement tells the account's webhooks: `task.completed` or `task.failed`, and
+//! What a settlement tells the account's webhooks: `task.completed` or `task.failed` (stored
+//! with the settlement itself, `settle.rs`), and
 //! `credits.low` when this task's charge left spendable credits below the mark and they were
 //! not below it before the charge, and
 //! `authority.exhausted` when its payment spent what the authority had left. Each is recorded
@@ -21,7 +22,7 @@ use crate::hooks::SWEEP_WINDOW_MINUTES;
 
 /// `task.completed` or `task.failed` with what the customer's systems need, from the settled
 /// task alone (so the sweep writes the same as the settlement).
-fn task_event(task: &TaskRecord) -> (HookEventType, Value) {
+pub(super) fn task_event(task: &TaskRecord) -> (HookEventType, Value) {
     let completed = task.status == TaskStatus::Completed;
     let artifact: Value = task
         .artifact
@@ -78,12 +79,9 @@ impl ActionService {
         payment: Option<&PaymentContext>,
         spendable: Option<i64>,
     ) {
+        // The task's own event was stored with the settlement (`settle.rs`).
         let Some(hooks) = &self.hooks else { return };
         let account = &task.account_id;
-        let (event_type, data) = task_event(task);
-        hooks
-            .emit(account, event_type, format!("task:{}", task.id), data)
-            .await;
         // Only a balance near the mark is read: with more than `LOW_CREDITS_HORIZON` above it
         // after this task's hold, other executions would have to hold that much while this
         // one ran for its charge to be the one that crossed.

@@ -280,8 +280,26 @@ impl HookService {
         source: String,
         data: Value,
     ) -> Result<(), HookFailure> {
-        // The store picks the subscribed endpoints in the event's own statement (no read
-        // first) and names their deliveries from one seed.
+        let (event, ids) = self.event(account, event_type, source, data);
+        match self.store.enqueue_event(&event, ids).await {
+            Ok(outcome) => self.recorded(&event, &outcome),
+            Err(HookError::UnknownAccount) => {}
+            Err(e) => return Err(e.into()),
+        }
+        Ok(())
+    }
+
+    /// The event `emit` records, for a store call that records it with other writes (a
+    /// settlement's), then given to [`Self::recorded`]. The store picks the subscribed
+    /// endpoints in the event's own statement (no read first) and names their deliveries from
+    /// one seed.
+    pub fn event(
+        &self,
+        account: &AccountId,
+        event_type: HookEventType,
+        source: String,
+        data: Value,
+    ) -> (HookEvent, DeliveryIds) {
         let ids = DeliveryIds::new(self.entropy.ulid());
         let at = self.now();
         let id = WebhookEventId::from_ulid(self.entropy.ulid());
@@ -299,20 +317,22 @@ impl HookService {
             payload: payload.to_string(),
             created_at: at,
         };
-        match self.store.enqueue_event(&event, ids).await {
-            Ok(EnqueueOutcome::Enqueued { deliveries }) => {
-                tracing::info!(event_id = %event.id, event_type = event_type.as_str(), deliveries, "webhook event recorded");
-                if deliveries > 0 {
+        (event, ids)
+    }
+
+    /// After the store recorded `event`: its deliveries are due now.
+    pub fn recorded(&self, event: &HookEvent, outcome: &EnqueueOutcome) {
+        match outcome {
+            EnqueueOutcome::Enqueued { deliveries } => {
+                tracing::info!(event_id = %event.id, event_type = event.event_type.as_str(), deliveries, "webhook event recorded");
+                if *deliveries > 0 {
                     self.wake.notify_one();
                 }
             }
-            Ok(EnqueueOutcome::Duplicate) => {
+            EnqueueOutcome::Duplicate => {
                 tracing::debug!(source = %event.source, "webhook event recorded before");
             }
-            Err(HookError::UnknownAccount) => {}
-            Err(e) => return Err(e.into()),
         }
-        Ok(())
     }
 }
 

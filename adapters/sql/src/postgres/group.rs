@@ -5,7 +5,7 @@
 //! wait as long as another statement and its commit. A group takes the row once and commits
 //! once for many executions, on one connection per instance.
 //!
-//! The statements live in one function, `svc_run_items` (migration 0019): a whole group is
+//! The statements live in one function, `svc_run_items` (migrations 0019, 0020): a whole group is
 //! one call, so one round trip and, being one statement, stored whole or not at all. When the
 //! call fails, the group runs again an item per call inside a transaction, which finds the
 //! item at fault: an item's error aborts a Postgres transaction (no savepoints: each is a
@@ -140,7 +140,13 @@ fn answer(job: &Job, row: Option<&PgRow>) -> Result<Done, svc_ports::StoreError>
     let missing = || svc_ports::StoreError(anyhow::anyhow!("svc_run_items returned no row"));
     match job {
         Job::Begin(task) => tasks::begun(row.ok_or_else(missing)?, task).map(Done::Begun),
-        Job::Settle(_) => row.map(crate::rows::task).transpose().map(Done::Settled),
+        Job::Settle(s) => row
+            .map(|row| {
+                let event = s.event.as_ref().map(|_| hooks::enqueued(row)).transpose()?;
+                Ok((crate::rows::task(row)?, event))
+            })
+            .transpose()
+            .map(Done::Settled),
         Job::Enqueue(..) => hooks::enqueued(row.ok_or_else(missing)?).map(Done::Enqueued),
         #[cfg(test)]
         Job::LoseTransaction => Err(missing()),

@@ -325,9 +325,10 @@ impl HookStore for PostgresStore {
     }
 }
 
-/// An event and its deliveries, as an item of `svc_run_items` (migration 0019, which holds
-/// the statement; see `group.rs`): the n-th subscribed endpoint's delivery is named
-/// `ids.nth(n)`, spelled there from `head`, `digits` and `tail`.
+/// An event and its deliveries, as an item of `svc_run_items` or inside a settle item
+/// (`svc_store_event`, migration 0020, holds the statement; see `group.rs`): the n-th
+/// subscribed endpoint's delivery is named `ids.nth(n)`, spelled there from `head`, `digits`
+/// and `tail`.
 pub(super) fn event_item(event: &HookEvent, ids: DeliveryIds) -> Value {
     let (head, tail) = ids.around();
     json!({

@@ -2,7 +2,7 @@
 //!
 //! The execution path is two items of a group (`group.rs`): `begin_task` (without an
 //! authority spend) and `settle_task` are each one statement of data-modifying CTEs inside
-//! `svc_run_items` (migration 0019), so each happens whole or not at all and many executions
+//! `svc_run_items` (migrations 0019, 0020), so each happens whole or not at all and many executions
 //! share one call, one lock of the account row and one commit. The row is locked `FOR NO KEY
 //! UPDATE`: balance changes exclude each other, while other inserts' foreign key checks on the
 //! account (`FOR KEY SHARE`) neither wait nor make a group wait. A task under a payment
@@ -122,8 +122,8 @@ impl PostgresStore {
     }
 }
 
-/// A begin without an authority, as an item of `svc_run_items` (migration 0019, which holds
-/// the statement; see `group.rs`).
+/// A begin without an authority, as an item of `svc_run_items` (migrations 0019 and 0020,
+/// which hold the statement; see `group.rs`).
 pub(super) fn begin_item(task: &NewTask) -> Value {
     let (reference, memo) = LedgerEntry::task_reference(&task.id, EntryKind::Hold);
     json!({
@@ -168,7 +168,7 @@ pub(super) fn settle_item(s: &Settlement) -> Value {
         (EntryKind::Refund, TaskStatus::Failed)
     };
     let (reference, memo) = LedgerEntry::task_reference(&s.task_id, kind);
-    json!({
+    let mut item = json!({
         "kind": "settle",
         "task_id": s.task_id.as_str(),
         "status": status.as_str(),
@@ -184,7 +184,11 @@ pub(super) fn settle_item(s: &Settlement) -> Value {
         "memo": memo,
         // A payment that surely did not happen gives its authority spend back.
         "release_spend": s.release_spend && !s.completed,
-    })
+    });
+    if let Some((event, ids)) = &s.event {
+        item["event"] = super::hooks::event_item(event, *ids);
+    }
+    item
 }
 
 /// Holds the task's cost and writes the hold entry, in one statement inside the caller's
@@ -243,7 +247,7 @@ impl TaskStore for PostgresStore {
 
     async fn settle_task(&self, settlement: &Settlement) -> Result<SettleOutcome, TaskError> {
         match self.group.settle(settlement).await {
-            Ok(Some(task)) => Ok(SettleOutcome::Settled(task)),
+            Ok(Some((task, event))) => Ok(SettleOutcome::Settled(task, event)),
             // Not in flight; or lost a race with another settlement (a unique entry
             // reference): whatever is stored stands.
             Ok(None) => self.already_settled(&settlement.task_id).await,

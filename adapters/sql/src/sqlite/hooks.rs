@@ -323,13 +323,24 @@ impl HookStore for SqliteStore {
     }
 }
 
-/// An event and its deliveries as one item of a group (see `group.rs`): one query inside the
-/// item's savepoint. The deliveries go to the account's endpoints that are not deleted and
+/// An event and its deliveries as one item of a group (see `group.rs`), in a savepoint of its
+/// own.
+pub(super) async fn enqueue(
+    conn: &mut SqliteConnection,
+    event: &HookEvent,
+    ids: DeliveryIds,
+) -> Result<EnqueueOutcome, sqlx::Error> {
+    sqlx::query("SAVEPOINT item").execute(&mut *conn).await?;
+    event_in_item(conn, event, ids).await
+}
+
+/// An event and its deliveries, inside the item's open savepoint (an event's own, or the
+/// settlement's that records it), which the query releases. The deliveries go to the account's endpoints that are not deleted and
 /// subscribe to the event's type, the n-th (from 0, oldest first) taking the id `ids.nth(n)`,
 /// spelled here as `head || n in three base-32 digits || tail`. They are inserted only when the
 /// event INSERT inserted a row: `changes()` still counts that INSERT while the next one runs (a
 /// SELECT leaves it). Not the event's id: the same event stored before has it too.
-pub(super) async fn enqueue(
+pub(super) async fn event_in_item(
     conn: &mut SqliteConnection,
     event: &HookEvent,
     ids: DeliveryIds,
@@ -337,8 +348,6 @@ pub(super) async fn enqueue(
     let (head, tail) = ids.around();
     let rows = sqlx::query(
         r#"
-        SAVEPOINT item;
-
         INSERT INTO webhook_events (id, account_id, type, source, payload, created_at)
         VALUES ($1, $2, $3, $4, $5, $6)
         ON CONFLICT (account_id, source) DO NOTHING;

@@ -18,7 +18,8 @@ use svc_ports::{
 
 use super::{
     SqliteStore, authority::spend_authority, backend, corrupt, from_millis, group::undo_item,
-    is_foreign_key_violation, is_unique_violation, ledger::insert_entry, millis, undecodable,
+    hooks, is_foreign_key_violation, is_unique_violation, ledger::insert_entry, millis,
+    undecodable,
 };
 use crate::{outcomes, rows};
 
@@ -230,7 +231,7 @@ pub(super) async fn begin_with_authority(
 pub(super) async fn settle(
     conn: &mut SqliteConnection,
     s: &Settlement,
-) -> Result<Option<TaskRecord>, sqlx::Error> {
+) -> Result<Option<crate::group::Landed>, sqlx::Error> {
     let (status, kind) = if s.completed {
         (TaskStatus::Completed, EntryKind::Capture)
     } else {
@@ -262,9 +263,7 @@ pub(super) async fn settle(
         SELECT $10, t.account_id, $11, CASE WHEN $9 THEN 0 ELSE t.cost END, a.spendable,
             $12, $13, $6
         FROM tasks AS t JOIN accounts AS a ON a.id = t.account_id
-        WHERE t.id = $7 AND t.artifact_id = $4 AND t.cost > 0;
-
-        RELEASE item
+        WHERE t.id = $7 AND t.artifact_id = $4 AND t.cost > 0
         "#,
     )
     .bind(status.as_str())
@@ -283,9 +282,20 @@ pub(super) async fn settle(
     .bind(memo)
     .fetch_all(&mut *conn)
     .await?;
-    rows.first()
-        .map(|row| settled_task(row, s, status).map_err(undecodable))
-        .transpose()
+    // The item's savepoint is still open: the event joins it, and its statement releases it.
+    let Some(row) = rows.first() else {
+        sqlx::query("RELEASE item").execute(&mut *conn).await?;
+        return Ok(None);
+    };
+    let task = settled_task(row, s, status).map_err(undecodable)?;
+    let event = match &s.event {
+        Some((event, ids)) => Some(hooks::event_in_item(conn, event, *ids).await?),
+        None => {
+            sqlx::query("RELEASE item").execute(&mut *conn).await?;
+            None
+        }
+    };
+    Ok(Some((task, event)))
 }
 
 #[async_trait]
@@ -300,7 +310,7 @@ impl TaskStore for SqliteStore {
 
     async fn settle_task(&self, settlement: &Settlement) -> Result<SettleOutcome, TaskError> {
         match self.group.settle(settlement).await {
-            Ok(Some(task)) => Ok(SettleOutcome::Settled(task)),
+            Ok(Some((task, event))) => Ok(SettleOutcome::Settled(task, event)),
             // Not in flight; or a settlement of the same task won with a unique value.
             Ok(None) => self.settled_before(&settlement.task_id).await,
             Err(e) if is_unique_violation(&e) => self.settled_before(&settlement.task_id).await,
