@@ -13,6 +13,10 @@
 --    constraints, which the executor parses from their stored text at every statement, and
 --    about a twelfth inserting index entries for columns that are still NULL.
 
+-- Changing these columns' types rewrites the four tables under an exclusive lock, and a running
+-- older instance's prepared statements that return them fail until it reconnects: stop the
+-- older instances, migrate, start the new release (README, "Migrations").
+--
 -- 1. Single-column rules become domains. A domain's rule is parsed once per connection (the
 --    type cache keeps it) and is checked only where a value is assigned, so a balance update
 --    checks the two balances it sets, not the account's plan and environment as well. The

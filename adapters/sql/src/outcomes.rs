@@ -45,10 +45,18 @@ pub(crate) fn unconsumed_challenge(now: Option<EmailChallenge>) -> IdentityError
     }
 }
 
-/// A settlement that changed nothing: the task settled before (or does not exist).
+/// A settlement that changed nothing: the task settled before (or does not exist). A task
+/// still in flight was not settled by anyone: the settlement's own write failed on a unique
+/// value (its entry, event or delivery id taken), which is an error, not a lost race.
 pub(crate) fn settled_before(now: Option<TaskRecord>) -> Result<SettleOutcome, TaskError> {
-    now.map(SettleOutcome::AlreadySettled)
-        .ok_or(TaskError::NotFound)
+    match now {
+        None => Err(TaskError::NotFound),
+        Some(t) if t.status == svc_ports::TaskStatus::InFlight => Err(svc_ports::StoreError(
+            anyhow::anyhow!("settling task {}: one of its ids is taken", t.id),
+        )
+        .into()),
+        Some(t) => Ok(SettleOutcome::AlreadySettled(t)),
+    }
 }
 
 /// A verification that changed nothing: another one landed first, or the task is not
