@@ -425,6 +425,47 @@ pub async fn concurrent_requests_with_one_key_hold_once(b: &Backend) {
     assert!(spendable == 999 || spendable == 1000);
 }
 
+/// A settlement whose own ledger entry id is already stored fails and changes nothing: not
+/// `AlreadySettled` (nobody settled the task), the task still in flight with its hold, and a
+/// settlement with fresh ids then lands.
+pub async fn a_settlement_whose_own_id_is_taken_changes_nothing(b: &Backend) {
+    let a = funded(b, "taken-id@example.com", 10).await;
+    let mut begun = Vec::new();
+    for fingerprint in ["one", "two"] {
+        let BeginOutcome::Started { task, .. } = b
+            .tasks
+            .begin_task(&new_task(&a, 2, None, fingerprint))
+            .await
+            .unwrap()
+        else {
+            panic!("{}: not started", b.name)
+        };
+        begun.push(task);
+    }
+    let first = settlement(&begun[0].id, true, t0());
+    assert!(matches!(
+        b.tasks.settle_task(&first).await.unwrap(),
+        SettleOutcome::Settled(..)
+    ));
+    let mut taken = settlement(&begun[1].id, true, t0());
+    taken.entry = first.entry.clone();
+    let outcome = b.tasks.settle_task(&taken).await;
+    assert!(
+        matches!(outcome, Err(TaskError::Store(_))),
+        "{}: {outcome:?}",
+        b.name
+    );
+    let task = b.tasks.task(&begun[1].id, None).await.unwrap().unwrap();
+    assert_eq!(task.status, TaskStatus::InFlight, "{}", b.name);
+    assert_eq!(check_money(b, &a, 2).await, (6, 2), "{}", b.name);
+    let fresh = settlement(&begun[1].id, false, t0());
+    assert!(matches!(
+        b.tasks.settle_task(&fresh).await.unwrap(),
+        SettleOutcome::Settled(..)
+    ));
+    assert_eq!(check_money(b, &a, 0).await, (8, 0), "{}", b.name);
+}
+
 /// A settled task whose artifact has this status.
 async fn settled_with(
     b: &Backend,

@@ -207,6 +207,7 @@ macro_rules! contract_suite {
         $crate::contract_suite!(@actions $backend;
             maps_are_versioned_and_one_is_published,
             tasks_hold_then_charge_or_refund,
+            a_settlement_whose_own_id_is_taken_changes_nothing,
             insufficient_credits_store_nothing,
             idempotency_keys_replay_refuse_and_conflict,
             concurrent_requests_with_one_key_hold_once,

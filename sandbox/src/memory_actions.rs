@@ -229,6 +229,13 @@ impl TaskStore for MemoryStore {
         if !s.balances.contains_key(&task.account_id) {
             return Err(TaskError::UnknownAccount);
         }
+        // Its entry id taken: nothing changes, as the SQL stores' unique id refuses it.
+        if task.cost > 0 && s.entries.iter().any(|e| e.id == settlement.entry) {
+            return Err(TaskError::Store(StoreError(anyhow::anyhow!(
+                "ledger entry {} exists",
+                settlement.entry
+            ))));
+        }
         // The event first: it changes nothing when it fails, so neither does the settlement.
         let event = match &settlement.event {
             Some((event, ids)) => Some(crate::memory_hooks::enqueue(&mut s, event, *ids).map_err(
