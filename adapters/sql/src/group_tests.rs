@@ -268,6 +268,13 @@ async fn sqlite(path: std::path::PathBuf) -> SqliteStore {
 
 /// A fresh database on the test server (`SVC_TEST_POSTGRES_URL`).
 async fn postgres(name: String) -> PostgresStore {
+    PostgresStore::open(&postgres_database(name).await, 4)
+        .await
+        .unwrap()
+}
+
+/// A fresh, empty database on the test server; its URL.
+async fn postgres_database(name: String) -> String {
     use sqlx::{Connection, Executor};
     let server = std::env::var("SVC_TEST_POSTGRES_URL").expect(
         "SVC_TEST_POSTGRES_URL: a Postgres server for the store tests (scripts/test.sh starts one)",
@@ -280,8 +287,7 @@ async fn postgres(name: String) -> PostgresStore {
     ] {
         admin.execute(sqlx::AssertSqlSafe(statement)).await.unwrap();
     }
-    let url = format!("{}/{name}", server.rsplit_once('/').unwrap().0);
-    PostgresStore::open(&url, 4).await.unwrap()
+    format!("{}/{name}", server.rsplit_once('/').unwrap().0)
 }
 
 /// Accounts 0 (`credits`) and 1 (3 credits), and account 0's authority, in a fresh `store`.
@@ -553,4 +559,66 @@ fn sqlite_groups_answer_and_book_as_sequential_calls_do() {
 #[test]
 fn postgres_groups_answer_and_book_as_sequential_calls_do() {
     grouped_as_sequential(postgres, false, 32);
+}
+
+/// On Postgres a group is one call: when it committed but one item's answer cannot be read,
+/// that item gets an error and the others their answers; nothing runs a second time. (A
+/// second run would have begun the first task again: its answer an error though its hold
+/// was stored.)
+#[test]
+fn postgres_answers_a_committed_call_once_even_when_one_answer_is_unreadable() {
+    use sqlx::{Connection, Executor};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let url = postgres_database("unreadable".into()).await;
+        let store = seed(PostgresStore::open(&url, 4).await.unwrap(), 10).await;
+        // A task under key "k" whose key id no `ApiKeyId` reads: a begin with that key gets
+        // it back as the existing task, and its answer cannot be decoded.
+        let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
+        conn.execute(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO tasks (id, account_id, key_id, domain, action, cost, idempotency_key, \
+             fingerprint, status, created_at) VALUES ('{}', '{}', 'not-a-key-id', 'd', 'a', 1, \
+             'k', 'f', 'in_flight', now())",
+            TaskId::from_ulid(ulid(4, 90)),
+            account(0)
+        )))
+        .await
+        .unwrap();
+        let begin = |n: usize, key: Option<&str>| {
+            Job::Begin(NewTask {
+                id: TaskId::from_ulid(ulid(4, n)),
+                account_id: account(0),
+                key_id: ApiKeyId::from_ulid(ulid(5, 0)),
+                domain: "shop.example.com".into(),
+                action: "place_order".into(),
+                cost: 1,
+                idempotency_key: key.map(str::to_owned),
+                fingerprint: format!("p{n}"),
+                hold_entry: LedgerEntryId::from_ulid(ulid(6, n)),
+                authority_spend: None,
+                created_at: t0(),
+            })
+        };
+        let mut first = Box::pin(store.writer().run(begin(1, None)));
+        let mut second = Box::pin(store.writer().run(begin(2, Some("k"))));
+        // Both queued before the writer runs: one group, one call.
+        assert!(poll!(first.as_mut()).is_pending());
+        assert!(poll!(second.as_mut()).is_pending());
+        let (first, second) = futures_util::join!(first, second);
+        assert!(
+            matches!(
+                first,
+                Ok(Done::Begun(Some(svc_ports::BeginOutcome::Started { .. })))
+            ),
+            "{}",
+            show(first)
+        );
+        assert!(second.is_err(), "{}", show(second));
+        // The first task's hold was stored once.
+        let balance = store.balance(&account(0)).await.unwrap();
+        assert_eq!((balance.spendable, balance.held), (9, 1));
+    });
 }

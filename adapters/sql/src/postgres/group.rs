@@ -59,7 +59,9 @@ async fn attempt(pool: &PgPool, jobs: &[Job], todo: &[usize]) -> Attempt {
         return one_by_one(&mut conn, &group).await;
     };
     match run_items(&mut conn, &group, items).await {
-        Ok(done) => Attempt::Committed(done.into_iter().map(Ok).collect()),
+        // Committed: an answer that cannot be read is that job's error, never a second run
+        // of writes already stored.
+        Ok(done) => Attempt::Committed(done),
         Err(error) if group.len() == 1 => Attempt::Lost { at: 0, error },
         // Nothing of the call is stored: find the item at fault.
         Err(_) => one_by_one(&mut conn, &group).await,
@@ -75,11 +77,14 @@ async fn one_by_one(conn: &mut PgConnection, group: &[&Job]) -> Attempt {
     let mut done = Vec::with_capacity(group.len());
     for (at, job) in group.iter().enumerate() {
         let result = match items(&[job]) {
-            Some(items) => run_items(&mut tx, &[job], items).await,
+            // Inside the transaction an unreadable answer rolls it back like any error.
+            Some(items) => run_items(&mut tx, &[job], items)
+                .await
+                .and_then(|mut answer| answer.remove(0)),
             None => Err(not_an_item(job)),
         };
         match result {
-            Ok(mut answer) => done.push(Ok(answer.remove(0))),
+            Ok(answer) => done.push(Ok(answer)),
             Err(error) => {
                 // The transaction is aborted; a connection that cannot roll back is dropped
                 // by the pool.
@@ -110,23 +115,26 @@ fn items(group: &[&Job]) -> Option<Value> {
 }
 
 /// Runs `items` (built from `group`) in one call and reads each job's answer from the rows
-/// naming it.
+/// naming it. `Err`: the call failed and stored nothing; otherwise one answer per job, an
+/// `Err` where its row could not be read.
 async fn run_items(
     conn: &mut PgConnection,
     group: &[&Job],
     items: Value,
-) -> Result<Vec<Done>, sqlx::Error> {
+) -> Result<Vec<Result<Done, sqlx::Error>>, sqlx::Error> {
     let rows = sqlx::query("SELECT * FROM svc_run_items($1)")
         .bind(Json(items))
         .fetch_all(conn)
         .await?;
-    let mut done = Vec::with_capacity(group.len());
     let mut rows = rows.iter().peekable();
-    for (n, job) in group.iter().enumerate() {
-        let row = rows.next_if(|row| item_no(row) == Some(n));
-        done.push(answer(job, row).map_err(undecodable)?);
-    }
-    Ok(done)
+    Ok(group
+        .iter()
+        .enumerate()
+        .map(|(n, job)| {
+            let row = rows.next_if(|row| item_no(row) == Some(n));
+            answer(job, row).map_err(undecodable)
+        })
+        .collect())
 }
 
 fn item_no(row: &PgRow) -> Option<usize> {
