@@ -4,6 +4,10 @@
 -- CTEs, all inside the caller's one statement, so a group of executions costs one round trip
 -- and is stored whole or not at all. It returns rows of `svc_item_result`, each naming its
 -- item (`item_no`, from 0): one per begin and per event, one per settle that settled.
+-- A settle item may carry the webhook event that tells of it (`Settlement::event` in
+-- ports/src/tasks.rs), stored by `svc_store_event` only when the settlement landed, and its
+-- row then says what storing it came to (`inserted`, `deliveries`): a task is never settled
+-- without its event, and an execution's writes are two items.
 -- These are the only copies of these statements; the store reads each result by column name.
 
 CREATE TYPE svc_item_result AS (
@@ -35,6 +39,70 @@ CREATE TYPE svc_item_result AS (
     deliveries BIGINT
 );
 
+CREATE FUNCTION svc_store_event(ev JSONB)
+RETURNS TABLE (inserted BIGINT, deliveries BIGINT)
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    p_id TEXT;
+    p_account_id TEXT;
+    p_type TEXT;
+    p_source TEXT;
+    p_payload TEXT;
+    p_created_at TIMESTAMPTZ;
+    p_head TEXT;
+    p_tail TEXT;
+    p_digits TEXT;
+    p_max INT;
+BEGIN
+    p_id := ev->>'id';
+    p_account_id := ev->>'account_id';
+    p_type := ev->>'type';
+    p_source := ev->>'source';
+    p_payload := ev->>'payload';
+    p_created_at := (ev->>'created_at')::TIMESTAMPTZ;
+    p_head := ev->>'head';
+    p_tail := ev->>'tail';
+    p_digits := ev->>'digits';
+    p_max := (ev->>'max')::INT;
+    -- The deliveries are inserted only for an event this statement inserted, to the
+    -- account's endpoints that are not deleted and subscribe to its type, the n-th
+    -- (from 0, oldest first) taking the id `head || n in three base-32 digits || tail`
+    -- (`DeliveryIds::nth` in ports/src/hooks.rs).
+    RETURN QUERY
+    WITH event AS (
+        INSERT INTO webhook_events (id, account_id, type, source, payload, created_at)
+        VALUES (p_id, p_account_id, p_type, p_source,
+            p_payload, p_created_at)
+        ON CONFLICT (account_id, source) DO NOTHING
+        RETURNING webhook_events.id
+    ), endpoint AS (
+        SELECT webhook_endpoints.id,
+            (row_number() OVER (ORDER BY webhook_endpoints.created_at,
+                webhook_endpoints.id) - 1)::INT AS nth
+        FROM webhook_endpoints
+        WHERE webhook_endpoints.account_id = p_account_id
+            AND webhook_endpoints.deleted_at IS NULL
+            AND position(' ' || p_type || ' '
+                IN ' ' || webhook_endpoints.events || ' ') > 0
+    ), delivery AS (
+        INSERT INTO webhook_deliveries (id, account_id, event_id, endpoint_id, status,
+            attempts, next_attempt_at, created_at)
+        SELECT p_head
+                || substr(p_digits, endpoint.nth / 1024 + 1, 1)
+                || substr(p_digits, endpoint.nth / 32 % 32 + 1, 1)
+                || substr(p_digits, endpoint.nth % 32 + 1, 1)
+                || p_tail,
+            p_account_id, event.id, endpoint.id, 'pending', 0,
+            p_created_at, p_created_at
+        FROM event
+        CROSS JOIN endpoint
+        WHERE endpoint.nth < p_max
+        RETURNING 1
+    )
+    SELECT (SELECT count(*) FROM event), (SELECT count(*) FROM delivery);
+END
+$fn$;
+
 CREATE FUNCTION svc_run_items(items JSONB) RETURNS SETOF svc_item_result
 LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -65,13 +133,8 @@ DECLARE
     p_entry TEXT;
     p_entry_kind TEXT;
     p_release_spend BOOLEAN;
-    p_type TEXT;
-    p_source TEXT;
-    p_payload TEXT;
-    p_head TEXT;
-    p_tail TEXT;
-    p_digits TEXT;
-    p_max INT;
+    -- The row of a settle or an event item.
+    landed svc_item_result;
 BEGIN
     FOR item IN SELECT value FROM jsonb_array_elements(items) LOOP
         CASE item->>'kind'
@@ -140,10 +203,12 @@ BEGIN
                 FROM hold
                 WHERE p_cost > 0
             )
-            SELECT item_no, account.spendable, hold.spendable,
+            -- The base types of the result type (migration 0020 makes some columns domains).
+            SELECT item_no, account.spendable::BIGINT, hold.spendable::BIGINT,
                 existing.id, existing.account_id, existing.key_id, existing.domain,
-                existing.action, existing.cost, existing.idempotency_key, existing.fingerprint,
-                existing.status, existing.response_status, existing.response_body,
+                existing.action, existing.cost::BIGINT, existing.idempotency_key,
+                existing.fingerprint, existing.status::TEXT, existing.response_status::BIGINT,
+                existing.response_body,
                 existing.artifact_id, existing.artifact, existing.created_at,
                 existing.settled_at, existing.verified_artifact, existing.verified_at,
                 NULL::BIGINT, NULL::BIGINT
@@ -172,8 +237,8 @@ BEGIN
             -- and then matches nothing); everything else reads from it, so nothing is written
             -- for a task that was not in flight. `moved` captures (completed) or refunds
             -- (failed) the hold and returns the spendable balance the entry records;
-            -- `released` gives a failed task's authority spend back when asked.
-            RETURN QUERY
+            -- `released` gives a failed task's authority spend back when asked. The event
+            -- (when the item names one) is stored only when this settlement landed.
             WITH locked AS (
                 SELECT accounts.id FROM accounts
                 WHERE accounts.id = (SELECT tasks.account_id FROM tasks
@@ -227,61 +292,25 @@ BEGIN
                 settled.artifact_id, settled.artifact, settled.created_at,
                 settled.settled_at, settled.verified_artifact, settled.verified_at,
                 NULL::BIGINT, NULL::BIGINT
+            INTO landed
             FROM settled;
+            IF FOUND THEN
+                IF item ? 'event' THEN
+                    SELECT stored.inserted, stored.deliveries
+                    INTO landed.inserted, landed.deliveries
+                    FROM svc_store_event(item->'event') AS stored;
+                END IF;
+                RETURN NEXT landed;
+            END IF;
         WHEN 'event' THEN
-            p_id := item->>'id';
-            p_account_id := item->>'account_id';
-            p_type := item->>'type';
-            p_source := item->>'source';
-            p_payload := item->>'payload';
-            p_created_at := (item->>'created_at')::TIMESTAMPTZ;
-            p_head := item->>'head';
-            p_tail := item->>'tail';
-            p_digits := item->>'digits';
-            p_max := (item->>'max')::INT;
-            -- The deliveries are inserted only for an event this statement inserted, to the
-            -- account's endpoints that are not deleted and subscribe to its type, the n-th
-            -- (from 0, oldest first) taking the id `head || n in three base-32 digits || tail`
-            -- (`DeliveryIds::nth` in ports/src/hooks.rs).
-            RETURN QUERY
-            WITH event AS (
-                INSERT INTO webhook_events (id, account_id, type, source, payload, created_at)
-                VALUES (p_id, p_account_id, p_type, p_source,
-                    p_payload, p_created_at)
-                ON CONFLICT (account_id, source) DO NOTHING
-                RETURNING webhook_events.id
-            ), endpoint AS (
-                SELECT webhook_endpoints.id,
-                    (row_number() OVER (ORDER BY webhook_endpoints.created_at,
-                        webhook_endpoints.id) - 1)::INT AS nth
-                FROM webhook_endpoints
-                WHERE webhook_endpoints.account_id = p_account_id
-                    AND webhook_endpoints.deleted_at IS NULL
-                    AND position(' ' || p_type || ' '
-                        IN ' ' || webhook_endpoints.events || ' ') > 0
-            ), delivery AS (
-                INSERT INTO webhook_deliveries (id, account_id, event_id, endpoint_id, status,
-                    attempts, next_attempt_at, created_at)
-                SELECT p_head
-                        || substr(p_digits, endpoint.nth / 1024 + 1, 1)
-                        || substr(p_digits, endpoint.nth / 32 % 32 + 1, 1)
-                        || substr(p_digits, endpoint.nth % 32 + 1, 1)
-                        || p_tail,
-                    p_account_id, event.id, endpoint.id, 'pending', 0,
-                    p_created_at, p_created_at
-                FROM event
-                CROSS JOIN endpoint
-                WHERE endpoint.nth < p_max
-                RETURNING 1
-            )
-            SELECT item_no, NULL::BIGINT, NULL::BIGINT,
-                NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::BIGINT,
-                NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::BIGINT, NULL::TEXT, NULL::TEXT,
-                NULL::TEXT, NULL::TIMESTAMPTZ, NULL::TIMESTAMPTZ, NULL::TEXT,
-                NULL::TIMESTAMPTZ,
-                (SELECT count(*) FROM event), (SELECT count(*) FROM delivery);
+            landed := NULL;
+            landed.item_no := item_no;
+            SELECT stored.inserted, stored.deliveries
+            INTO landed.inserted, landed.deliveries
+            FROM svc_store_event(item) AS stored;
+            RETURN NEXT landed;
         ELSE
-            RAISE EXCEPTION 'unknown item kind %', p_kind;
+            RAISE EXCEPTION 'unknown item kind %', item->>'kind';
         END CASE;
         item_no := item_no + 1;
     END LOOP;

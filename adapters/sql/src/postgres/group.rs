@@ -5,8 +5,8 @@
 //! wait as long as another statement and its commit. A group takes the row once and commits
 //! once for many executions, on one connection per instance.
 //!
-//! The statements live in one function, `svc_run_items` (migration 0020, after 0019): a whole
-//! group is one call, so one round trip and, being one statement, stored whole or not at all. When the
+//! The statements live in one function, `svc_run_items` (migration 0019): a whole group is
+//! one call, so one round trip and, being one statement, stored whole or not at all. When the
 //! call fails, the group runs again an item per call inside a transaction, which finds the
 //! item at fault: an item's error aborts a Postgres transaction (no savepoints: each is a
 //! subtransaction, and past 64 of them in one transaction every snapshot gets slower), so the

@@ -326,7 +326,7 @@ impl HookStore for PostgresStore {
 }
 
 /// An event and its deliveries, as an item of `svc_run_items` or inside a settle item
-/// (`svc_store_event`, migration 0020, holds the statement; see `group.rs`): the n-th
+/// (`svc_store_event`, migration 0019, holds the statement; see `group.rs`): the n-th
 /// subscribed endpoint's delivery is named `ids.nth(n)`, spelled there from `head`, `digits`
 /// and `tail`.
 pub(super) fn event_item(event: &HookEvent, ids: DeliveryIds) -> Value {

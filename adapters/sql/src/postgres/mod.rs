@@ -1,7 +1,7 @@
 //! Postgres: the store for more than one machine. Every statement is plain text next to the
 //! Rust that runs it, one file per port family, except the three an execution writes (its
 //! task's begin and settle, its webhook event): they are the body of `svc_run_items` and
-//! `svc_store_event` in migration 0020, so a group of executions is one call (`group.rs`).
+//! `svc_store_event` in migration 0019, so a group of executions is one call (`group.rs`).
 //! Values are bound as Postgres types (TIMESTAMPTZ, BYTEA, JSONB, BOOLEAN; see
 //! `migrations/postgres/0011_postgres_types.sql`).
 //!

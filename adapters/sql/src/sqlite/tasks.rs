@@ -282,20 +282,20 @@ pub(super) async fn settle(
     .bind(memo)
     .fetch_all(&mut *conn)
     .await?;
-    // The item's savepoint is still open: the event joins it, and its statement releases it.
-    let Some(row) = rows.first() else {
-        sqlx::query("RELEASE item").execute(&mut *conn).await?;
-        return Ok(None);
-    };
-    let task = settled_task(row, s, status).map_err(undecodable)?;
-    let event = match &s.event {
-        Some((event, ids)) => Some(hooks::event_in_item(conn, event, *ids).await?),
-        None => {
+    // The item's savepoint is still open: a landed settlement's event joins it, and the
+    // event's statement releases it.
+    let task = rows
+        .first()
+        .map(|row| settled_task(row, s, status).map_err(undecodable))
+        .transpose()?;
+    let event = match (&task, &s.event) {
+        (Some(_), Some((event, ids))) => Some(hooks::event_in_item(conn, event, *ids).await?),
+        _ => {
             sqlx::query("RELEASE item").execute(&mut *conn).await?;
             None
         }
     };
-    Ok(Some((task, event)))
+    Ok(task.map(|task| (task, event)))
 }
 
 #[async_trait]
