@@ -77,7 +77,10 @@ check artifact-verified-by-cryptography "$venv/bin/python" clients/verify_artifa
 check qa-payment-scenarios "$bin" sandbox play qa/scenarios/*.toml
 check provider-signatures-verify-with-standardwebhooks "$venv/bin/python" clients/verify_webhooks.py "$SVC_PAYMENT_PROVIDER_URL"
 secret=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
-# (Without the sandbox's origins, which are in this shell's environment.)
+# (Without the sandbox's origins, which are in this shell's environment; on a new database
+# each run: one an earlier build left may hold migrations this build does not know, and the
+# replay check needs the event unseen.)
+rm -f "$out"/webhooks.db "$out"/webhooks.db-wal "$out"/webhooks.db-shm
 env -u SVC_BASE_URL -u SVC_SITE_URL -u SVC_MCP_URL \
   SVC_PAYMENT_PROVIDER_URL="$SVC_PAYMENT_PROVIDER_URL" SVC_PAYMENT_PROVIDER_API_KEY=sk_sandbox_payments \
   SVC_PAYMENT_WEBHOOK_SECRETS="whsec_$(printf 'old-secret-being-rotated-out!!!!' | base64),$secret" \
@@ -85,7 +88,7 @@ env -u SVC_BASE_URL -u SVC_SITE_URL -u SVC_MCP_URL \
   >/dev/null 2>"$out/serve-webhooks.log" &
 serve_pid=$!
 trap 'kill $sandbox_pid $serve_pid 2>/dev/null; wait $sandbox_pid $serve_pid 2>/dev/null' EXIT
-wait_for "$out/serve-webhooks.log" 'service bound'
+wait_for "$out/serve-webhooks.log" 'service bound' || tail -3 "$out/serve-webhooks.log"
 serve_url=http://$(grep -o '"address":"[^"]*"' "$out/serve-webhooks.log" | head -1 | cut -d'"' -f4)
 event='{"type":"payment.refunded","data":{"payment_id":"pay_ref_1","refund_id":"re_ref_1","amount":100}}'
 check standardwebhooks-signed-accepted "$venv/bin/python" "$shared/clients/sign_webhook.py" "$secret" \
