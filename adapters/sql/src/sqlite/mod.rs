@@ -112,16 +112,20 @@ impl SqliteStore {
                 .idle_timeout(None)
                 .max_lifetime(None)
                 .acquire_timeout(Duration::from_secs(30))
-                .connect_with(options)
+                .connect_with(options.clone())
                 .await
                 .with_context(|| "opening the SQLite database for writing")?
         };
         // A private in-memory database has no WAL to copy back.
-        let checkpointer = (!in_memory).then(|| {
+        let checkpointer = if in_memory {
+            None
+        } else {
+            let file = checkpoint::database_file(options.get_filename())
+                .with_context(|| "opening the SQLite database file for syncing")?;
             let alive = std::sync::Arc::new(());
-            checkpoint::start(pool.clone(), std::sync::Arc::downgrade(&alive));
-            alive
-        });
+            checkpoint::start(pool.clone(), file, std::sync::Arc::downgrade(&alive));
+            Some(alive)
+        };
         Ok(Self {
             group: group::start(write_pool.clone(), in_memory),
             pool,
