@@ -5,7 +5,8 @@
 # less than 30 ms apart), and the script prints the percentiles, the episodes and the time
 # between them. Then, in a second run at the same rate, strace counts the fsyncs of every
 # thread of the service for three seconds, with their durations: the writer's checkpoint
-# (WAL, then database file) against the checkpointer's.
+# (WAL, then database file) against the checkpointer's (the WAL on a reader connection's sqlx
+# thread, then the database file on a tokio blocking thread, named tokio-rt-worker).
 # Needs hey, strace and python3. Usage: bench/sqlite_tail.sh [PER_WORKER_RATE=70] (16 workers)
 #   SVC_BENCH_BIN=path (default target/dist/svc)  SLOW_MS=13
 set -euo pipefail
