@@ -35,6 +35,10 @@ const BOILERPLATE_WORDS: &[&str] = &[
     "subscribe",
     "signup",
     "disclosure",
+    "print",
+    "loading",
+    "menu",
+    "footer",
 ];
 
 /// Starts of a class or id word glued from several (`sharedaddy`, `socialmedia`,
@@ -49,6 +53,9 @@ const BOILERPLATE_PREFIXES: &[&str] = &[
     "taboola",
     "breadcrumb",
 ];
+
+/// Ends of a glued class or id word (`entryfooter`, `postfooter`).
+const BOILERPLATE_SUFFIXES: &[&str] = &["footer"];
 
 /// Elements never removed by name: the page's frame and its article containers.
 const KEPT_ELEMENTS: &[&str] = &["html", "body", "main", "article"];
@@ -83,6 +90,7 @@ fn names_boilerplate(value: &str) -> bool {
             let w = w.to_ascii_lowercase();
             BOILERPLATE_WORDS.contains(&w.as_str())
                 || BOILERPLATE_PREFIXES.iter().any(|p| w.starts_with(p))
+                || BOILERPLATE_SUFFIXES.iter().any(|p| w.ends_with(p))
         })
 }
 
@@ -394,11 +402,22 @@ mod tests {
             <div class="share-bar"><a href="#">Diesen Artikel teilen</a></div>
             <div id="relatedPosts"><a href="/x">Das könnte Sie auch interessieren</a></div>
             <div class="box newsletter_signup">Sign up for our newsletter</div>
-            <div class="ad slot">Advertisement</div></article></body>"##
+            <div class="ad slot">Advertisement</div>
+            <div id="loading" class="loadingAnimation"><span>Lade weitere Inhalte</span></div>
+            <ul class="c-menu-print"><li>Diese Seite:</li><li><a href="#">drucken</a></li></ul>
+            <div class="entryfooter"><p>Kommentare geschlossen</p></div></article></body>"##
         );
         let text = cleaned(&html);
         assert!(text.contains("people came to read"));
-        for gone in ["teilen", "interessieren", "Sign up", "Advertisement"] {
+        for gone in [
+            "teilen",
+            "interessieren",
+            "Sign up",
+            "Advertisement",
+            "Lade weitere",
+            "Diese Seite",
+            "geschlossen",
+        ] {
             assert!(!text.contains(gone), "{gone} kept: {text}");
         }
     }
