@@ -39,16 +39,19 @@ const EVERY: Duration = Duration::from_millis(50);
 /// A file's device and inode.
 type FileId = (u64, u64);
 
-/// A descriptor of the database file at `path` for syncing it, one per file (device and inode)
-/// for the life of the process: it is never closed. Closing any descriptor of a file drops
-/// every POSIX lock the process holds on it, SQLite's own included (SQLite's "How To Corrupt",
-/// section 2.2), so a descriptor opened beside SQLite's must outlive them all.
+/// A descriptor of the database file at `path` for syncing it, one per file (device and inode),
+/// kept open while the file exists. Closing any descriptor of a file drops every POSIX lock the
+/// process holds on it, SQLite's own included (SQLite's "How To Corrupt", section 2.2), so a
+/// descriptor opened beside SQLite's must outlive them all. Only the descriptors of files
+/// deleted since are closed (a test's temporary databases): no other process can open those
+/// any more, so no lock of theirs is wanted.
 pub(super) fn database_file(path: &Path) -> std::io::Result<Arc<File>> {
     static OPEN: OnceLock<Mutex<HashMap<FileId, Arc<File>>>> = OnceLock::new();
     let mut open = OPEN
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
+    open.retain(|_, file| file.metadata().is_ok_and(|m| m.nlink() > 0));
     let meta = std::fs::metadata(path)?;
     if let Some(file) = open.get(&(meta.dev(), meta.ino())) {
         return Ok(file.clone());
@@ -209,6 +212,19 @@ mod tests {
         assert!(Arc::ptr_eq(&a, &b), "the same file, the same descriptor");
         let c = database_file(&other.path().join("c.db")).unwrap();
         assert!(!Arc::ptr_eq(&a, &c), "another file, another descriptor");
+    }
+
+    #[test]
+    fn the_descriptor_of_a_deleted_file_is_let_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gone.db");
+        std::fs::write(&path, b"x").unwrap();
+        let kept = database_file(&path).unwrap();
+        assert_eq!(Arc::strong_count(&kept), 2, "the registry holds it");
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(dir.path().join("other.db"), b"y").unwrap();
+        database_file(&dir.path().join("other.db")).unwrap();
+        assert_eq!(Arc::strong_count(&kept), 1, "the registry let it go");
     }
 
     #[tokio::test]
