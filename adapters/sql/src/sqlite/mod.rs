@@ -112,7 +112,7 @@ impl SqliteStore {
                 .idle_timeout(None)
                 .max_lifetime(None)
                 .acquire_timeout(Duration::from_secs(30))
-                .connect_with(options.clone())
+                .connect_with(options)
                 .await
                 .with_context(|| "opening the SQLite database for writing")?
         };
@@ -120,8 +120,7 @@ impl SqliteStore {
         let checkpointer = if in_memory {
             None
         } else {
-            let file = checkpoint::database_file(options.get_filename())
-                .with_context(|| "opening the SQLite database file for syncing")?;
+            let file = sync_target(&pool).await;
             let alive = std::sync::Arc::new(());
             checkpoint::start(pool.clone(), file, std::sync::Arc::downgrade(&alive));
             Some(alive)
@@ -165,6 +164,21 @@ impl SqliteStore {
     fn writer(&self) -> &SqlitePool {
         &self.write_pool
     }
+}
+
+/// The database file the checkpointer syncs (see `checkpoint.rs`); without one (a temporary
+/// database, or a file that cannot be opened again) it only copies, as before.
+async fn sync_target(pool: &SqlitePool) -> Option<std::sync::Arc<std::fs::File>> {
+    let path = match checkpoint::database_path(pool).await {
+        Ok(path) => path?,
+        Err(e) => {
+            tracing::warn!(error = %e, "reading the SQLite database's path; the WAL checkpointer will not sync the file");
+            return None;
+        }
+    };
+    checkpoint::database_file(std::path::Path::new(&path))
+        .inspect_err(|e| tracing::warn!(error = %e, "opening the SQLite database file; the WAL checkpointer will not sync it"))
+        .ok()
 }
 
 fn millis(t: DateTime<Utc>) -> i64 {
