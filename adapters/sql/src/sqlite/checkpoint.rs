@@ -136,23 +136,26 @@ pub(super) fn start(
     })
 }
 
-/// One run: a PASSIVE checkpoint, then a sync of the database file when it copied pages that
-/// SQLite did not sync. Returns whether it synced.
+/// One run: a PASSIVE checkpoint, then a sync of the database file when it copied pages since
+/// the last sync. Returns whether it synced.
 pub(super) async fn run(
     readers: &SqlitePool,
     file: Option<&Arc<File>>,
     progress: &mut Progress,
 ) -> Result<bool, RunError> {
     let done = checkpoint(readers).await.map_err(RunError::Checkpoint)?;
+    tracing::trace!(
+        busy = done.busy,
+        wal_pages = done.wal_pages,
+        copied = done.copied,
+        "WAL checkpoint"
+    );
     // Busy: another checkpoint (the writer's) holds the lock and syncs what it copies.
     if done.busy || done.copied <= 0 {
         return Ok(false);
     }
-    // Every frame copied: SQLite synced the file itself after the last of them.
-    if done.copied == done.wal_pages {
-        progress.synced = done.copied;
-        return Ok(false);
-    }
+    // Even a run that copied every frame it saw is synced: SQLite syncs the file only when no
+    // write came in during the copy, and the counts it returns are those it began with.
     // (After the WAL starts over, a count equal to the last one by chance skips one sync; the
     // next run's makes up for it.)
     let Some(file) = file.filter(|_| done.copied != progress.synced) else {
@@ -356,11 +359,12 @@ mod tests {
         sqlx::raw_sql("COMMIT").execute(&mut *reader).await.unwrap();
         drop(reader);
         assert!(
-            !run(&pool, Some(&file), &mut progress).await.unwrap(),
-            "every frame copied: SQLite synced the file itself"
+            run(&pool, Some(&file), &mut progress).await.unwrap(),
+            "the rest copied and synced"
         );
         let done = checkpoint(&pool).await.unwrap();
         assert_eq!(done.copied, done.wal_pages, "the rest copied: {done:?}");
         assert_eq!(progress.synced, done.copied);
+        assert!(!run(&pool, Some(&file), &mut progress).await.unwrap());
     }
 }
