@@ -39,6 +39,8 @@ const BOILERPLATE_WORDS: &[&str] = &[
     "loading",
     "menu",
     "footer",
+    "copyright",
+    "credits",
 ];
 
 /// Starts of a class or id word glued from several (`sharedaddy`, `socialmedia`,
@@ -124,38 +126,74 @@ pub(crate) fn is_comment_section(node: &NodeRef) -> bool {
     })
 }
 
-/// Comment sections hold at least this share of an article Readability took for comments.
-const COMMENTS_SHARE: f64 = 0.6;
+/// Whether an element is a paper's list of references by a word of its class or id
+/// (`references`, Springer's `c-article-references`, `bibliography`, Wikipedia's `reflist`).
+pub(crate) fn is_reference_list(node: &NodeRef) -> bool {
+    ["class", "id"].iter().any(|a| {
+        node.attr(a).is_some_and(|v| {
+            v.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| {
+                ["references", "bibliography", "reflist"]
+                    .iter()
+                    .any(|name| w.eq_ignore_ascii_case(name))
+            })
+        })
+    })
+}
 
-/// Whether most of the article's text is in comment sections.
-pub fn mostly_comments(article: &Document) -> bool {
+/// Sections of one kind (comments, references) hold at least this share of an article
+/// Readability took for them.
+const SECTIONS_SHARE: f64 = 0.6;
+
+/// Whether most of the article's text is in sections of one kind (the outermost ones counted).
+fn mostly_in(article: &Document, is_section: fn(&NodeRef) -> bool) -> bool {
     let Some(body) = article.body() else {
         return false;
     };
     let total = text_chars(&body);
-    let comments: usize = article
+    let inside: usize = article
         .select("body [class], body [id]")
         .nodes()
         .iter()
-        .filter(|n| is_comment_section(n))
-        .filter(|n| !n.ancestors_it(None).any(|a| is_comment_section(&a)))
+        .filter(|n| is_section(n))
+        .filter(|n| !n.ancestors_it(None).any(|a| is_section(&a)))
         .map(text_chars)
         .sum();
-    total > 0 && comments as f64 >= COMMENTS_SHARE * total as f64
+    total > 0 && inside as f64 >= SECTIONS_SHARE * total as f64
 }
 
-/// Removes the page's comment sections.
-pub fn strip_comments(doc: &Document) {
+/// Removes the page's sections of one kind.
+fn strip_sections(doc: &Document, is_section: fn(&NodeRef) -> bool) {
     let sections: Vec<NodeRef> = doc
         .select("body [class], body [id]")
         .nodes()
         .iter()
-        .filter(|n| is_comment_section(n))
+        .filter(|n| is_section(n))
         .copied()
         .collect();
     for node in sections {
         node.remove_from_parent();
     }
+}
+
+/// Whether most of the article's text is in comment sections.
+pub fn mostly_comments(article: &Document) -> bool {
+    mostly_in(article, is_comment_section)
+}
+
+/// Removes the page's comment sections.
+pub fn strip_comments(doc: &Document) {
+    strip_sections(doc, is_comment_section)
+}
+
+/// Whether most of the article's text is in reference lists: the bibliography of a paper
+/// whose page shows only its abstract, the longest text there.
+pub fn mostly_references(article: &Document) -> bool {
+    mostly_in(article, is_reference_list)
+}
+
+/// Removes the page's reference lists.
+pub fn strip_references(doc: &Document) {
+    strip_sections(doc, is_reference_list)
 }
 
 /// Characters of `node`'s text other than whitespace: the measure of every length here.

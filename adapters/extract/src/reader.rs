@@ -473,6 +473,48 @@ mod tests {
         );
     }
 
+    /// Issue 21: a paper's page that shows the abstract and the bibliography came back as the
+    /// bibliography, its longest text (and the short-article retry must not bring it back).
+    #[test]
+    fn a_papers_abstract_wins_over_its_references() {
+        let reference = |i: usize| {
+            format!(
+                r#"<li class="c-article-references__item"><p>{i}. Shear NH, Spielberg SP,
+                Roujeau J, et al. Anticonvulsant hypersensitivity syndrome: in vitro
+                assessment of risk, a prospective survey of {i} cases. J Clin Investig.
+                1988;82(6):1826-32.</p></li>"#
+            )
+        };
+        let references: String = (1..=40).map(reference).collect();
+        let html = format!(
+            r#"<html><head><title>DRESS syndrome</title></head><body><main><article>
+            <h1>DRESS syndrome in rheumatology practice</h1>
+            <section id="Abs1"><h2>Abstract</h2><div class="c-article-section__content">
+            <p>The purpose of the review is to summarise the various drugs used in
+            rheumatology practice implicated in the causation of the syndrome, which
+            carries a mortality of up to ten per cent and often begins weeks after the
+            drug was first given.</p>
+            <p>The most commonly reported drugs are allopurinol, sulfasalazine and
+            minocycline, followed by strontium ranelate, leflunomide and the biologic
+            agents, with fewer reports for hydroxychloroquine and methotrexate in the
+            literature we reviewed for this paper.</p></div></section>
+            <section id="Bib1"><h2>References</h2><div class="c-article-section__content">
+            <ol class="c-article-references">{references}</ol></div></section>
+            </article></main></body></html>"#
+        );
+        let e = read(&html, &ExtractOptions::default());
+        assert!(
+            e.content.text.contains("The most commonly reported drugs"),
+            "{}",
+            e.content.text
+        );
+        assert!(
+            !e.content.text.contains("J Clin Investig"),
+            "{}",
+            e.content.text
+        );
+    }
+
     /// Issue 21: a short post above a long thread came back as the thread.
     #[test]
     fn a_short_post_above_a_long_comment_thread_is_the_post() {

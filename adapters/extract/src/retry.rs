@@ -17,6 +17,9 @@ const LONGER: f64 = 2.0;
 const PROBE_CHARS: usize = 40;
 /// At most this share of a second reading's text is link text.
 const PROSE_LINK_SHARE: f64 = 0.25;
+/// A reading without the page's reference lists replaces one that was mostly them only when
+/// it has this much text (an abstract; not a caption or a menu).
+const MIN_PROSE_CHARS: usize = 400;
 
 type Reading = (dom_smoothie::Article, Document);
 
@@ -41,17 +44,35 @@ pub(crate) fn article(
             found = Some(second);
         }
     }
+    // A paper's bibliography taken for the article (on a page showing only the abstract it
+    // is the longest text): read again without reference lists, if that finds prose.
+    if found
+        .as_ref()
+        .is_some_and(|(_, doc)| crate::clean::mostly_references(doc))
+    {
+        let again = Document::from(html);
+        crate::clean::strip_references(&again);
+        if let Some(second) = read_as_usual(again, url).filter(|(_, doc)| {
+            body_chars(doc) >= MIN_PROSE_CHARS
+                && link_share(doc) <= PROSE_LINK_SHARE
+                && !crate::clean::mostly_comments(doc)
+        }) {
+            found = Some(second);
+        }
+    }
     let chars = found.as_ref().map(|(_, doc)| body_chars(doc))?;
     if chars >= SHORT_ARTICLE_CHARS {
         return found;
     }
     // A short article: read again without the container Readability chose. The longer
-    // reading wins, if much longer, mostly prose and not the readers' comments.
+    // reading wins, if much longer, mostly prose and neither the readers' comments nor a
+    // bibliography.
     let longer = |second: Option<Reading>| {
         second.filter(|(_, doc)| {
             body_chars(doc) as f64 >= LONGER * chars as f64
                 && link_share(doc) <= PROSE_LINK_SHARE
                 && !crate::clean::mostly_comments(doc)
+                && !crate::clean::mostly_references(doc)
         })
     };
     // Such a reading needs that much text outside links elsewhere on the page: most short
