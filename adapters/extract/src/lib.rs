@@ -4,6 +4,7 @@
 //! services.
 
 mod clean;
+mod depth;
 pub mod evaluation;
 mod metadata;
 mod obstacles;
@@ -66,7 +67,7 @@ fn select_first<'a>(node: NodeRef<'a>, selector: &str) -> Option<NodeRef<'a>> {
 impl Document {
     /// Parses `html` fetched from `page_url`; a `<base href>` changes where links resolve.
     pub fn parse(html: &str, page_url: &Url) -> Self {
-        let dom = Dom::from(html);
+        let dom = depth::parse(html);
         let found = scan::Found::walk(dom.root());
         let base = found
             .base

@@ -41,7 +41,7 @@ impl PageExtractor for HtmlExtractor {
             .iter()
             .map(|s| matcher(s))
             .collect::<Result<Vec<_>, _>>()?;
-        let doc = QueryDocument::from(html);
+        let doc = crate::depth::parse(html);
         Ok(matchers
             .iter()
             .map(|m| {
@@ -114,7 +114,9 @@ impl PageExtractor for HtmlExtractor {
                 absolutize(&query, &base);
                 fragment_content(&outermost_html(&query, &m))
             }
-            None if options.main_content_only => {
+            // Readability visits every element several times over, each reading again:
+            // a page past this size (ten times the largest real one we know) is read whole.
+            None if options.main_content_only && !crate::depth::huge(&query) => {
                 main_content(query, html, url.as_str(), &base, &mut metadata)
             }
             None => {
@@ -237,7 +239,7 @@ fn main_content(
     );
     let Some((article, article_doc)) = found else {
         // Readability gave up (rare); its document was consumed, so parse again.
-        let fallback = QueryDocument::from(html);
+        let fallback = crate::depth::parse(html);
         absolutize(&fallback, base);
         return body_content(&fallback);
     };
@@ -328,7 +330,7 @@ fn body_content(query: &QueryDocument) -> MainContent {
 }
 
 fn fragment_content(html: &str) -> MainContent {
-    let fragment = QueryDocument::from(html);
+    let fragment = crate::depth::parse(html);
     body_content(&fragment)
 }
 
@@ -388,6 +390,20 @@ mod tests {
         new and full moon; neap tides in between, when the range is smallest.</p>
         <p>Storm surges add to all of this when a north-westerly gale pushes water south.</p></article>
         <footer>Copyright Coast News <a href="/privacy">Privacy</a></footer></body></html>"#;
+
+    #[test]
+    fn a_page_of_deeply_nested_tags_is_read_for_its_text() {
+        // 100k nested tags: before the depth bounds this read did not finish in hours.
+        let html = "<div>".repeat(50_000) + "Deep down, the text. " + &"<span>".repeat(50_000);
+        for main_content_only in [true, false] {
+            let options = ExtractOptions {
+                main_content_only,
+                ..ExtractOptions::default()
+            };
+            let e = read(&html, &options);
+            assert_eq!(e.content.text, "Deep down, the text.");
+        }
+    }
 
     #[test]
     fn main_content_drops_navigation_and_footer_and_keeps_absolute_links() {

@@ -38,7 +38,7 @@ pub(crate) fn article(
         .as_ref()
         .is_some_and(|(_, doc)| crate::clean::mostly_comments(doc))
     {
-        let again = Document::from(html);
+        let again = crate::depth::parse(html);
         crate::clean::strip_comments(&again);
         if let Some(second) = read_as_usual(again, url) {
             found = Some(second);
@@ -50,7 +50,7 @@ pub(crate) fn article(
         .as_ref()
         .is_some_and(|(_, doc)| crate::clean::mostly_references(doc))
     {
-        let again = Document::from(html);
+        let again = crate::depth::parse(html);
         crate::clean::strip_references(&again);
         if let Some(second) = read_as_usual(again, url).filter(|(_, doc)| {
             body_chars(doc) >= MIN_PROSE_CHARS
@@ -81,7 +81,7 @@ pub(crate) fn article(
     if (page_prose as f64) < needed {
         return found;
     }
-    let without_chosen = Document::from(html);
+    let without_chosen = crate::depth::parse(html);
     let chosen = found
         .as_ref()
         .and_then(|(_, doc)| chosen_container(&without_chosen, doc));
@@ -97,7 +97,7 @@ pub(crate) fn article(
     // it taken for an ad or a widget). Readability loosens its rules by itself when an article
     // is under 500 characters; here it loosens them until it is twice as long as this one.
     let threshold = (LONGER * chars as f64).ceil() as usize;
-    if let Some(second) = longer(read(Document::from(html), url, threshold)) {
+    if let Some(second) = longer(read(crate::depth::parse(html), url, threshold)) {
         return Some(second);
     }
     found
