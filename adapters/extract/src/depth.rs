@@ -119,9 +119,10 @@ const SELF_CLOSING_RUNS: &[&str] = &[
     "p", "rb", "rp", "rt", "rtc", "tbody", "td", "tfoot", "th", "thead", "tr",
 ];
 
-/// Elements whose content is text up to their end tag (with scripting on, as we parse).
+/// Elements whose content is text up to their end tag. Not `<noscript>`: dom_query parses
+/// with scripting off, so its content is markup.
 const RAW_TEXT: &[&str] = &[
-    "iframe", "noembed", "noframes", "noscript", "script", "style", "textarea", "title", "xmp",
+    "iframe", "noembed", "noframes", "script", "style", "textarea", "title", "xmp",
 ];
 
 /// `html` without the tags that would hold more than [`MAX_OPEN`] elements open (nor the end
@@ -324,6 +325,45 @@ mod tests {
         assert!(huge(&page(MAX_READABLE_ELEMENTS - 2)));
     }
 
+    /// Every page of both shared corpora (`SVC_CORPORA_DIR`, else `../shared/corpora`).
+    fn corpus_pages() -> Vec<std::path::PathBuf> {
+        let root = std::env::var_os("SVC_CORPORA_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| {
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpora")
+            });
+        let mut pages = Vec::new();
+        let mut dirs = vec![root.join("articles"), root.join("readability")];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.ends_with("source.html") {
+                    pages.push(path);
+                }
+            }
+        }
+        pages
+    }
+
+    #[test]
+    fn every_corpus_page_is_read_exactly_as_before_the_bounds() {
+        let pages = corpus_pages();
+        assert_eq!(pages.len(), 610);
+        for page in pages {
+            let raw = String::from_utf8_lossy(&std::fs::read(&page).unwrap()).into_owned();
+            let html = crate::without_inline_code(&raw);
+            for text in [&*raw, &*html] {
+                let what = page.display();
+                assert!(matches!(bounded(text), Cow::Borrowed(_)), "{what}");
+            }
+            let doc = Document::from(&*html);
+            assert_eq!(depth_limit(&doc), None, "{}", page.display());
+            assert!(!huge(&doc), "{}", page.display());
+        }
+    }
+
     fn tags(html: &str, tag: &str) -> usize {
         html.matches(tag).count()
     }
@@ -371,6 +411,9 @@ mod tests {
         // `</div>` with no open `<div>` is ignored by the parser: it must not count as a close.
         let html = "<span></div>".repeat(3 * MAX_OPEN);
         assert_eq!(tags(&bounded(&html), "<span>"), MAX_OPEN);
+        // Parsed with scripting off, `<noscript>` holds markup like any element.
+        let html = "<noscript>".to_owned() + &"<div>".repeat(3 * MAX_OPEN);
+        assert_eq!(tags(&bounded(&html), "<div>"), MAX_OPEN - 1);
         // `<div/>` opens a `<div>` in HTML (the slash counts only in SVG and MathML).
         let html = "<div/>".repeat(3 * MAX_OPEN);
         assert_eq!(tags(&bounded(&html), "<div/>"), MAX_OPEN);
