@@ -6,6 +6,7 @@
 mod clean;
 mod depth;
 pub mod evaluation;
+mod lead;
 mod metadata;
 mod obstacles;
 mod reader;

@@ -230,6 +230,7 @@ fn main_content(
 ) -> MainContent {
     // Counted before Readability takes the page: whether a second reading could be longer.
     let page_prose = crate::retry::prose_chars(&query);
+    let lead = crate::lead::find(html, &query);
     let found = crate::retry::article(
         readable(query, url, CHAR_THRESHOLD),
         page_prose,
@@ -260,6 +261,12 @@ fn main_content(
     // Boilerplate Readability kept inside the article (share bars, related cards, sign-ups,
     // ad slots) goes after it chose the article, so the choice itself is not changed.
     let removed = crate::clean::strip_boilerplate(&article_doc);
+    // A lead set apart from the story's container goes back on top.
+    let led = lead.is_some_and(|l| crate::lead::put_back(&article_doc, &l));
+    if led {
+        absolutize(&article_doc, base);
+    }
+    let removed = removed || led;
     article_doc.select("[class]").remove_attr("class");
     let (html, markdown) = match article_doc.body() {
         Some(body) if removed => (body.inner_html().to_string(), body.md(None).to_string()),
@@ -390,6 +397,34 @@ mod tests {
         new and full moon; neap tides in between, when the range is smallest.</p>
         <p>Storm surges add to all of this when a north-westerly gale pushes water south.</p></article>
         <footer>Copyright Coast News <a href="/privacy">Privacy</a></footer></body></html>"#;
+
+    #[test]
+    fn a_lead_set_apart_from_the_story_goes_back_on_top() {
+        let lead = "Harbour road closes for good after the council's vote on Tuesday night.";
+        let story = "<p>The council met for three hours before the vote, hearing from residents \
+            who use the old harbour road every day and from the engineers who inspected it.</p>"
+            .repeat(6);
+        let page = format!(
+            r#"<html><body><header><h1>Road closes</h1><p class="article-lead">{lead}</p></header>
+            <div class="story"><article>{story}</article></div></body></html>"#
+        );
+        let e = read(&page, &ExtractOptions::default());
+        assert!(e.content.text.starts_with(lead), "{}", e.content.text);
+        assert!(
+            e.content.markdown.starts_with(lead),
+            "{}",
+            e.content.markdown
+        );
+        // Once only, when the article holds it already.
+        let inside = page.replace("<article>", &format!("<article><p>{lead}</p>"));
+        let e = read(&inside, &ExtractOptions::default());
+        assert_eq!(
+            e.content.text.matches(lead).count(),
+            1,
+            "{}",
+            e.content.text
+        );
+    }
 
     #[test]
     fn a_page_of_deeply_nested_tags_is_read_for_its_text() {
