@@ -10,6 +10,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use dom_query::{Document, NodeRef};
 
@@ -27,11 +28,34 @@ const MIN_DEPTH: usize = 8;
 /// `html` parsed, with everything deeper than [`MAX_DEPTH`], or than the depth that keeps
 /// the tree within [`DEPTH_BUDGET`], flattened.
 pub(crate) fn parse(html: &str) -> Document {
-    let doc = Document::from(&*bounded(html));
-    if let Some(max) = depth_limit(&doc) {
+    let (html, scan) = scan(html);
+    let doc = Document::from(&*html);
+    // The tree is walked only when the scan cannot rule out a deep or heavy one.
+    if !scan.surely_light()
+        && let Some(max) = depth_limit(&doc)
+    {
         flatten_beyond(&doc, max);
     }
     doc
+}
+
+/// What the scan saw: the most elements it counted open at once, and the start tags.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Scan {
+    most_open: usize,
+    start_tags: usize,
+}
+
+impl Scan {
+    /// Whether the parsed tree is surely within [`MAX_DEPTH`] and [`DEPTH_BUDGET`]. The scan
+    /// does not count the elements that close their predecessor (a table's rows and cells, a
+    /// list's items) nor those the parser makes up (`<tbody>`, formatting elements it opens
+    /// again): each counted level may hold a few of those, so it is allowed eight, and the
+    /// parser may make up as many elements as the page has tags.
+    fn surely_light(&self) -> bool {
+        let deepest = 8 * (self.most_open + 1);
+        deepest <= MAX_DEPTH && deepest * (2 * self.start_tags + 8) <= DEPTH_BUDGET
+    }
 }
 
 /// The depth to flatten `doc` beyond, if it needs it: the deepest one, up to [`MAX_DEPTH`],
@@ -92,13 +116,17 @@ pub(crate) fn flatten_beyond(doc: &Document, max: usize) {
 /// shared corpora (10,112).
 pub(crate) const MAX_READABLE_ELEMENTS: usize = 100_000;
 
-/// Whether `doc` has more than [`MAX_READABLE_ELEMENTS`] elements.
-pub(crate) fn huge(doc: &Document) -> bool {
-    doc.root()
-        .descendants_it()
-        .filter(NodeRef::is_element)
-        .nth(MAX_READABLE_ELEMENTS)
-        .is_some()
+/// Whether `doc`, parsed from `html`, has more than [`MAX_READABLE_ELEMENTS`] elements. Each
+/// takes at least three bytes of the page (`<a>`) and the parser makes up about as many again
+/// at most, so a small page is not walked.
+pub(crate) fn huge(html: &str, doc: &Document) -> bool {
+    html.len() / 3 * 2 + 8 > MAX_READABLE_ELEMENTS
+        && doc
+            .root()
+            .descendants_it()
+            .filter(NodeRef::is_element)
+            .nth(MAX_READABLE_ELEMENTS)
+            .is_some()
 }
 
 /// Elements a page may hold open at once before its tags are dropped: far past any real page
@@ -106,45 +134,105 @@ pub(crate) fn huge(doc: &Document) -> bool {
 pub(crate) const MAX_OPEN: usize = 2048;
 
 /// Elements that hold no content, so never stay open.
-const VOID: &[&str] = &[
+const VOID: [u64; 19] = keys([
     "area", "base", "basefont", "bgsound", "br", "col", "embed", "frame", "hr", "image", "img",
     "input", "keygen", "link", "meta", "param", "source", "track", "wbr",
-];
+]);
 
 /// Elements whose start closes the previous one of their kind (or which never nest), so a
 /// run of them does not deepen the tree; counting them would take a long list of unclosed
 /// `<p>`s or `<li>`s for nesting.
-const SELF_CLOSING_RUNS: &[&str] = &[
+const SELF_CLOSING_RUNS: [u64; 22] = keys([
     "a", "body", "caption", "colgroup", "dd", "dt", "head", "html", "li", "optgroup", "option",
     "p", "rb", "rp", "rt", "rtc", "tbody", "td", "tfoot", "th", "thead", "tr",
-];
+]);
 
 /// Elements whose content is text up to their end tag. Not `<noscript>`: dom_query parses
 /// with scripting off, so its content is markup.
-const RAW_TEXT: &[&str] = &[
+const RAW_TEXT: [u64; 8] = keys([
     "iframe", "noembed", "noframes", "script", "style", "textarea", "title", "xmp",
-];
+]);
+
+/// Where `/>` closes an element: SVG and MathML.
+const FOREIGN: [u64; 2] = keys(["svg", "math"]);
+
+/// Maps keyed by name keys, which are hashes already: hashed again, they cost the scan more
+/// than the rest of its work.
+type ByKey = HashMap<u64, usize, BuildHasherDefault<KeyHasher>>;
+
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+/// A tag name's key: FNV-1a over its ASCII-lowercased bytes. The scan runs on every parse,
+/// so names are neither copied nor lowercased into strings; a collision (two names, one key)
+/// could only misjudge nesting, never change a page under the bound.
+const fn key(name: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut i = 0;
+    while i < name.len() {
+        hash ^= name[i].to_ascii_lowercase() as u64;
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+        i += 1;
+    }
+    hash
+}
+
+const fn keys<const N: usize>(names: [&str; N]) -> [u64; N] {
+    let mut out = [0; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = key(names[i].as_bytes());
+        i += 1;
+    }
+    out
+}
 
 /// `html` without the tags that would hold more than [`MAX_OPEN`] elements open (nor the end
 /// tags that close them); borrowed unchanged when there are none, as on every real page.
 /// A linear scan that follows the tokenizer where it matters: comments, quoted attribute
 /// values, raw text and self-closing tags in SVG and MathML.
+#[cfg(test)]
 pub(crate) fn bounded(html: &str) -> Cow<'_, str> {
+    scan(html).0
+}
+
+/// [`bounded`], and what the scan saw.
+fn scan(html: &str) -> (Cow<'_, str>, Scan) {
+    let mut seen = Scan::default();
     let bytes = html.as_bytes();
-    let mut open: Vec<String> = Vec::new();
-    let mut counts: HashMap<String, usize> = HashMap::new();
-    let mut dropped: HashMap<String, usize> = HashMap::new();
+    // Open elements by name key, and how many of each are open or were dropped.
+    let mut open: Vec<u64> = Vec::new();
+    let mut counts = ByKey::default();
+    let mut dropped = ByKey::default();
+    let mut foreign = 0usize;
     let mut cuts: Vec<(usize, usize)> = Vec::new();
     let mut i = 0;
-    while let Some(at) = bytes[i..].iter().position(|&b| b == b'<') {
+    while let Some(at) = memchr::memchr(b'<', &bytes[i..]) {
         let start = i + at;
         let rest = &bytes[start..];
         if rest.starts_with(b"<!--") {
-            i = find(bytes, start + 4, b"-->").map_or(bytes.len(), |e| e + 3);
+            i = memchr::memmem::find(&bytes[start + 4..], b"-->")
+                .map_or(bytes.len(), |e| start + 4 + e + 3);
             continue;
         }
         if rest.starts_with(b"<!") || rest.starts_with(b"<?") {
-            i = find(bytes, start, b">").map_or(bytes.len(), |e| e + 1);
+            i = memchr::memchr(b'>', rest).map_or(bytes.len(), |e| start + e + 1);
             continue;
         }
         let closing = rest.get(1) == Some(&b'/');
@@ -157,49 +245,47 @@ pub(crate) fn bounded(html: &str) -> Cow<'_, str> {
             .iter()
             .position(|b| b.is_ascii_whitespace() || *b == b'/' || *b == b'>')
             .map_or(bytes.len(), |n| name_at + n);
-        let name = html[name_at..name_end].to_ascii_lowercase();
+        let name = &bytes[name_at..name_end];
+        let k = key(name);
         let end = tag_end(bytes, name_end);
         i = end;
         if closing {
-            if let Some(n) = dropped.get_mut(&name).filter(|n| **n > 0) {
+            if let Some(n) = dropped.get_mut(&k).filter(|n| **n > 0) {
                 *n -= 1;
                 cuts.push((start, end));
-            } else if counts.get(&name).is_some_and(|n| *n > 0) {
+            } else if counts.get(&k).is_some_and(|n| *n > 0) {
                 // As the parser does for most end tags: close up to the element's start.
                 while let Some(top) = open.pop() {
-                    *counts.entry(top.clone()).or_default() -= 1;
-                    if top == name {
+                    *counts.entry(top).or_default() -= 1;
+                    foreign -= usize::from(FOREIGN.contains(&top));
+                    if top == k {
                         break;
                     }
                 }
             }
             continue;
         }
-        if RAW_TEXT.contains(&name.as_str()) {
-            let close = format!("</{name}");
-            i = find_ignore_case(bytes, end, close.as_bytes()).unwrap_or(bytes.len());
+        if RAW_TEXT.contains(&k) {
+            i = end_tag(bytes, end, name).unwrap_or(bytes.len());
             continue;
         }
-        let foreign = ["svg", "math"]
-            .iter()
-            .any(|f| counts.get(*f).is_some_and(|n| *n > 0));
-        let self_closed = foreign && bytes[..end].ends_with(b"/>");
-        if VOID.contains(&name.as_str())
-            || SELF_CLOSING_RUNS.contains(&name.as_str())
-            || self_closed
-        {
+        seen.start_tags += 1;
+        let self_closed = foreign > 0 && bytes[..end].ends_with(b"/>");
+        if VOID.contains(&k) || SELF_CLOSING_RUNS.contains(&k) || self_closed {
             continue;
         }
         if open.len() >= MAX_OPEN {
-            *dropped.entry(name).or_default() += 1;
+            *dropped.entry(k).or_default() += 1;
             cuts.push((start, end));
         } else {
-            *counts.entry(name.clone()).or_default() += 1;
-            open.push(name);
+            *counts.entry(k).or_default() += 1;
+            foreign += usize::from(FOREIGN.contains(&k));
+            open.push(k);
+            seen.most_open = seen.most_open.max(open.len());
         }
     }
     if cuts.is_empty() {
-        return Cow::Borrowed(html);
+        return (Cow::Borrowed(html), seen);
     }
     let mut out = String::with_capacity(html.len());
     let mut from = 0;
@@ -208,7 +294,7 @@ pub(crate) fn bounded(html: &str) -> Cow<'_, str> {
         from = end;
     }
     out.push_str(&html[from..]);
-    Cow::Owned(out)
+    (Cow::Owned(out), seen)
 }
 
 /// Where the tag whose name ends at `from` ends (after its `>`): quoted attribute values may
@@ -224,10 +310,7 @@ fn tag_end(bytes: &[u8], from: usize) -> usize {
                     i += 1;
                 }
                 if let Some(&q @ (b'"' | b'\'')) = bytes.get(i) {
-                    i = bytes[i + 1..]
-                        .iter()
-                        .position(|&b| b == q)
-                        .map_or(bytes.len(), |n| i + 1 + n + 1);
+                    i = memchr::memchr(q, &bytes[i + 1..]).map_or(bytes.len(), |n| i + 1 + n + 1);
                     continue;
                 }
             }
@@ -237,18 +320,15 @@ fn tag_end(bytes: &[u8], from: usize) -> usize {
     bytes.len()
 }
 
-fn find(bytes: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
-    bytes[from.min(bytes.len())..]
-        .windows(needle.len())
-        .position(|w| w == needle)
+/// Where the end tag `</name` (any case) first starts at or after `from`.
+fn end_tag(bytes: &[u8], from: usize, name: &[u8]) -> Option<usize> {
+    memchr::memmem::find_iter(&bytes[from..], b"</")
         .map(|n| from + n)
-}
-
-fn find_ignore_case(bytes: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
-    bytes[from.min(bytes.len())..]
-        .windows(needle.len())
-        .position(|w| w.eq_ignore_ascii_case(needle))
-        .map(|n| from + n)
+        .find(|&at| {
+            bytes
+                .get(at + 2..at + 2 + name.len())
+                .is_some_and(|candidate| candidate.eq_ignore_ascii_case(name))
+        })
 }
 
 #[cfg(test)]
@@ -319,10 +399,13 @@ mod tests {
 
     #[test]
     fn a_page_of_more_elements_than_readability_can_take_is_huge() {
-        let page = |n: usize| Document::from("<span>w</span>".repeat(n).as_str());
+        let html = |n: usize| "<span>w</span>".repeat(n);
+        let huge_page = |n: usize| huge(&html(n), &Document::from(html(n).as_str()));
         // html, head and body are elements too.
-        assert!(!huge(&page(MAX_READABLE_ELEMENTS - 3)));
-        assert!(huge(&page(MAX_READABLE_ELEMENTS - 2)));
+        assert!(!huge_page(MAX_READABLE_ELEMENTS - 3));
+        assert!(huge_page(MAX_READABLE_ELEMENTS - 2));
+        // Too few bytes for that many elements: not walked.
+        assert!(!huge("<b>", &Document::from("<b>")));
     }
 
     /// Every page of both shared corpora (`SVC_CORPORA_DIR`, else `../shared/corpora`).
@@ -360,7 +443,7 @@ mod tests {
             }
             let doc = Document::from(&*html);
             assert_eq!(depth_limit(&doc), None, "{}", page.display());
-            assert!(!huge(&doc), "{}", page.display());
+            assert!(!huge(&html, &doc), "{}", page.display());
         }
     }
 
@@ -419,7 +502,42 @@ mod tests {
         assert_eq!(tags(&bounded(&html), "<div/>"), MAX_OPEN);
     }
 
+    /// The deepest element of `doc`'s tree.
+    fn deepest(doc: &Document) -> usize {
+        depth_of_deepest(doc)
+    }
+
     proptest::proptest! {
+        /// Where the scan rules out a deep tree, the parser builds none: tables, lists,
+        /// paragraphs and formatting elements opened again add levels the scan does not count.
+        #[test]
+        fn a_tree_the_scan_calls_light_is_shallow(
+            parts in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::strategy::Just("<div>"),
+                    proptest::strategy::Just("</div>"),
+                    proptest::strategy::Just("<table><tr><td>"),
+                    proptest::strategy::Just("<caption><colgroup>"),
+                    proptest::strategy::Just("<ul><li><ol><li>"),
+                    proptest::strategy::Just("<dl><dt><dd>"),
+                    proptest::strategy::Just("<p><b><i><u><font><a href=x>"),
+                    proptest::strategy::Just("</p>x<p>y"),
+                    proptest::strategy::Just("<select><optgroup><option>"),
+                    proptest::strategy::Just("<svg><g/><math>"),
+                    proptest::strategy::Just("<ruby><rb><rt><rp>"),
+                    proptest::strategy::Just("text"),
+                ],
+                0..400,
+            )
+        ) {
+            let html: String = parts.concat();
+            let (_, seen) = scan(&html);
+            if seen.surely_light() {
+                let doc = Document::from(html.as_str());
+                proptest::prop_assert!(deepest(&doc) <= 8 * (seen.most_open + 1) + 1);
+            }
+        }
+
         #[test]
         fn any_text_comes_back_with_only_whole_tags_removed(
             parts in proptest::collection::vec(

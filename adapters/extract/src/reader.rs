@@ -116,7 +116,7 @@ impl PageExtractor for HtmlExtractor {
             }
             // Readability visits every element several times over, each reading again:
             // a page past this size (ten times the largest real one we know) is read whole.
-            None if options.main_content_only && !crate::depth::huge(&query) => {
+            None if options.main_content_only && !crate::depth::huge(html, &query) => {
                 main_content(query, html, url.as_str(), &base, &mut metadata)
             }
             None => {
