@@ -129,13 +129,16 @@ pub(crate) fn is_comment_section(node: &NodeRef) -> bool {
 /// Whether an element is a paper's list of references by a word of its class or id
 /// (`references`, Springer's `c-article-references`, `bibliography`, Wikipedia's `reflist`).
 pub(crate) fn is_reference_list(node: &NodeRef) -> bool {
+    has_word(node, &["references", "bibliography", "reflist"])
+}
+
+/// Whether a word of the element's class or id (split at anything not a letter or digit:
+/// `c-article-lead` is `c`, `article`, `lead`) is one of `words`, in any case.
+pub(crate) fn has_word(node: &NodeRef, words: &[&str]) -> bool {
     ["class", "id"].iter().any(|a| {
         node.attr(a).is_some_and(|v| {
-            v.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| {
-                ["references", "bibliography", "reflist"]
-                    .iter()
-                    .any(|name| w.eq_ignore_ascii_case(name))
-            })
+            v.split(|c: char| !c.is_ascii_alphanumeric())
+                .any(|w| words.iter().any(|name| w.eq_ignore_ascii_case(name)))
         })
     })
 }
@@ -199,6 +202,12 @@ pub fn strip_references(doc: &Document) {
 /// Characters of `node`'s text other than whitespace: the measure of every length here.
 pub(crate) fn text_chars(node: &NodeRef) -> usize {
     node.text().chars().filter(|c| !c.is_whitespace()).count()
+}
+
+/// `text` without its whitespace: how texts are compared across documents, whose spacing
+/// differs.
+pub(crate) fn squeezed(text: &str) -> String {
+    text.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
 fn looks_like_boilerplate(node: &NodeRef) -> bool {

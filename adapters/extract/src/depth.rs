@@ -502,11 +502,6 @@ mod tests {
         assert_eq!(tags(&bounded(&html), "<div/>"), MAX_OPEN);
     }
 
-    /// The deepest element of `doc`'s tree.
-    fn deepest(doc: &Document) -> usize {
-        depth_of_deepest(doc)
-    }
-
     proptest::proptest! {
         /// Where the scan rules out a deep tree, the parser builds none: tables, lists,
         /// paragraphs and formatting elements opened again add levels the scan does not count.
@@ -534,7 +529,7 @@ mod tests {
             let (_, seen) = scan(&html);
             if seen.surely_light() {
                 let doc = Document::from(html.as_str());
-                proptest::prop_assert!(deepest(&doc) <= 8 * (seen.most_open + 1) + 1);
+                proptest::prop_assert!(depth_of_deepest(&doc) <= 8 * (seen.most_open + 1) + 1);
             }
         }
 

@@ -5,7 +5,7 @@
 
 use dom_query::{Document, NodeRef};
 
-use crate::clean::text_chars;
+use crate::clean::{has_word, squeezed, text_chars};
 
 /// A lead is at least a sentence...
 const MIN_CHARS: usize = 40;
@@ -38,16 +38,7 @@ const MEDIA: &str = "img, picture, figure, figcaption, video, iframe, svg";
 /// Whether the element's class or id has the word `lead` (`lead`, `article-lead`,
 /// `c-lead`; not `leader` or `leading`) and none of a media box's.
 fn is_lead(node: &NodeRef) -> bool {
-    let words: Vec<String> = ["class", "id"]
-        .iter()
-        .filter_map(|a| node.attr(a))
-        .flat_map(|v| {
-            v.split(|c: char| !c.is_ascii_alphanumeric())
-                .map(str::to_ascii_lowercase)
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    words.iter().any(|w| w == "lead") && !words.iter().any(|w| NOT_PROSE.contains(&w.as_str()))
+    has_word(node, &["lead"]) && !has_word(node, NOT_PROSE)
 }
 
 /// The outer HTML of the page's first lead of a paragraph's length and mostly prose.
@@ -98,10 +89,6 @@ pub(crate) fn put_back(article: &Document, lead: &str) -> bool {
     }
     body.prepend_html(lead);
     true
-}
-
-fn squeezed(text: &str) -> String {
-    text.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
 #[cfg(test)]

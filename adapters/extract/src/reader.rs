@@ -266,10 +266,10 @@ fn main_content(
     if led {
         absolutize(&article_doc, base);
     }
-    let removed = removed || led;
+    let changed = removed || led;
     article_doc.select("[class]").remove_attr("class");
     let (html, markdown) = match article_doc.body() {
-        Some(body) if removed => (body.inner_html().to_string(), body.md(None).to_string()),
+        Some(body) if changed => (body.inner_html().to_string(), body.md(None).to_string()),
         Some(body) => (
             body.inner_html().to_string(),
             article.text_content.to_string(),

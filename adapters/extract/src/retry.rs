@@ -6,7 +6,7 @@
 
 use dom_query::{Document, NodeRef};
 
-use crate::clean::text_chars;
+use crate::clean::{squeezed, text_chars};
 
 /// An article shorter than this (characters other than whitespace) is checked for a better
 /// one: long stories are what Readability gets right.
@@ -101,10 +101,6 @@ pub(crate) fn article(
         return Some(second);
     }
     found
-}
-
-fn squeezed(text: &str) -> String {
-    text.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
 fn body_chars(doc: &Document) -> usize {
