@@ -41,7 +41,14 @@ const BOILERPLATE_WORDS: &[&str] = &[
     "footer",
     "copyright",
     "credits",
+    "adv",
+    "flyout",
+    "noprint",
 ];
+
+/// Words of a class or id that name a card linking to another page (`teaser`): boilerplate
+/// only when mostly links, since a story's own teaser (its lead) has the same name.
+const CARD_WORDS: &[&str] = &["teaser", "teasers"];
 
 /// Starts of a class or id word glued from several (`sharedaddy`, `socialmedia`,
 /// `relatedposts`, `newsletterbox`, `advertisement1`).
@@ -106,6 +113,11 @@ fn is_boilerplate(node: &NodeRef) -> bool {
     ["class", "id"]
         .iter()
         .any(|a| node.attr(a).is_some_and(|v| names_boilerplate(&v)))
+}
+
+/// Whether an element is named a card ([`CARD_WORDS`]) and its text is mostly links.
+fn is_link_card(node: &NodeRef) -> bool {
+    has_word(node, CARD_WORDS) && link_chars(node) as f64 >= LINK_DENSE * text_chars(node) as f64
 }
 
 /// Whether an element is a comment section by its first class or its id (`comments`,
@@ -313,7 +325,7 @@ pub fn strip_boilerplate(doc: &Document) -> bool {
         .select("body [class], body [id]")
         .nodes()
         .iter()
-        .filter(|n| is_boilerplate(n))
+        .filter(|n| is_boilerplate(n) || is_link_card(n))
         .copied()
         .collect();
     candidates.extend(
@@ -452,6 +464,10 @@ mod tests {
             <div class="ad slot">Advertisement</div>
             <div id="loading" class="loadingAnimation"><span>Lade weitere Inhalte</span></div>
             <ul class="c-menu-print"><li>Diese Seite:</li><li><a href="#">drucken</a></li></ul>
+            <div class="adv adv-300"><span class="adv-info">Reklama</span></div>
+            <div class="c-flyout"><p>Jede kleine Spende hilft</p></div>
+            <div class="noprint">Kommentare schreiben</div>
+            <section class="box teaser"><a href="/other"><span>So kommt die Batterie durch den Winter</span></a></section>
             <div class="entryfooter"><p>Kommentare geschlossen</p></div></article></body>"##
         );
         let text = cleaned(&html);
@@ -463,10 +479,26 @@ mod tests {
             "Advertisement",
             "Lade weitere",
             "Diese Seite",
+            "Reklama",
+            "Spende",
+            "schreiben",
+            "Batterie",
             "geschlossen",
         ] {
             assert!(!text.contains(gone), "{gone} kept: {text}");
         }
+    }
+
+    #[test]
+    fn a_teaser_linking_away_goes_but_the_storys_own_teaser_stays() {
+        let story = "<p>The article text that people came to read, long enough to matter.</p>";
+        let html = format!(
+            r#"<body><article><div class="teaser-text"><p>Najla Bouden ist die erste Regierungschefin Tunesiens.</p></div>
+            {story}{story}{story}<div class="teaser"><a href="/x">Ein anderer Artikel</a></div></article></body>"#
+        );
+        let text = cleaned(&html);
+        assert!(text.contains("Najla Bouden"), "{text}");
+        assert!(!text.contains("anderer Artikel"), "{text}");
     }
 
     const STORY: &str = "<p>The article text that people came to read, long enough to be prose in a paragraph of a story, with a second clause that carries on.</p>";

@@ -128,6 +128,8 @@ pub struct QualityReport {
     pub mean_f1: f64,
     /// Pages whose F1 is under 0.8, with it.
     pub weak_pages: Vec<(String, f64)>,
+    /// Pages short of a perfect score (F1 under 0.99), with it: where to look first.
+    pub short_pages: Vec<(String, f64)>,
     pub fields: Vec<FieldAgreement>,
 }
 
@@ -135,6 +137,7 @@ pub struct QualityReport {
 pub fn score(pages: &[CorpusPage], extractions: &[Extraction]) -> QualityReport {
     let mut total = 0.0;
     let mut weak_pages = Vec::new();
+    let mut short_pages = Vec::new();
     let mut fields: Vec<FieldAgreement> = META_FIELDS
         .iter()
         .map(|&field| FieldAgreement {
@@ -149,6 +152,8 @@ pub fn score(pages: &[CorpusPage], extractions: &[Extraction]) -> QualityReport 
         total += f1;
         if f1 < 0.8 {
             weak_pages.push((page.name.clone(), f1));
+        } else if f1 < 0.9999 {
+            short_pages.push((page.name.clone(), f1));
         }
         for (agreement, want) in fields.iter_mut().zip(&page.expected_meta) {
             let Some(want) = want else { continue };
@@ -166,6 +171,7 @@ pub fn score(pages: &[CorpusPage], extractions: &[Extraction]) -> QualityReport 
         pages: pages.len(),
         mean_f1: total / pages.len().max(1) as f64,
         weak_pages,
+        short_pages,
         fields,
     }
 }
@@ -174,13 +180,16 @@ impl fmt::Display for QualityReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "pages: {}  mean token F1: {:.4}  pages under 0.8: {}",
+            "pages: {}  mean token F1: {:.5}  pages under 0.8: {}",
             self.pages,
             self.mean_f1,
             self.weak_pages.len()
         )?;
         for (name, f1) in &self.weak_pages {
             writeln!(f, "  weak: {name} F1 {f1:.3}")?;
+        }
+        for (name, f1) in &self.short_pages {
+            writeln!(f, "  short of 0.99: {name} F1 {f1:.3}")?;
         }
         for a in &self.fields {
             writeln!(

@@ -13,6 +13,7 @@ mod reader;
 mod retry;
 mod scan;
 pub mod shell;
+mod tail;
 
 pub use reader::{HtmlExtractor, without_inline_code};
 

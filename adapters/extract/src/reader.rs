@@ -266,7 +266,8 @@ fn main_content(
     if led {
         absolutize(&article_doc, base);
     }
-    let changed = removed || led;
+    let trimmed = crate::tail::trim(&article_doc);
+    let changed = removed || led || trimmed;
     article_doc.select("[class]").remove_attr("class");
     let (html, markdown) = match article_doc.body() {
         Some(body) if changed => (body.inner_html().to_string(), body.md(None).to_string()),
