@@ -14,6 +14,7 @@ mod retry;
 mod scan;
 pub mod shell;
 mod tail;
+mod widen;
 
 pub use reader::{HtmlExtractor, without_inline_code};
 

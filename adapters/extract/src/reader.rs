@@ -231,6 +231,7 @@ fn main_content(
     // Counted before Readability takes the page: whether a second reading could be longer.
     let page_prose = crate::retry::prose_chars(&query);
     let lead = crate::lead::find(html, &query);
+    let families = crate::widen::families(&query);
     let found = crate::retry::article(
         readable(query, url, CHAR_THRESHOLD),
         page_prose,
@@ -260,14 +261,15 @@ fn main_content(
     metadata.language = metadata.language.take().or(non_empty(article.lang));
     // Boilerplate Readability kept inside the article (share bars, related cards, sign-ups,
     // ad slots) goes after it chose the article, so the choice itself is not changed.
+    let widened = crate::widen::widen(&article_doc, &families);
     let removed = crate::clean::strip_boilerplate(&article_doc);
     // A lead set apart from the story's container goes back on top.
     let led = lead.is_some_and(|l| crate::lead::put_back(&article_doc, &l));
-    if led {
+    if led || widened {
         absolutize(&article_doc, base);
     }
     let trimmed = crate::tail::trim(&article_doc);
-    let changed = removed || led || trimmed;
+    let changed = removed || led || trimmed || widened;
     article_doc.select("[class]").remove_attr("class");
     let (html, markdown) = match article_doc.body() {
         Some(body) if changed => (body.inner_html().to_string(), body.md(None).to_string()),
