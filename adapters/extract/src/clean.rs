@@ -115,6 +115,39 @@ fn is_boilerplate(node: &NodeRef) -> bool {
         .any(|a| node.attr(a).is_some_and(|v| names_boilerplate(&v)))
 }
 
+/// Words that, beside `author`, name a box about the writer (`post-author-bio`,
+/// `author-box`, `about-author`): a biography under the story, not the story.
+const AUTHOR_BOX_WORDS: &[&str] = &[
+    "bio",
+    "box",
+    "info",
+    "description",
+    "about",
+    "profile",
+    "card",
+];
+/// An author box is a few sentences at most.
+const AUTHOR_BOX_CHARS: usize = 600;
+
+/// Whether an element is a box about the story's author, by its class or id words.
+fn is_author_box(node: &NodeRef) -> bool {
+    ["class", "id"].iter().any(|a| {
+        node.attr(a).is_some_and(|v| {
+            let words: Vec<String> = v
+                .split(|c: char| !c.is_ascii_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .map(|w| w.to_ascii_lowercase())
+                .collect();
+            let glued = |w: &String| {
+                w.starts_with("author") && AUTHOR_BOX_WORDS.iter().any(|b| w[6..] == **b)
+            };
+            words.iter().any(glued)
+                || (words.iter().any(|w| w == "author")
+                    && words.iter().any(|w| AUTHOR_BOX_WORDS.contains(&w.as_str())))
+        })
+    }) && text_chars(node) <= AUTHOR_BOX_CHARS
+}
+
 /// Whether an element is named a card ([`CARD_WORDS`]) and its text is mostly links.
 fn is_link_card(node: &NodeRef) -> bool {
     has_word(node, CARD_WORDS) && link_chars(node) as f64 >= LINK_DENSE * text_chars(node) as f64
@@ -325,7 +358,7 @@ pub fn strip_boilerplate(doc: &Document) -> bool {
         .select("body [class], body [id]")
         .nodes()
         .iter()
-        .filter(|n| is_boilerplate(n) || is_link_card(n))
+        .filter(|n| is_boilerplate(n) || is_link_card(n) || is_author_box(n))
         .copied()
         .collect();
     candidates.extend(
@@ -350,7 +383,9 @@ pub fn strip_boilerplate(doc: &Document) -> bool {
     for node in candidates {
         // Already gone with an ancestor: nothing to weigh.
         if node.ancestors_it(None).any(|a| a.is_document())
-            && (looks_like_boilerplate(&node) || cards.iter().any(|c| c.id == node.id))
+            && (looks_like_boilerplate(&node)
+                || is_author_box(&node)
+                || cards.iter().any(|c| c.id == node.id))
             && (text_chars(&node) as f64) <= MAX_SHARE_OF_TEXT * total
         {
             // A heading right before the box is its title ("Related stories", "Das könnte
@@ -467,6 +502,7 @@ mod tests {
             <div class="adv adv-300"><span class="adv-info">Reklama</span></div>
             <div class="c-flyout"><p>Jede kleine Spende hilft</p></div>
             <div class="noprint">Kommentare schreiben</div>
+            <div class="post-author-bio"><p>Jane Doe studied sport science before she wrote about swimming for twenty years.</p></div>
             <section class="box teaser"><a href="/other"><span>So kommt die Batterie durch den Winter</span></a></section>
             <div class="entryfooter"><p>Kommentare geschlossen</p></div></article></body>"##
         );
@@ -480,6 +516,7 @@ mod tests {
             "Lade weitere",
             "Diese Seite",
             "Reklama",
+            "Jane Doe",
             "Spende",
             "schreiben",
             "Batterie",
@@ -487,6 +524,27 @@ mod tests {
         ] {
             assert!(!text.contains(gone), "{gone} kept: {text}");
         }
+    }
+
+    #[test]
+    fn an_author_box_goes_but_the_byline_and_a_long_profile_stay() {
+        let story =
+            "<p>The article text that people came to read, long enough to matter.</p>".repeat(6);
+        let html = format!(
+            r#"<body><article><p class="author">By Jane Doe</p>{story}
+            <div class="authorbox">Jane Doe writes about cities.</div></article></body>"#
+        );
+        let text = cleaned(&html);
+        assert!(text.contains("By Jane Doe"), "{text}");
+        assert!(!text.contains("writes about cities"), "{text}");
+        // A profile page: the writer's life is the article.
+        let life =
+            "<p>Jane Doe was born by the sea and wrote for the harbour paper for forty years.</p>"
+                .repeat(12);
+        let text = cleaned(&format!(
+            r#"<body><article><div class="author-profile">{life}</div></article></body>"#
+        ));
+        assert!(text.contains("born by the sea"), "{text}");
     }
 
     #[test]
