@@ -48,13 +48,14 @@ fn is_prose(node: &NodeRef) -> bool {
         && !crate::clean::is_comment_section(node)
 }
 
-/// Children of `parent` of one block kind and class, when at least [`MIN_MEMBERS`] hold prose.
+/// Children of `parent` of one block kind and first class word (`ds-box recipe-header`,
+/// `ds-box recipe-ingredients`: parts of one recipe), when at least [`MIN_MEMBERS`] hold prose.
 fn family_of(parent: &NodeRef) -> Vec<Family> {
     let children = parent.element_children();
     if children.len() < MIN_MEMBERS {
         return Vec::new();
     }
-    // (block name, class) of each child that is a named block; unnamed blocks are a page's
+    // (block name, first class word) of each child that is a named block; unnamed blocks are a page's
     // frame as often as a story's parts, except tables (old layouts name nothing).
     let keys: Vec<Option<(String, String)>> = children
         .iter()
@@ -65,7 +66,7 @@ fn family_of(parent: &NodeRef) -> Vec<Family> {
             }
             let class = n
                 .attr("class")
-                .map(|c| c.trim().to_string())
+                .and_then(|c| c.split_whitespace().next().map(str::to_string))
                 .unwrap_or_default();
             (!class.is_empty() || name.as_ref() == "table").then(|| (name.to_string(), class))
         })
@@ -154,7 +155,7 @@ mod tests {
 
     fn part(n: usize) -> String {
         format!(
-            r#"<div class="vc_row"><h2>Part {n}</h2><p>Part {n} of the story, long enough to be prose: {}</p></div>"#,
+            r#"<div class="vc_row part-{n}"><h2>Part {n}</h2><p>Part {n} of the story, long enough to be prose: {}</p></div>"#,
             "words of the story carried on ".repeat(8)
         )
     }
@@ -200,7 +201,7 @@ mod tests {
         let page = format!("<body>{}{}{}</body>", teaser(1), teaser(2), teaser(3));
         assert!(families(&Document::from(page.as_str())).is_empty());
         // Unnamed divs: a page's frame.
-        let plain = |n: usize| part(n).replace(r#" class="vc_row""#, "");
+        let plain = |n: usize| part(n).replace(&format!(r#" class="vc_row part-{n}""#), "");
         let page = format!("<body>{}{}{}</body>", plain(1), plain(2), plain(3));
         assert!(families(&Document::from(page.as_str())).is_empty());
         // An article not in the family, or most of it, stays as it is.
