@@ -32,19 +32,32 @@ const NOT_PROSE: &[&str] = &[
     "video",
 ];
 
+/// Class or id words that name a lead: `lead`, the Spanish press's `bajada`, the French
+/// `chapo`. (`standfirst` and `dek` name leads too, but Readability.js leaves those out and
+/// the Readability corpus lost 0.001 with them.)
+const LEAD_WORDS: &[&str] = &["lead", "bajada", "chapo"];
+
+fn capitalised(word: &str) -> String {
+    let mut c = word.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
 /// Elements that make a lead a media box.
 const MEDIA: &str = "img, picture, figure, figcaption, video, iframe, svg";
 
 /// Whether the element's class or id has the word `lead` (`lead`, `article-lead`,
 /// `c-lead`; not `leader` or `leading`) and none of a media box's.
 fn is_lead(node: &NodeRef) -> bool {
-    has_word(node, &["lead"]) && !has_word(node, NOT_PROSE)
+    has_word(node, LEAD_WORDS) && !has_word(node, NOT_PROSE)
 }
 
 /// The outer HTML of the page's first lead of a paragraph's length and mostly prose.
 /// `html` is the page's source, looked at first so pages without the word pay no walk.
 pub(crate) fn find(html: &str, page: &Document) -> Option<String> {
-    if !html.contains("lead") && !html.contains("Lead") {
+    let lower = |w: &&str| html.contains(w) || html.contains(&capitalised(w));
+    if !LEAD_WORDS.iter().any(lower) {
         return None;
     }
     page.select("body [class], body [id]")
@@ -106,6 +119,9 @@ mod tests {
         };
         assert!(page("article-lead", LEAD).unwrap().contains(LEAD));
         assert!(page("Lead", LEAD).is_some());
+        assert!(page("texto-bajada", LEAD).is_some());
+        assert!(page("chapo widthfix", LEAD).is_some());
+        assert_eq!(page("chaposhow", LEAD), None);
         assert_eq!(page("leader", LEAD), None);
         assert_eq!(page("leading", LEAD), None);
         assert_eq!(page("lead", "Too short."), None);
