@@ -44,6 +44,10 @@ const BOILERPLATE_WORDS: &[&str] = &[
     "adv",
     "flyout",
     "noprint",
+    "tags",
+    "paywall",
+    "crumb",
+    "crumbs",
 ];
 
 /// Words of a class or id that name a card linking to another page (`teaser`): boilerplate
@@ -61,6 +65,7 @@ const BOILERPLATE_PREFIXES: &[&str] = &[
     "outbrain",
     "taboola",
     "breadcrumb",
+    "kommentar",
 ];
 
 /// Ends of a glued class or id word (`entryfooter`, `postfooter`).
@@ -502,6 +507,10 @@ mod tests {
             <div class="adv adv-300"><span class="adv-info">Reklama</span></div>
             <div class="c-flyout"><p>Jede kleine Spende hilft</p></div>
             <div class="noprint">Kommentare schreiben</div>
+            <div class="ds-tags"><a href="/t/1">Vegetarisch</a> <a href="/t/2">Lactose</a></div>
+            <div class="content-form-account-paywall"><h2>Pour lire la suite</h2></div>
+            <div class="entry-crumbs"><a href="/">Home</a> Boxen</div>
+            <div class="kommentarContent"><p>Sie sind aktuell nicht eingeloggt.</p></div>
             <div class="post-author-bio"><p>Jane Doe studied sport science before she wrote about swimming for twenty years.</p></div>
             <section class="box teaser"><a href="/other"><span>So kommt die Batterie durch den Winter</span></a></section>
             <div class="entryfooter"><p>Kommentare geschlossen</p></div></article></body>"##
@@ -516,6 +525,10 @@ mod tests {
             "Lade weitere",
             "Diese Seite",
             "Reklama",
+            "Lactose",
+            "la suite",
+            "Boxen",
+            "eingeloggt",
             "Jane Doe",
             "Spende",
             "schreiben",

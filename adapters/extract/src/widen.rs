@@ -46,6 +46,7 @@ fn is_prose(node: &NodeRef) -> bool {
     chars >= MEMBER_CHARS
         && link_chars(node) as f64 <= MEMBER_LINK_SHARE * chars as f64
         && !crate::clean::is_comment_section(node)
+        && !crate::clean::has_word(node, &["comment", "comments"])
 }
 
 /// Children of `parent` of one block kind and first class word (`ds-box recipe-header`,
@@ -200,6 +201,19 @@ mod tests {
         };
         let page = format!("<body>{}{}{}</body>", teaser(1), teaser(2), teaser(3));
         assert!(families(&Document::from(page.as_str())).is_empty());
+        // Readers' comments beside the story are not a part of it.
+        let page = format!(
+            r#"<body>{}<article class="ds-box recipe-comments">{}</article>{}</body>"#,
+            part(1),
+            part(2),
+            part(3)
+        )
+        .replace("<div class=\"vc_row", "<article class=\"ds-box")
+        .replace("</div>", "</article>");
+        assert!(
+            families(&Document::from(page.as_str())).is_empty(),
+            "{page}"
+        );
         // Unnamed divs: a page's frame.
         let plain = |n: usize| part(n).replace(&format!(r#" class="vc_row part-{n}""#), "");
         let page = format!("<body>{}{}{}</body>", plain(1), plain(2), plain(3));
