@@ -134,7 +134,8 @@ const AUTHOR_BOX_WORDS: &[&str] = &[
 /// An author box is a few sentences at most.
 const AUTHOR_BOX_CHARS: usize = 600;
 
-/// Whether an element is a box about the story's author, by its class or id words.
+/// Whether an element is a box about the story's author, by its class or id words: `author`
+/// glued to or beside a box word, or on a `<section>` or `<aside>` of its own.
 fn is_author_box(node: &NodeRef) -> bool {
     ["class", "id"].iter().any(|a| {
         node.attr(a).is_some_and(|v| {
@@ -148,7 +149,9 @@ fn is_author_box(node: &NodeRef) -> bool {
             };
             words.iter().any(glued)
                 || (words.iter().any(|w| w == "author")
-                    && words.iter().any(|w| AUTHOR_BOX_WORDS.contains(&w.as_str())))
+                    && (words.iter().any(|w| AUTHOR_BOX_WORDS.contains(&w.as_str()))
+                        || node.has_name("section")
+                        || node.has_name("aside")))
         })
     }) && text_chars(node) <= AUTHOR_BOX_CHARS
 }
@@ -545,11 +548,13 @@ mod tests {
             "<p>The article text that people came to read, long enough to matter.</p>".repeat(6);
         let html = format!(
             r#"<body><article><p class="author">By Jane Doe</p>{story}
-            <div class="authorbox">Jane Doe writes about cities.</div></article></body>"#
+            <div class="authorbox">Jane Doe writes about cities.</div>
+            <section class="post-author clearfix"><p>Jane studied sport science.</p></section></article></body>"#
         );
         let text = cleaned(&html);
         assert!(text.contains("By Jane Doe"), "{text}");
         assert!(!text.contains("writes about cities"), "{text}");
+        assert!(!text.contains("sport science"), "{text}");
         // A profile page: the writer's life is the article.
         let life =
             "<p>Jane Doe was born by the sea and wrote for the harbour paper for forty years.</p>"
