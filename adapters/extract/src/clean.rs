@@ -131,12 +131,17 @@ const AUTHOR_BOX_WORDS: &[&str] = &[
     "profile",
     "card",
 ];
-/// An author box is a few sentences at most.
-const AUTHOR_BOX_CHARS: usize = 600;
+/// Words that name a notice about the story (an advertiser or editorial disclosure, a
+/// publisher's disclaimer).
+const NOTICE_WORDS: &[&str] = &["disclosure", "disclaimer"];
+/// An author box or a notice is a few sentences at most: longer than other boilerplate
+/// ([`SHORT_TEXT_CHARS`]), shorter than a profile page's story of a life.
+const NAMED_BOX_CHARS: usize = 600;
 
-/// Whether an element is a box about the story's author, by its class or id words: `author`
-/// glued to or beside a box word, or on a `<section>` or `<aside>` of its own.
-fn is_author_box(node: &NodeRef) -> bool {
+/// Whether an element is a box about the story's author or a notice about it, by its class or
+/// id words: `author` glued to or beside a box word, or on a `<section>` or `<aside>` of its
+/// own; a notice's word.
+fn is_named_box(node: &NodeRef) -> bool {
     ["class", "id"].iter().any(|a| {
         node.attr(a).is_some_and(|v| {
             let words: Vec<String> = v
@@ -144,16 +149,19 @@ fn is_author_box(node: &NodeRef) -> bool {
                 .filter(|w| !w.is_empty())
                 .map(|w| w.to_ascii_lowercase())
                 .collect();
+            let has = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
             let glued = |w: &String| {
-                w.starts_with("author") && AUTHOR_BOX_WORDS.iter().any(|b| w[6..] == **b)
+                w.strip_prefix("author")
+                    .is_some_and(|rest| AUTHOR_BOX_WORDS.contains(&rest))
             };
-            words.iter().any(glued)
-                || (words.iter().any(|w| w == "author")
-                    && (words.iter().any(|w| AUTHOR_BOX_WORDS.contains(&w.as_str()))
+            has(NOTICE_WORDS)
+                || words.iter().any(glued)
+                || (has(&["author"])
+                    && (has(AUTHOR_BOX_WORDS)
                         || node.has_name("section")
                         || node.has_name("aside")))
         })
-    }) && text_chars(node) <= AUTHOR_BOX_CHARS
+    }) && text_chars(node) <= NAMED_BOX_CHARS
 }
 
 /// Whether an element is named a card ([`CARD_WORDS`]) and its text is mostly links.
@@ -366,7 +374,7 @@ pub fn strip_boilerplate(doc: &Document) -> bool {
         .select("body [class], body [id]")
         .nodes()
         .iter()
-        .filter(|n| is_boilerplate(n) || is_link_card(n) || is_author_box(n))
+        .filter(|n| is_boilerplate(n) || is_link_card(n) || is_named_box(n))
         .copied()
         .collect();
     candidates.extend(
@@ -392,7 +400,7 @@ pub fn strip_boilerplate(doc: &Document) -> bool {
         // Already gone with an ancestor: nothing to weigh.
         if node.ancestors_it(None).any(|a| a.is_document())
             && (looks_like_boilerplate(&node)
-                || is_author_box(&node)
+                || is_named_box(&node)
                 || cards.iter().any(|c| c.id == node.id))
             && (text_chars(&node) as f64) <= MAX_SHARE_OF_TEXT * total
         {
@@ -549,12 +557,15 @@ mod tests {
         let html = format!(
             r#"<body><article><p class="author">By Jane Doe</p>{story}
             <div class="authorbox">Jane Doe writes about cities.</div>
-            <section class="post-author clearfix"><p>Jane studied sport science.</p></section></article></body>"#
+            <section class="post-author clearfix"><p>Jane studied sport science.</p></section>
+            <section class="editorial-disclosure"><p>{}</p></section></article></body>"#,
+            "This post contains references to products from our advertisers. ".repeat(4)
         );
         let text = cleaned(&html);
         assert!(text.contains("By Jane Doe"), "{text}");
         assert!(!text.contains("writes about cities"), "{text}");
         assert!(!text.contains("sport science"), "{text}");
+        assert!(!text.contains("advertisers"), "{text}");
         // A profile page: the writer's life is the article.
         let life =
             "<p>Jane Doe was born by the sea and wrote for the harbour paper for forty years.</p>"
