@@ -366,9 +366,9 @@ fn link_chars(node: &NodeRef) -> usize {
 /// Removes the elements whose class or id names them boilerplate and whose text looks it;
 /// says whether any went.
 pub fn strip_boilerplate(doc: &Document) -> bool {
-    let mut removed = false;
+    let mut removed = strip_ad_labels(doc);
     let Some(body) = doc.body() else {
-        return false;
+        return removed;
     };
     let mut candidates: Vec<NodeRef> = doc
         .select("body [class], body [id]")
@@ -393,7 +393,7 @@ pub fn strip_boilerplate(doc: &Document) -> bool {
         .collect();
     candidates.extend(cards.iter().copied());
     if candidates.is_empty() {
-        return false;
+        return removed;
     }
     let total = text_chars(&body) as f64;
     for node in candidates {
@@ -413,6 +413,59 @@ pub fn strip_boilerplate(doc: &Document) -> bool {
             {
                 heading.remove_from_parent();
             }
+            node.remove_from_parent();
+            removed = true;
+        }
+    }
+    removed
+}
+
+/// What an empty ad slot says, in the languages of the corpora's sites and their neighbours.
+const AD_LABELS: &[&str] = &[
+    "advertisement",
+    "advertising",
+    "anzeige",
+    "werbung",
+    "reklama",
+    "publicidad",
+    "publicité",
+    "pubblicità",
+    "publicidade",
+    "advertentie",
+    "annons",
+    "mainos",
+];
+
+fn is_ad_label(text: &str) -> bool {
+    let text = text.trim().trim_end_matches(':').trim_end();
+    // The labels are short: a long text needs no lower-casing to be ruled out.
+    text.len() <= 16 && AD_LABELS.contains(&text.to_lowercase().as_str())
+}
+
+/// Removes the elements whose whole text is an ad slot's label ("Advertisement", "Anzeige"):
+/// the slot's ad is gone, its label stays behind. Says whether any went.
+fn strip_ad_labels(doc: &Document) -> bool {
+    let Some(body) = doc.body() else {
+        return false;
+    };
+    // From the label's text up to the outermost element holding nothing else.
+    let labels: Vec<NodeRef> = body
+        .descendants_it()
+        .filter(|n| n.is_text() && is_ad_label(&n.text()))
+        .filter_map(|t| {
+            let mut at = t.parent()?;
+            while let Some(p) = at.parent() {
+                if p.id == body.id || !is_ad_label(&p.text()) {
+                    break;
+                }
+                at = p;
+            }
+            (at.id != body.id).then_some(at)
+        })
+        .collect();
+    let mut removed = false;
+    for node in labels {
+        if node.ancestors_it(None).any(|a| a.is_document()) {
             node.remove_from_parent();
             removed = true;
         }
@@ -524,6 +577,7 @@ mod tests {
             <div class="kommentarContent"><p>Sie sind aktuell nicht eingeloggt.</p></div>
             <div class="post-author-bio"><p>Jane Doe studied sport science before she wrote about swimming for twenty years.</p></div>
             <section class="box teaser"><a href="/other"><span>So kommt die Batterie durch den Winter</span></a></section>
+            <figure><figcaption><span>Reklama</span></figcaption></figure><p>Anzeige:</p>
             <div class="entryfooter"><p>Kommentare geschlossen</p></div></article></body>"##
         );
         let text = cleaned(&html);
@@ -536,6 +590,7 @@ mod tests {
             "Lade weitere",
             "Diese Seite",
             "Reklama",
+            "Anzeige",
             "Lactose",
             "la suite",
             "Boxen",
