@@ -118,7 +118,18 @@ fn is_boilerplate(node: &NodeRef) -> bool {
     ["class", "id"]
         .iter()
         .any(|a| node.attr(a).is_some_and(|v| names_boilerplate(&v)))
+        || node.attr("class").is_some_and(|v| {
+            v.split_whitespace().any(|t| {
+                HIDDEN_CLASSES.iter().any(|h| t.eq_ignore_ascii_case(h))
+                    || t.to_ascii_lowercase().contains("hide-from-desktop")
+            })
+        })
 }
+
+/// Whole class names that hide an element from every reader of the page (not
+/// `visually-hidden` or `sr-only`: that text is for screen readers, and an agent reads like
+/// one).
+const HIDDEN_CLASSES: &[&str] = &["hide", "hidden", "d-none", "is-hidden"];
 
 /// Words that, beside `author`, name a box about the writer (`post-author-bio`,
 /// `author-box`, `about-author`): a biography under the story, not the story.
@@ -575,6 +586,8 @@ mod tests {
             <div class="content-form-account-paywall"><h2>Pour lire la suite</h2></div>
             <div class="entry-crumbs"><a href="/">Home</a> Boxen</div>
             <div class="kommentarContent"><p>Sie sind aktuell nicht eingeloggt.</p></div>
+            <div class="collapse-box a-u-hide-from-desktop"><p>Highlights aus dem Heft:</p></div>
+            <p class="hidden">Zum Merkzettel hinzufügen</p>
             <div class="post-author-bio"><p>Jane Doe studied sport science before she wrote about swimming for twenty years.</p></div>
             <section class="box teaser"><a href="/other"><span>So kommt die Batterie durch den Winter</span></a></section>
             <figure><figcaption><span>Reklama</span></figcaption></figure><p>Anzeige:</p>
@@ -595,6 +608,8 @@ mod tests {
             "la suite",
             "Boxen",
             "eingeloggt",
+            "Highlights",
+            "Merkzettel",
             "Jane Doe",
             "Spende",
             "schreiben",
@@ -629,6 +644,19 @@ mod tests {
             r#"<body><article><div class="author-profile">{life}</div></article></body>"#
         ));
         assert!(text.contains("born by the sea"), "{text}");
+    }
+
+    #[test]
+    fn text_for_screen_readers_and_responsive_classes_stay() {
+        let story =
+            "<p>The article text that people came to read, long enough to matter.</p>".repeat(5);
+        let html = format!(
+            r#"<body><article>{story}<span class="visually-hidden">Photo: the harbour at dawn</span>
+            <p class="hidden-xs">Shown on every screen but the smallest.</p></article></body>"#
+        );
+        let text = cleaned(&html);
+        assert!(text.contains("the harbour at dawn"), "{text}");
+        assert!(text.contains("every screen"), "{text}");
     }
 
     #[test]
