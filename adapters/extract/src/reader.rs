@@ -261,7 +261,7 @@ fn main_content(
     metadata.language = metadata.language.take().or(non_empty(article.lang));
     // Boilerplate Readability kept inside the article (share bars, related cards, sign-ups,
     // ad slots) goes after it chose the article, so the choice itself is not changed.
-    let widened = crate::widen::widen(&article_doc, &families);
+    let widened = crate::widen::widen(&article_doc, &families, html);
     let removed = crate::clean::strip_boilerplate(&article_doc);
     // A lead set apart from the story's container goes back on top.
     let led = lead.is_some_and(|l| crate::lead::put_back(&article_doc, &l));

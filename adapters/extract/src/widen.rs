@@ -25,11 +25,14 @@ const BLOCKS: &[&str] = &["div", "section", "article", "table"];
 const NOT_CONTENT: &str = "script, style, noscript, template, iframe, object, embed, svg, canvas, \
     form, button, input, select, textarea, nav";
 
-/// The prose members of a family: their text without whitespace and their outer HTML, in
-/// the page's order.
+/// A family found on the page: where its parent is (element-child indices from the body
+/// down) and its prose members (element-child indices in the parent, with their length).
+/// Only this is kept: the members' text and HTML are read again from the page in the rare
+/// case the article turns out to be one of them.
 #[derive(Debug, Default)]
 pub(crate) struct Family {
-    members: Vec<(String, String)>,
+    parent: Vec<usize>,
+    members: Vec<(usize, usize)>,
 }
 
 fn link_chars(node: &NodeRef) -> usize {
@@ -41,57 +44,90 @@ fn link_chars(node: &NodeRef) -> usize {
         .sum()
 }
 
-fn is_prose(node: &NodeRef) -> bool {
+/// The member's length when it holds prose.
+fn prose_chars(node: &NodeRef) -> Option<usize> {
     let chars = text_chars(node);
-    chars >= MEMBER_CHARS
+    (chars >= MEMBER_CHARS
         && link_chars(node) as f64 <= MEMBER_LINK_SHARE * chars as f64
         && !crate::clean::is_comment_section(node)
-        && !crate::clean::has_word(node, &["comment", "comments"])
+        && !crate::clean::has_word(node, &["comment", "comments"]))
+    .then_some(chars)
 }
 
-/// Children of `parent` of one block kind and first class word (`ds-box recipe-header`,
-/// `ds-box recipe-ingredients`: parts of one recipe), when at least [`MIN_MEMBERS`] hold prose.
-fn family_of(parent: &NodeRef) -> Vec<Family> {
-    let children = parent.element_children();
-    if children.len() < MIN_MEMBERS {
-        return Vec::new();
+/// (block name, first class word) of a named block: `ds-box recipe-header` and `ds-box
+/// recipe-ingredients` are parts of one recipe. Unnamed blocks are a page's frame as often as
+/// a story's parts, except tables (old layouts name nothing).
+fn key(node: &NodeRef) -> Option<(String, String)> {
+    let name = node.node_name()?;
+    if !BLOCKS.contains(&name.as_ref()) {
+        return None;
     }
-    // (block name, first class word) of each child that is a named block; unnamed blocks are a page's
-    // frame as often as a story's parts, except tables (old layouts name nothing).
-    let keys: Vec<Option<(String, String)>> = children
-        .iter()
-        .map(|n| {
-            let name = n.node_name()?;
-            if !BLOCKS.contains(&name.as_ref()) {
-                return None;
-            }
-            let class = n
-                .attr("class")
-                .and_then(|c| c.split_whitespace().next().map(str::to_string))
-                .unwrap_or_default();
-            (!class.is_empty() || name.as_ref() == "table").then(|| (name.to_string(), class))
-        })
-        .collect();
+    let class = node
+        .attr("class")
+        .and_then(|c| c.split_whitespace().next().map(str::to_string))
+        .unwrap_or_default();
+    (!class.is_empty() || name.as_ref() == "table").then(|| (name.to_string(), class))
+}
+
+/// Children of `parent` of one kind ([`key`]), when at least [`MIN_MEMBERS`] hold prose.
+fn family_of<'a>(parent: &NodeRef<'a>, found: &mut Vec<(NodeRef<'a>, Vec<(usize, usize)>)>) {
+    let children = parent.element_children();
+    let keys: Vec<Option<(String, String)>> = children.iter().map(key).collect();
     let mut order: Vec<usize> = (0..children.len()).filter(|&i| keys[i].is_some()).collect();
     // Stable: each group keeps the page's order.
     order.sort_by(|&a, &b| keys[a].cmp(&keys[b]));
-    order
-        .chunk_by(|&a, &b| keys[a] == keys[b])
-        .filter(|group| group.len() >= MIN_MEMBERS)
-        .filter_map(|group| {
-            let prose: Vec<&NodeRef> = group
-                .iter()
-                .map(|&i| &children[i])
-                .filter(|c| is_prose(c))
-                .collect();
-            (prose.len() >= MIN_MEMBERS).then(|| Family {
-                members: prose
-                    .iter()
-                    .map(|m| (squeezed(&m.text()), m.html().to_string()))
-                    .collect(),
-            })
-        })
-        .collect()
+    for group in order.chunk_by(|&a, &b| keys[a] == keys[b]) {
+        if group.len() < MIN_MEMBERS {
+            continue;
+        }
+        let prose: Vec<(usize, usize)> = group
+            .iter()
+            .filter_map(|&i| prose_chars(&children[i]).map(|c| (i, c)))
+            .collect();
+        if prose.len() >= MIN_MEMBERS {
+            found.push((*parent, prose));
+        }
+    }
+}
+
+/// Whether `node` has at least [`MIN_MEMBERS`] children that are blocks of a kind a layout
+/// repeats: asked of every element, so no allocation.
+fn may_hold_family(node: &NodeRef) -> bool {
+    let mut count = 0;
+    let mut child = node.first_element_child();
+    while let Some(c) = child {
+        if c.node_name().is_some_and(|n| BLOCKS.contains(&n.as_ref())) {
+            count += 1;
+            if count >= MIN_MEMBERS {
+                return true;
+            }
+        }
+        child = c.next_element_sibling();
+    }
+    false
+}
+
+/// Element-child indices from `body` down to `node`.
+fn path(body: &NodeRef, node: &NodeRef) -> Option<Vec<usize>> {
+    let mut path = Vec::new();
+    let mut at = *node;
+    while at.id != body.id {
+        let mut index = 0;
+        let mut sibling = at.prev_element_sibling();
+        while let Some(s) = sibling {
+            index += 1;
+            sibling = s.prev_element_sibling();
+        }
+        path.push(index);
+        at = at.parent()?;
+    }
+    path.reverse();
+    Some(path)
+}
+
+fn at_path<'a>(body: NodeRef<'a>, path: &[usize]) -> Option<NodeRef<'a>> {
+    path.iter()
+        .try_fold(body, |node, &i| node.element_children().get(i).copied())
 }
 
 /// The page's families of like blocks holding prose.
@@ -99,52 +135,84 @@ pub(crate) fn families(page: &Document) -> Vec<Family> {
     let Some(body) = page.body() else {
         return Vec::new();
     };
-    let mut found = family_of(&body);
-    for node in body.descendants_it() {
-        if node.is_element() && node.element_children().len() >= MIN_MEMBERS {
-            found.extend(family_of(&node));
+    let mut found = Vec::new();
+    for node in std::iter::once(body).chain(body.descendants_it()) {
+        if node.is_element() && may_hold_family(&node) {
+            family_of(&node, &mut found);
         }
     }
     found
+        .into_iter()
+        .filter_map(|(parent, members)| {
+            Some(Family {
+                parent: path(&body, &parent)?,
+                members,
+            })
+        })
+        .collect()
 }
 
 /// Replaces the article in `doc` by every member of the family one of whose members it is;
-/// says whether it did. The member Readability chose keeps Readability's cleaning; the others
-/// lose what is never content.
-pub(crate) fn widen(doc: &Document, families: &[Family]) -> bool {
+/// says whether it did. `html` is the page the families were found on, parsed again only
+/// when one of them may hold the article. The member Readability chose keeps Readability's
+/// cleaning; the others lose what is never content.
+pub(crate) fn widen(doc: &Document, families: &[Family], html: &str) -> bool {
     let Some(body) = doc.body() else {
         return false;
     };
-    let article = squeezed(&body.text());
-    let chars = article.chars().count();
-    let probe: String = article.chars().take(PROBE_CHARS).collect();
+    let chars = text_chars(&body);
+    // The article is one part of several: shorter than the longest, a small share of all.
+    let possible = |f: &&Family| {
+        let total: usize = f.members.iter().map(|m| m.1).sum();
+        let longest = f.members.iter().map(|m| m.1).max().unwrap_or(0);
+        chars <= longest && chars as f64 <= MAX_ARTICLE_SHARE * total as f64
+    };
+    let candidates: Vec<&Family> = families.iter().filter(possible).collect();
+    if candidates.is_empty() {
+        return false;
+    }
+    let probe: String = squeezed(&body.text()).chars().take(PROBE_CHARS).collect();
     if probe.chars().count() < PROBE_CHARS {
         return false;
     }
-    for family in families {
+    let page = crate::depth::parse(html);
+    let Some(page_body) = page.body() else {
+        return false;
+    };
+    for family in candidates {
+        let Some(parent) = at_path(page_body, &family.parent) else {
+            continue;
+        };
+        let children = parent.element_children();
+        let members: Option<Vec<NodeRef>> = family
+            .members
+            .iter()
+            .map(|&(i, c)| children.get(i).copied().filter(|m| text_chars(m) == c))
+            .collect();
+        // The page read again is not the page the family was found on (selectors removed
+        // parts of that one): leave the article as it is.
+        let Some(members) = members else { continue };
         // The first member holding the article's start (a listing may repeat an entry).
-        let Some(chosen) =
-            (0..family.members.len()).find(|&i| family.members[i].0.contains(&probe))
+        let Some(chosen) = members
+            .iter()
+            .position(|m| squeezed(&m.text()).contains(&probe))
         else {
             continue;
         };
-        let total: usize = family.members.iter().map(|m| m.0.chars().count()).sum();
-        let member_chars = family.members[chosen].0.chars().count();
-        if chars > member_chars || chars as f64 > MAX_ARTICLE_SHARE * total as f64 {
+        if chars > family.members[chosen].1 {
             continue;
         }
         let own = body.inner_html().to_string();
-        let mut html = String::new();
-        for (i, (_, member)) in family.members.iter().enumerate() {
+        let mut out = String::new();
+        for (i, member) in members.iter().enumerate() {
             if i == chosen {
-                html.push_str(&own);
+                out.push_str(&own);
             } else {
-                let part = Document::from(member.as_str());
-                part.select(NOT_CONTENT).remove();
-                html.push_str(&part.select("body").inner_html());
+                Selection::from(*member).select(NOT_CONTENT).remove();
+                out.push_str(&member.html());
             }
         }
-        body.set_html(html);
+        body.set_html(out);
         return true;
     }
     false
@@ -168,19 +236,16 @@ mod tests {
 
     #[test]
     fn a_story_in_like_blocks_is_read_whole_in_order() {
-        let page = Document::from(
-            format!(
-                r#"<body><div class="content">{}{}<div class="vc_row"><a href="/shop">Shop</a></div>{}</div></body>"#,
-                part(1),
-                part(2),
-                part(3)
-            )
-            .as_str(),
+        let html = format!(
+            r#"<body><div class="content">{}{}<div class="vc_row"><a href="/shop">Shop</a></div>{}</div></body>"#,
+            part(1),
+            part(2),
+            part(3)
         );
-        let families = families(&page);
+        let families = families(&Document::from(html.as_str()));
         assert_eq!(families.len(), 1);
         let article = article_of_part(2);
-        assert!(widen(&article, &families));
+        assert!(widen(&article, &families, &html));
         let text = article.select("body").text().to_string();
         let at = |s: &str| {
             text.find(s)
@@ -224,8 +289,16 @@ mod tests {
         let other = Document::from(
             "<body><p>Quite another text that no block of the family holds at all.</p></body>",
         );
-        assert!(!widen(&other, &families));
+        assert!(!widen(&other, &families, &page));
         let most = Document::from(format!("<body>{}{}</body>", part(1), part(2)).as_str());
-        assert!(!widen(&most, &families));
+        assert!(!widen(&most, &families, &page));
+        // A page that is not the one the family was found on: nothing to take from it.
+        let part_two = article_of_part(2);
+        let changed = page.replace(
+            "Part 3 of the story",
+            "Part 3 of a story much changed since",
+        );
+        assert!(!widen(&part_two, &families, &changed));
+        assert!(widen(&part_two, &families, &page));
     }
 }
