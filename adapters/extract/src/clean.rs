@@ -126,10 +126,17 @@ fn is_boilerplate(node: &NodeRef) -> bool {
         })
 }
 
-/// Whole class names that hide an element from every reader of the page (not
-/// `visually-hidden` or `sr-only`: that text is for screen readers, and an agent reads like
-/// one).
-const HIDDEN_CLASSES: &[&str] = &["hide", "hidden", "d-none", "is-hidden"];
+/// Whole class names of elements no reader of the page sees: hidden by its style sheet, or
+/// WordPress's stand-in for an embedded post (`wp-embedded-content`, hidden once the post's
+/// frame loads). Not `visually-hidden` or `sr-only`: that text is for screen readers, and an
+/// agent reads like one.
+const HIDDEN_CLASSES: &[&str] = &[
+    "hide",
+    "hidden",
+    "d-none",
+    "is-hidden",
+    "wp-embedded-content",
+];
 
 /// Words that, beside `author`, name a box about the writer (`post-author-bio`,
 /// `author-box`, `about-author`): a biography under the story, not the story.
@@ -588,6 +595,7 @@ mod tests {
             <div class="kommentarContent"><p>Sie sind aktuell nicht eingeloggt.</p></div>
             <div class="collapse-box a-u-hide-from-desktop"><p>Highlights aus dem Heft:</p></div>
             <p class="hidden">Zum Merkzettel hinzufügen</p>
+            <blockquote class="wp-embedded-content"><a href="/other">Luftwaffe übt am Himmel</a></blockquote>
             <div class="post-author-bio"><p>Jane Doe studied sport science before she wrote about swimming for twenty years.</p></div>
             <section class="box teaser"><a href="/other"><span>So kommt die Batterie durch den Winter</span></a></section>
             <figure><figcaption><span>Reklama</span></figcaption></figure><p>Anzeige:</p>
@@ -610,6 +618,7 @@ mod tests {
             "eingeloggt",
             "Highlights",
             "Merkzettel",
+            "Luftwaffe",
             "Jane Doe",
             "Spende",
             "schreiben",
