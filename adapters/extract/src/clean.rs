@@ -372,7 +372,8 @@ fn prose_follows(node: &NodeRef) -> bool {
     false
 }
 
-fn link_chars(node: &NodeRef) -> usize {
+/// Characters of `node`'s link text (other than whitespace).
+pub(crate) fn link_chars(node: &NodeRef) -> usize {
     Selection::from(*node)
         .select("a")
         .nodes()

@@ -6,7 +6,7 @@
 
 use dom_query::{Document, NodeRef, Selection};
 
-use crate::clean::{squeezed, text_chars};
+use crate::clean::{link_chars, squeezed, text_chars};
 
 /// A family has at least this many members holding prose...
 const MIN_MEMBERS: usize = 3;
@@ -33,15 +33,6 @@ const NOT_CONTENT: &str = "script, style, noscript, template, iframe, object, em
 pub(crate) struct Family {
     parent: Vec<usize>,
     members: Vec<(usize, usize)>,
-}
-
-fn link_chars(node: &NodeRef) -> usize {
-    Selection::from(*node)
-        .select("a")
-        .nodes()
-        .iter()
-        .map(text_chars)
-        .sum()
 }
 
 /// The member's length when it holds prose.
