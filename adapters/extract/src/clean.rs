@@ -461,20 +461,39 @@ fn is_ad_label(text: &str) -> bool {
     text.len() <= 16 && AD_LABELS.contains(&text.to_lowercase().as_str())
 }
 
+/// Whether `parent`'s children are `child` and blank text at most (looked at up to a few).
+fn holds_only(parent: &NodeRef, child: &NodeRef) -> bool {
+    const FEW: usize = 8;
+    let mut seen = 0;
+    let mut at = parent.first_child();
+    while let Some(c) = at {
+        seen += 1;
+        if seen > FEW
+            || !(c.id == child.id || (c.is_text() && c.text().trim().is_empty()) || c.is_comment())
+        {
+            return false;
+        }
+        at = c.next_sibling();
+    }
+    true
+}
+
 /// Removes the elements whose whole text is an ad slot's label ("Advertisement", "Anzeige"):
 /// the slot's ad is gone, its label stays behind. Says whether any went.
 fn strip_ad_labels(doc: &Document) -> bool {
     let Some(body) = doc.body() else {
         return false;
     };
-    // From the label's text up to the outermost element holding nothing else.
+    // From the label's text up to the outermost element holding nothing else. Each step
+    // looks at a few children only: a page of a hundred thousand labels in one parent costs
+    // a hundred thousand steps, not that many reads of the parent's text.
     let labels: Vec<NodeRef> = body
         .descendants_it()
         .filter(|n| n.is_text() && is_ad_label(&n.text()))
         .filter_map(|t| {
             let mut at = t.parent()?;
             while let Some(p) = at.parent() {
-                if p.id == body.id || !is_ad_label(&p.text()) {
+                if p.id == body.id || !holds_only(&p, &at) {
                     break;
                 }
                 at = p;
@@ -654,6 +673,26 @@ mod tests {
             r#"<body><article><div class="author-profile">{life}</div></article></body>"#
         ));
         assert!(text.contains("born by the sea"), "{text}");
+    }
+
+    #[test]
+    fn ad_labels_go_one_by_one_however_many_share_a_parent() {
+        let story =
+            "<p>The article text that people came to read, long enough to matter.</p>".repeat(5);
+        let labels = "<span>Anzeige</span> ".repeat(2_000);
+        let doc = Document::from(
+            format!(r#"<body><article>{story}<div>{labels}<b>Werbung</b></div><div><p> Advertisement: </p></div></article></body>"#)
+                .as_str(),
+        );
+        assert!(strip_ad_labels(&doc));
+        let text = doc.select("body").text().to_string();
+        assert!(text.contains("people came to read"), "{text}");
+        for gone in ["Anzeige", "Werbung", "Advertisement"] {
+            assert!(!text.contains(gone), "{gone} kept");
+        }
+        // A label inside a sentence is a word of it.
+        let doc = Document::from("<body><p>Die Anzeige erschien am Montag.</p></body>");
+        assert!(!strip_ad_labels(&doc));
     }
 
     #[test]
