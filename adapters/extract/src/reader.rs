@@ -262,15 +262,17 @@ fn main_content(
         .take()
         .or(non_empty(article.published_time));
     metadata.language = metadata.language.take().or(non_empty(article.lang));
+    // A story cut into like blocks, of which Readability took one, is read whole.
+    let widened = crate::widen::widen(&article_doc, &families, html);
     // Boilerplate Readability kept inside the article (share bars, related cards, sign-ups,
     // ad slots) goes after it chose the article, so the choice itself is not changed.
-    let widened = crate::widen::widen(&article_doc, &families, html);
     let removed = crate::clean::strip_boilerplate(&article_doc);
     // A lead set apart from the story's container goes back on top.
     let led = lead.is_some_and(|l| crate::lead::put_back(&article_doc, &l));
     if led || widened {
         absolutize(&article_doc, base);
     }
+    // What is left at the end once the story is over: a heading over nothing, a back link.
     let trimmed = crate::tail::trim(&article_doc);
     let changed = removed || led || trimmed || widened;
     article_doc.select("[class]").remove_attr("class");
