@@ -15,6 +15,9 @@ use crate::{Document, obstacles::Obstacles};
 /// Elements that never carry readable content when the whole body is kept.
 const NON_CONTENT: &str = "script, style, noscript, template, iframe, object, embed, svg, canvas";
 
+/// Links that go back in the browser's history instead of to a page.
+const HISTORY_LINKS: &str = r#"a[href^="javascript:history" i]"#;
+
 /// Stateless; one value serves every request.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct HtmlExtractor;
@@ -307,6 +310,9 @@ pub(crate) fn readable(
     url: &str,
     char_threshold: usize,
 ) -> Option<(dom_smoothie::Article, QueryDocument)> {
+    // A link that only steps back in the browser's history ("zurück", "Back") is navigation;
+    // Readability would keep its word, as it turns every `javascript:` link into its text.
+    query.select(HISTORY_LINKS).remove();
     let config = Config {
         text_mode: TextMode::Markdown,
         keep_classes: true,
@@ -429,6 +435,21 @@ mod tests {
         assert_eq!(
             e.content.text.matches(lead).count(),
             1,
+            "{}",
+            e.content.text
+        );
+    }
+
+    #[test]
+    fn a_link_back_in_history_is_not_the_story() {
+        let back = r#"<p><a href="javascript:history.back()" class="back">zurück</a></p>
+            <p><a href="JavaScript:History.go(-1);">Back</a></p></article>"#;
+        let e = read(
+            &ARTICLE.replace("</article>", back),
+            &ExtractOptions::default(),
+        );
+        assert!(
+            e.content.text.ends_with("pushes water south."),
             "{}",
             e.content.text
         );
