@@ -456,6 +456,36 @@ mod tests {
     }
 
     #[test]
+    fn a_short_story_beats_a_longer_box_of_the_sidebar() {
+        let story = "Verizon Wireless will pay its shareholders an $8.5 billion dividend before \
+            the end of the year, after a $10 billion payout in 2011. That means another big \
+            payday for the two owners of the mobile venture, who split it by their stakes.";
+        let about = "<p>Along with original content and posts from across the network, this \
+            section includes pieces we have read, discussions we have followed and stuff we \
+            like. Six posts from other sites are included here each weekday, but we only run \
+            the headlines and link to the original sites for the rest of each piece.</p>"
+            .repeat(3);
+        let latest = (1..=12)
+            .map(|i| format!(r#"<li><a href="/news/{i}">Headline {i} of the latest news</a></li>"#))
+            .collect::<String>();
+        let page = format!(
+            r#"<html><body><div id="content"><div id="main"><div class="post"><h1>Another big
+            dividend</h1><div class="entry"><div class="article-body"><p>{story}</p></div></div>
+            <ul class="latest">{latest}</ul></div></div><div id="side"><div id="primary-sidebar">
+            <div class="module about-module"><h2>About this section</h2>{about}</div></div></div>
+            </div></body></html>"#
+        );
+        let e = read(&page, &ExtractOptions::default());
+        assert!(e.content.text.contains("big payday"), "{}", e.content.text);
+        assert!(!e.content.text.contains("Six posts"), "{}", e.content.text);
+        // Where the story is as long as Readability wants, the sidebar never mattered; a
+        // layout named for its sidebar that holds the story is not a margin.
+        let wrapped = page.replace(r#"<div id="content">"#, r#"<div class="has-sidebar">"#);
+        let e = read(&wrapped, &ExtractOptions::default());
+        assert!(e.content.text.contains("big payday"), "{}", e.content.text);
+    }
+
+    #[test]
     fn a_page_of_deeply_nested_tags_is_read_for_its_text() {
         // 100k nested tags: before the depth bounds this read did not finish in hours.
         let html = "<div>".repeat(50_000) + "Deep down, the text. " + &"<span>".repeat(50_000);

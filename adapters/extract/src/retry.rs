@@ -64,6 +64,28 @@ pub(crate) fn article(
     if chars >= SHORT_ARTICLE_CHARS {
         return found;
     }
+    // A short story can lose to a box of the page's footer or sidebar: Readability strips
+    // those first, but when what is left is under its 500 characters it reads the page again
+    // without stripping, and the longer box wins ("About this blog", the site's footer
+    // links). Read again without the page's margins; a story that is prose wins.
+    let page = crate::depth::parse(html);
+    let in_margin = found
+        .as_ref()
+        .and_then(|(_, doc)| chosen_container(&page, doc))
+        .is_some_and(|c| in_margin(&c));
+    let page = if in_margin {
+        strip_margins(&page);
+        if let Some(second) = read_as_usual(page, url).filter(|(_, doc)| {
+            body_chars(doc) >= MIN_MARGIN_STORY_CHARS
+                && link_share(doc) <= PROSE_LINK_SHARE
+                && !crate::clean::mostly_comments(doc)
+        }) {
+            return Some(second);
+        }
+        crate::depth::parse(html)
+    } else {
+        page
+    };
     // A short article: read again without the container Readability chose. The longer
     // reading wins, if much longer, mostly prose and neither the readers' comments nor a
     // bibliography.
@@ -81,7 +103,7 @@ pub(crate) fn article(
     if (page_prose as f64) < needed {
         return found;
     }
-    let without_chosen = crate::depth::parse(html);
+    let without_chosen = page;
     let chosen = found
         .as_ref()
         .and_then(|(_, doc)| chosen_container(&without_chosen, doc));
@@ -101,6 +123,60 @@ pub(crate) fn article(
         return Some(second);
     }
     found
+}
+
+/// A story found once the page's margins are gone replaces a box of them when it has this
+/// much text (a video's two-line description is a story; a caption is not).
+const MIN_MARGIN_STORY_CHARS: usize = 150;
+
+/// Whether an element is the page's footer or a sidebar: `<footer>`, `<aside>`, or a class or
+/// id word `footer`, `foot` or `sidebar`, that is not a layout around the main column
+/// (`layout-container has-sidebar`): it holds no `<main>` or `<h1>`.
+fn is_margin(node: &NodeRef) -> bool {
+    (node.has_name("footer")
+        || node.has_name("aside")
+        || crate::clean::has_word(node, &["footer", "foot", "sidebar"]))
+        && !node
+            .descendants_it()
+            .any(|d| d.has_name("main") || d.has_name("h1"))
+}
+
+/// Whether `container` is in a footer or a sidebar, or is one. Readability folds a wrapper
+/// around one child into that child and keeps the wrapper's `id`, so the page element found
+/// by it may be the wrapper: the elements below it holding all its text count too.
+fn in_margin(container: &NodeRef) -> bool {
+    if container
+        .ancestors_it(None)
+        .chain([*container])
+        .any(|n| is_margin(&n))
+    {
+        return true;
+    }
+    let chars = text_chars(container);
+    let mut at = *container;
+    while let Some(child) = at
+        .element_children()
+        .into_iter()
+        .find(|c| text_chars(c) == chars)
+    {
+        if is_margin(&child) {
+            return true;
+        }
+        at = child;
+    }
+    false
+}
+
+/// Removes every footer and sidebar of `page` ([`is_margin`]).
+fn strip_margins(page: &Document) {
+    let Some(body) = page.body() else { return };
+    let margins: Vec<NodeRef> = body
+        .descendants_it()
+        .filter(|n| n.is_element() && is_margin(n))
+        .collect();
+    for m in margins {
+        m.remove_from_parent();
+    }
 }
 
 fn body_chars(doc: &Document) -> usize {
