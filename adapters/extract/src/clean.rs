@@ -150,8 +150,8 @@ const AUTHOR_BOX_WORDS: &[&str] = &[
     "card",
 ];
 /// Words that name a notice about the story (an advertiser or editorial disclosure, a
-/// publisher's disclaimer).
-const NOTICE_WORDS: &[&str] = &["disclosure", "disclaimer"];
+/// publisher's disclaimer, a note that links to shops earn a commission).
+const NOTICE_WORDS: &[&str] = &["disclosure", "disclaimer", "affiliate"];
 /// An author box or a notice is a few sentences at most: longer than other boilerplate
 /// ([`SHORT_TEXT_CHARS`]), shorter than a profile page's story of a life.
 const NAMED_BOX_CHARS: usize = 600;
@@ -657,11 +657,14 @@ mod tests {
             r#"<body><article><p class="author">By Jane Doe</p>{story}
             <div class="authorbox">Jane Doe writes about cities.</div>
             <section class="post-author clearfix"><p>Jane studied sport science.</p></section>
-            <section class="editorial-disclosure"><p>{}</p></section></article></body>"#,
+            <section class="editorial-disclosure"><p>{}</p></section>
+            <section class="Downloads__Affiliate"><p>For links on this page we may be paid a
+            commission by the seller.</p></section></article></body>"#,
             "This post contains references to products from our advertisers. ".repeat(4)
         );
         let text = cleaned(&html);
         assert!(text.contains("By Jane Doe"), "{text}");
+        assert!(!text.contains("commission"), "{text}");
         assert!(!text.contains("writes about cities"), "{text}");
         assert!(!text.contains("sport science"), "{text}");
         assert!(!text.contains("advertisers"), "{text}");
