@@ -12,6 +12,7 @@ mod obstacles;
 mod reader;
 mod retry;
 mod scan;
+mod sections;
 pub mod shell;
 mod tail;
 mod widen;

@@ -36,10 +36,10 @@ pub(crate) fn article(
     // The readers' comments taken for the article: read again without comment sections.
     if found
         .as_ref()
-        .is_some_and(|(_, doc)| crate::clean::mostly_comments(doc))
+        .is_some_and(|(_, doc)| crate::sections::mostly_comments(doc))
     {
         let again = crate::depth::parse(html);
-        crate::clean::strip_comments(&again);
+        crate::sections::strip_comments(&again);
         if let Some(second) = read_as_usual(again, url) {
             found = Some(second);
         }
@@ -48,14 +48,14 @@ pub(crate) fn article(
     // is the longest text): read again without reference lists, if that finds prose.
     if found
         .as_ref()
-        .is_some_and(|(_, doc)| crate::clean::mostly_references(doc))
+        .is_some_and(|(_, doc)| crate::sections::mostly_references(doc))
     {
         let again = crate::depth::parse(html);
-        crate::clean::strip_references(&again);
+        crate::sections::strip_references(&again);
         if let Some(second) = read_as_usual(again, url).filter(|(_, doc)| {
             body_chars(doc) >= MIN_PROSE_CHARS
                 && link_share(doc) <= PROSE_LINK_SHARE
-                && !crate::clean::mostly_comments(doc)
+                && !crate::sections::mostly_comments(doc)
         }) {
             found = Some(second);
         }
@@ -69,16 +69,16 @@ pub(crate) fn article(
     // without stripping, and the longer box wins ("About this blog", the site's footer
     // links). Read again without the page's margins; a story that is prose wins.
     let page = crate::depth::parse(html);
-    let in_margin = found
+    let from_margin = found
         .as_ref()
         .and_then(|(_, doc)| chosen_container(&page, doc))
         .is_some_and(|c| in_margin(&c));
-    let page = if in_margin {
-        strip_margins(&page);
+    let page = if from_margin {
+        crate::sections::remove_all(&page, is_margin);
         if let Some(second) = read_as_usual(page, url).filter(|(_, doc)| {
             body_chars(doc) >= MIN_MARGIN_STORY_CHARS
                 && link_share(doc) <= PROSE_LINK_SHARE
-                && !crate::clean::mostly_comments(doc)
+                && !crate::sections::mostly_comments(doc)
         }) {
             return Some(second);
         }
@@ -93,8 +93,8 @@ pub(crate) fn article(
         second.filter(|(_, doc)| {
             body_chars(doc) as f64 >= LONGER * chars as f64
                 && link_share(doc) <= PROSE_LINK_SHARE
-                && !crate::clean::mostly_comments(doc)
-                && !crate::clean::mostly_references(doc)
+                && !crate::sections::mostly_comments(doc)
+                && !crate::sections::mostly_references(doc)
         })
     };
     // Such a reading needs that much text outside links elsewhere on the page: most short
@@ -165,18 +165,6 @@ fn in_margin(container: &NodeRef) -> bool {
         at = child;
     }
     false
-}
-
-/// Removes every footer and sidebar of `page` ([`is_margin`]).
-fn strip_margins(page: &Document) {
-    let Some(body) = page.body() else { return };
-    let margins: Vec<NodeRef> = body
-        .descendants_it()
-        .filter(|n| n.is_element() && is_margin(n))
-        .collect();
-    for m in margins {
-        m.remove_from_parent();
-    }
 }
 
 fn body_chars(doc: &Document) -> usize {
@@ -265,7 +253,7 @@ pub(crate) fn prose_chars(doc: &Document) -> usize {
                 if !in_link {
                     count += c.text().chars().filter(|ch| !ch.is_whitespace()).count();
                 }
-            } else if c.is_element() && !crate::clean::is_comment_section(&c) {
+            } else if c.is_element() && !crate::sections::is_comment_section(&c) {
                 stack.push((c, in_link || c.has_name("a")));
             }
             child = c.next_sibling();

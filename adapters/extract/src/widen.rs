@@ -40,7 +40,7 @@ fn prose_chars(node: &NodeRef) -> Option<usize> {
     let chars = text_chars(node);
     (chars >= MEMBER_CHARS
         && link_chars(node) as f64 <= MEMBER_LINK_SHARE * chars as f64
-        && !crate::clean::is_comment_section(node)
+        && !crate::sections::is_comment_section(node)
         && !crate::clean::has_word(node, &["comment", "comments"]))
     .then_some(chars)
 }
