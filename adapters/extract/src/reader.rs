@@ -120,7 +120,16 @@ impl PageExtractor for HtmlExtractor {
             // Readability visits every element several times over, each reading again:
             // a page past this size (ten times the largest real one we know) is read whole.
             None if options.main_content_only && !crate::depth::huge(html, &query) => {
-                main_content(query, html, url.as_str(), &base, &mut metadata)
+                // The page again for a second reading: as first read, without what the
+                // caller excluded.
+                let fresh = || {
+                    let doc = crate::depth::parse(html);
+                    for m in &exclude {
+                        doc.select_matcher(m).remove();
+                    }
+                    doc
+                };
+                main_content(query, html, &fresh, url.as_str(), &base, &mut metadata)
             }
             None => {
                 absolutize(&query, &base);
@@ -230,6 +239,7 @@ pub fn without_inline_code(html: &str) -> std::borrow::Cow<'_, str> {
 fn main_content(
     query: QueryDocument,
     html: &str,
+    fresh: &dyn Fn() -> QueryDocument,
     url: &str,
     base: &Url,
     metadata: &mut PageMetadata,
@@ -241,13 +251,13 @@ fn main_content(
     let found = crate::retry::article(
         readable(query, url, CHAR_THRESHOLD),
         page_prose,
-        html,
+        fresh,
         url,
         readable,
     );
     let Some((article, article_doc)) = found else {
         // Readability gave up (rare); its document was consumed, so parse again.
-        let fallback = crate::depth::parse(html);
+        let fallback = fresh();
         absolutize(&fallback, base);
         return body_content(&fallback);
     };
@@ -266,7 +276,7 @@ fn main_content(
         .or(non_empty(article.published_time));
     metadata.language = metadata.language.take().or(non_empty(article.lang));
     // A story cut into like blocks, of which Readability took one, is read whole.
-    let widened = crate::widen::widen(&article_doc, &families, html);
+    let widened = crate::widen::widen(&article_doc, &families, fresh);
     // Boilerplate Readability kept inside the article (share bars, related cards, sign-ups,
     // ad slots) goes after it chose the article, so the choice itself is not changed.
     let removed = crate::clean::strip_boilerplate(&article_doc);

@@ -23,11 +23,13 @@ const MIN_PROSE_CHARS: usize = 400;
 
 type Reading = (dom_smoothie::Article, Document);
 
-/// The article of `html` after the retries, starting from Readability's first reading.
+/// The article of the page after the retries, starting from Readability's first reading.
+/// `fresh` gives the page again as Readability was first given it (the caller's exclusions
+/// applied), for each second reading.
 pub(crate) fn article(
     first: Option<Reading>,
     page_prose: usize,
-    html: &str,
+    fresh: impl Fn() -> Document,
     url: &str,
     read: impl Fn(Document, &str, usize) -> Option<Reading>,
 ) -> Option<Reading> {
@@ -38,7 +40,7 @@ pub(crate) fn article(
         .as_ref()
         .is_some_and(|(_, doc)| crate::sections::mostly_comments(doc))
     {
-        let again = crate::depth::parse(html);
+        let again = fresh();
         crate::sections::strip_comments(&again);
         if let Some(second) = read_as_usual(again, url) {
             found = Some(second);
@@ -50,7 +52,7 @@ pub(crate) fn article(
         .as_ref()
         .is_some_and(|(_, doc)| crate::sections::mostly_references(doc))
     {
-        let again = crate::depth::parse(html);
+        let again = fresh();
         crate::sections::strip_references(&again);
         if let Some(second) = read_as_usual(again, url).filter(|(_, doc)| {
             body_chars(doc) >= MIN_PROSE_CHARS
@@ -68,7 +70,7 @@ pub(crate) fn article(
     // those first, but when what is left is under its 500 characters it reads the page again
     // without stripping, and the longer box wins ("About this blog", the site's footer
     // links). Read again without the page's margins; a story that is prose wins.
-    let page = crate::depth::parse(html);
+    let page = fresh();
     let from_margin = found
         .as_ref()
         .and_then(|(_, doc)| chosen_container(&page, doc))
@@ -82,7 +84,7 @@ pub(crate) fn article(
         }) {
             return Some(second);
         }
-        crate::depth::parse(html)
+        fresh()
     } else {
         page
     };
@@ -119,7 +121,7 @@ pub(crate) fn article(
     // it taken for an ad or a widget). Readability loosens its rules by itself when an article
     // is under 500 characters; here it loosens them until it is twice as long as this one.
     let threshold = (LONGER * chars as f64).ceil() as usize;
-    if let Some(second) = longer(read(crate::depth::parse(html), url, threshold)) {
+    if let Some(second) = longer(read(fresh(), url, threshold)) {
         return Some(second);
     }
     found
@@ -277,6 +279,8 @@ fn link_share(doc: &Document) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    use svc_ports::{ExtractOptions, PageExtractor};
+
     use super::*;
 
     #[test]
@@ -309,5 +313,40 @@ mod tests {
             "<body><p>Nothing of the kind is on this page, not a single word of it here.</p><p>And more of it, which the article does not hold anywhere at all.</p></body>",
         );
         assert!(chosen_container(&elsewhere, &article).is_none());
+    }
+
+    #[test]
+    fn what_the_caller_excludes_stays_out_of_every_second_reading() {
+        let story = "<p>The council voted on Tuesday to keep the old harbour open for one more \
+            winter, after fishermen filled the hall and the mayor read out their letters one \
+            by one. The vote was close: seven to six, with two members absent.</p>";
+        let promo = "<p>Our partner brings you the finest holidays by the sea, with rooms that \
+            look over the water and a breakfast served until noon every day of the week, so \
+            that nobody has to hurry and everybody can enjoy the view of the harbour.</p>"
+            .repeat(8);
+        let notes = (1..=36)
+            .map(|i| format!("<div><span>Note {i} here</span></div>"))
+            .collect::<String>();
+        let page = format!(
+            r#"<html><body><article><h1>Harbour stays open</h1>{story}</article>
+            <div class="promo">{promo}</div><div class="notes">{notes}</div></body></html>"#
+        );
+        let options = ExtractOptions {
+            exclude_selectors: vec![".promo".into()],
+            ..Default::default()
+        };
+        let e = crate::HtmlExtractor
+            .extract(&page, "https://example.com/news/harbour", &options)
+            .unwrap();
+        assert!(
+            e.content.text.contains("seven to six"),
+            "{}",
+            e.content.text
+        );
+        assert!(
+            !e.content.text.contains("finest holidays"),
+            "{}",
+            e.content.text
+        );
     }
 }

@@ -144,10 +144,10 @@ pub(crate) fn families(page: &Document) -> Vec<Family> {
 }
 
 /// Replaces the article in `doc` by every member of the family one of whose members it is;
-/// says whether it did. `html` is the page the families were found on, parsed again only
+/// says whether it did. `fresh` gives the page the families were found on again, asked only
 /// when one of them may hold the article. The member Readability chose keeps Readability's
 /// cleaning; the others lose what is never content.
-pub(crate) fn widen(doc: &Document, families: &[Family], html: &str) -> bool {
+pub(crate) fn widen(doc: &Document, families: &[Family], fresh: impl Fn() -> Document) -> bool {
     let Some(body) = doc.body() else {
         return false;
     };
@@ -166,7 +166,7 @@ pub(crate) fn widen(doc: &Document, families: &[Family], html: &str) -> bool {
     if probe.chars().count() < PROBE_CHARS {
         return false;
     }
-    let page = crate::depth::parse(html);
+    let page = fresh();
     let Some(page_body) = page.body() else {
         return false;
     };
@@ -180,8 +180,8 @@ pub(crate) fn widen(doc: &Document, families: &[Family], html: &str) -> bool {
             .iter()
             .map(|&(i, c)| children.get(i).copied().filter(|m| text_chars(m) == c))
             .collect();
-        // The page read again is not the page the family was found on (selectors removed
-        // parts of that one): leave the article as it is.
+        // The page given again is not the one the family was found on: leave the article
+        // as it is.
         let Some(members) = members else { continue };
         // The first member holding the article's start (a listing may repeat an entry).
         let Some(chosen) = members
@@ -220,6 +220,11 @@ mod tests {
         )
     }
 
+    /// The page given again, as `widen` asks for it.
+    fn parsed(html: &str) -> impl Fn() -> Document + '_ {
+        move || Document::from(html)
+    }
+
     /// The article Readability would give when it takes part 2 alone.
     fn article_of_part(n: usize) -> Document {
         Document::from(format!("<body>{}</body>", part(n)).as_str())
@@ -236,7 +241,7 @@ mod tests {
         let families = families(&Document::from(html.as_str()));
         assert_eq!(families.len(), 1);
         let article = article_of_part(2);
-        assert!(widen(&article, &families, &html));
+        assert!(widen(&article, &families, parsed(&html)));
         let text = article.select("body").text().to_string();
         let at = |s: &str| {
             text.find(s)
@@ -280,16 +285,16 @@ mod tests {
         let other = Document::from(
             "<body><p>Quite another text that no block of the family holds at all.</p></body>",
         );
-        assert!(!widen(&other, &families, &page));
+        assert!(!widen(&other, &families, parsed(&page)));
         let most = Document::from(format!("<body>{}{}</body>", part(1), part(2)).as_str());
-        assert!(!widen(&most, &families, &page));
+        assert!(!widen(&most, &families, parsed(&page)));
         // A page that is not the one the family was found on: nothing to take from it.
         let part_two = article_of_part(2);
         let changed = page.replace(
             "Part 3 of the story",
             "Part 3 of a story much changed since",
         );
-        assert!(!widen(&part_two, &families, &changed));
-        assert!(widen(&part_two, &families, &page));
+        assert!(!widen(&part_two, &families, parsed(&changed)));
+        assert!(widen(&part_two, &families, parsed(&page)));
     }
 }
