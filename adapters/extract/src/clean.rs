@@ -4,7 +4,7 @@
 //! article, not on the page before Readability: removing these from the page changed which
 //! container Readability chose and cost more than it gained on ../shared/corpora/articles.
 
-use dom_query::{Document, NodeRef, Selection};
+use dom_query::{Document, NodeData, NodeRef, Selection};
 
 /// Words of a class or id that name boilerplate when they are a whole word of it
 /// (`share-bar`, `related_posts`, `ad slot`).
@@ -199,8 +199,31 @@ pub(crate) fn has_word(node: &NodeRef, words: &[&str]) -> bool {
 }
 
 /// Characters of `node`'s text other than whitespace: the measure of every length here.
+/// Asked of most elements several times over, so the text nodes are counted where they are,
+/// not copied into one string first.
 pub(crate) fn text_chars(node: &NodeRef) -> usize {
-    node.text().chars().filter(|c| !c.is_whitespace()).count()
+    std::iter::once(*node)
+        .chain(node.descendants_it())
+        .map(|n| {
+            n.query_or(0, |t| match &t.data {
+                NodeData::Text { contents } => non_whitespace_chars(contents),
+                _ => 0,
+            })
+        })
+        .sum()
+}
+
+/// `text.chars().filter(|c| !c.is_whitespace()).count()`, bytewise when the text is ASCII.
+fn non_whitespace_chars(text: &str) -> usize {
+    if text.is_ascii() {
+        // `char::is_whitespace` on ASCII: tab, line feed, vertical tab, form feed, carriage
+        // return and space (`u8::is_ascii_whitespace` leaves out the vertical tab).
+        text.bytes()
+            .filter(|b| !matches!(b, b'\t' | b'\n' | b'\x0B' | b'\x0C' | b'\r' | b' '))
+            .count()
+    } else {
+        text.chars().filter(|c| !c.is_whitespace()).count()
+    }
 }
 
 /// `text` without its whitespace: how texts are compared across documents, whose spacing
@@ -455,7 +478,27 @@ fn is_heading(node: &NodeRef) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+
+    proptest! {
+        // Every whitespace class of character: ASCII and not, and the ASCII ones `u8`'s own
+        // test leaves out.
+        #[test]
+        fn counting_in_place_agrees_with_the_text(
+            parts in prop::collection::vec("[ \t\n\x0B\x0C\r\u{85}\u{a0}\u{2003}\u{3000}a-zé€]{0,12}", 0..6)
+        ) {
+            let html = format!("<body><div>{}</div></body>", parts.iter().map(|p| format!("<p>{p}<b>{p}</b></p>")).collect::<String>());
+            let doc = Document::from(html.as_str());
+            let div = doc.select("div").nodes()[0];
+            let expected = div.text().chars().filter(|c| !c.is_whitespace()).count();
+            prop_assert_eq!(text_chars(&div), expected);
+            for p in &parts {
+                prop_assert_eq!(non_whitespace_chars(p), p.chars().filter(|c| !c.is_whitespace()).count());
+            }
+        }
+    }
 
     fn cleaned(html: &str) -> String {
         let doc = Document::from(html);
