@@ -113,13 +113,19 @@ fn word_set(s: &str) -> Vec<String> {
         .collect()
 }
 
-/// Share of `b`'s words not found in `a` (0 = same words).
+/// Share of `b`'s words not found in `a` (0 = same words). `a`'s words in a set: a title of
+/// many words against a name of many words is not a product of the two.
 fn distance(a: &str, b: &str) -> f64 {
-    let (wa, wb) = (word_set(a), word_set(b));
+    let wa: std::collections::HashSet<String> = word_set(a).into_iter().collect();
+    let wb = word_set(b);
     if wb.is_empty() {
         return 1.0;
     }
-    let missing: usize = wb.iter().filter(|w| !wa.contains(w)).map(|w| w.len()).sum();
+    let missing: usize = wb
+        .iter()
+        .filter(|w| !wa.contains(*w))
+        .map(|w| w.len())
+        .sum();
     let total: usize = wb.iter().map(|w| w.len()).sum();
     missing as f64 / total.max(1) as f64
 }
@@ -430,6 +436,26 @@ mod tests {
         );
         assert_eq!(m.twitter.get("card").map(String::as_str), Some("summary"));
         assert_eq!(m.json_ld.len(), 1);
+    }
+
+    #[test]
+    fn of_json_ld_name_and_headline_the_one_nearer_the_page_title_wins() {
+        let page = |title: &str, name: &str, headline: &str| {
+            meta(&format!(
+                r#"<title>{title}</title><script type="application/ld+json">{{"@type":"Article",
+                "name":"{name}","headline":"{headline}"}}</script>"#
+            ))
+            .title
+        };
+        let t = page(
+            "Tides of the North Sea | Coast News",
+            "Coast News front page",
+            "Tides of the North Sea",
+        );
+        assert_eq!(t.as_deref(), Some("Tides of the North Sea"));
+        // Long ones are compared through a set of words, not word by word (10^10 steps).
+        let t = page(&"a ".repeat(100_000), &"b ".repeat(100_000), "a");
+        assert_eq!(t.as_deref(), Some("a"));
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! Judged by what the page shows once its content's length is known, not by whether a
 //! widget's script is present: an article beside a comment form's captcha is a page.
 
-use dom_query::NodeRef;
+use std::collections::HashMap;
+
+use dom_query::{NodeId, NodeRef};
 use svc_ports::{Form, PageMetadata, PageSignals};
 
 use crate::{Document, select_first, text};
@@ -69,10 +71,12 @@ impl Obstacles {
         Self {
             title: lower_text(found.title),
             heading: lower_text(found.h1),
-            widget: page
-                .nodes(&found.widgets)
-                .find(|w| !guards_own_form(w))
-                .map(|w| w.node_name().map(|n| n.to_string()).unwrap_or_default()),
+            widget: {
+                let mut forms = HashMap::new();
+                page.nodes(&found.widgets)
+                    .find(|w| !guards_own_form(w, &mut forms))
+                    .map(|w| w.node_name().map(|n| n.to_string()).unwrap_or_default())
+            },
             challenge_script: found.challenge_script,
         }
     }
@@ -117,12 +121,16 @@ impl Obstacles {
 }
 
 /// Whether a challenge widget sits in a form with fields of its own (comment, e-mail): it guards
-/// that form.
-fn guards_own_form(widget: &NodeRef) -> bool {
+/// that form. Each form is searched once (`forms`), however many widgets it holds.
+fn guards_own_form(widget: &NodeRef, forms: &mut HashMap<NodeId, bool>) -> bool {
     widget
         .ancestors_it(None)
         .find(|a| a.has_name("form"))
-        .is_some_and(|form| select_first(form, OWN_FORM_FIELDS).is_some())
+        .is_some_and(|form| {
+            *forms
+                .entry(form.id)
+                .or_insert_with(|| select_first(form, OWN_FORM_FIELDS).is_some())
+        })
 }
 
 #[cfg(test)]
@@ -206,6 +214,26 @@ mod tests {
             read(password_only, &ExtractOptions::default())
                 .signals
                 .login_wall
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn a_form_of_many_widgets_is_searched_for_its_fields_once() {
+        // Each widget searched the whole form for a field of its own: 10^10 steps here.
+        let html = format!(
+            "<html><body><p>Short.</p><form>{}<textarea></textarea></form></body></html>",
+            "<i data-sitekey=x></i>".repeat(100_000)
+        );
+        assert_eq!(
+            read(&html, &ExtractOptions::default()).signals.captcha,
+            None
+        );
+        let unguarded = html.replace("<textarea></textarea>", "");
+        assert!(
+            read(&unguarded, &ExtractOptions::default())
+                .signals
+                .captcha
                 .is_some()
         );
     }

@@ -61,8 +61,12 @@ pub fn code_scripts(html: &str) -> usize {
         if !(after.is_ascii_whitespace() || after == b'>' || after == b'/') {
             continue; // <scripts>, <script-x>
         }
-        let tag = &rest[..rest.find('>').unwrap_or(rest.len()).min(512)];
-        let tag = tag.to_ascii_lowercase();
+        // The tag's first 512 bytes at most: bytes, since that cut may fall inside a
+        // character, and a window, since a page of `<script` without `>` would otherwise be
+        // searched to its end for each.
+        let window = &rest.as_bytes()[..rest.len().min(512)];
+        let end = memchr::memchr(b'>', window).unwrap_or(window.len());
+        let tag = String::from_utf8_lossy(&window[..end]).to_ascii_lowercase();
         // `type` naming JSON (JSON-LD, app state) or a template is data, not code.
         let data = tag.split("type").skip(1).any(|t| {
             t.trim_start().starts_with('=') && (t.contains("json") || t.contains("template"))
@@ -213,5 +217,16 @@ mod tests {
             0
         );
         assert_eq!(code_scripts("<script type=\"text/template\"></script>"), 0);
+    }
+
+    #[test]
+    fn a_long_script_tag_is_cut_at_a_byte_not_inside_a_character() {
+        // The 512th byte falls inside an `é`: cutting the text there panicked.
+        let html = format!(r#"<script x="{}"></script>"#, "é".repeat(300));
+        assert_eq!(code_scripts(&html), 1);
+        let html = format!("<script x=\"{}", "€".repeat(300));
+        assert_eq!(code_scripts(&html), 1);
+        // A page of `<script` and no `>`: each is looked at within its window, not to the end.
+        assert_eq!(code_scripts(&"<script ".repeat(200_000)), 200_000);
     }
 }
