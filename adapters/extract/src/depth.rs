@@ -212,6 +212,32 @@ pub(crate) fn bounded(html: &str) -> Cow<'_, str> {
     scan(html).0
 }
 
+/// Where a comment whose text starts at `from` (just past `<!--`) ends, past its close, as a
+/// browser reads it: `<!-->` and `<!--->` are empty comments, and `--!>` closes one as `-->`
+/// does. None when it never closes.
+pub(crate) fn comment_end(bytes: &[u8], from: usize) -> Option<usize> {
+    let rest = bytes.get(from..)?;
+    if rest.starts_with(b">") {
+        return Some(from + 1);
+    }
+    if rest.starts_with(b"->") {
+        return Some(from + 2);
+    }
+    let mut at = 0;
+    while let Some(found) = memchr::memmem::find(&rest[at..], b"--") {
+        let dashes = at + found;
+        let after = &rest[dashes + 2..];
+        if after.starts_with(b">") {
+            return Some(from + dashes + 3);
+        }
+        if after.starts_with(b"!>") {
+            return Some(from + dashes + 4);
+        }
+        at = dashes + 1;
+    }
+    None
+}
+
 /// [`bounded`], and what the scan saw.
 fn scan(html: &str) -> (Cow<'_, str>, Scan) {
     let mut seen = Scan::default();
@@ -227,8 +253,7 @@ fn scan(html: &str) -> (Cow<'_, str>, Scan) {
         let start = i + at;
         let rest = &bytes[start..];
         if rest.starts_with(b"<!--") {
-            i = memchr::memmem::find(&bytes[start + 4..], b"-->")
-                .map_or(bytes.len(), |e| start + 4 + e + 3);
+            i = comment_end(bytes, start + 4).unwrap_or(bytes.len());
             continue;
         }
         if rest.starts_with(b"<!") || rest.starts_with(b"<?") {
@@ -334,6 +359,35 @@ fn end_tag(bytes: &[u8], from: usize, name: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn comments_end_where_a_browser_ends_them() {
+        fn end(html: &str) -> Option<&str> {
+            comment_end(html.as_bytes(), 4).map(|e| &html[e..])
+        }
+        assert_eq!(end("<!-->after"), Some("after"));
+        assert_eq!(end("<!--->after"), Some("after"));
+        assert_eq!(end("<!-- x -->after"), Some("after"));
+        assert_eq!(end("<!-- x --->after"), Some("after"));
+        assert_eq!(end("<!-- x --!>after"), Some("after"));
+        assert_eq!(end("<!-- x -- y -->after"), Some("after"));
+        assert_eq!(end("<!-- never closed"), None);
+    }
+
+    proptest::proptest! {
+        // What is left once comments go reads as the page did: html5ever is the judge.
+        #[test]
+        fn dropping_comments_leaves_the_text_a_browser_reads(
+            parts in proptest::collection::vec(proptest::sample::select(vec![
+                "<!--", "-->", "--!>", "<!-->", "<!--->", "-", "--", ">", "!", "<p>", "</p>",
+                "story", " ", "<b>", "</b>",
+            ]), 0..24)
+        ) {
+            let html = parts.concat();
+            let text = |h: &str| Document::from(h).select("body").text().to_string();
+            proptest::prop_assert_eq!(text(&crate::without_inline_code(&html)), text(&html), "{}", html);
+        }
+    }
 
     fn depth_of_deepest(doc: &Document) -> usize {
         let mut deepest = 0;

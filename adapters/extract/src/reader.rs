@@ -178,7 +178,7 @@ pub fn without_inline_code(html: &str) -> std::borrow::Cow<'_, str> {
     while let Some(offset) = html[i..].find('<') {
         let at = i + offset;
         if starts_with_ci(at, "<!--") {
-            let Some(end) = html[at + 4..].find("-->").map(|e| at + 4 + e + 3) else {
+            let Some(end) = crate::depth::comment_end(bytes, at + 4) else {
                 break;
             };
             let o = out.get_or_insert_with(|| String::with_capacity(html.len()));
