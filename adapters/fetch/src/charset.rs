@@ -49,12 +49,11 @@ pub fn decode(bytes: &[u8], content_type: Option<&str>) -> (String, &'static str
     let encoding = bom_encoding
         .or_else(|| from_content_type(content_type))
         .or_else(|| from_meta(bytes))
-        .unwrap_or_else(|| {
-            if std::str::from_utf8(bytes).is_ok() {
-                UTF_8
-            } else {
-                WINDOWS_1252
-            }
+        .unwrap_or_else(|| match std::str::from_utf8(bytes) {
+            Ok(_) => UTF_8,
+            // Valid up to a character cut short at the end: a body cut at the size cap.
+            Err(e) if e.error_len().is_none() => UTF_8,
+            Err(_) => WINDOWS_1252,
         });
     let (text, used, _) = encoding.decode(bytes);
     (text.into_owned(), used.name())
@@ -93,5 +92,10 @@ mod tests {
         assert_eq!(decode("héllo".as_bytes(), None).1, "UTF-8");
         let (text, name) = decode(b"h\xe9llo", None);
         assert_eq!((text.as_str(), name), ("héllo", "windows-1252"));
+        // A UTF-8 body cut inside its last character (the size cap) is still UTF-8.
+        let cut = &"naïve café €".as_bytes()[.."naïve café €".len() - 1];
+        let (text, name) = decode(cut, None);
+        assert_eq!(name, "UTF-8");
+        assert!(text.starts_with("naïve café "), "{text}");
     }
 }
