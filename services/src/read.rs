@@ -368,6 +368,9 @@ impl ReadService {
                     None
                 })
         };
+        // A copy of a "try again later" answer (stored before such answers were kept out of
+        // the cache) is no answer for a caller who is trying again.
+        let cached = cached.filter(|page| !retry_later(page.status));
         let (page, state) = match cached {
             Some(page) => {
                 metrics::counter!(crate::metrics::FETCHES, "outcome" => "cache_hit").increment(1);
@@ -417,7 +420,10 @@ impl ReadService {
                     }
                     Err(e) => return Err(ReadError::Unreachable(e)),
                 };
-                if let Err(e) = self.cache.put_page(&key, &page).await {
+                // The page is blocked as retryable: the next read must ask the site again.
+                if !retry_later(page.status)
+                    && let Err(e) = self.cache.put_page(&key, &page).await
+                {
                     tracing::warn!(error = %e, "page cache write failed");
                 }
                 (page, CacheState::Miss)
@@ -557,7 +563,7 @@ impl ReadService {
             ))
         };
         let http_error = page.status >= 400;
-        let retryable = page.status == 429 || page.status >= 500;
+        let retryable = retry_later(page.status);
         let extraction = match extraction {
             Some(extraction) => extraction,
             None => {
@@ -639,6 +645,11 @@ fn plain_text_extraction(body: &str) -> Extraction {
         metadata: PageMetadata::default(),
         signals: Default::default(),
     }
+}
+
+/// An answer that says to try again later (429, 5xx): blocked as retryable, never cached.
+fn retry_later(status: u16) -> bool {
+    status == 429 || status >= 500
 }
 
 #[cfg(test)]

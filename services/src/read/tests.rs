@@ -190,6 +190,45 @@ async fn a_challenge_behind_a_503_is_named_a_captcha_and_a_plain_503_is_retryabl
 }
 
 #[tokio::test]
+async fn a_try_again_later_answer_is_not_cached_nor_answered_from_the_cache() {
+    // A 503 or a 429 is blocked as retryable; keeping it would answer every retry with it.
+    for status in [429, 503] {
+        let mut cache = MockPageCache::new();
+        cache.expect_fresh_page().returning(|_, _| Ok(None));
+        cache.expect_put_page().never();
+        let svc = service(
+            fetcher_answering(fetched(status, "text/html", ARTICLE)),
+            cache,
+        );
+        let ReadOutcome::Blocked(b) = svc
+            .read(&ReadRequest::new("https://example.com/a"))
+            .await
+            .unwrap()
+        else {
+            panic!()
+        };
+        assert!(b.retryable);
+    }
+    // A copy kept before this rule: the site is asked again.
+    let mut old = fetched(503, "text/html", ARTICLE);
+    old.fetched_at = now() - chrono::Duration::seconds(30);
+    let mut cache = MockPageCache::new();
+    cache
+        .expect_fresh_page()
+        .returning(move |_, _| Ok(Some(old.clone())));
+    cache.expect_put_page().times(1).returning(|_, _| Ok(()));
+    let svc = service(fetcher_answering(fetched(200, "text/html", ARTICLE)), cache);
+    let ReadOutcome::Page(page) = svc
+        .read(&ReadRequest::new("https://example.com/a"))
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(page.cache.state, CacheState::Miss);
+}
+
+#[tokio::test]
 async fn truncation_and_json_bodies_are_carried_through() {
     let mut page = fetched(200, "application/json", "{\"a\": 1}");
     page.truncated = true;
