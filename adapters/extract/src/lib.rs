@@ -21,7 +21,7 @@ pub use reader::{HtmlExtractor, without_inline_code};
 
 use std::collections::HashMap;
 
-use dom_query::{Document as Dom, NodeRef, Selection};
+use dom_query::{Document as Dom, Matcher, NodeRef, Selection};
 use svc_ports::{FieldOption, Form, FormField, Link, PageMetadata};
 use url::Url;
 
@@ -71,7 +71,20 @@ fn select_first<'a>(node: NodeRef<'a>, selector: &str) -> Option<NodeRef<'a>> {
 impl Document {
     /// Parses `html` fetched from `page_url`; a `<base href>` changes where links resolve.
     pub fn parse(html: &str, page_url: &Url) -> Self {
+        Self::read(depth::parse(html), page_url)
+    }
+
+    /// `html` parsed without the matches of `exclude`: they are removed before anything is
+    /// read from the page (its links, forms, metadata and obstacles too).
+    pub(crate) fn parse_without(html: &str, page_url: &Url, exclude: &[Matcher]) -> Self {
         let dom = depth::parse(html);
+        for m in exclude {
+            dom.select_matcher(m).remove();
+        }
+        Self::read(dom, page_url)
+    }
+
+    fn read(dom: Dom, page_url: &Url) -> Self {
         let found = scan::Found::walk(dom.root());
         let base = found
             .base

@@ -239,6 +239,53 @@ mod tests {
     }
 
     #[test]
+    fn the_callers_selectors_shape_what_the_page_is_judged_by() {
+        let story =
+            "<p>A short story of some eight hundred characters, about the sea. </p>".repeat(6);
+        let page = format!(
+            r#"<html><head><title>Harbour news</title>
+            <script src="https://www.google.com/recaptcha/api.js"></script></head><body>
+            <header><form action="/login" method="post"><input name="user">
+            <input type="password" name="pw"></form></header>
+            <article><h1>Harbour stays open</h1>{story}</article>
+            <div id="promo"><div class="g-recaptcha" data-sitekey="x"></div>
+            <a href="/win">Win a cruise</a></div></body></html>"#
+        );
+        // The page as it is: a short story beside a challenge widget of no form of its own.
+        assert!(
+            read(&page, &ExtractOptions::default())
+                .signals
+                .captcha
+                .is_some()
+        );
+        // Without the widget, as the caller asked: removed before anything is read.
+        let e = read(
+            &page,
+            &ExtractOptions {
+                exclude_selectors: vec!["#promo".into()],
+                ..Default::default()
+            },
+        );
+        assert_eq!(e.signals, PageSignals::default(), "{:?}", e.signals);
+        assert!(
+            !e.links.iter().any(|l| l.url.ends_with("/win")),
+            "{:?}",
+            e.links
+        );
+        // Only the heading picked: the page still shows its story, not a login wall.
+        let e = read(
+            &page,
+            &ExtractOptions {
+                include_selectors: vec!["h1".into()],
+                exclude_selectors: vec!["#promo".into()],
+                ..Default::default()
+            },
+        );
+        assert_eq!(e.content.text, "Harbour stays open");
+        assert_eq!(e.signals, PageSignals::default(), "{:?}", e.signals);
+    }
+
+    #[test]
     fn a_sign_in_page_is_a_login_wall() {
         let html = r#"<html><head><title>Sign in - Example</title></head><body><h1>Sign in to continue</h1>
             <form method="post" action="/session"><label>Email <input name="email"></label>

@@ -98,8 +98,9 @@ impl PageExtractor for HtmlExtractor {
         // Inline scripts and styles are nearly half the bytes of a typical page and never
         // content: the parser need not tokenise them.
         let html = &*without_inline_code(html);
-        // Everything read from the page as it came, before the content is cut out of it.
-        let page = Document::parse(html, &url);
+        // Everything read from the page as it came (less what the caller excluded), before
+        // the content is cut out of it.
+        let page = Document::parse_without(html, &url, &exclude);
         let links = page.links();
         let forms = page.forms();
         let mut metadata = page.metadata();
@@ -109,11 +110,15 @@ impl PageExtractor for HtmlExtractor {
         let base = page.base().clone();
 
         let query = page.into_dom();
-        for m in &exclude {
-            query.select_matcher(m).remove();
-        }
+        // The length of what the page shows, for the obstacle and shell verdicts: the
+        // content's, unless the caller picked the content (a heading picked from an article
+        // beside a login box is not a login wall).
+        let mut shown_chars = None;
         let content = match include {
             Some(m) => {
+                shown_chars = query
+                    .body()
+                    .map(|b| crate::shell::visible_text_chars(&b, usize::MAX));
                 absolutize(&query, &base);
                 fragment_content(&outermost_html(&query, &m))
             }
@@ -139,9 +144,9 @@ impl PageExtractor for HtmlExtractor {
         if metadata.excerpt.is_none() {
             metadata.excerpt = metadata.description.clone();
         }
-        let content_chars = content.text.chars().count();
-        let mut signals = obstacles.judge(&forms, &metadata, content_chars);
-        signals.script_shell = shell.filter(|_| content_chars < crate::shell::SHELL_TEXT_CHARS);
+        let shown_chars = shown_chars.unwrap_or_else(|| content.text.chars().count());
+        let mut signals = obstacles.judge(&forms, &metadata, shown_chars);
+        signals.script_shell = shell.filter(|_| shown_chars < crate::shell::SHELL_TEXT_CHARS);
         Ok(Extraction {
             content,
             links,

@@ -80,7 +80,7 @@ pub fn code_scripts(html: &str) -> usize {
 
 /// Characters of visible text under `node`, counted until `limit`. A stack, not recursion: a
 /// page may nest elements deeper than any thread's stack.
-fn visible_text_chars(node: &NodeRef, limit: usize) -> usize {
+pub(crate) fn visible_text_chars(node: &NodeRef, limit: usize) -> usize {
     let mut count = 0;
     // Children pushed last to first, so they are popped in document order.
     let mut pending: Vec<NodeRef> = node.children_it(true).collect();
