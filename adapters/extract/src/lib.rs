@@ -6,9 +6,11 @@
 mod clean;
 mod depth;
 pub mod evaluation;
+mod inline_code;
 mod lead;
 mod metadata;
 mod obstacles;
+mod picked;
 mod reader;
 mod retry;
 mod scan;
@@ -17,7 +19,8 @@ pub mod shell;
 mod tail;
 mod widen;
 
-pub use reader::{HtmlExtractor, without_inline_code};
+pub use inline_code::without_inline_code;
+pub use reader::HtmlExtractor;
 
 use std::collections::HashMap;
 
