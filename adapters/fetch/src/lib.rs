@@ -213,6 +213,9 @@ impl GuardedFetcher {
     }
 
     fn map_error(&self, err: reqwest::Error) -> FetchError {
+        // reqwest's message ends with the URL, query and all: it may hold a caller's key, and
+        // the detail is logged and answered.
+        let err = err.without_url();
         if let Some(refusal) = refusal_in(&err) {
             return FetchError::Refused(refusal);
         }

@@ -218,7 +218,9 @@ pub fn check_url(
         Some(Host::Ipv4(ip)) => refuse_ip(url, IpAddr::V4(ip)).map(|()| None),
         Some(Host::Ipv6(ip)) => refuse_ip(url, IpAddr::V6(ip)).map(|()| None),
         Some(Host::Domain(name)) => {
-            let name = name.to_ascii_lowercase();
+            // `demo.sandbox.test.` is `demo.sandbox.test`: the resolver reads it so, and the
+            // checks must too (with the dot, a pinned name's port went unchecked).
+            let name = name.trim_end_matches('.').to_ascii_lowercase();
             if sandbox_host(&name, port) {
                 return Ok(Some(name));
             }

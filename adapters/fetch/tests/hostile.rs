@@ -198,6 +198,9 @@ async fn hostile_urls_are_refused_before_any_request() {
         ("not a url".into(), "unparsable"),
         // The sandbox's own name on another port would reach another local service.
         (format!("http://{SANDBOX}:{p}/"), "internal_name"),
+        // Nor with the root's dot written out, which names the same host.
+        (format!("http://{SANDBOX}.:{p}/"), "internal_name"),
+        (format!("http://intranet.:{p}/"), "internal_name"),
     ];
     for (name, _) in &redirects {
         let expected = match *name {
@@ -238,6 +241,21 @@ async fn hostile_urls_are_refused_before_any_request() {
             "a request reached the IPv6 loopback trap"
         );
     }
+}
+
+#[tokio::test]
+async fn a_failed_fetch_does_not_repeat_the_url_and_its_query() {
+    let (fetcher, _server, _trap4, _trap6) = setup().await;
+    // The error's detail is logged and answered; the query may hold the caller's key.
+    let url = "http://nxdomain.example.com/report?api_key=sk_SECRET";
+    let request = FetchRequest {
+        respect_robots: false,
+        ..req(url)
+    };
+    let e = fetcher.fetch(&request).await.expect_err("no such host");
+    assert_eq!(class(&e), "unreachable");
+    let said = format!("{e} {e:?}");
+    assert!(!said.contains("sk_SECRET"), "{said}");
 }
 
 #[tokio::test]

@@ -255,7 +255,9 @@ async fn answer(
             }
         }
         Err(e) => {
-            tracing::debug!(url = %url, error = %e, "a page's request was refused or failed");
+            // Without its query, which may carry a key: no secret in any log, at any level.
+            let at = url.split(['?', '#']).next().unwrap_or_default();
+            tracing::debug!(url = %at, error = %e, "a page's request was refused or failed");
             Answer::Fail(fail_reason(&e))
         }
     }
