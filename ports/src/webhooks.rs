@@ -134,7 +134,8 @@ pub fn verify<'a>(
         .parse()
         .map_err(|_| WebhookRejection::MalformedHeader("webhook-timestamp"))?;
     let skew = ts.saturating_sub(now);
-    if skew.abs() > TOLERANCE_SECONDS {
+    // `unsigned_abs`: `i64::MIN` (a timestamp of -2^63) has no `abs`.
+    if skew.unsigned_abs() > TOLERANCE_SECONDS.unsigned_abs() {
         return Err(WebhookRejection::OutsideWindow { skew_seconds: skew });
     }
     if secrets.is_empty() {
@@ -226,6 +227,14 @@ mod tests {
                 ok,
                 "{now}"
             );
+        }
+        // The farthest timestamps either way are outside it too, and nothing overflows.
+        for far in [i64::MIN.to_string(), i64::MAX.to_string()] {
+            let h = headers(VECTOR_ID, &far, VECTOR_SIGNATURE);
+            assert!(matches!(
+                verify(std::slice::from_ref(&secret), &h, body, VECTOR_TS),
+                Err(WebhookRejection::OutsideWindow { .. })
+            ));
         }
         // Tampered body, wrong secret, no secret.
         assert_eq!(
