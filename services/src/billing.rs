@@ -240,6 +240,18 @@ pub struct BillingService {
     hooks: Option<Arc<crate::hooks::HookService>>,
 }
 
+/// The id of the account's checkout under `key`, the same for every attempt: the provider
+/// answers a retry (or a racing double-click) with the session of the first attempt, and that
+/// session names the first attempt's id as its reference and in its return address. An id
+/// drawn afresh for each attempt named no stored checkout, and that payment was refused.
+fn checkout_id_for(account: &AccountId, key: &str) -> CheckoutId {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(format!("checkout\n{account}\n{key}").as_bytes());
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    CheckoutId::from_ulid(ulid::Ulid::from_bytes(bytes))
+}
+
 fn valid_idempotency_key(key: Option<&str>) -> Result<&str, BillingFailure> {
     let key = key.map(str::trim).filter(|k| !k.is_empty());
     match key {
@@ -351,7 +363,7 @@ impl BillingService {
             };
         }
         let now = self.clock.now();
-        let checkout_id = CheckoutId::from_ulid(self.entropy.ulid());
+        let checkout_id = checkout_id_for(&account.id, key);
         let site = &self.settings.site_url;
         let request = CheckoutRequest {
             checkout_id: checkout_id.clone(),
@@ -699,3 +711,6 @@ impl BillingService {
         Ok(MeterRecorded { event, replayed })
     }
 }
+
+#[cfg(test)]
+mod tests;
