@@ -275,6 +275,7 @@ impl GuardedFetcher {
     async fn get_following(
         &self,
         url: Url,
+        robots: bool,
         cap: usize,
         accept: Option<&str>,
     ) -> Result<
@@ -305,6 +306,17 @@ impl GuardedFetcher {
                             detail: format!("redirect to {location:?}: {e}"),
                         })
                     })?;
+                    // A redirect's target is a page of its own: its site's robots.txt
+                    // decides for it too.
+                    if robots {
+                        // The target's own address and scheme first: a refused URL is not
+                        // asked for its robots.txt.
+                        self.check(&next)?;
+                        let decision = Box::pin(self.robots_for(&next)).await?;
+                        if !decision.allowed {
+                            return Err(FetchError::RobotsDisallowed(decision));
+                        }
+                    }
                     visited.push(current.to_string());
                     current = next;
                 }
@@ -323,7 +335,7 @@ impl GuardedFetcher {
             Some(f) => f,
             None => {
                 let file = match Url::parse(&robots_url) {
-                    Ok(u) => match self.get_following(u, 512 * 1024, None).await {
+                    Ok(u) => match self.get_following(u, false, 512 * 1024, None).await {
                         Ok((_, _, status, _, body, _)) if status.is_success() => {
                             robots::parse(&self.config.robots_agent, &body)
                         }
@@ -366,7 +378,12 @@ impl GuardedFetcher {
             }
         };
         let (final_url, redirects, status, headers, body, truncated) = self
-            .get_following(url, self.config.max_body_bytes, request.accept.as_deref())
+            .get_following(
+                url,
+                request.respect_robots,
+                self.config.max_body_bytes,
+                request.accept.as_deref(),
+            )
             .await?;
         let content_type = headers
             .get(header::CONTENT_TYPE)

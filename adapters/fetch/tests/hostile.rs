@@ -395,6 +395,11 @@ async fn robots_txt_is_honoured_and_reported() {
         .mount(&server)
         .await;
     Mock::given(method("GET"))
+        .and(path("/to-private"))
+        .respond_with(ResponseTemplate::new(302).insert_header("location", "/private/z"))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
         .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
         .mount(&server)
         .await;
@@ -409,6 +414,11 @@ async fn robots_txt_is_honoured_and_reported() {
         }
         other => panic!("expected a robots refusal, got {other:?}"),
     }
+    // Nor by way of a redirect to it.
+    assert!(matches!(
+        fetcher.fetch(&req(format!("{base}/to-private"))).await,
+        Err(FetchError::RobotsDisallowed(_))
+    ));
     let page = fetcher.fetch(&req(format!("{base}/public"))).await.unwrap();
     assert_eq!(page.robots.basis, "rules");
     // robots.txt was read once for the origin.
