@@ -7,11 +7,11 @@
 //! a large stack; and a panic in the parser (pdf-extract has many `unwrap`s) is a damaged PDF,
 //! not a dead worker.
 
+mod inflate;
 mod info;
 
 use std::{
     collections::HashSet,
-    io::{self, Read},
     panic::{AssertUnwindSafe, catch_unwind},
     sync::mpsc,
     time::Duration,
@@ -37,7 +37,7 @@ pub struct PdfExtractReader;
 
 impl PdfReader for PdfExtractReader {
     fn read_pdf(&self, bytes: &[u8]) -> Result<PdfText, PdfRefusal> {
-        check_inflated_size(bytes, MAX_PDF_INFLATED_BYTES)?;
+        inflate::check_inflated_size(bytes, MAX_PDF_INFLATED_BYTES)?;
         check_xref_widths(bytes)?;
         let owned = bytes.to_vec();
         let (done, answer) = mpsc::channel();
@@ -158,41 +158,6 @@ fn tidy(text: &str) -> String {
     out.trim_end().to_owned()
 }
 
-/// Inflates every zlib stream in the file into nothing, counting, and refuses the file when
-/// the total passes `budget`. Streams are found by their `stream` keyword rather than through
-/// the parser, so object streams (which lopdf inflates while loading) are counted too.
-fn check_inflated_size(bytes: &[u8], budget: u64) -> Result<(), PdfRefusal> {
-    let mut spent: u64 = 0;
-    let mut at = 0;
-    while let Some(found) = find(&bytes[at..], b"stream") {
-        let keyword = at + found;
-        at = keyword + b"stream".len();
-        if keyword >= 3 && &bytes[keyword - 3..keyword] == b"end" {
-            continue;
-        }
-        let mut start = at;
-        if bytes.get(start) == Some(&b'\r') {
-            start += 1;
-        }
-        if bytes.get(start) == Some(&b'\n') {
-            start += 1;
-        }
-        let Some(data) = bytes.get(start..) else {
-            break;
-        };
-        // Not zlib (images, text streams) fails at its first bytes and costs nothing.
-        let room = budget - spent;
-        let mut inflater = flate2::bufread::ZlibDecoder::new(data).take(room + 1);
-        // A damaged stream still counts what it gave before the damage.
-        let _ = io::copy(&mut inflater, &mut io::sink());
-        spent += inflater.into_inner().total_out();
-        if spent > budget {
-            return Err(PdfRefusal::TooLarge);
-        }
-    }
-    Ok(())
-}
-
 /// Widest field an xref stream's `/W` may give, in bytes. Real files use 1 to 4 (8 at most: the
 /// fields are integers); lopdf allocates each width as a buffer before reading, so a width of
 /// 888888888888888 (found by scripts/fuzz.sh) is an allocation that aborts the process.
@@ -237,7 +202,7 @@ fn check_xref_widths(bytes: &[u8]) -> Result<(), PdfRefusal> {
     Ok(())
 }
 
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+pub(crate) fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
 

@@ -2,6 +2,7 @@
 //! says: text pages, an image-only page, a password, a damaged file, a deflate bomb.
 
 use super::*;
+use crate::inflate::check_inflated_size;
 use pdf_extract::content::{Content, Operation};
 use pdf_extract::encryption::{EncryptionState, EncryptionVersion, Permissions};
 use pdf_extract::{Object, Stream, StringFormat, dictionary};
