@@ -417,6 +417,41 @@ async fn one_idempotency_key_is_one_billing_task() {
     .await;
 }
 
+/// A caller that hangs up mid-execution does not stop it: the action runs to its end and is
+/// settled by what happened (dropped with the request, it was left in flight for recovery to
+/// refund as interrupted a minute later, whatever the site had done).
+#[tokio::test]
+async fn an_execution_the_caller_hangs_up_on_is_settled_by_what_happened() {
+    let app = app().await;
+    let key = app.api_key.clone();
+    let slow = json!({"domain": FLAKY, "action": "slow", "params": {}});
+    let request = app
+        .http
+        .post(app.url("/api/execute"))
+        .header("Authorization", bearer(&key))
+        .header("Idempotency-Key", "gone-1")
+        .json(&slow);
+    let caller = tokio::spawn(async move { request.send().await });
+    while balance(&app, &key).await != (999, 1) {
+        tokio::task::yield_now().await;
+    }
+    caller.abort();
+    // The site times out after the fetcher's 2 s; the answer stored for the key is that.
+    let mut tries = 0;
+    let settled = loop {
+        let again = execute(&app, &key, slow.clone(), Some("gone-1")).await;
+        if again.status() != StatusCode::CONFLICT {
+            break again;
+        }
+        tries += 1;
+        assert!(tries < 200, "still in flight after the caller hung up");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(settled.headers()["idempotent-replayed"], "true");
+    problem(settled, 504, "upstream_timeout").await;
+    assert_eq!(balance(&app, &key).await, (1000, 0));
+}
+
 async fn two_hundred_concurrent_requests(stores: svc::startup::Stores) {
     let app = TestApp::builder()
         .stores(stores)
