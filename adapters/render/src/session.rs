@@ -65,9 +65,24 @@ pub(crate) enum Failure {
     Browser(String),
 }
 
+/// A page's requests fetched at once, at most: each may hold a body of the fetcher's cap (and
+/// its text and base64 copies) until it is handed to the browser, and the page's byte budget
+/// is only known to be spent once they are.
+const MAX_PAGE_FETCHES: usize = 6;
+
+/// Permits for [`MAX_PAGE_FETCHES`].
+struct Fetching(tokio::sync::Semaphore);
+
+impl Default for Fetching {
+    fn default() -> Self {
+        Self(tokio::sync::Semaphore::new(MAX_PAGE_FETCHES))
+    }
+}
+
 /// What the interception saw; shared by the handlers of paused requests.
 #[derive(Default)]
 struct Traffic {
+    fetching: Fetching,
     in_flight: AtomicUsize,
     last_change: Mutex<Option<Instant>>,
     requests: AtomicU32,
@@ -224,6 +239,18 @@ async fn answer(
         return Answer::Fail(ErrorReason::BlockedByClient);
     }
     if traffic.requests.load(Ordering::SeqCst) > config.max_requests {
+        return Answer::Fail(ErrorReason::BlockedByClient);
+    }
+    // A page past its byte budget gets nothing more; the rest wait their turn, and look
+    // again once it comes.
+    let spent = || traffic.bytes.load(Ordering::SeqCst) >= config.max_page_bytes;
+    if spent() {
+        return Answer::Fail(ErrorReason::BlockedByClient);
+    }
+    let Ok(_turn) = traffic.fetching.0.acquire().await else {
+        return Answer::Fail(ErrorReason::Failed);
+    };
+    if spent() {
         return Answer::Fail(ErrorReason::BlockedByClient);
     }
     let fetched = fetcher

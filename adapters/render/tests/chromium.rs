@@ -26,6 +26,10 @@ struct Table {
     pages: HashMap<String, (&'static str, String)>,
     hang: Vec<String>,
     asked: Mutex<Vec<String>>,
+    /// Each answer takes this long, so that requests overlap.
+    slow: Option<Duration>,
+    in_flight: AtomicUsize,
+    most_in_flight: AtomicUsize,
 }
 
 impl Table {
@@ -58,6 +62,12 @@ impl PageFetcher for Table {
         }
         if self.hang.contains(&request.url) {
             std::future::pending::<()>().await;
+        }
+        if let Some(slow) = self.slow {
+            let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            self.most_in_flight.fetch_max(now, Ordering::SeqCst);
+            tokio::time::sleep(slow).await;
+            self.in_flight.fetch_sub(1, Ordering::SeqCst);
         }
         let (status, content_type, body) = match self.pages.get(&request.url) {
             Some((ct, body)) => (200, *ct, body.clone()),
@@ -154,6 +164,28 @@ async fn a_bundle_that_fetches_its_story_is_rendered_with_every_request_through_
         .await
         .unwrap();
     assert!(page.html.contains("stored: nothing"), "{}", page.html);
+    renderer.shut_down().await;
+}
+
+#[tokio::test]
+async fn a_page_that_asks_for_much_at_once_is_fetched_a_few_at_a_time() {
+    let table = Arc::new(Table {
+        slow: Some(Duration::from_millis(200)),
+        ..Table::default()
+    });
+    let renderer = renderer(table.clone());
+    let page = renderer
+        .render(&shell(
+            "for (let i = 0; i < 30; i++) fetch('http://h' + i + '.example/big').catch(() => {}); \
+             document.getElementById('root').textContent = 'asked';",
+        ))
+        .await
+        .expect("rendered");
+    assert!(page.html.contains("asked"));
+    let asked = table.asked().len();
+    let most = table.most_in_flight.load(Ordering::SeqCst);
+    assert!(asked > 6, "{asked} requests reached the fetcher");
+    assert!(most <= 6, "{most} fetched at once");
     renderer.shut_down().await;
 }
 
