@@ -49,6 +49,13 @@ fn fetcher_answering(page: FetchedPage) -> MockPageFetcher {
     f
 }
 
+/// `https://example.com/a` read with the default request.
+async fn read_a(svc: &ReadService) -> ReadOutcome {
+    svc.read(&ReadRequest::new("https://example.com/a"))
+        .await
+        .unwrap()
+}
+
 fn empty_cache() -> MockPageCache {
     let mut c = MockPageCache::new();
     c.expect_fresh_page().returning(|_, _| Ok(None));
@@ -120,10 +127,7 @@ async fn a_failing_cache_costs_a_fetch_not_the_read() {
         .expect_put_page()
         .returning(|_, _| Err(StoreError::from(anyhow::anyhow!("disk gone"))));
     let svc = service(fetcher_answering(fetched(200, "text/html", ARTICLE)), cache);
-    let out = svc
-        .read(&ReadRequest::new("https://example.com/a"))
-        .await
-        .unwrap();
+    let out = read_a(&svc).await;
     let ReadOutcome::Page(page) = out else {
         panic!("{out:?}")
     };
@@ -163,11 +167,7 @@ async fn a_challenge_behind_a_503_is_named_a_captcha_and_a_plain_503_is_retryabl
         fetcher_answering(fetched(503, "text/html", challenge)),
         empty_cache(),
     );
-    let ReadOutcome::Blocked(b) = svc
-        .read(&ReadRequest::new("https://example.com/a"))
-        .await
-        .unwrap()
-    else {
+    let ReadOutcome::Blocked(b) = read_a(&svc).await else {
         panic!()
     };
     assert_eq!(b.reason, BlockReason::Captcha);
@@ -177,11 +177,7 @@ async fn a_challenge_behind_a_503_is_named_a_captcha_and_a_plain_503_is_retryabl
         fetcher_answering(fetched(503, "text/html", ARTICLE)),
         empty_cache(),
     );
-    let ReadOutcome::Blocked(b) = svc
-        .read(&ReadRequest::new("https://example.com/a"))
-        .await
-        .unwrap()
-    else {
+    let ReadOutcome::Blocked(b) = read_a(&svc).await else {
         panic!()
     };
     assert_eq!(b.reason, BlockReason::HttpError);
@@ -200,11 +196,7 @@ async fn a_try_again_later_answer_is_not_cached_nor_answered_from_the_cache() {
             fetcher_answering(fetched(status, "text/html", ARTICLE)),
             cache,
         );
-        let ReadOutcome::Blocked(b) = svc
-            .read(&ReadRequest::new("https://example.com/a"))
-            .await
-            .unwrap()
-        else {
+        let ReadOutcome::Blocked(b) = read_a(&svc).await else {
             panic!()
         };
         assert!(b.retryable);
@@ -218,11 +210,7 @@ async fn a_try_again_later_answer_is_not_cached_nor_answered_from_the_cache() {
         .returning(move |_, _| Ok(Some(old.clone())));
     cache.expect_put_page().times(1).returning(|_, _| Ok(()));
     let svc = service(fetcher_answering(fetched(200, "text/html", ARTICLE)), cache);
-    let ReadOutcome::Page(page) = svc
-        .read(&ReadRequest::new("https://example.com/a"))
-        .await
-        .unwrap()
-    else {
+    let ReadOutcome::Page(page) = read_a(&svc).await else {
         panic!()
     };
     assert_eq!(page.cache.state, CacheState::Miss);
@@ -233,11 +221,7 @@ async fn truncation_and_json_bodies_are_carried_through() {
     let mut page = fetched(200, "application/json", "{\"a\": 1}");
     page.truncated = true;
     let svc = service(fetcher_answering(page), empty_cache());
-    let ReadOutcome::Page(p) = svc
-        .read(&ReadRequest::new("https://example.com/a"))
-        .await
-        .unwrap()
-    else {
+    let ReadOutcome::Page(p) = read_a(&svc).await else {
         panic!()
     };
     assert!(p.truncated);
