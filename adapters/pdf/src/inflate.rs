@@ -1,32 +1,41 @@
-//! What a PDF's streams decode to, counted before lopdf decodes them whole. lopdf applies each
-//! stream's whole filter chain (Flate, LZW, ASCII85, one after another) with no cap, and
-//! retries a Flate stream whose zlib header is bad as raw deflate: a file of a few hundred KB
-//! can ask it for gigabytes, an allocation that aborts the process. Streams are found by their
-//! `stream` keyword rather than through the parser, so object streams (which lopdf decodes
-//! while loading) are counted too, and their filters are not read: every decoder lopdf has is
-//! tried at each layer, the one that gives the most taken further.
+//! What a PDF's streams decode to, counted before lopdf decodes them whole. lopdf applies the
+//! whole filter chain a stream's dictionary names (`/Filter`: FlateDecode, LZWDecode,
+//! ASCII85Decode, one after another, any number) with no cap, and retries a Flate stream whose
+//! zlib header is bad as raw deflate: a file of a few hundred KB can ask it for gigabytes, an
+//! allocation that aborts the process. Streams are found by their `stream` keyword rather
+//! than through the parser, so object streams (which lopdf decodes while loading) are counted
+//! too; each one's dictionary is read for its filters as lopdf reads them (a direct name or
+//! array of names; `/DecodeParms` a direct dictionary).
 
-use std::io::{self, Read};
+use std::io::{self, Write};
 
 use svc_ports::PdfRefusal;
 
-/// Layers of decoding followed down one stream: real files use one or two.
-const MAX_LAYERS: usize = 4;
+/// Filters one stream may name before the file is refused: real files use one or two.
+const MAX_FILTERS: usize = 8;
+/// How far before its `stream` keyword a stream's dictionary is looked for...
+const MAX_DICT_BYTES: usize = 64 * 1024;
+/// ...and how many `<<` there are tried as its start.
+const MAX_DICT_STARTS: usize = 16;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Layer {
-    Zlib,
-    /// lopdf's retry of a Flate stream: its two header bytes skipped, the rest raw deflate.
-    RawDeflate,
-    Lzw,
-    /// Only as a stream's first layer (it is the outermost encoding; its output is never
-    /// larger than its input, so it is decoded in memory).
+enum Filter {
+    Flate,
+    Lzw {
+        early_change: bool,
+    },
     Ascii85,
+    /// One lopdf does not decode (DCT, JPX, ...): the chain stops there.
+    Other,
 }
 
 /// Decodes every stream of the file into nothing, counting, and refuses the file when the
-/// total passes `budget`.
+/// total passes `budget`, or when finding and decoding the streams would read the file over
+/// and over (a crafted file of many unterminated streams).
 pub(crate) fn check_inflated_size(bytes: &[u8], budget: u64) -> Result<(), PdfRefusal> {
+    let mut work = Work {
+        left: 16 * bytes.len() as u64 + 64 * 1024 * 1024,
+    };
     let mut spent: u64 = 0;
     let mut at = 0;
     while let Some(found) = crate::find(&bytes[at..], b"stream") {
@@ -42,142 +51,138 @@ pub(crate) fn check_inflated_size(bytes: &[u8], budget: u64) -> Result<(), PdfRe
         if bytes.get(start) == Some(&b'\n') {
             start += 1;
         }
-        let Some(data) = bytes.get(start..) else {
+        let Some(rest) = bytes.get(start..) else {
             break;
         };
-        spent += stream_cost(data, budget - spent);
-        if spent > budget {
+        let (filters, length) = match stream_dict(bytes, keyword, &mut work) {
+            Some(dict) => (filters(&dict), direct_int(&dict, b"Length")),
+            // A dictionary this reading cannot make out: one Flate layer, the common case.
+            None => (vec![Filter::Flate], None),
+        };
+        if filters.len() > MAX_FILTERS {
+            return Err(PdfRefusal::TooLarge);
+        }
+        // lopdf reads `/Length` bytes when it can; past them is the next object.
+        let data = match length.and_then(|l| usize::try_from(l).ok()) {
+            Some(l) => &rest[..l.min(rest.len())],
+            None => rest,
+        };
+        spent += chain_cost(data, &filters, budget - spent, &mut work);
+        if spent > budget || work.left == 0 {
             return Err(PdfRefusal::TooLarge);
         }
     }
     Ok(())
 }
 
-/// What decoding `data` costs, up to past `room`: lopdf holds one layer's input and output at
-/// once, so the largest such pair along the chain whose every layer gives the most. Garbage
-/// decoded from a real stream's output (LZW reads a run of zeros as codes) is counted too:
-/// a pair, not a sum, keeps that within twice the real output.
-fn stream_cost(data: &[u8], room: u64) -> u64 {
-    let mut chain: Vec<Layer> = Vec::new();
+/// Bytes the check may still read; a decoder or a parse reading more ends the check.
+struct Work {
+    left: u64,
+}
+
+impl Work {
+    fn take(&mut self, n: u64) -> bool {
+        self.left = self.left.saturating_sub(n);
+        self.left > 0
+    }
+}
+
+/// The largest input and output pair decoding `data` through `filters` holds at once (lopdf
+/// keeps a layer's input and output), up to past `room`.
+fn chain_cost(data: &[u8], filters: &[Filter], room: u64, work: &mut Work) -> u64 {
+    let mut input: Vec<u8>;
+    let mut current: &[u8] = data;
     let (mut previous, mut peak) = (0u64, 0u64);
-    while chain.len() < MAX_LAYERS {
-        let first = chain.is_empty();
-        let best = [Layer::Zlib, Layer::RawDeflate, Layer::Lzw, Layer::Ascii85]
-            .into_iter()
-            .filter(|l| first || *l != Layer::Ascii85)
-            .map(|l| {
-                let mut tried = chain.clone();
-                tried.push(l);
-                (count(decoded(data, &tried), room), l)
-            })
-            .max_by_key(|(n, _)| *n);
-        let Some((given, layer)) = best.filter(|(n, _)| *n > 0) else {
-            break;
+    for (i, filter) in filters.iter().enumerate() {
+        let last = i + 1 == filters.len();
+        let mut out = Capped {
+            kept: (!last).then(Vec::new),
+            written: 0,
+            cap: room,
         };
-        peak = peak.max(previous + given);
-        if peak > room {
+        if !decode(*filter, current, &mut out, work) {
             break;
         }
-        previous = given;
-        chain.push(layer);
+        peak = peak.max(previous + out.written);
+        if peak > room || work.left == 0 {
+            return peak;
+        }
+        previous = out.written;
+        match out.kept {
+            Some(kept) => {
+                input = kept;
+                current = &input;
+            }
+            None => break,
+        }
     }
     peak
 }
 
-/// `data` read through `chain`, first layer first.
-fn decoded<'a>(data: &'a [u8], chain: &[Layer]) -> Box<dyn Read + 'a> {
-    let mut reader: Box<dyn Read + 'a> = Box::new(data);
-    for layer in chain {
-        reader = match layer {
-            Layer::Zlib => Box::new(flate2::read::ZlibDecoder::new(reader)),
-            Layer::RawDeflate => {
-                let mut header = [0u8; 2];
-                if reader.read_exact(&mut header).is_err() {
-                    return Box::new(io::empty());
-                }
-                Box::new(flate2::read::DeflateDecoder::new(reader))
-            }
-            Layer::Lzw => Box::new(Lzw::new(reader)),
-            Layer::Ascii85 => Box::new(io::Cursor::new(ascii85(data))),
-        };
-    }
-    reader
-}
-
-/// How many bytes `reader` gives, up to `cap + 1`; a damaged stream counts what it gave before
-/// the damage.
-fn count(reader: impl Read, cap: u64) -> u64 {
-    let mut limited = reader.take(cap.saturating_add(1));
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut total = 0;
-    loop {
-        match limited.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => total += n as u64,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
-    }
-    total
-}
-
-/// LZW as lopdf reads it (most significant bit first, the code size growing one code early),
-/// as a reader.
-struct Lzw<R> {
-    inner: R,
-    decoder: weezl::decode::Decoder,
-    buf: Vec<u8>,
-    at: usize,
-    filled: usize,
-    eof: bool,
-    done: bool,
-}
-
-impl<R: Read> Lzw<R> {
-    fn new(inner: R) -> Self {
-        Self {
-            inner,
-            decoder: weezl::decode::Decoder::with_tiff_size_switch(weezl::BitOrder::Msb, 8),
-            buf: vec![0u8; 16 * 1024],
-            at: 0,
-            filled: 0,
-            eof: false,
-            done: false,
-        }
-    }
-}
-
-impl<R: Read> Read for Lzw<R> {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        while !self.done && !out.is_empty() {
-            if self.at == self.filled && !self.eof {
-                self.filled = self.inner.read(&mut self.buf)?;
-                self.at = 0;
-                self.eof = self.filled == 0;
-            }
-            let r = self
-                .decoder
-                .decode_bytes(&self.buf[self.at..self.filled], out);
-            self.at += r.consumed_in;
-            let stuck =
-                r.consumed_in == 0 && r.consumed_out == 0 && (self.eof || self.at < self.filled);
-            if matches!(r.status, Ok(weezl::LzwStatus::Done) | Err(_)) || stuck {
-                self.done = true;
-            }
-            if r.consumed_out > 0 {
-                return Ok(r.consumed_out);
+/// `input` through one filter as lopdf decodes it, into `out`; whether the chain goes on.
+fn decode(filter: Filter, input: &[u8], out: &mut Capped, work: &mut Work) -> bool {
+    match filter {
+        Filter::Flate => {
+            let mut zlib = flate2::read::ZlibDecoder::new(input);
+            let failed = io::copy(&mut zlib, out).is_err();
+            work.take(zlib.total_in());
+            // lopdf's retry: the zlib header skipped, the rest raw deflate.
+            if failed && out.written == 0 && input.len() > 2 {
+                let mut raw = flate2::read::DeflateDecoder::new(&input[2..]);
+                let _ = io::copy(&mut raw, out);
+                work.take(raw.total_in());
             }
         }
-        Ok(0)
+        Filter::Lzw { early_change } => {
+            let mut decoder = if early_change {
+                weezl::decode::Decoder::with_tiff_size_switch(weezl::BitOrder::Msb, 8)
+            } else {
+                weezl::decode::Decoder::new(weezl::BitOrder::Msb, 8)
+            };
+            let result = decoder.into_stream(&mut *out).decode_all(input);
+            work.take(result.bytes_read as u64);
+        }
+        Filter::Ascii85 => {
+            let (decoded, read) = ascii85(input);
+            work.take(read as u64);
+            let _ = out.write_all(&decoded);
+        }
+        Filter::Other => return false,
+    }
+    true
+}
+
+/// Counts what is written, keeps it when asked to (for the next filter), and fails past `cap`.
+struct Capped {
+    kept: Option<Vec<u8>>,
+    written: u64,
+    cap: u64,
+}
+
+impl Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.written += buf.len() as u64;
+        if self.written > self.cap {
+            return Err(io::Error::other("past the budget"));
+        }
+        if let Some(kept) = &mut self.kept {
+            kept.extend_from_slice(buf);
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 
-/// ASCII85 as lopdf decodes it: whitespace skipped, `z` four zeros, stopping at the first
-/// byte outside the alphabet.
-fn ascii85(input: &[u8]) -> Vec<u8> {
+/// ASCII85 as lopdf decodes it (whitespace skipped, `z` four zeros, stopping at the first byte
+/// outside the alphabet), and how many bytes it read.
+fn ascii85(input: &[u8]) -> (Vec<u8>, usize) {
     let mut out = Vec::new();
     let (mut group, mut n) = (0u32, 0);
-    for &c in input {
+    let mut read = input.len();
+    for (i, &c) in input.iter().enumerate() {
         if c == b'z' && n == 0 {
             out.extend_from_slice(&[0; 4]);
             continue;
@@ -186,6 +191,7 @@ fn ascii85(input: &[u8]) -> Vec<u8> {
             continue;
         }
         if !(b'!'..=b'u').contains(&c) {
+            read = i;
             break;
         }
         group = group.wrapping_mul(85).wrapping_add(u32::from(c - b'!'));
@@ -201,13 +207,217 @@ fn ascii85(input: &[u8]) -> Vec<u8> {
         }
         out.extend_from_slice(&group.to_be_bytes()[..n - 1]);
     }
-    out
+    (out, read)
+}
+
+/// A PDF object, as far as a stream's dictionary needs it.
+#[derive(Debug, Clone, PartialEq)]
+enum Obj {
+    Name(Vec<u8>),
+    Int(i64),
+    Array(Vec<Obj>),
+    Dict(Vec<(Vec<u8>, Obj)>),
+    Other,
+}
+
+/// The dictionary right before the `stream` keyword at `keyword`: the nearest `<<` from which
+/// one dictionary reads up to the keyword exactly.
+fn stream_dict(bytes: &[u8], keyword: usize, work: &mut Work) -> Option<Vec<(Vec<u8>, Obj)>> {
+    let from = keyword.saturating_sub(MAX_DICT_BYTES);
+    let mut end = keyword;
+    for _ in 0..MAX_DICT_STARTS {
+        let start = from + rfind(&bytes[from..end], b"<<")?;
+        let mut at = start;
+        let parsed = object(bytes, &mut at, 0);
+        work.take((at - start) as u64);
+        if let Some(Obj::Dict(dict)) = parsed
+            && skip_space(bytes, at) == keyword
+        {
+            return Some(dict);
+        }
+        end = start;
+    }
+    None
+}
+
+fn rfind(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).rposition(|w| w == needle)
+}
+
+/// The filters lopdf applies: `/Filter` a name or an array of names (anything else, no
+/// decoding at all); LZW's early change off only where `/DecodeParms` says `/EarlyChange 0`.
+fn filters(dict: &[(Vec<u8>, Obj)]) -> Vec<Filter> {
+    let early_change = match get(dict, b"DecodeParms") {
+        Some(Obj::Dict(params)) => direct_int(params, b"EarlyChange") != Some(0),
+        _ => true,
+    };
+    let one = |name: &[u8]| match name {
+        b"FlateDecode" => Filter::Flate,
+        b"LZWDecode" => Filter::Lzw { early_change },
+        b"ASCII85Decode" => Filter::Ascii85,
+        _ => Filter::Other,
+    };
+    match get(dict, b"Filter") {
+        Some(Obj::Name(n)) => vec![one(n)],
+        Some(Obj::Array(items)) if items.iter().all(|i| matches!(i, Obj::Name(_))) => items
+            .iter()
+            .map(|i| match i {
+                Obj::Name(n) => one(n),
+                _ => Filter::Other,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn get<'a>(dict: &'a [(Vec<u8>, Obj)], key: &[u8]) -> Option<&'a Obj> {
+    dict.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+}
+
+fn direct_int(dict: &[(Vec<u8>, Obj)], key: &[u8]) -> Option<i64> {
+    match get(dict, key) {
+        Some(Obj::Int(i)) => Some(*i),
+        _ => None,
+    }
+}
+
+/// PDF whitespace (NUL included) and comments skipped from `at`.
+fn skip_space(bytes: &[u8], mut at: usize) -> usize {
+    while let Some(&c) = bytes.get(at) {
+        if matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b'\x0C' | 0) {
+            at += 1;
+        } else if c == b'%' {
+            while bytes.get(at).is_some_and(|&c| c != b'\n' && c != b'\r') {
+                at += 1;
+            }
+        } else {
+            break;
+        }
+    }
+    at
+}
+
+fn is_delimiter(c: u8) -> bool {
+    matches!(
+        c,
+        b'(' | b')' | b'<' | b'>' | b'[' | b']' | b'{' | b'}' | b'/' | b'%'
+    ) || matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b'\x0C' | 0)
+}
+
+/// Nesting of arrays and dictionaries this reading follows.
+const MAX_NESTING: usize = 32;
+
+/// The object at `*at`, moving `*at` past it.
+fn object(bytes: &[u8], at: &mut usize, depth: usize) -> Option<Obj> {
+    if depth > MAX_NESTING {
+        return None;
+    }
+    *at = skip_space(bytes, *at);
+    let c = *bytes.get(*at)?;
+    match c {
+        b'<' if bytes.get(*at + 1) == Some(&b'<') => {
+            *at += 2;
+            let mut entries = Vec::new();
+            loop {
+                *at = skip_space(bytes, *at);
+                if bytes.get(*at..*at + 2)? == b">>" {
+                    *at += 2;
+                    return Some(Obj::Dict(entries));
+                }
+                let Obj::Name(key) = object(bytes, at, depth + 1)? else {
+                    return None;
+                };
+                let value = object(bytes, at, depth + 1)?;
+                entries.push((key, value));
+            }
+        }
+        b'<' => {
+            let end = bytes[*at..].iter().position(|&c| c == b'>')?;
+            *at += end + 1;
+            Some(Obj::Other)
+        }
+        b'[' => {
+            *at += 1;
+            let mut items = Vec::new();
+            loop {
+                *at = skip_space(bytes, *at);
+                if *bytes.get(*at)? == b']' {
+                    *at += 1;
+                    return Some(Obj::Array(items));
+                }
+                items.push(object(bytes, at, depth + 1)?);
+            }
+        }
+        b'(' => {
+            let mut nesting = 0usize;
+            while let Some(&c) = bytes.get(*at) {
+                *at += 1;
+                match c {
+                    b'\\' => *at += 1,
+                    b'(' => nesting += 1,
+                    b')' => {
+                        nesting -= 1;
+                        if nesting == 0 {
+                            return Some(Obj::Other);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            None
+        }
+        b'/' => {
+            *at += 1;
+            let mut name = Vec::new();
+            while let Some(&c) = bytes.get(*at).filter(|&&c| !is_delimiter(c)) {
+                *at += 1;
+                // `#xx` is the byte xx: `/Fl#61teDecode` is FlateDecode.
+                let hex = bytes
+                    .get(*at..*at + 2)
+                    .and_then(|h| std::str::from_utf8(h).ok())
+                    .and_then(|h| u8::from_str_radix(h, 16).ok());
+                match hex.filter(|_| c == b'#') {
+                    Some(byte) => {
+                        name.push(byte);
+                        *at += 2;
+                    }
+                    None => name.push(c),
+                }
+            }
+            Some(Obj::Name(name))
+        }
+        b')' | b'>' | b']' | b'{' | b'}' => None,
+        _ => {
+            let start = *at;
+            while bytes.get(*at).is_some_and(|&c| !is_delimiter(c)) {
+                *at += 1;
+            }
+            let token = std::str::from_utf8(&bytes[start..*at]).ok()?;
+            let Ok(number) = token.parse::<i64>() else {
+                // A real number, true, false, null: nothing a filter is named by.
+                return Some(Obj::Other);
+            };
+            // `N G R` is a reference: not an integer lopdf would take as one.
+            let mut ahead = skip_space(bytes, *at);
+            let generation = ahead;
+            while bytes.get(ahead).is_some_and(u8::is_ascii_digit) {
+                ahead += 1;
+            }
+            if ahead > generation {
+                let r = skip_space(bytes, ahead);
+                if bytes.get(r) == Some(&b'R') && bytes.get(r + 1).is_none_or(|&c| is_delimiter(c))
+                {
+                    *at = r + 1;
+                    return Some(Obj::Other);
+                }
+            }
+            Some(Obj::Int(number))
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::io::Write;
-
     use super::*;
 
     fn zlib(data: &[u8]) -> Vec<u8> {
@@ -216,10 +426,13 @@ mod tests {
         e.finish().unwrap()
     }
 
-    fn lzw(data: &[u8]) -> Vec<u8> {
-        weezl::encode::Encoder::with_tiff_size_switch(weezl::BitOrder::Msb, 8)
-            .encode(data)
-            .unwrap()
+    fn lzw(data: &[u8], early_change: bool) -> Vec<u8> {
+        let mut encoder = if early_change {
+            weezl::encode::Encoder::with_tiff_size_switch(weezl::BitOrder::Msb, 8)
+        } else {
+            weezl::encode::Encoder::new(weezl::BitOrder::Msb, 8)
+        };
+        encoder.encode(data).unwrap()
     }
 
     fn ascii85_encode(data: &[u8]) -> Vec<u8> {
@@ -239,8 +452,8 @@ mod tests {
         out
     }
 
-    fn file(stream: &[u8]) -> Vec<u8> {
-        let mut f = b"%PDF-1.5\n1 0 obj << >>\nstream\n".to_vec();
+    fn file(dict: &str, stream: &[u8]) -> Vec<u8> {
+        let mut f = format!("%PDF-1.5\n1 0 obj {dict}\nstream\n").into_bytes();
         f.extend(stream);
         f.extend(b"\nendstream\nendobj\n");
         f
@@ -249,7 +462,7 @@ mod tests {
     const MIB: u64 = 1024 * 1024;
 
     #[test]
-    fn each_decoder_lopdf_has_is_counted_and_chains_of_them_too() {
+    fn each_chain_lopdf_decodes_is_counted() {
         let big = vec![0u8; 4 * MIB as usize];
         let raw_deflate = {
             // A bad zlib header over raw deflate: lopdf's retry reads it.
@@ -257,15 +470,37 @@ mod tests {
             e.write_all(&big).unwrap();
             [b"\x00\x00".to_vec(), e.finish().unwrap()].concat()
         };
-        for (name, stream) in [
-            ("flate", zlib(&big)),
-            ("raw deflate", raw_deflate),
-            ("lzw", lzw(&big)),
-            ("flate of flate", zlib(&zlib(&big))),
-            ("ascii85 of flate", ascii85_encode(&zlib(&big))),
-            ("flate of lzw", zlib(&lzw(&big))),
+        let flate5 = (0..5).fold(big.clone(), |d, _| zlib(&d));
+        for (name, dict, stream) in [
+            ("flate", "<< /Filter /FlateDecode >>".to_owned(), zlib(&big)),
+            (
+                "raw deflate",
+                "<< /Filter /FlateDecode >>".into(),
+                raw_deflate,
+            ),
+            ("lzw", "<< /Filter /LZWDecode >>".into(), lzw(&big, true)),
+            (
+                "lzw, no early change",
+                "<< /Filter /LZWDecode /DecodeParms << /EarlyChange 0 >> >>".into(),
+                lzw(&big, false),
+            ),
+            (
+                "five flates",
+                format!("<< /Filter [{}] >>", "/FlateDecode ".repeat(5)),
+                flate5,
+            ),
+            (
+                "flate, ascii85, flate",
+                "<< /Filter [/FlateDecode /ASCII85Decode /FlateDecode] >>".into(),
+                zlib(&ascii85_encode(&zlib(&big))),
+            ),
+            (
+                "escaped name, direct length, a string with brackets",
+                "<< /T (a >> b \\) <<) /Length 99999999 /Filter /Fl#61teDecode >>".into(),
+                zlib(&big),
+            ),
         ] {
-            let f = file(&stream);
+            let f = file(&dict, &stream);
             assert_eq!(
                 check_inflated_size(&f, 2 * MIB),
                 Err(PdfRefusal::TooLarge),
@@ -276,12 +511,39 @@ mod tests {
     }
 
     #[test]
-    fn a_nested_bomb_counts_its_inner_layer() {
-        // The outer layer alone is 1 MiB; the inner one is 64 MiB.
-        let inner = zlib(&vec![0u8; 64 * MIB as usize]);
-        let f = file(&zlib(&inner));
-        assert!(inner.len() as u64 <= MIB);
-        assert_eq!(check_inflated_size(&f, 8 * MIB), Err(PdfRefusal::TooLarge));
+    fn undeclared_and_unknown_filters_decode_nothing() {
+        let big = zlib(&vec![0u8; 4 * MIB as usize]);
+        // lopdf decodes neither: a stream without /Filter, or with one it does not know.
+        for dict in [
+            "<< /Length 5 >>",
+            "<< /Filter /DCTDecode >>",
+            "<< /Filter 3 0 R >>",
+        ] {
+            assert_eq!(
+                check_inflated_size(&file(dict, &big), MIB),
+                Ok(()),
+                "{dict}"
+            );
+        }
+        // `/Length` bounds what is read: the bomb after it is another object's bytes.
+        let f = file(
+            "<< /Filter /ASCII85Decode /Length 2 >>",
+            &ascii85_encode(&big),
+        );
+        assert_eq!(check_inflated_size(&f, MIB), Ok(()));
+    }
+
+    #[test]
+    fn a_file_of_many_unterminated_streams_is_not_read_over_and_over() {
+        let mut f = b"%PDF-1.4\n".to_vec();
+        for _ in 0..10_000 {
+            f.extend(b"<< /Filter /ASCII85Decode >> stream");
+            f.extend(std::iter::repeat_n(b' ', 1000));
+        }
+        assert_eq!(
+            check_inflated_size(&f, 256 * MIB),
+            Err(PdfRefusal::TooLarge)
+        );
     }
 
     #[test]
@@ -294,8 +556,8 @@ mod tests {
             b"abcd",
             b"hello world, again",
         ] {
-            assert_eq!(ascii85(&ascii85_encode(data)), data, "{data:?}");
+            assert_eq!(ascii85(&ascii85_encode(data)).0, data, "{data:?}");
         }
-        assert_eq!(ascii85(b"z!!!!!"), vec![0u8; 8]);
+        assert_eq!(ascii85(b"z!!!!!").0, vec![0u8; 8]);
     }
 }
