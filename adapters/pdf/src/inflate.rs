@@ -13,10 +13,6 @@ use svc_ports::PdfRefusal;
 
 /// Filters one stream may name before the file is refused: real files use one or two.
 const MAX_FILTERS: usize = 8;
-/// How far before its `stream` keyword a stream's dictionary is looked for...
-const MAX_DICT_BYTES: usize = 64 * 1024;
-/// ...and how many `<<` there are tried as its start.
-const MAX_DICT_STARTS: usize = 16;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Filter {
@@ -33,9 +29,12 @@ enum Filter {
 /// total passes `budget`, or when finding and decoding the streams would read the file over
 /// and over (a crafted file of many unterminated streams).
 pub(crate) fn check_inflated_size(bytes: &[u8], budget: u64) -> Result<(), PdfRefusal> {
+    // Every byte read or written by a decoder or a parse counts: a real file's work is its
+    // size and what it decodes to (within `budget`), many times over at most.
     let mut work = Work {
-        left: 16 * bytes.len() as u64 + 64 * 1024 * 1024,
+        left: 2 * budget + 16 * bytes.len() as u64 + 64 * 1024 * 1024,
     };
+    let dicts = stream_dicts(bytes, &mut work);
     let mut spent: u64 = 0;
     let mut at = 0;
     while let Some(found) = crate::find(&bytes[at..], b"stream") {
@@ -54,20 +53,24 @@ pub(crate) fn check_inflated_size(bytes: &[u8], budget: u64) -> Result<(), PdfRe
         let Some(rest) = bytes.get(start..) else {
             break;
         };
-        let (filters, length) = match stream_dict(bytes, keyword, &mut work) {
-            Some(dict) => (filters(&dict), direct_int(&dict, b"Length")),
-            // A dictionary this reading cannot make out: one Flate layer, the common case.
-            None => (vec![Filter::Flate], None),
+        let room = budget - spent;
+        spent += match dicts.get(&keyword) {
+            Some(dict) => {
+                let filters = filters(dict);
+                if filters.len() > MAX_FILTERS {
+                    return Err(PdfRefusal::TooLarge);
+                }
+                // lopdf reads `/Length` bytes when it can; past them is the next object.
+                let data = match direct_int(dict, b"Length").and_then(|l| usize::try_from(l).ok()) {
+                    Some(l) => &rest[..l.min(rest.len())],
+                    None => rest,
+                };
+                chain_cost(data, &filters, room, &mut work)
+            }
+            // No dictionary this reading makes out (the word in a page's text, or a dictionary
+            // crafted to hide from it): every decoder tried at each layer, the largest kept.
+            None => guessed_cost(rest, room, &mut work),
         };
-        if filters.len() > MAX_FILTERS {
-            return Err(PdfRefusal::TooLarge);
-        }
-        // lopdf reads `/Length` bytes when it can; past them is the next object.
-        let data = match length.and_then(|l| usize::try_from(l).ok()) {
-            Some(l) => &rest[..l.min(rest.len())],
-            None => rest,
-        };
-        spent += chain_cost(data, &filters, budget - spent, &mut work);
         if spent > budget || work.left == 0 {
             return Err(PdfRefusal::TooLarge);
         }
@@ -149,6 +152,7 @@ fn decode(filter: Filter, input: &[u8], out: &mut Capped, work: &mut Work) -> bo
         }
         Filter::Other => return false,
     }
+    work.take(out.written);
     true
 }
 
@@ -220,33 +224,83 @@ enum Obj {
     Other,
 }
 
-/// The dictionary right before the `stream` keyword at `keyword`: the nearest `<<` from which
-/// one dictionary reads up to the keyword exactly.
-fn stream_dict(bytes: &[u8], keyword: usize, work: &mut Work) -> Option<Vec<(Vec<u8>, Obj)>> {
-    let from = keyword.saturating_sub(MAX_DICT_BYTES);
-    let mut end = keyword;
-    for _ in 0..MAX_DICT_STARTS {
-        let start = from + rfind(&bytes[from..end], b"<<")?;
-        let mut at = start;
-        let parsed = object(bytes, &mut at, 0);
-        work.take((at - start) as u64);
-        if let Some(Obj::Dict(dict)) = parsed
-            && skip_space(bytes, at) == keyword
-        {
-            return Some(dict);
+type Dict = Vec<(Vec<u8>, Obj)>;
+
+/// Stream dictionaries by the position of their `stream` keyword: every `N G obj` read
+/// forward, in the file's order, past each object read (so an `obj` inside its strings is not
+/// taken for another), as lopdf's parser reads the objects its cross-reference table points at.
+fn stream_dicts(bytes: &[u8], work: &mut Work) -> std::collections::HashMap<usize, Dict> {
+    let mut found = std::collections::HashMap::new();
+    let mut at = 0;
+    while let Some(i) = crate::find(&bytes[at..], b"obj") {
+        let after = at + i + b"obj".len();
+        at = after;
+        if !bytes.get(after).is_none_or(|&c| is_delimiter(c)) {
+            continue;
         }
-        end = start;
+        let start = skip_space(bytes, after);
+        if bytes.get(start..start + 2) != Some(b"<<") {
+            continue;
+        }
+        let mut end = start;
+        let parsed = object(bytes, &mut end, 0);
+        if !work.take((end - start) as u64) {
+            break;
+        }
+        let keyword = skip_space(bytes, end);
+        if let Some(Obj::Dict(dict)) = parsed
+            && bytes.get(keyword..keyword + 6) == Some(b"stream")
+        {
+            found.insert(keyword, dict);
+            at = keyword;
+        }
     }
-    None
+    found
 }
 
-fn rfind(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).rposition(|w| w == needle)
+/// What decoding `data` may cost when its filters are unknown: Flate layer after Flate layer
+/// while each gives something, up to [`MAX_FILTERS`] (Flate fails on a page's text at its
+/// first two bytes, so the word `stream` in text costs next to nothing; LZW and ASCII85 read
+/// text as data and are not guessed).
+fn guessed_cost(data: &[u8], room: u64, work: &mut Work) -> u64 {
+    let candidates = [Filter::Flate];
+    let mut input: Vec<u8>;
+    let mut current: &[u8] = data;
+    let (mut previous, mut peak) = (0u64, 0u64);
+    for _ in 0..MAX_FILTERS {
+        let mut best: Option<Vec<u8>> = None;
+        for filter in candidates {
+            let mut out = Capped {
+                kept: Some(Vec::new()),
+                written: 0,
+                cap: room,
+            };
+            decode(filter, current, &mut out, work);
+            if out.written > room {
+                return out.written;
+            }
+            let kept = out.kept.unwrap_or_default();
+            if best.as_ref().is_none_or(|b| kept.len() > b.len()) {
+                best = Some(kept);
+            }
+        }
+        let Some(best) = best.filter(|b| !b.is_empty()) else {
+            break;
+        };
+        peak = peak.max(previous + best.len() as u64);
+        if peak > room || work.left == 0 {
+            break;
+        }
+        previous = best.len() as u64;
+        input = best;
+        current = &input;
+    }
+    peak
 }
 
 /// The filters lopdf applies: `/Filter` a name or an array of names (anything else, no
 /// decoding at all); LZW's early change off only where `/DecodeParms` says `/EarlyChange 0`.
-fn filters(dict: &[(Vec<u8>, Obj)]) -> Vec<Filter> {
+fn filters(dict: &Dict) -> Vec<Filter> {
     let early_change = match get(dict, b"DecodeParms") {
         Some(Obj::Dict(params)) => direct_int(params, b"EarlyChange") != Some(0),
         _ => true,
@@ -534,10 +588,33 @@ mod tests {
     }
 
     #[test]
+    fn filters_hidden_from_a_backward_look_are_still_read() {
+        let bomb = (0..5).fold(vec![0u8; 4 * MIB as usize], |d, _| zlib(&d));
+        let filters = "/FlateDecode ".repeat(5);
+        // A string full of `<<` and `obj` between the object's start and its filters.
+        let pad = "<< 7 0 obj >> x ".repeat(5000);
+        let f = file(&format!("<< /Pad ({pad}) /Filter [{filters}] >>"), &bomb);
+        assert_eq!(check_inflated_size(&f, 2 * MIB), Err(PdfRefusal::TooLarge));
+        assert_eq!(check_inflated_size(&f, 16 * MIB), Ok(()));
+        // A dictionary not read at all (inside a string that swallows the object): guessed.
+        let mut f = b"%PDF-1.5\n9 0 obj << /S (".to_vec();
+        f.extend(file(&format!("<< /Filter [{filters}] >>"), &bomb));
+        f.extend(b") >> stream\nendstream\n");
+        assert_eq!(check_inflated_size(&f, 2 * MIB), Err(PdfRefusal::TooLarge));
+        // Many `stream` words with no dictionary (a page's text): each guessed, cheaply.
+        let f = [
+            b"%PDF-1.5\n".to_vec(),
+            b"<< 7 0 obj >> stream x ".repeat(5000),
+        ]
+        .concat();
+        assert_eq!(check_inflated_size(&f, 16 * MIB), Ok(()));
+    }
+
+    #[test]
     fn a_file_of_many_unterminated_streams_is_not_read_over_and_over() {
         let mut f = b"%PDF-1.4\n".to_vec();
         for _ in 0..10_000 {
-            f.extend(b"<< /Filter /ASCII85Decode >> stream");
+            f.extend(b"1 0 obj << /Filter /ASCII85Decode >> stream");
             f.extend(std::iter::repeat_n(b' ', 1000));
         }
         assert_eq!(
