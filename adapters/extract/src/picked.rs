@@ -23,8 +23,17 @@ pub(crate) fn outermost(query: &QueryDocument, m: &Matcher) -> QueryDocument {
             if node.ancestors_it(None).any(|a| ids.contains(&a.id)) {
                 continue;
             }
-            let copy = dom_query::Selection::from(*node);
             let name = node.node_name().unwrap_or_default();
+            // The whole page or its body picked (`html`, `*`, `body`): the body's content,
+            // not a `<head>` or a `<body>` inside the body.
+            if matches!(name.as_ref(), "html" | "body") {
+                if let Some(page_body) = query.body() {
+                    body.append_html(page_body.inner_html());
+                }
+                (table, row) = (None, None);
+                continue;
+            }
+            let copy = dom_query::Selection::from(*node);
             if !TABLE_PARTS.contains(&name.as_ref()) {
                 body.append_selection(&copy);
                 (table, row) = (None, None);
@@ -75,7 +84,7 @@ mod tests {
 
     #[test]
     fn include_selectors_may_pick_a_tables_rows_or_cells() {
-        let page = r#"<html><body><table><tr><th>Name</th><th>Price</th></tr>
+        let page = r#"<html><head><title>Prices</title></head><body><table><tr><th>Name</th><th>Price</th></tr>
             <tr><td>Tea</td><td class="price">3 EUR</td></tr>
             <tr><td>Cake</td><td class="price">4 EUR</td></tr></table></body></html>"#;
         let pick = |s: &str| {
@@ -95,6 +104,18 @@ mod tests {
         assert!(rows.text.contains("Tea") && rows.text.contains("3 EUR"));
         assert!(!rows.text.contains("Tea3"), "{}", rows.text);
         assert!(rows.markdown.contains('|'), "{}", rows.markdown);
+        // The whole page picked is its body's content: no title from the head, no body in
+        // the body.
+        for whole in ["html", "body", "*"] {
+            let content = pick(whole);
+            assert!(
+                !content.text.contains("Prices"),
+                "{whole}: {}",
+                content.text
+            );
+            assert!(!content.html.contains("<body"), "{whole}: {}", content.html);
+            assert!(content.text.contains("Tea"), "{whole}: {}", content.text);
+        }
         let prices = pick("td.price");
         assert!(!prices.text.contains("EUR4"), "{}", prices.text);
     }
