@@ -39,6 +39,16 @@ pub(crate) fn parse(html: &str) -> Document {
     doc
 }
 
+/// `html` parsed without the matches of `exclude`, which are removed before anything is read
+/// from it: the page every reading of it starts from.
+pub(crate) fn parse_without(html: &str, exclude: &[dom_query::Matcher]) -> Document {
+    let doc = parse(html);
+    for m in exclude {
+        doc.select_matcher(m).remove();
+    }
+    doc
+}
+
 /// What the scan saw: the most elements it counted open at once, and the start tags.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Scan {

@@ -80,11 +80,7 @@ impl Document {
     /// `html` parsed without the matches of `exclude`: they are removed before anything is
     /// read from the page (its links, forms, metadata and obstacles too).
     pub(crate) fn parse_without(html: &str, page_url: &Url, exclude: &[Matcher]) -> Self {
-        let dom = depth::parse(html);
-        for m in exclude {
-            dom.select_matcher(m).remove();
-        }
-        Self::read(dom, page_url)
+        Self::read(depth::parse_without(html, exclude), page_url)
     }
 
     fn read(dom: Dom, page_url: &Url) -> Self {

@@ -127,13 +127,7 @@ impl PageExtractor for HtmlExtractor {
             None if options.main_content_only && !crate::depth::huge(html, &query) => {
                 // The page again for a second reading: as first read, without what the
                 // caller excluded.
-                let fresh = || {
-                    let doc = crate::depth::parse(html);
-                    for m in &exclude {
-                        doc.select_matcher(m).remove();
-                    }
-                    doc
-                };
+                let fresh = || crate::depth::parse_without(html, &exclude);
                 main_content(query, html, &fresh, url.as_str(), &base, &mut metadata)
             }
             None => {

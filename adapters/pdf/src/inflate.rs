@@ -68,8 +68,10 @@ pub(crate) fn check_inflated_size(bytes: &[u8], budget: u64) -> Result<(), PdfRe
                 chain_cost(data, &filters, room, &mut work)
             }
             // No dictionary this reading makes out (the word in a page's text, or a dictionary
-            // crafted to hide from it): every decoder tried at each layer, the largest kept.
-            None => guessed_cost(rest, room, &mut work),
+            // crafted to hide from it): taken for Flate layers while each gives something
+            // (Flate fails on text at its first two bytes, so the word costs next to nothing;
+            // LZW and ASCII85 would read text as data, and are not guessed).
+            None => chain_cost(rest, &[Filter::Flate; MAX_FILTERS], room, &mut work),
         };
         if spent > budget || work.left == 0 {
             return Err(PdfRefusal::TooLarge);
@@ -103,7 +105,8 @@ fn chain_cost(data: &[u8], filters: &[Filter], room: u64, work: &mut Work) -> u6
             written: 0,
             cap: room,
         };
-        if !decode(*filter, current, &mut out, work) {
+        // An unknown filter, or nothing left to decode: the chain ends.
+        if !decode(*filter, current, &mut out, work) || out.written == 0 {
             break;
         }
         peak = peak.max(previous + out.written);
@@ -256,46 +259,6 @@ fn stream_dicts(bytes: &[u8], work: &mut Work) -> std::collections::HashMap<usiz
         }
     }
     found
-}
-
-/// What decoding `data` may cost when its filters are unknown: Flate layer after Flate layer
-/// while each gives something, up to [`MAX_FILTERS`] (Flate fails on a page's text at its
-/// first two bytes, so the word `stream` in text costs next to nothing; LZW and ASCII85 read
-/// text as data and are not guessed).
-fn guessed_cost(data: &[u8], room: u64, work: &mut Work) -> u64 {
-    let candidates = [Filter::Flate];
-    let mut input: Vec<u8>;
-    let mut current: &[u8] = data;
-    let (mut previous, mut peak) = (0u64, 0u64);
-    for _ in 0..MAX_FILTERS {
-        let mut best: Option<Vec<u8>> = None;
-        for filter in candidates {
-            let mut out = Capped {
-                kept: Some(Vec::new()),
-                written: 0,
-                cap: room,
-            };
-            decode(filter, current, &mut out, work);
-            if out.written > room {
-                return out.written;
-            }
-            let kept = out.kept.unwrap_or_default();
-            if best.as_ref().is_none_or(|b| kept.len() > b.len()) {
-                best = Some(kept);
-            }
-        }
-        let Some(best) = best.filter(|b| !b.is_empty()) else {
-            break;
-        };
-        peak = peak.max(previous + best.len() as u64);
-        if peak > room || work.left == 0 {
-            break;
-        }
-        previous = best.len() as u64;
-        input = best;
-        current = &input;
-    }
-    peak
 }
 
 /// The filters lopdf applies: `/Filter` a name or an array of names (anything else, no
