@@ -171,7 +171,11 @@ class Cluster:
 
         def run(i):
             if i == killed_at:
-                os.kill(self.pid(victim), signal.SIGKILL)
+                pid = self.pid(victim)
+                os.kill(pid, signal.SIGKILL)
+                # Its port is free only once it is gone: started earlier, the new instance
+                # cannot bind and exits.
+                self.wait_exit(pid, 10)
                 self.start(victim)
             return keys[i], self.execute(keys[i])
 
@@ -186,7 +190,8 @@ class Cluster:
             f"after {killed_at}; {len(failed)} not answered 200",
             flush=True,
         )
-        self.wait_ready(victim)
+        if not self.wait_ready(victim):
+            raise SystemExit(f"instance {victim} did not come back after SIGKILL: see its log")
         return outcomes, failed
 
     def settled_after_recovery(self, failed, recover_after):
@@ -234,16 +239,23 @@ class Cluster:
 
         with cf.ThreadPoolExecutor(max_workers=8) as pool:
             workers = [pool.submit(load) for _ in range(8)]
-            time.sleep(1)
-            for n in range(1, len(self.nodes) + 1):
-                pid = self.pid(n)
-                os.kill(pid, signal.SIGTERM)
-                exited = self.wait_exit(pid, 40)
-                self.start(n)
-                ready = self.wait_ready(n)
-                print(f"  instance {n}: drained and exited {exited}, back ready {ready}", flush=True)
-                time.sleep(seconds_per_node)
-            stop = time.time()
+            try:
+                time.sleep(1)
+                for n in range(1, len(self.nodes) + 1):
+                    pid = self.pid(n)
+                    os.kill(pid, signal.SIGTERM)
+                    exited = self.wait_exit(pid, 40)
+                    self.start(n)
+                    ready = self.wait_ready(n)
+                    print(f"  instance {n}: drained and exited {exited}, back ready {ready}",
+                          flush=True)
+                    if not ready:
+                        raise SystemExit(f"instance {n} did not come back: see its log")
+                    time.sleep(seconds_per_node)
+            finally:
+                # The load stops whatever happened above, so a failure ends the run instead of
+                # leaving the pool waiting for its workers' hour.
+                stop = time.time()
             for w in workers:
                 w.result()
         bad = [s for s in results if s != 200]

@@ -4,7 +4,8 @@
 use chrono::Duration;
 use futures_util::future::join_all;
 use svc_ports::{
-    AccountId, CheckoutId, KeyHash, MeterEventId, Plan,
+    AccountId, BeginOutcome, CheckoutId, EntryKind, KeyHash, MeterEventId, Plan, SettleOutcome,
+    TaskId,
     billing::{
         CheckoutHandoff, CheckoutOutcome, CheckoutRecord, Currency, EventOutcome, MeterEvent,
         MeterOutcome, PaymentEvent, PaymentFact, ReceiptKind,
@@ -14,6 +15,7 @@ use ulid::Ulid;
 
 use crate::{
     Backend,
+    actions::{new_task, settlement},
     scenarios::{new_account, t0},
 };
 
@@ -400,4 +402,89 @@ pub async fn meter_events_are_recorded_once(b: &Backend) {
     };
     assert_eq!(again.id, first.id);
     assert_eq!(again.forwarded_at, Some(t0() + Duration::seconds(1)));
+}
+
+/// A payment refunded while actions hold its credits: what they hold is owed, not kept. A
+/// failed action pays toward what is owed from the credits it gives back; a completed one
+/// spent its credits, so what it held stops being owed.
+pub async fn a_refund_while_actions_run_is_paid_by_those_that_fail(b: &Backend) {
+    let a = new_account(b, "buyer@example.com").await;
+    let c = checkout(&a.id, Some("k"));
+    b.billing.insert_checkout(&c).await.unwrap();
+    b.billing
+        .apply_payment_event(&event(paid(&c, "pay_1")))
+        .await
+        .unwrap();
+    // Four actions hold 100 credits each; 600 stay spendable.
+    let mut tasks = Vec::new();
+    for n in 0..4 {
+        let task = new_task(&a.id, 100, None, &format!("f{n}"));
+        let outcome = b.tasks.begin_task(&task).await.unwrap();
+        assert!(
+            matches!(outcome, BeginOutcome::Started { .. }),
+            "{outcome:?}"
+        );
+        tasks.push(task.id);
+    }
+    // 720 of 900 refunded: 800 credits go, 600 now and 200 owed by what is in flight.
+    let EventOutcome::Applied(receipts) = b
+        .billing
+        .apply_payment_event(&event(refunded("pay_1", "re_1", 720)))
+        .await
+        .unwrap()
+    else {
+        panic!("{}: refund not applied", b.name)
+    };
+    assert_eq!(
+        (receipts[0].spendable_delta, receipts[0].shortfall),
+        (-600, 200),
+        "{}",
+        b.name
+    );
+    assert!(
+        receipts[0]
+            .note
+            .ends_with(", 200 held by actions in flight (taken back if they fail)"),
+        "{}: {}",
+        b.name,
+        receipts[0].note
+    );
+    let owed = async || {
+        let balance = b.ledger.balance(&a.id).await.unwrap();
+        books(b, &a.id).await;
+        (balance.spendable, balance.held, balance.owed)
+    };
+    assert_eq!(owed().await, (0, 400, 200), "{}", b.name);
+    let settle = async |task: &TaskId, completed: bool| {
+        let outcome = b
+            .tasks
+            .settle_task(&settlement(task, completed, t0()))
+            .await
+            .unwrap();
+        assert!(matches!(outcome, SettleOutcome::Settled(..)), "{outcome:?}");
+    };
+    // A failure gives its 100 back to what is owed.
+    settle(&tasks[0], false).await;
+    assert_eq!(owed().await, (0, 300, 100), "{}", b.name);
+    let entries = b.ledger.entries(&a.id, 100).await.unwrap();
+    let refund = entries
+        .iter()
+        .find(|e| e.kind == EntryKind::Refund)
+        .expect("a refund entry");
+    assert_eq!(refund.delta, 0, "{}", b.name);
+    assert!(
+        refund.memo.ends_with(", 100 kept for a refunded payment"),
+        "{}: {}",
+        b.name,
+        refund.memo
+    );
+    // A completion spent its credits: 100 still owed by the 200 in flight.
+    settle(&tasks[1], true).await;
+    assert_eq!(owed().await, (0, 200, 100), "{}", b.name);
+    settle(&tasks[2], false).await;
+    assert_eq!(owed().await, (0, 100, 0), "{}", b.name);
+    // Nothing is owed any more: the last failure's credits are the customer's again.
+    settle(&tasks[3], false).await;
+    // 1000 bought, 800 refunded, 100 spent.
+    assert_eq!(owed().await, (100, 0, 0), "{}", b.name);
 }

@@ -227,7 +227,8 @@ macro_rules! contract_suite {
             concurrent_deliveries_apply_once,
             unknown_and_mismatched_events_move_nothing,
             handoffs_are_taken_once_and_not_after_expiry,
-            meter_events_are_recorded_once
+            meter_events_are_recorded_once,
+            a_refund_while_actions_run_is_paid_by_those_that_fail
         );
 
         $crate::contract_suite!(@connections $backend;

@@ -58,7 +58,8 @@ pub enum EntryKind {
     Hold,
     /// A held amount charged when its task completed (held down; spendable unchanged).
     Capture,
-    /// A held amount given back when its task failed (held down, spendable up).
+    /// A held amount given back when its task failed (held down, spendable up by the amount
+    /// less what the account owes for a refunded payment; see [`Balance::owed`]).
     Refund,
     /// Credits bought, applied from a verified payment event.
     Purchase,
@@ -213,6 +214,30 @@ pub struct Balance {
     pub held: i64,
     /// Credits of disputed payments, set aside until the dispute closes.
     pub frozen: i64,
+    /// Part of `held` that a refunded or lost payment still claims: when it was refunded,
+    /// actions in flight held those credits. A failed action pays what it gives back toward
+    /// this first; a completed one spent its credits, so what it held stops being owed.
+    /// Always `0 <= owed <= held`.
+    pub owed: i64,
+}
+
+impl Balance {
+    /// What settling a task that held `cost` does to the balance: `(spendable, held, owed)`
+    /// after, and the spendable change its ledger entry records. One rule for every store.
+    pub fn settle(&self, cost: i64, completed: bool) -> (i64, i64, i64, i64) {
+        let held = self.held - cost;
+        if completed {
+            (self.spendable, held, self.owed.min(held), 0)
+        } else {
+            let pay = self.owed.min(cost);
+            (
+                self.spendable + cost - pay,
+                held,
+                self.owed - pay,
+                cost - pay,
+            )
+        }
+    }
 }
 
 #[cfg(test)]

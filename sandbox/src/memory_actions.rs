@@ -250,12 +250,12 @@ impl TaskStore for MemoryStore {
             .balances
             .get_mut(&task.account_id)
             .ok_or(TaskError::UnknownAccount)?;
-        balance.held -= task.cost;
-        let (kind, delta) = if settlement.completed {
-            (EntryKind::Capture, 0)
+        let (spendable, held, owed, delta) = balance.settle(task.cost, settlement.completed);
+        (balance.spendable, balance.held, balance.owed) = (spendable, held, owed);
+        let kind = if settlement.completed {
+            EntryKind::Capture
         } else {
-            balance.spendable += task.cost;
-            (EntryKind::Refund, task.cost)
+            EntryKind::Refund
         };
         if settlement.release_spend && !settlement.completed {
             s.authority.release(&task.id, settlement.at);
@@ -270,6 +270,14 @@ impl TaskStore for MemoryStore {
                 &task.id,
                 settlement.at,
             );
+            let kept = task.cost - delta;
+            if !settlement.completed
+                && kept > 0
+                && let Some(entry) = s.entries.last_mut()
+            {
+                // Worded as the SQL stores word it.
+                entry.memo = format!("{}, {kept} kept for a refunded payment", entry.memo);
+            }
         }
         let record = task.settled_by(settlement);
         s.actions.tasks.insert(record.id.clone(), record.clone());

@@ -42,7 +42,7 @@ fn apply_facts(
         .iter()
         .filter_map(|id| s.billing.checkouts.iter().find(|c| &c.id == id).cloned())
         .collect();
-    let (applied, spendable) = match payment_checkout(facts, &checkouts) {
+    let (applied, (spendable, unclaimed)) = match payment_checkout(facts, &checkouts) {
         Some(c) => (
             s.billing
                 .receipts
@@ -54,12 +54,12 @@ fn apply_facts(
                 .collect(),
             s.balances
                 .get(&c.account_id)
-                .map(|b| b.spendable)
-                .unwrap_or(0),
+                .map(|b| (b.spendable, b.held - b.owed))
+                .unwrap_or((0, 0)),
         ),
-        None => (Vec::new(), 0),
+        None => (Vec::new(), (0, 0)),
     };
-    let (checkout, moves) = match plan_payment(facts, &checkouts, &applied, spendable) {
+    let (checkout, moves) = match plan_payment(facts, &checkouts, &applied, spendable, unclaimed) {
         PaymentPlan::Pending => return EventOutcome::Pending,
         PaymentPlan::Rejected(reason) => return EventOutcome::Rejected(reason),
         PaymentPlan::Moves { checkout, moves } => (checkout, moves),
@@ -79,6 +79,7 @@ fn apply_facts(
         let balance = s.balances.entry(checkout.account_id.clone()).or_default();
         balance.spendable += m.spendable_delta;
         balance.frozen += m.frozen_delta;
+        balance.owed += m.owed_delta;
         let balance_after = balance.spendable;
         if m.kind == ReceiptKind::Purchase
             && let Some(account) = s.accounts.get_mut(&checkout.account_id)

@@ -146,6 +146,7 @@ pub fn rows() -> Rows {
         std::slice::from_ref(&checkout),
         &[],
         200,
+        0,
     ) else {
         panic!("the payment moves credits")
     };

@@ -440,6 +440,9 @@ pub struct Movement {
     pub spendable_delta: i64,
     pub frozen_delta: i64,
     pub shortfall: i64,
+    /// What was not taken back at once (`shortfall`), yet held by actions in flight: the
+    /// account owes it, and pays it from those actions' credits if they fail.
+    pub owed_delta: i64,
     pub note: String,
 }
 

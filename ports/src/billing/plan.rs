@@ -10,7 +10,9 @@
 //! their share. Movements bring what was applied so far (read back from the receipts) to that
 //! target, one receipt per event that moved something, so the books end the same whatever the
 //! order, duplication or interleaving of the events. Credits never go below zero: what should
-//! have been taken back but was already spent is recorded as a shortfall.
+//! have been taken back but is not spendable is recorded as a shortfall. The part of a
+//! shortfall that actions in flight hold is owed: it is taken back when those actions fail and
+//! give their credits back (see `Balance::owed`); the rest was spent.
 
 use std::collections::HashSet;
 
@@ -202,12 +204,14 @@ fn steps<'a>(
 ///
 /// `facts` are every event of the payment in arrival order, the newest last; `checkouts` the
 /// checkouts their payment events name (those that exist); `applied` the movements already
-/// recorded for the payment; `spendable` the account's spendable credits now.
+/// recorded for the payment; `spendable` the account's spendable credits now; `unclaimed`
+/// its credits held by actions in flight that nothing owes yet (`held - owed`).
 pub fn plan_payment(
     facts: &[PaymentFact],
     checkouts: &[CheckoutRecord],
     applied: &[AppliedMovement],
     spendable: i64,
+    unclaimed: i64,
 ) -> PaymentPlan {
     let established = facts
         .iter()
@@ -241,6 +245,7 @@ pub fn plan_payment(
         .sum();
     let mut frozen: i64 = applied.iter().map(|a| a.frozen_delta).sum();
     let mut spendable = spendable.max(0);
+    let mut unclaimed = unclaimed.max(0);
     let mut moves = Vec::new();
     let steps = steps(paid, facts, payment_id);
     // The events whose movements are in `owned` and `frozen`; each new step joins them, so a
@@ -257,6 +262,7 @@ pub fn plan_payment(
         included.push(fact);
         let (owned_t, frozen_t) = target(checkout, &included);
         let (mut spendable_delta, mut frozen_delta, mut shortfall, mut moved) = (0, 0, 0, 0);
+        let mut owed_delta = 0;
         let mut gone = 0;
         if owned_t > owned {
             // Only the purchase adds credits.
@@ -271,6 +277,8 @@ pub fn plan_payment(
             frozen_delta -= from_frozen;
             spendable_delta -= take;
             shortfall = from_spendable - take;
+            // Credits in flight come back to the account if their actions fail: owe them.
+            owed_delta = shortfall.min(unclaimed);
             moved += from_frozen + take;
         }
         let frozen_now = frozen + frozen_delta;
@@ -291,6 +299,7 @@ pub fn plan_payment(
         owned += spendable_delta + frozen_delta - shortfall;
         frozen += frozen_delta;
         spendable += spendable_delta;
+        unclaimed -= owed_delta;
         let currency = &checkout.currency;
         let note = match (kind, fact) {
             (ReceiptKind::Purchase, _) => {
@@ -304,7 +313,7 @@ pub fn plan_payment(
             ) => format!(
                 "refund {refund_id} of {amount} {currency}: {} credits taken back{}",
                 gone - shortfall,
-                spent_note(shortfall)
+                spent_note(shortfall, owed_delta)
             ),
             (
                 _,
@@ -320,7 +329,7 @@ pub fn plan_payment(
             (_, PaymentFact::DisputeClosed { dispute_id, .. }) => format!(
                 "dispute {dispute_id} lost: {} credits given up{}",
                 gone - shortfall,
-                spent_note(shortfall)
+                spent_note(shortfall, owed_delta)
             ),
             _ => format!("{moved} credits moved"),
         };
@@ -331,6 +340,7 @@ pub fn plan_payment(
             spendable_delta,
             frozen_delta,
             shortfall,
+            owed_delta,
             note,
         });
     }
@@ -340,12 +350,18 @@ pub fn plan_payment(
     }
 }
 
-fn spent_note(shortfall: i64) -> String {
-    if shortfall > 0 {
-        format!(", {shortfall} already spent")
-    } else {
-        String::new()
+fn spent_note(shortfall: i64, owed: i64) -> String {
+    let spent = shortfall - owed;
+    let mut note = String::new();
+    if owed > 0 {
+        note.push_str(&format!(
+            ", {owed} held by actions in flight (taken back if they fail)"
+        ));
     }
+    if spent > 0 {
+        note.push_str(&format!(", {spent} already spent"));
+    }
+    note
 }
 
 #[cfg(test)]
@@ -430,7 +446,7 @@ mod tests {
                     shortfall: m.shortfall,
                 })
                 .collect();
-            match plan_payment(&known, &checkouts, &done, spendable) {
+            match plan_payment(&known, &checkouts, &done, spendable, 0) {
                 PaymentPlan::Moves { moves, .. } => {
                     outcomes.push(format!("moves:{}", moves.len()));
                     for m in moves {
@@ -478,7 +494,7 @@ mod tests {
         let mut other = checkout();
         other.id = CheckoutId::from_ulid(Ulid::from_parts(5, 5));
         let checkouts = vec![c.clone(), other.clone()];
-        let plan = plan_payment(&[paid(&c), paid(&other)], &checkouts, &[], 0);
+        let plan = plan_payment(&[paid(&c), paid(&other)], &checkouts, &[], 0, 0);
         assert!(matches!(plan, PaymentPlan::Rejected(r) if r.contains("already paid")));
     }
 
@@ -486,7 +502,7 @@ mod tests {
     fn refunds_and_disputes_before_their_payment_wait_for_it() {
         let c = checkout();
         assert_eq!(
-            plan_payment(&[refund("re_1", 900)], std::slice::from_ref(&c), &[], 0),
+            plan_payment(&[refund("re_1", 900)], std::slice::from_ref(&c), &[], 0, 0),
             PaymentPlan::Pending
         );
         let in_order = replay(&[paid(&c), refund("re_1", 450)], 0);
@@ -543,13 +559,57 @@ mod tests {
                 shortfall: 0,
             }],
             300,
+            0,
         );
         let PaymentPlan::Moves { moves, .. } = plan else {
             panic!("{plan:?}")
         };
         assert_eq!(moves.len(), 1);
         assert_eq!((moves[0].credits, moves[0].shortfall), (300, 700));
-        assert_eq!(moves[0].spendable_delta, -300);
+        assert_eq!((moves[0].spendable_delta, moves[0].owed_delta), (-300, 0));
+        assert!(
+            moves[0].note.ends_with(", 700 already spent"),
+            "{}",
+            moves[0].note
+        );
+    }
+
+    /// Credits held by actions in flight are not spent yet: a refund owes them, so the
+    /// account gives them up if those actions fail instead of keeping them.
+    #[test]
+    fn credits_held_by_actions_in_flight_are_owed_not_lost() {
+        let c = checkout();
+        let purchase = AppliedMovement {
+            reference: "payment:pay_1:purchase".into(),
+            spendable_delta: 1000,
+            frozen_delta: 0,
+            shortfall: 0,
+        };
+        // 300 spendable, 500 held and unclaimed, 200 spent: two refunds of 450 each.
+        let plan = plan_payment(
+            &[paid(&c), refund("re_1", 450), refund("re_2", 450)],
+            std::slice::from_ref(&c),
+            std::slice::from_ref(&purchase),
+            300,
+            500,
+        );
+        let PaymentPlan::Moves { moves, .. } = plan else {
+            panic!("{plan:?}")
+        };
+        let got: Vec<(i64, i64, i64)> = moves
+            .iter()
+            .map(|m| (m.spendable_delta, m.shortfall, m.owed_delta))
+            .collect();
+        // 500 each: the first takes 300 and owes 200; the second owes the 300 still in
+        // flight, and 200 were spent.
+        assert_eq!(got, vec![(-300, 200, 200), (0, 500, 300)]);
+        assert!(
+            moves[1].note.ends_with(
+                ", 300 held by actions in flight (taken back if they fail), 200 already spent"
+            ),
+            "{}",
+            moves[1].note
+        );
     }
 
     fn any_fact() -> impl Strategy<Value = PaymentFact> {

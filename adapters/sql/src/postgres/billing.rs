@@ -141,7 +141,7 @@ async fn apply_facts(
     .map(rows::checkout)
     .collect::<Result<Vec<_>, _>>()
     .map_err(undecodable)?;
-    let (applied, spendable) = match payment_checkout(facts, &checkouts) {
+    let (applied, (spendable, unclaimed)) = match payment_checkout(facts, &checkouts) {
         Some(c) => {
             let applied = sqlx::query(
                 "SELECT reference, spendable_delta, frozen_delta, shortfall FROM receipts \
@@ -162,16 +162,17 @@ async fn apply_facts(
             })
             .collect::<Result<Vec<_>, StoreError>>()
             .map_err(undecodable)?;
-            let spendable: i64 =
-                sqlx::query_scalar("SELECT spendable FROM accounts WHERE id = $1 FOR UPDATE")
-                    .bind(c.account_id.as_str())
-                    .fetch_one(&mut **tx)
-                    .await?;
-            (applied, spendable)
+            let balance: (i64, i64) = sqlx::query_as(
+                "SELECT spendable, held - owed FROM accounts WHERE id = $1 FOR UPDATE",
+            )
+            .bind(c.account_id.as_str())
+            .fetch_one(&mut **tx)
+            .await?;
+            (applied, balance)
         }
-        None => (Vec::new(), 0),
+        None => (Vec::new(), (0, 0)),
     };
-    let (checkout, moves) = match plan_payment(facts, &checkouts, &applied, spendable) {
+    let (checkout, moves) = match plan_payment(facts, &checkouts, &applied, spendable, unclaimed) {
         PaymentPlan::Pending => return Ok(EventOutcome::Pending),
         PaymentPlan::Rejected(reason) => return Ok(EventOutcome::Rejected(reason)),
         PaymentPlan::Moves { checkout, moves } => (checkout, moves),
@@ -193,7 +194,7 @@ async fn apply_facts(
         // The plan is raised from `free` to the checkout's with a purchase.
         let balance_after: i64 = sqlx::query_scalar(
             "UPDATE accounts SET spendable = spendable + $1, frozen = frozen + $2, \
-             plan = CASE WHEN $4 AND plan = 'free' THEN $5 ELSE plan END \
+             owed = owed + $6, plan = CASE WHEN $4 AND plan = 'free' THEN $5 ELSE plan END \
              WHERE id = $3 RETURNING spendable",
         )
         .bind(m.spendable_delta)
@@ -201,6 +202,7 @@ async fn apply_facts(
         .bind(checkout.account_id.as_str())
         .bind(m.kind == ReceiptKind::Purchase)
         .bind(checkout.plan.as_str())
+        .bind(m.owed_delta)
         .fetch_one(&mut **tx)
         .await?;
         let (entry, receipt) = m.records(&checkout, payment_id, balance_after, event.received_at);

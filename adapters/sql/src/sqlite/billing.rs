@@ -135,7 +135,7 @@ impl SqliteStore {
                 checkouts.push(rows::checkout(&r).map_err(undecodable)?);
             }
         }
-        let (applied, spendable) = match payment_checkout(facts, &checkouts) {
+        let (applied, (spendable, unclaimed)) = match payment_checkout(facts, &checkouts) {
             Some(c) => {
                 let rows = sqlx::query(
                     "SELECT reference, spendable_delta, frozen_delta, shortfall FROM receipts \
@@ -156,20 +156,21 @@ impl SqliteStore {
                         })
                     })
                     .collect::<Result<Vec<_>, sqlx::Error>>()?;
-                let spendable: i64 =
-                    sqlx::query_scalar("SELECT spendable FROM accounts WHERE id = $1")
+                let balance: (i64, i64) =
+                    sqlx::query_as("SELECT spendable, held - owed FROM accounts WHERE id = $1")
                         .bind(c.account_id.as_str())
                         .fetch_one(&mut **tx)
                         .await?;
-                (applied, spendable)
+                (applied, balance)
             }
-            None => (Vec::new(), 0),
+            None => (Vec::new(), (0, 0)),
         };
-        let (checkout, moves) = match plan_payment(facts, &checkouts, &applied, spendable) {
-            PaymentPlan::Pending => return Ok(EventOutcome::Pending),
-            PaymentPlan::Rejected(reason) => return Ok(EventOutcome::Rejected(reason)),
-            PaymentPlan::Moves { checkout, moves } => (checkout, moves),
-        };
+        let (checkout, moves) =
+            match plan_payment(facts, &checkouts, &applied, spendable, unclaimed) {
+                PaymentPlan::Pending => return Ok(EventOutcome::Pending),
+                PaymentPlan::Rejected(reason) => return Ok(EventOutcome::Rejected(reason)),
+                PaymentPlan::Moves { checkout, moves } => (checkout, moves),
+            };
         // Events that waited for this payment are now accounted for.
         sqlx::query(
             "UPDATE payment_events SET status = 'applied' \
@@ -187,7 +188,7 @@ impl SqliteStore {
             // A purchase also raises a free account to the checkout's plan.
             let balance_after: i64 = sqlx::query_scalar(
                 "UPDATE accounts SET spendable = spendable + $1, frozen = frozen + $2, \
-                 plan = CASE WHEN $3 AND plan = 'free' THEN $4 ELSE plan END \
+                 owed = owed + $6, plan = CASE WHEN $3 AND plan = 'free' THEN $4 ELSE plan END \
                  WHERE id = $5 RETURNING spendable",
             )
             .bind(m.spendable_delta)
@@ -195,6 +196,7 @@ impl SqliteStore {
             .bind(m.kind == ReceiptKind::Purchase)
             .bind(checkout.plan.as_str())
             .bind(checkout.account_id.as_str())
+            .bind(m.owed_delta)
             .fetch_one(&mut **tx)
             .await?;
             let (entry, receipt) =

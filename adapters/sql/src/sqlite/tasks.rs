@@ -227,7 +227,8 @@ pub(super) async fn begin_with_authority(
 /// settled before). One multi-statement query inside the item's savepoint: the task's UPDATE
 /// matches only a task in flight and stores this settlement's artifact id, which is new;
 /// every later statement acts only on the task holding that artifact id, so nothing moves
-/// when the UPDATE matched nothing.
+/// when the UPDATE matched nothing. The entry is written before the balance changes, from the
+/// row the update then changes, so it records what was paid toward `owed` (`Balance::settle`).
 pub(super) async fn settle(
     conn: &mut SqliteConnection,
     s: &Settlement,
@@ -252,18 +253,25 @@ pub(super) async fn settle(
         WHERE task_id = $7 AND released_at IS NULL AND $8
             AND EXISTS (SELECT 1 FROM tasks WHERE id = $7 AND artifact_id = $4);
 
-        UPDATE accounts
-        SET held = held - t.cost, spendable = spendable + CASE WHEN $9 THEN 0 ELSE t.cost END
-        FROM (SELECT account_id, cost FROM tasks
-              WHERE id = $7 AND artifact_id = $4 AND cost > 0) AS t
-        WHERE accounts.id = t.account_id;
-
         INSERT INTO ledger_entries
             (id, account_id, kind, delta, balance_after, reference, memo, created_at)
-        SELECT $10, t.account_id, $11, CASE WHEN $9 THEN 0 ELSE t.cost END, a.spendable,
-            $12, $13, $6
+        SELECT $10, t.account_id, $11,
+            CASE WHEN $9 THEN 0 ELSE t.cost - min(a.owed, t.cost) END,
+            a.spendable + CASE WHEN $9 THEN 0 ELSE t.cost - min(a.owed, t.cost) END,
+            $12,
+            CASE WHEN $9 OR a.owed = 0 THEN $13
+                 ELSE $13 || ', ' || min(a.owed, t.cost) || ' kept for a refunded payment' END,
+            $6
         FROM tasks AS t JOIN accounts AS a ON a.id = t.account_id
-        WHERE t.id = $7 AND t.artifact_id = $4 AND t.cost > 0
+        WHERE t.id = $7 AND t.artifact_id = $4 AND t.cost > 0;
+
+        UPDATE accounts
+        SET held = held - t.cost,
+            spendable = spendable + CASE WHEN $9 THEN 0 ELSE t.cost - min(owed, t.cost) END,
+            owed = CASE WHEN $9 THEN min(owed, held - t.cost) ELSE owed - min(owed, t.cost) END
+        FROM (SELECT account_id, cost FROM tasks
+              WHERE id = $7 AND artifact_id = $4 AND cost > 0) AS t
+        WHERE accounts.id = t.account_id
         "#,
     )
     .bind(status.as_str())
