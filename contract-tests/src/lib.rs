@@ -15,6 +15,7 @@ pub mod health;
 pub mod hooks;
 pub mod identity;
 pub mod limits;
+pub mod money_model;
 pub mod property;
 pub mod samples;
 pub mod scenarios;
@@ -282,6 +283,11 @@ macro_rules! contract_suite {
         #[test]
         fn billing_books_equal_the_model_over_random_provider_events() {
             $crate::billing_model::billing_model_property(|| Box::pin($backend()));
+        }
+
+        #[test]
+        fn refunds_never_return_through_actions_in_flight() {
+            $crate::money_model::money_model_property(|| Box::pin($backend()));
         }
 
         #[test]

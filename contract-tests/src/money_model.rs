@@ -1,0 +1,251 @@
+//! Payments and actions together: random sequences of a payment's events (paid, refunds,
+//! disputes opened and closed) interleaved with actions that hold credits and then complete or
+//! fail, played one at a time against a store.
+//!
+//! After every step: spendable is the sum of the ledger, frozen the sum of the receipts, held
+//! the cost of the actions in flight, and what is owed lies between 0 and held. Once every
+//! action settled, with B the credits the account is entitled to (its grant plus what the
+//! payment's events leave of it, computed here without the code under test) and S what its
+//! completed actions spent: the account has at most B, at least B - S, and exactly B when no
+//! action completed. A refund while actions hold the payment's credits is where this used to
+//! break: the held credits came back when the actions failed.
+
+use proptest::{prelude::*, test_runner::TestCaseError};
+use svc_ports::{
+    AccountId, BeginOutcome, CreditAmount, Grant, LedgerEntryId, SettleOutcome, TaskId,
+    billing::{EventOutcome, PaymentFact},
+};
+use ulid::Ulid;
+
+use crate::{
+    Backend,
+    actions::{new_task, settlement},
+    billing::{checkout, event, paid},
+    scenarios::{BackendFuture, new_account, t0},
+};
+
+#[derive(Debug, Clone)]
+enum Step {
+    Paid,
+    Refund(usize),
+    Open(usize),
+    Close(usize),
+    Begin(i64),
+    /// The `n`-th action in flight (modulo how many there are) completes or fails.
+    Settle(usize, bool),
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        2 => Just(Step::Paid),
+        2 => (0..3usize).prop_map(Step::Refund),
+        1 => (0..2usize).prop_map(Step::Open),
+        1 => (0..2usize).prop_map(Step::Close),
+        4 => (1..400i64).prop_map(Step::Begin),
+        4 => (any::<usize>(), any::<bool>()).prop_map(|(n, c)| Step::Settle(n, c)),
+    ]
+}
+
+/// Refund amounts and disputes (amount, won) of the one payment, fixed per case.
+type World = ([i64; 3], [(i64, bool); 2]);
+
+fn world() -> impl Strategy<Value = World> {
+    (
+        proptest::array::uniform3(1..1000i64),
+        proptest::array::uniform2((1..1000i64, any::<bool>())),
+    )
+}
+
+/// What the account owns of a payment of 900 for 1000 credits once these steps were
+/// delivered: refunds and lost disputes take their share, rounded up, at most the price.
+fn owned(world: &World, steps: &[Step]) -> i64 {
+    if !steps.iter().any(|s| matches!(s, Step::Paid)) {
+        return 0;
+    }
+    let (credits, price) = (1000i128, 900i128);
+    let mut taken = 0i64;
+    for r in 0..3 {
+        if steps
+            .iter()
+            .any(|s| matches!(s, Step::Refund(q) if *q == r))
+        {
+            taken += world.0[r];
+        }
+    }
+    for d in 0..2 {
+        let opened = steps.iter().any(|s| matches!(s, Step::Open(q) if *q == d));
+        let closed = steps.iter().any(|s| matches!(s, Step::Close(q) if *q == d));
+        if opened && closed && !world.1[d].1 {
+            taken += world.1[d].0;
+        }
+    }
+    let part = i128::from(taken).min(price);
+    (credits - (credits * part + price - 1) / price) as i64
+}
+
+async fn check_books(
+    b: &Backend,
+    account: &AccountId,
+    in_flight: i64,
+) -> Result<(), TestCaseError> {
+    let balance = b.ledger.balance(account).await.unwrap();
+    let entries = b.ledger.entries(account, 10_000).await.unwrap();
+    let receipts = b.billing.receipts(account, 10_000).await.unwrap();
+    prop_assert_eq!(
+        balance.spendable,
+        entries.iter().map(|e| e.delta).sum::<i64>()
+    );
+    prop_assert_eq!(
+        balance.frozen,
+        receipts.iter().map(|r| r.frozen_delta).sum::<i64>()
+    );
+    prop_assert_eq!(balance.held, in_flight, "{}", b.name);
+    prop_assert!(
+        balance.spendable >= 0 && balance.frozen >= 0 && (0..=balance.held).contains(&balance.owed),
+        "{}: {:?}",
+        b.name,
+        balance
+    );
+    Ok(())
+}
+
+async fn run_case(
+    b: &Backend,
+    world: World,
+    grant: i64,
+    steps: Vec<Step>,
+    last: Vec<bool>,
+) -> Result<(), TestCaseError> {
+    let tag = Ulid::new().to_string().to_lowercase();
+    let account = new_account(b, &format!("money-{tag}@example.com")).await.id;
+    if grant > 0 {
+        b.ledger
+            .grant(&Grant {
+                id: LedgerEntryId::from_ulid(Ulid::new()),
+                account_id: account.clone(),
+                amount: CreditAmount::new(grant).unwrap(),
+                reference: None,
+                memo: "start".into(),
+                at: t0(),
+            })
+            .await
+            .unwrap();
+    }
+    let c = checkout(&account, None);
+    b.billing.insert_checkout(&c).await.unwrap();
+    let payment = format!("pay_{tag}");
+    let mut in_flight: Vec<(TaskId, i64)> = Vec::new();
+    let mut spent = 0;
+    let settle = async |task: &TaskId, completed: bool| {
+        let outcome = b
+            .tasks
+            .settle_task(&settlement(task, completed, t0()))
+            .await
+            .unwrap();
+        assert!(matches!(outcome, SettleOutcome::Settled(..)), "{outcome:?}");
+    };
+    for s in &steps {
+        let fact = match s {
+            Step::Paid => Some(paid(&c, &payment)),
+            Step::Refund(r) => Some(PaymentFact::Refunded {
+                payment_id: payment.clone(),
+                refund_id: format!("re_{r}"),
+                amount: world.0[*r],
+            }),
+            Step::Open(d) => Some(PaymentFact::DisputeOpened {
+                payment_id: payment.clone(),
+                dispute_id: format!("dp_{d}"),
+                amount: world.1[*d].0,
+            }),
+            Step::Close(d) => Some(PaymentFact::DisputeClosed {
+                payment_id: payment.clone(),
+                dispute_id: format!("dp_{d}"),
+                won: world.1[*d].1,
+            }),
+            Step::Begin(cost) => {
+                let task = new_task(&account, *cost, None, "f");
+                match b.tasks.begin_task(&task).await.unwrap() {
+                    BeginOutcome::Started { .. } => in_flight.push((task.id, *cost)),
+                    BeginOutcome::InsufficientCredits { .. } => {}
+                    other => prop_assert!(false, "{}: {other:?}", b.name),
+                }
+                None
+            }
+            Step::Settle(n, completed) => {
+                if !in_flight.is_empty() {
+                    let (task, cost) = in_flight.remove(n % in_flight.len());
+                    settle(&task, *completed).await;
+                    spent += if *completed { cost } else { 0 };
+                }
+                None
+            }
+        };
+        if let Some(fact) = fact {
+            let outcome = b.billing.apply_payment_event(&event(fact)).await.unwrap();
+            prop_assert!(!matches!(outcome, EventOutcome::Rejected(_)), "{outcome:?}");
+        }
+        let held = in_flight.iter().map(|(_, cost)| cost).sum();
+        check_books(b, &account, held).await?;
+    }
+    for (i, (task, cost)) in in_flight.drain(..).enumerate() {
+        let completed = last.get(i).copied().unwrap_or(false);
+        settle(&task, completed).await;
+        spent += if completed { cost } else { 0 };
+    }
+    check_books(b, &account, 0).await?;
+    let balance = b.ledger.balance(&account).await.unwrap();
+    let has = balance.spendable + balance.frozen;
+    let entitled = grant + owned(&world, &steps);
+    prop_assert!(
+        has <= entitled && has >= entitled - spent,
+        "{}: has {has}, entitled to {entitled}, spent {spent}",
+        b.name
+    );
+    if spent == 0 {
+        prop_assert_eq!(has, entitled, "{}: nothing was spent", b.name);
+    }
+    Ok(())
+}
+
+/// Runs random sequences against one store (one database, a new account per case): a quarter
+/// of the billing model's count, as each step here is a round trip of its own.
+pub fn money_model_property(make: impl Fn() -> BackendFuture) {
+    let (runtime, mut runner) = crate::property::runner(ProptestConfig {
+        max_shrink_iters: 200,
+        ..crate::property::config(crate::billing_model::cases() / 4)
+    });
+    let backend = runtime.block_on(make());
+    let strategy = (
+        world(),
+        0..300i64,
+        proptest::collection::vec(step(), 0..24),
+        proptest::collection::vec(any::<bool>(), 0..8),
+    );
+    runner
+        .run(&strategy, |(world, grant, steps, last)| {
+            runtime.block_on(run_case(&backend, world, grant, steps, last))
+        })
+        .unwrap();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_model_takes_refunds_and_lost_disputes_rounded_up() {
+        let world = ([450, 1, 1], [(900, false), (900, true)]);
+        assert_eq!(owned(&world, &[Step::Refund(0)]), 0);
+        assert_eq!(owned(&world, &[Step::Paid, Step::Refund(0)]), 500);
+        assert_eq!(owned(&world, &[Step::Paid, Step::Refund(1)]), 998);
+        assert_eq!(
+            owned(&world, &[Step::Paid, Step::Close(0), Step::Open(0)]),
+            0
+        );
+        assert_eq!(
+            owned(&world, &[Step::Paid, Step::Open(1), Step::Close(1)]),
+            1000
+        );
+        assert_eq!(owned(&world, &[Step::Paid, Step::Open(0)]), 1000);
+    }
+}
