@@ -307,14 +307,13 @@ impl ReadService {
         self.read(request).await
     }
 
-    /// Many reads for an API key's holder, each exactly as [`Self::read_for`] (cache, guard,
-    /// robots), at most [`BATCH_CONCURRENCY`] at a time; the answers in the order asked.
-    pub async fn read_many_for(
+    /// Whether [`Self::read_many_for`] would refuse the whole batch (scope, selectors, age):
+    /// what a face checks before it counts the batch's other URLs against the key's limit.
+    pub fn check_many_for(
         &self,
         principal: &crate::Principal,
         requests: &[ReadRequest],
-    ) -> Result<Vec<Result<ReadOutcome, ReadError>>, ReadError> {
-        use futures_util::StreamExt;
+    ) -> Result<(), ReadError> {
         if !principal.key.scopes.contains("read") {
             return Err(ReadError::MissingScope("read"));
         }
@@ -326,6 +325,18 @@ impl ReadService {
             }
             self.check_selectors(&r.extract)?;
         }
+        Ok(())
+    }
+
+    /// Many reads for an API key's holder, each exactly as [`Self::read_for`] (cache, guard,
+    /// robots), at most [`BATCH_CONCURRENCY`] at a time; the answers in the order asked.
+    pub async fn read_many_for(
+        &self,
+        principal: &crate::Principal,
+        requests: &[ReadRequest],
+    ) -> Result<Vec<Result<ReadOutcome, ReadError>>, ReadError> {
+        use futures_util::StreamExt;
+        self.check_many_for(principal, requests)?;
         // Owned requests: a future borrowing from the slice is not `Send` for every lifetime.
         Ok(futures_util::stream::iter(requests.to_vec())
             .map(|r| async move { self.read(&r).await })

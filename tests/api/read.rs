@@ -538,6 +538,49 @@ async fn read_page_over_mcp_counts_against_the_key_rate_limit() {
     assert_eq!(classes, ["ok", "ok", "rate_limited"]);
 }
 
+/// A batch refused whole (a bad selector, a key without read) counts once against the key's
+/// limit, not once per URL it named: it read nothing.
+#[tokio::test]
+async fn a_batch_refused_whole_spends_one_count_of_the_key_limit() {
+    let demo = DemoSite::start().await;
+    let app = TestApp::builder()
+        .sandbox_host(DEMO_HOST, demo.address())
+        .runtime(|r| r.rate_limit_per_key = 5)
+        .spawn()
+        .await;
+    let urls = vec![demo.url("/"); 5];
+    for _ in 0..2 {
+        let resp = app
+            .http
+            .post(app.url("/api/read/batch"))
+            .header("Authorization", bearer(&app.api_key))
+            .json(&json!({"urls": urls, "include_selectors": ["\u{c}"]}))
+            .send()
+            .await
+            .unwrap();
+        problem(resp, 422, "invalid_request").await;
+    }
+    // Two counts spent of five: a batch of three URLs still fits, a sixth count not.
+    let resp = app
+        .http
+        .post(app.url("/api/read/batch"))
+        .header("Authorization", bearer(&app.api_key))
+        .json(&json!({"urls": [demo.url("/"), demo.url("/"), demo.url("/")]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let resp = app
+        .http
+        .post(app.url("/api/read/batch"))
+        .header("Authorization", bearer(&app.api_key))
+        .json(&json!({"urls": [demo.url("/")]}))
+        .send()
+        .await
+        .unwrap();
+    problem(resp, 429, "rate_limited").await;
+}
+
 /// Issue 21: many pages in one call, each read as a single read would be, answered in order;
 /// one bad URL takes no other with it.
 #[tokio::test]

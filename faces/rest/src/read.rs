@@ -126,17 +126,19 @@ impl ReadApi {
         auth: ApiKeyAuth,
         body: JsonBody<ReadBatchBody>,
     ) -> Result<ReadBatchResponse, ApiProblem> {
-        // The key's limit already counted this request once: the other URLs count too.
-        if let Some(edge) = req.data::<kit::edge::Edge>() {
-            let more = body.urls.len().saturating_sub(1);
-            edge.limits.check_key_n(&auth.0.key.id, more)?;
-        }
         let urls = body.urls.clone();
-        let answers = self
-            .ctx
-            .services
-            .read
-            .read_many_for(&auth.0, &body.0.into_requests())
+        let requests = body.0.into_requests();
+        let read = &self.ctx.services.read;
+        // A batch refused whole spends only the one count the key's limit already took; an
+        // accepted one counts its other URLs too.
+        read.check_many_for(&auth.0, &requests)
+            .map_err(read_problem)?;
+        if let Some(edge) = req.data::<kit::edge::Edge>() {
+            edge.limits
+                .check_key_n(&auth.0.key.id, urls.len().saturating_sub(1))?;
+        }
+        let answers = read
+            .read_many_for(&auth.0, &requests)
             .await
             .map_err(read_problem)?;
         Ok(ReadBatchResponse::Ok(Json(ReadBatchResult::of(

@@ -158,12 +158,6 @@ impl SvcMcp {
         Parameters(args): Parameters<ReadPagesArgs>,
     ) -> Result<CallToolResult, McpError> {
         let principal = principal!(&self.ctx, parts);
-        if let Some(limits) = parts.extensions.get::<kit::limits::RateLimits>()
-            && let Err(problem) =
-                limits.check_key_n(&principal.key.id, args.urls.len().saturating_sub(1))
-        {
-            return Ok(tool_error(&problem));
-        }
         let body = ReadBatchBody {
             urls: args.urls.clone(),
             format: args.format.map(read_format),
@@ -173,17 +167,21 @@ impl SvcMcp {
             max_age: args.max_age.map(f64::from),
             render: args.render.map(render_option),
         };
-        Ok(
-            match self
-                .ctx
-                .services
-                .read
-                .read_many_for(&principal, &body.into_requests())
-                .await
-            {
-                Ok(answers) => wire_answer(&ReadBatchResult::of(&args.urls, answers)),
-                Err(e) => tool_error(&read_problem(e)),
-            },
-        )
+        let requests = body.into_requests();
+        let read = &self.ctx.services.read;
+        // As the REST batch: a batch refused whole counts once against the key's limit.
+        if let Err(e) = read.check_many_for(&principal, &requests) {
+            return Ok(tool_error(&read_problem(e)));
+        }
+        if let Some(limits) = parts.extensions.get::<kit::limits::RateLimits>()
+            && let Err(problem) =
+                limits.check_key_n(&principal.key.id, args.urls.len().saturating_sub(1))
+        {
+            return Ok(tool_error(&problem));
+        }
+        Ok(match read.read_many_for(&principal, &requests).await {
+            Ok(answers) => wire_answer(&ReadBatchResult::of(&args.urls, answers)),
+            Err(e) => tool_error(&read_problem(e)),
+        })
     }
 }
