@@ -162,6 +162,20 @@ pub(crate) fn settlement(task: &TaskId, completed: bool, at: DateTime<Utc>) -> S
     }
 }
 
+/// Settles a task in flight (completed or failed) at `t0`; it must land.
+pub(crate) async fn settled(b: &Backend, task: &TaskId, completed: bool) {
+    let outcome = b
+        .tasks
+        .settle_task(&settlement(task, completed, t0()))
+        .await
+        .unwrap();
+    assert!(
+        matches!(outcome, SettleOutcome::Settled(..)),
+        "{}: {outcome:?}",
+        b.name
+    );
+}
+
 /// spendable equals the sum of entries, held equals the cost of tasks in flight, and it
 /// returns (spendable, held).
 pub(crate) async fn check_money(

@@ -4,8 +4,7 @@
 use chrono::Duration;
 use futures_util::future::join_all;
 use svc_ports::{
-    AccountId, BeginOutcome, CheckoutId, EntryKind, KeyHash, MeterEventId, Plan, SettleOutcome,
-    TaskId,
+    AccountId, BeginOutcome, CheckoutId, EntryKind, KeyHash, MeterEventId, Plan,
     billing::{
         CheckoutHandoff, CheckoutOutcome, CheckoutRecord, Currency, EventOutcome, MeterEvent,
         MeterOutcome, PaymentEvent, PaymentFact, ReceiptKind,
@@ -15,7 +14,7 @@ use ulid::Ulid;
 
 use crate::{
     Backend,
-    actions::{new_task, settlement},
+    actions::{new_task, settled},
     scenarios::{new_account, t0},
 };
 
@@ -455,16 +454,8 @@ pub async fn a_refund_while_actions_run_is_paid_by_those_that_fail(b: &Backend) 
         (balance.spendable, balance.held, balance.owed)
     };
     assert_eq!(owed().await, (0, 400, 200), "{}", b.name);
-    let settle = async |task: &TaskId, completed: bool| {
-        let outcome = b
-            .tasks
-            .settle_task(&settlement(task, completed, t0()))
-            .await
-            .unwrap();
-        assert!(matches!(outcome, SettleOutcome::Settled(..)), "{outcome:?}");
-    };
     // A failure gives its 100 back to what is owed.
-    settle(&tasks[0], false).await;
+    settled(b, &tasks[0], false).await;
     assert_eq!(owed().await, (0, 300, 100), "{}", b.name);
     let entries = b.ledger.entries(&a.id, 100).await.unwrap();
     let refund = entries
@@ -479,12 +470,12 @@ pub async fn a_refund_while_actions_run_is_paid_by_those_that_fail(b: &Backend) 
         refund.memo
     );
     // A completion spent its credits: 100 still owed by the 200 in flight.
-    settle(&tasks[1], true).await;
+    settled(b, &tasks[1], true).await;
     assert_eq!(owed().await, (0, 200, 100), "{}", b.name);
-    settle(&tasks[2], false).await;
+    settled(b, &tasks[2], false).await;
     assert_eq!(owed().await, (0, 100, 0), "{}", b.name);
     // Nothing is owed any more: the last failure's credits are the customer's again.
-    settle(&tasks[3], false).await;
+    settled(b, &tasks[3], false).await;
     // 1000 bought, 800 refunded, 100 spent.
     assert_eq!(owed().await, (100, 0, 0), "{}", b.name);
 }

@@ -12,14 +12,14 @@
 
 use proptest::{prelude::*, test_runner::TestCaseError};
 use svc_ports::{
-    AccountId, BeginOutcome, CreditAmount, Grant, LedgerEntryId, SettleOutcome, TaskId,
+    AccountId, BeginOutcome, CreditAmount, Grant, LedgerEntryId, TaskId,
     billing::{EventOutcome, PaymentFact},
 };
 use ulid::Ulid;
 
 use crate::{
     Backend,
-    actions::{new_task, settlement},
+    actions::{new_task, settled},
     billing::{checkout, event, paid},
     scenarios::{BackendFuture, new_account, t0},
 };
@@ -136,14 +136,6 @@ async fn run_case(
     let payment = format!("pay_{tag}");
     let mut in_flight: Vec<(TaskId, i64)> = Vec::new();
     let mut spent = 0;
-    let settle = async |task: &TaskId, completed: bool| {
-        let outcome = b
-            .tasks
-            .settle_task(&settlement(task, completed, t0()))
-            .await
-            .unwrap();
-        assert!(matches!(outcome, SettleOutcome::Settled(..)), "{outcome:?}");
-    };
     for s in &steps {
         let fact = match s {
             Step::Paid => Some(paid(&c, &payment)),
@@ -174,7 +166,7 @@ async fn run_case(
             Step::Settle(n, completed) => {
                 if !in_flight.is_empty() {
                     let (task, cost) = in_flight.remove(n % in_flight.len());
-                    settle(&task, *completed).await;
+                    settled(b, &task, *completed).await;
                     spent += if *completed { cost } else { 0 };
                 }
                 None
@@ -189,7 +181,7 @@ async fn run_case(
     }
     for (i, (task, cost)) in in_flight.drain(..).enumerate() {
         let completed = last.get(i).copied().unwrap_or(false);
-        settle(&task, completed).await;
+        settled(b, &task, completed).await;
         spent += if completed { cost } else { 0 };
     }
     check_books(b, &account, 0).await?;
