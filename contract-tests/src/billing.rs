@@ -4,7 +4,7 @@
 use chrono::Duration;
 use futures_util::future::join_all;
 use svc_ports::{
-    AccountId, BeginOutcome, CheckoutId, EntryKind, KeyHash, MeterEventId, Plan,
+    AccountId, BeginOutcome, CheckoutId, EntryKind, KeyHash, MeterEventId, Plan, TaskId,
     billing::{
         CheckoutHandoff, CheckoutOutcome, CheckoutRecord, Currency, EventOutcome, MeterEvent,
         MeterOutcome, PaymentEvent, PaymentFact, ReceiptKind,
@@ -403,9 +403,9 @@ pub async fn meter_events_are_recorded_once(b: &Backend) {
     assert_eq!(again.forwarded_at, Some(t0() + Duration::seconds(1)));
 }
 
-/// A payment refunded while actions hold its credits: what they hold is owed, not kept. A
-/// failed action pays toward what is owed from the credits it gives back; a completed one
-/// spent its credits, so what it held stops being owed.
+/// A payment refunded while actions hold its credits: what they hold is owed, not kept. The
+/// claim is spread over them oldest first; a failed action pays its share from the credits it
+/// gives back; a completed one spent its credits, so its share is not collected.
 pub async fn a_refund_while_actions_run_is_paid_by_those_that_fail(b: &Backend) {
     let a = new_account(b, "buyer@example.com").await;
     let c = checkout(&a.id, Some("k"));
@@ -417,7 +417,9 @@ pub async fn a_refund_while_actions_run_is_paid_by_those_that_fail(b: &Backend) 
     // Four actions hold 100 credits each; 600 stay spendable.
     let mut tasks = Vec::new();
     for n in 0..4 {
-        let task = new_task(&a.id, 100, None, &format!("f{n}"));
+        let mut task = new_task(&a.id, 100, None, &format!("f{n}"));
+        // Claims are spread oldest first.
+        task.created_at = t0() + Duration::seconds(n);
         let outcome = b.tasks.begin_task(&task).await.unwrap();
         assert!(
             matches!(outcome, BeginOutcome::Started { .. }),
@@ -469,13 +471,110 @@ pub async fn a_refund_while_actions_run_is_paid_by_those_that_fail(b: &Backend) 
         b.name,
         refund.memo
     );
-    // A completion spent its credits: 100 still owed by the 200 in flight.
+    // The claim was spread oldest first: the second action's share goes with its completion
+    // (its credits were spent), and the last two were never claimed.
     settled(b, &tasks[1], true).await;
-    assert_eq!(owed().await, (0, 200, 100), "{}", b.name);
+    assert_eq!(owed().await, (0, 200, 0), "{}", b.name);
     settled(b, &tasks[2], false).await;
-    assert_eq!(owed().await, (0, 100, 0), "{}", b.name);
-    // Nothing is owed any more: the last failure's credits are the customer's again.
+    assert_eq!(owed().await, (100, 100, 0), "{}", b.name);
     settled(b, &tasks[3], false).await;
-    // 1000 bought, 800 refunded, 100 spent.
-    assert_eq!(owed().await, (100, 0, 0), "{}", b.name);
+    // 1000 bought, 800 refunded: 600 taken at once, 100 from the first action's credits, and
+    // 100 spent by the second before they could be taken.
+    assert_eq!(owed().await, (200, 0, 0), "{}", b.name);
+}
+
+async fn started(b: &Backend, a: &AccountId, cost: i64) -> TaskId {
+    let task = new_task(a, cost, None, "f");
+    let outcome = b.tasks.begin_task(&task).await.unwrap();
+    assert!(
+        matches!(outcome, BeginOutcome::Started { .. }),
+        "{outcome:?}"
+    );
+    task.id
+}
+
+/// What a refund claims is the share of the actions in flight when it arrived: an action begun
+/// later, on credits bought later, gives them all back when it fails, whether it began before
+/// or after the claimed action completed (found by a review of the first version, which kept
+/// one claim for the whole account and let the later action pay it).
+pub async fn a_refund_claims_only_the_actions_in_flight_when_it_arrived(b: &Backend) {
+    for later_begins_first in [false, true] {
+        let a = new_account(b, &format!("buyer-{later_begins_first}@example.com")).await;
+        let (c1, c2) = (checkout(&a.id, None), checkout(&a.id, None));
+        b.billing.insert_checkout(&c1).await.unwrap();
+        b.billing.insert_checkout(&c2).await.unwrap();
+        let (p1, p2) = (
+            format!("pay_{}", Ulid::new()),
+            format!("pay_{}", Ulid::new()),
+        );
+        b.billing
+            .apply_payment_event(&event(paid(&c1, &p1)))
+            .await
+            .unwrap();
+        let t1 = started(b, &a.id, 1000).await;
+        b.billing
+            .apply_payment_event(&event(refunded(&p1, "re_1", 900)))
+            .await
+            .unwrap();
+        b.billing
+            .apply_payment_event(&event(paid(&c2, &p2)))
+            .await
+            .unwrap();
+        let t2 = if later_begins_first {
+            let t2 = started(b, &a.id, 1000).await;
+            settled(b, &t1, true).await;
+            t2
+        } else {
+            settled(b, &t1, true).await;
+            started(b, &a.id, 1000).await
+        };
+        settled(b, &t2, false).await;
+        let balance = b.ledger.balance(&a.id).await.unwrap();
+        books(b, &a.id).await;
+        assert_eq!(
+            (balance.spendable, balance.held, balance.owed),
+            (1000, 0, 0),
+            "{}: the later action began first: {later_begins_first}",
+            b.name
+        );
+    }
+}
+
+/// Refunds of four payments race forty settlements on one account: the books hold, nothing
+/// stays owed once all settled, and none of the refunded credits is left.
+pub async fn refunds_racing_settlements_leave_nothing_owed(b: &Backend) {
+    let a = new_account(b, "buyer@example.com").await;
+    let mut payments = Vec::new();
+    for _ in 0..4 {
+        let c = checkout(&a.id, None);
+        b.billing.insert_checkout(&c).await.unwrap();
+        let p = format!("pay_{}", Ulid::new());
+        b.billing
+            .apply_payment_event(&event(paid(&c, &p)))
+            .await
+            .unwrap();
+        payments.push(p);
+    }
+    let mut tasks = Vec::new();
+    for _ in 0..40 {
+        tasks.push(started(b, &a.id, 100).await);
+    }
+    let refunds = payments.iter().enumerate().map(|(i, p)| async move {
+        let refund = event(refunded(p, &format!("re_{i}"), 900));
+        b.billing.apply_payment_event(&refund).await.unwrap();
+    });
+    let settles = tasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| settled(b, t, i % 3 == 0));
+    futures_util::join!(join_all(refunds), join_all(settles));
+    let balance = b.ledger.balance(&a.id).await.unwrap();
+    books(b, &a.id).await;
+    // 4000 bought and all refunded; 14 actions completed: spent, not owed.
+    assert_eq!(
+        (balance.spendable, balance.held, balance.owed),
+        (0, 0, 0),
+        "{}",
+        b.name
+    );
 }

@@ -229,7 +229,9 @@ macro_rules! contract_suite {
             unknown_and_mismatched_events_move_nothing,
             handoffs_are_taken_once_and_not_after_expiry,
             meter_events_are_recorded_once,
-            a_refund_while_actions_run_is_paid_by_those_that_fail
+            a_refund_while_actions_run_is_paid_by_those_that_fail,
+            a_refund_claims_only_the_actions_in_flight_when_it_arrived,
+            refunds_racing_settlements_leave_nothing_owed
         );
 
         $crate::contract_suite!(@connections $backend;

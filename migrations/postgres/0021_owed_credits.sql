@@ -1,13 +1,20 @@
--- Credits a refunded or lost payment still claims from what actions in flight hold
--- (`Balance::owed` in ports/src/ledger.rs). When a payment is refunded while actions hold its
--- credits, those credits are neither spendable nor spent: a failed action pays toward what is
--- owed from the credits it gives back, and a completed one spent them, so what it held stops
--- being owed. Always between 0 and `held`; the stores keep the upper bound.
-ALTER TABLE accounts ADD COLUMN owed svc_credits NOT NULL DEFAULT 0;
+-- Credits refunded or lost payments still claim from what actions in flight hold
+-- (`Balance::owed` in ports/src/ledger.rs). When a payment is refunded while actions hold
+-- credits, those credits are neither spendable nor spent: the claim is spread over those
+-- actions, oldest first, each up to its cost (`tasks.owed`). A failed action pays its share
+-- from the credits it gives back; a completed one spent its credits, and its share is dropped.
+-- `accounts.owed` is the sum of the shares of the account's actions in flight.
+--
+-- Plain BIGINT columns with a constant default: adding them rewrites neither table and takes
+-- the exclusive lock only for a moment (a domain with a CHECK, as 0020's `svc_credits`, would
+-- rewrite both). No CHECK either: 0020 moved the rules off these two hot tables because the
+-- executor re-reads them at every statement; the stores keep 0 <= owed <= held (and <= cost),
+-- and the contract suite's money tests hold them to it.
+ALTER TABLE accounts ADD COLUMN owed BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE tasks ADD COLUMN owed BIGINT NOT NULL DEFAULT 0;
 
--- svc_run_items (0019) again, with a settlement that pays what is owed. Only `locked`, `moved`
--- and `entry` of the settle item change: `locked` reads what was owed with the account's row
--- lock, so the entry records what the update took.
+-- svc_run_items (0019) again, with a settlement that pays what its task owes. Only the settle
+-- item's `settled` (which also returns the task's share), `moved` and `entry` change.
 CREATE OR REPLACE FUNCTION svc_run_items(items JSONB) RETURNS SETOF svc_item_result
 LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -145,7 +152,7 @@ BEGIN
             -- `released` gives a failed task's authority spend back when asked. The event
             -- (when the item names one) is stored only when this settlement landed.
             WITH locked AS (
-                SELECT accounts.id, accounts.owed FROM accounts
+                SELECT accounts.id FROM accounts
                 WHERE accounts.id = (SELECT tasks.account_id FROM tasks
                                      WHERE tasks.id = p_task_id)
                 FOR NO KEY UPDATE
@@ -163,17 +170,14 @@ BEGIN
                     tasks.cost, tasks.idempotency_key, tasks.fingerprint, tasks.status,
                     tasks.response_status, tasks.response_body, tasks.artifact_id,
                     tasks.artifact, tasks.created_at, tasks.settled_at,
-                    tasks.verified_artifact, tasks.verified_at
+                    tasks.verified_artifact, tasks.verified_at, tasks.owed
             ),
             moved AS (
                 UPDATE accounts
                 SET held = accounts.held - settled.cost,
+                    owed = accounts.owed - settled.owed,
                     spendable = accounts.spendable
-                        + CASE WHEN p_completed THEN 0
-                               ELSE settled.cost - LEAST(accounts.owed, settled.cost) END,
-                    owed = CASE WHEN p_completed
-                                THEN LEAST(accounts.owed, accounts.held - settled.cost)
-                                ELSE accounts.owed - LEAST(accounts.owed, settled.cost) END
+                        + CASE WHEN p_completed THEN 0 ELSE settled.cost - settled.owed END
                 FROM settled
                 WHERE accounts.id = settled.account_id AND settled.cost > 0
                 RETURNING accounts.spendable
@@ -182,14 +186,13 @@ BEGIN
                 INSERT INTO ledger_entries
                     (id, account_id, kind, delta, balance_after, reference, memo, created_at)
                 SELECT p_entry, settled.account_id, p_entry_kind,
-                    CASE WHEN p_completed THEN 0
-                         ELSE settled.cost - LEAST(locked.owed, settled.cost) END,
+                    CASE WHEN p_completed THEN 0 ELSE settled.cost - settled.owed END,
                     moved.spendable, p_reference,
-                    CASE WHEN p_completed OR locked.owed = 0 THEN p_memo
-                         ELSE p_memo || ', ' || LEAST(locked.owed, settled.cost)
-                             || ' kept for a refunded payment' END,
+                    CASE WHEN p_completed OR settled.owed = 0 THEN p_memo
+                         ELSE p_memo || ', ' || settled.owed || ' kept for a refunded payment'
+                    END,
                     p_at
-                FROM settled, moved, locked
+                FROM settled, moved
             ),
             released AS (
                 UPDATE authority_spends SET released_at = p_at

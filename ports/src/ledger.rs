@@ -214,30 +214,42 @@ pub struct Balance {
     pub held: i64,
     /// Credits of disputed payments, set aside until the dispute closes.
     pub frozen: i64,
-    /// Part of `held` that a refunded or lost payment still claims: when it was refunded,
-    /// actions in flight held those credits. A failed action pays what it gives back toward
-    /// this first; a completed one spent its credits, so what it held stops being owed.
-    /// Always `0 <= owed <= held`.
+    /// Part of `held` that refunded or lost payments still claim. When a payment is refunded
+    /// while actions in flight hold credits, those credits are neither spendable nor spent:
+    /// the claim is spread over those actions, oldest first, each up to its cost (the task's
+    /// own `owed`). An action that fails pays its share from the credits it gives back; one
+    /// that completes spent its credits, and its share is dropped. Always `0 <= owed <= held`,
+    /// and the sum of the shares of the actions in flight.
     pub owed: i64,
 }
 
 impl Balance {
-    /// What settling a task that held `cost` does to the balance: `(spendable, held, owed)`
-    /// after, and the spendable change its ledger entry records. One rule for every store.
-    pub fn settle(&self, cost: i64, completed: bool) -> (i64, i64, i64, i64) {
-        let held = self.held - cost;
-        if completed {
-            (self.spendable, held, self.owed.min(held), 0)
-        } else {
-            let pay = self.owed.min(cost);
-            (
-                self.spendable + cost - pay,
-                held,
-                self.owed - pay,
-                cost - pay,
-            )
-        }
+    /// What settling a task that held `cost`, of which `task_owed` is claimed, does to the
+    /// balance, and the spendable change its ledger entry records. One rule for every store.
+    pub fn settle(&self, cost: i64, task_owed: i64, completed: bool) -> (Balance, i64) {
+        let returned = if completed { 0 } else { cost - task_owed };
+        let after = Balance {
+            spendable: self.spendable + returned,
+            held: self.held - cost,
+            frozen: self.frozen,
+            owed: self.owed - task_owed,
+        };
+        (after, returned)
     }
+}
+
+/// How a claim of `owed` credits is spread over the actions in flight, given as (cost, already
+/// claimed) oldest first: what each one's claim grows by. The SQL stores say the same in SQL.
+pub fn spread_owed(owed: i64, in_flight: &[(i64, i64)]) -> Vec<i64> {
+    let mut left = owed.max(0);
+    in_flight
+        .iter()
+        .map(|(cost, claimed)| {
+            let add = (cost - claimed).max(0).min(left);
+            left -= add;
+            add
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -250,6 +262,16 @@ mod tests {
         assert!(CreditAmount::new(-5).is_err());
         assert!(CreditAmount::new(MAX_GRANT + 1).is_err());
         assert_eq!(CreditAmount::new(7).unwrap().get(), 7);
+    }
+
+    #[test]
+    fn a_claim_is_spread_oldest_first_each_up_to_its_cost() {
+        assert_eq!(
+            spread_owed(250, &[(100, 0), (100, 40), (300, 0), (5, 0)]),
+            [100, 60, 90, 0]
+        );
+        assert_eq!(spread_owed(0, &[(100, 0)]), [0]);
+        assert_eq!(spread_owed(1000, &[(100, 100)]), [0]);
     }
 
     #[test]

@@ -20,6 +20,8 @@ pub(crate) struct ActionState {
     maps: Vec<AgentMap>,
     pub(crate) tasks: HashMap<TaskId, TaskRecord>,
     by_key: HashMap<(AccountId, String), TaskId>,
+    /// What refunded payments claim of each task in flight (`Balance::owed`); absent: 0.
+    pub(crate) owed: HashMap<TaskId, i64>,
 }
 
 fn ledger_entry(
@@ -246,12 +248,13 @@ impl TaskStore for MemoryStore {
             )?),
             None => None,
         };
+        let task_owed = s.actions.owed.remove(&task.id).unwrap_or(0);
         let balance = s
             .balances
             .get_mut(&task.account_id)
             .ok_or(TaskError::UnknownAccount)?;
-        let (spendable, held, owed, delta) = balance.settle(task.cost, settlement.completed);
-        (balance.spendable, balance.held, balance.owed) = (spendable, held, owed);
+        let (after, delta) = balance.settle(task.cost, task_owed, settlement.completed);
+        *balance = after;
         let kind = if settlement.completed {
             EntryKind::Capture
         } else {

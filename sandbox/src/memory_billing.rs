@@ -81,6 +81,9 @@ fn apply_facts(
         balance.frozen += m.frozen_delta;
         balance.owed += m.owed_delta;
         let balance_after = balance.spendable;
+        if m.owed_delta > 0 {
+            spread(s, &checkout.account_id, m.owed_delta);
+        }
         if m.kind == ReceiptKind::Purchase
             && let Some(account) = s.accounts.get_mut(&checkout.account_id)
             && account.plan == Plan::Free
@@ -270,5 +273,36 @@ impl BillingStore for MemoryStore {
             m.forwarded_at = Some(at);
         }
         Ok(())
+    }
+}
+
+/// Spreads a claim of `owed` over the account's tasks in flight, oldest first
+/// (`svc_ports::ledger::spread_owed`).
+fn spread(s: &mut State, account: &svc_ports::AccountId, owed: i64) {
+    let mut in_flight: Vec<&svc_ports::TaskRecord> = s
+        .actions
+        .tasks
+        .values()
+        .filter(|t| &t.account_id == account && t.status == svc_ports::TaskStatus::InFlight)
+        .collect();
+    in_flight.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+    let claimed: Vec<(svc_ports::TaskId, i64, i64)> = in_flight
+        .iter()
+        .map(|t| {
+            (
+                t.id.clone(),
+                t.cost,
+                s.actions.owed.get(&t.id).copied().unwrap_or(0),
+            )
+        })
+        .collect();
+    let shares: Vec<(i64, i64)> = claimed.iter().map(|(_, c, o)| (*c, *o)).collect();
+    for ((id, _, _), add) in claimed
+        .iter()
+        .zip(svc_ports::ledger::spread_owed(owed, &shares))
+    {
+        if add > 0 {
+            *s.actions.owed.entry(id.clone()).or_default() += add;
+        }
     }
 }

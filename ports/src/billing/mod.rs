@@ -441,7 +441,8 @@ pub struct Movement {
     pub frozen_delta: i64,
     pub shortfall: i64,
     /// What was not taken back at once (`shortfall`), yet held by actions in flight: the
-    /// account owes it, and pays it from those actions' credits if they fail.
+    /// store spreads it over them (`ledger::spread_owed`), and each pays its share from its
+    /// credits if it fails.
     pub owed_delta: i64,
     pub note: String,
 }

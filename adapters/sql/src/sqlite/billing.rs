@@ -199,6 +199,9 @@ impl SqliteStore {
             .bind(m.owed_delta)
             .fetch_one(&mut **tx)
             .await?;
+            if m.owed_delta > 0 {
+                spread_owed(tx, &checkout.account_id, m.owed_delta).await?;
+            }
             let (entry, receipt) =
                 m.records(&checkout, payment_id, balance_after, event.received_at);
             insert_entry(tx, &entry).await?;
@@ -207,6 +210,28 @@ impl SqliteStore {
         }
         Ok(EventOutcome::Applied(receipts))
     }
+}
+
+/// Spreads a claim of `owed` credits over the account's tasks in flight, oldest first, each up
+/// to its cost (`svc_ports::ledger::spread_owed`, in SQL).
+async fn spread_owed(
+    tx: &mut SqliteConnection,
+    account: &AccountId,
+    owed: i64,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE tasks SET owed = tasks.owed + min(room.room, $2 - room.before) \
+         FROM (SELECT id, cost - owed AS room, \
+                   COALESCE(SUM(cost - owed) OVER (ORDER BY created_at, id \
+                       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before \
+               FROM tasks WHERE account_id = $1 AND status = 'in_flight' AND cost > owed) AS room \
+         WHERE tasks.id = room.id AND room.before < $2",
+    )
+    .bind(account.as_str())
+    .bind(owed)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
 }
 
 #[async_trait]

@@ -227,8 +227,8 @@ pub(super) async fn begin_with_authority(
 /// settled before). One multi-statement query inside the item's savepoint: the task's UPDATE
 /// matches only a task in flight and stores this settlement's artifact id, which is new;
 /// every later statement acts only on the task holding that artifact id, so nothing moves
-/// when the UPDATE matched nothing. The entry is written before the balance changes, from the
-/// row the update then changes, so it records what was paid toward `owed` (`Balance::settle`).
+/// when the UPDATE matched nothing. A failed task gives back its cost less what a refunded
+/// payment claims of it (`tasks.owed`; `Balance::settle`), and the entry says how much it kept.
 pub(super) async fn settle(
     conn: &mut SqliteConnection,
     s: &Settlement,
@@ -256,20 +256,19 @@ pub(super) async fn settle(
         INSERT INTO ledger_entries
             (id, account_id, kind, delta, balance_after, reference, memo, created_at)
         SELECT $10, t.account_id, $11,
-            CASE WHEN $9 THEN 0 ELSE t.cost - min(a.owed, t.cost) END,
-            a.spendable + CASE WHEN $9 THEN 0 ELSE t.cost - min(a.owed, t.cost) END,
+            CASE WHEN $9 THEN 0 ELSE t.cost - t.owed END,
+            a.spendable + CASE WHEN $9 THEN 0 ELSE t.cost - t.owed END,
             $12,
-            CASE WHEN $9 OR a.owed = 0 THEN $13
-                 ELSE $13 || ', ' || min(a.owed, t.cost) || ' kept for a refunded payment' END,
+            CASE WHEN $9 OR t.owed = 0 THEN $13
+                 ELSE $13 || ', ' || t.owed || ' kept for a refunded payment' END,
             $6
         FROM tasks AS t JOIN accounts AS a ON a.id = t.account_id
         WHERE t.id = $7 AND t.artifact_id = $4 AND t.cost > 0;
 
         UPDATE accounts
-        SET held = held - t.cost,
-            spendable = spendable + CASE WHEN $9 THEN 0 ELSE t.cost - min(owed, t.cost) END,
-            owed = CASE WHEN $9 THEN min(owed, held - t.cost) ELSE owed - min(owed, t.cost) END
-        FROM (SELECT account_id, cost FROM tasks
+        SET held = held - t.cost, owed = accounts.owed - t.owed,
+            spendable = spendable + CASE WHEN $9 THEN 0 ELSE t.cost - t.owed END
+        FROM (SELECT account_id, cost, owed FROM tasks
               WHERE id = $7 AND artifact_id = $4 AND cost > 0) AS t
         WHERE accounts.id = t.account_id
         "#,
