@@ -157,6 +157,7 @@ pub(crate) fn settlement(task: &TaskId, completed: bool, at: DateTime<Utc>) -> S
         artifact_id: ArtifactId::from_ulid(Ulid::new()),
         artifact: "{\"signed\": true}".into(),
         entry: LedgerEntryId::from_ulid(Ulid::new()),
+        clawback_entry: LedgerEntryId::from_ulid(Ulid::new()),
         at,
         event: None,
     }

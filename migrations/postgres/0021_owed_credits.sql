@@ -1,20 +1,23 @@
 -- Credits refunded or lost payments still claim from what actions in flight hold
 -- (`Balance::owed` in ports/src/ledger.rs). When a payment is refunded while actions hold
 -- credits, those credits are neither spendable nor spent: the claim is spread over those
--- actions, oldest first, each up to its cost (`tasks.owed`). A failed action pays its share
--- from the credits it gives back; a completed one spent its credits, and its share is dropped.
--- `accounts.owed` is the sum of the shares of the account's actions in flight.
+-- actions, oldest first, each up to its cost (`tasks.owed`). A failed action's refund gives its
+-- cost back and a clawback entry then takes its share; a completed one spent its credits, and
+-- its share is dropped. `accounts.owed` is the sum of the shares of the account's actions in
+-- flight.
 --
--- Plain BIGINT columns with a constant default: adding them rewrites neither table and takes
--- the exclusive lock only for a moment (a domain with a CHECK, as 0020's `svc_credits`, would
--- rewrite both). No CHECK either: 0020 moved the rules off these two hot tables because the
--- executor re-reads them at every statement; the stores keep 0 <= owed <= held (and <= cost),
--- and the contract suite's money tests hold them to it.
+-- Plain BIGINT columns with a constant default: adding them rewrites neither table (a domain
+-- with a CHECK, as 0020's `svc_credits`, would rewrite both). No CHECK either: 0020 moved the
+-- rules off these two hot tables because the executor re-reads them at every statement; the
+-- stores keep 0 <= owed <= held (and <= cost), and the contract suite's money tests hold them
+-- to it. Stop older instances first (README, "Migrations"): their settlements do not name the
+-- clawback entry this function writes.
 ALTER TABLE accounts ADD COLUMN owed BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE tasks ADD COLUMN owed BIGINT NOT NULL DEFAULT 0;
 
--- svc_run_items (0019) again, with a settlement that pays what its task owes. Only the settle
--- item's `settled` (which also returns the task's share), `moved` and `entry` change.
+-- svc_run_items (0019) again, with a settlement that takes back what its task owes. Only the
+-- settle item's parameters, `settled` (which also returns the task's share), `moved` and
+-- `entry` change, and `clawback` is new.
 CREATE OR REPLACE FUNCTION svc_run_items(items JSONB) RETURNS SETOF svc_item_result
 LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -45,6 +48,9 @@ DECLARE
     p_entry TEXT;
     p_entry_kind TEXT;
     p_release_spend BOOLEAN;
+    p_clawback_entry TEXT;
+    p_clawback_reference TEXT;
+    p_clawback_memo TEXT;
     -- The row of a settle or an event item.
     landed svc_item_result;
 BEGIN
@@ -142,6 +148,9 @@ BEGIN
             p_reference := item->>'reference';
             p_memo := item->>'memo';
             p_release_spend := (item->>'release_spend')::BOOLEAN;
+            p_clawback_entry := item->>'clawback_entry';
+            p_clawback_reference := item->>'clawback_reference';
+            p_clawback_memo := item->>'clawback_memo';
             -- `locked` takes the account's row lock before the task's, the order every begin
             -- takes them in (account, then the idempotency key's task row): a settle that
             -- locked the task first deadlocked with a begin of the same key waiting on it.
@@ -186,13 +195,19 @@ BEGIN
                 INSERT INTO ledger_entries
                     (id, account_id, kind, delta, balance_after, reference, memo, created_at)
                 SELECT p_entry, settled.account_id, p_entry_kind,
-                    CASE WHEN p_completed THEN 0 ELSE settled.cost - settled.owed END,
-                    moved.spendable, p_reference,
-                    CASE WHEN p_completed OR settled.owed = 0 THEN p_memo
-                         ELSE p_memo || ', ' || settled.owed || ' kept for a refunded payment'
-                    END,
+                    CASE WHEN p_completed THEN 0 ELSE settled.cost END,
+                    moved.spendable + CASE WHEN p_completed THEN 0 ELSE settled.owed END,
+                    p_reference, p_memo,
                     p_at
                 FROM settled, moved
+            ),
+            clawback AS (
+                INSERT INTO ledger_entries
+                    (id, account_id, kind, delta, balance_after, reference, memo, created_at)
+                SELECT p_clawback_entry, settled.account_id, 'clawback', -settled.owed,
+                    moved.spendable, p_clawback_reference, p_clawback_memo, p_at
+                FROM settled, moved
+                WHERE NOT p_completed AND settled.owed > 0
             ),
             released AS (
                 UPDATE authority_spends SET released_at = p_at

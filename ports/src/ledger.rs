@@ -58,12 +58,13 @@ pub enum EntryKind {
     Hold,
     /// A held amount charged when its task completed (held down; spendable unchanged).
     Capture,
-    /// A held amount given back when its task failed (held down, spendable up by the amount
-    /// less what the account owes for a refunded payment; see [`Balance::owed`]).
+    /// A held amount given back when its task failed (held down, spendable up).
     Refund,
     /// Credits bought, applied from a verified payment event.
     Purchase,
-    /// Credits taken back because their payment was refunded.
+    /// Credits taken back because their payment was refunded (or its dispute lost): from
+    /// spendable when the refund arrives, or from a failed task's refund when the task held
+    /// them then (reference `task:{id}:clawback`; see [`Balance::owed`]).
     Clawback,
     /// Credits set aside while their payment is disputed (spendable down, frozen up).
     Freeze,
@@ -225,16 +226,17 @@ pub struct Balance {
 
 impl Balance {
     /// What settling a task that held `cost`, of which `task_owed` is claimed, does to the
-    /// balance, and the spendable change its ledger entry records. One rule for every store.
+    /// balance, and what its entries record: a failed task's refund gives `cost` back, then
+    /// a clawback takes `task_owed` of it. One rule for every store.
     pub fn settle(&self, cost: i64, task_owed: i64, completed: bool) -> (Balance, i64) {
-        let returned = if completed { 0 } else { cost - task_owed };
+        let kept = if completed { 0 } else { task_owed };
         let after = Balance {
-            spendable: self.spendable + returned,
+            spendable: self.spendable + if completed { 0 } else { cost - kept },
             held: self.held - cost,
             frozen: self.frozen,
             owed: self.owed - task_owed,
         };
-        (after, returned)
+        (after, kept)
     }
 }
 

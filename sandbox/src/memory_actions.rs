@@ -253,17 +253,18 @@ impl TaskStore for MemoryStore {
             .balances
             .get_mut(&task.account_id)
             .ok_or(TaskError::UnknownAccount)?;
-        let (after, delta) = balance.settle(task.cost, task_owed, settlement.completed);
+        let (after, kept) = balance.settle(task.cost, task_owed, settlement.completed);
         *balance = after;
-        let kind = if settlement.completed {
-            EntryKind::Capture
+        let (kind, delta) = if settlement.completed {
+            (EntryKind::Capture, 0)
         } else {
-            EntryKind::Refund
+            (EntryKind::Refund, task.cost)
         };
         if settlement.release_spend && !settlement.completed {
             s.authority.release(&task.id, settlement.at);
         }
         if task.cost > 0 {
+            // The refund's entry records the balance before the clawback that follows it.
             ledger_entry(
                 &mut s,
                 settlement.entry.clone(),
@@ -273,13 +274,19 @@ impl TaskStore for MemoryStore {
                 &task.id,
                 settlement.at,
             );
-            let kept = task.cost - delta;
-            if !settlement.completed
-                && kept > 0
-                && let Some(entry) = s.entries.last_mut()
-            {
-                // Worded as the SQL stores word it.
-                entry.memo = format!("{}, {kept} kept for a refunded payment", entry.memo);
+            if kept > 0 {
+                if let Some(entry) = s.entries.last_mut() {
+                    entry.balance_after += kept;
+                }
+                ledger_entry(
+                    &mut s,
+                    settlement.clawback_entry.clone(),
+                    &task.account_id,
+                    EntryKind::Clawback,
+                    -kept,
+                    &task.id,
+                    settlement.at,
+                );
             }
         }
         let record = task.settled_by(settlement);

@@ -706,6 +706,7 @@ async fn a_settlement_whose_event_was_never_recorded_is_swept_up() {
             artifact_id: svc_ports::ArtifactId::from_ulid(ulid::Ulid::new()),
             artifact: r#"{"status":"completed"}"#.into(),
             entry: svc_ports::LedgerEntryId::from_ulid(ulid::Ulid::new()),
+            clawback_entry: svc_ports::LedgerEntryId::from_ulid(ulid::Ulid::new()),
             at: now,
             event: None,
         })

@@ -246,6 +246,7 @@ fn settlement(
         } else {
             LedgerEntryId::from_ulid(ulid(8, i))
         },
+        clawback_entry: LedgerEntryId::from_ulid(ulid(9, i)),
         at: t0(),
         event: source.map(|source| (hook_event(i, owner, source), delivery_ids(i))),
     }

@@ -89,6 +89,7 @@ impl ActionService {
             artifact_id,
             artifact: artifact_json.to_string(),
             entry: LedgerEntryId::from_ulid(self.ports.entropy.ulid()),
+            clawback_entry: LedgerEntryId::from_ulid(self.ports.entropy.ulid()),
             at,
             event: None,
         };

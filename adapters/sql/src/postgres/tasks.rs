@@ -168,6 +168,8 @@ pub(super) fn settle_item(s: &Settlement) -> Value {
         (EntryKind::Refund, TaskStatus::Failed)
     };
     let (reference, memo) = LedgerEntry::task_reference(&s.task_id, kind);
+    let (clawback_reference, clawback_memo) =
+        LedgerEntry::task_reference(&s.task_id, EntryKind::Clawback);
     let mut item = json!({
         "kind": "settle",
         "task_id": s.task_id.as_str(),
@@ -182,6 +184,9 @@ pub(super) fn settle_item(s: &Settlement) -> Value {
         "entry_kind": kind.as_str(),
         "reference": reference,
         "memo": memo,
+        "clawback_entry": s.clawback_entry.as_str(),
+        "clawback_reference": clawback_reference,
+        "clawback_memo": clawback_memo,
         // A payment that surely did not happen gives its authority spend back.
         "release_spend": s.release_spend && !s.completed,
     });

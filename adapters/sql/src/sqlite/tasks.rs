@@ -227,8 +227,8 @@ pub(super) async fn begin_with_authority(
 /// settled before). One multi-statement query inside the item's savepoint: the task's UPDATE
 /// matches only a task in flight and stores this settlement's artifact id, which is new;
 /// every later statement acts only on the task holding that artifact id, so nothing moves
-/// when the UPDATE matched nothing. A failed task gives back its cost less what a refunded
-/// payment claims of it (`tasks.owed`; `Balance::settle`), and the entry says how much it kept.
+/// when the UPDATE matched nothing. A failed task's refund gives its cost back, and a clawback
+/// entry takes what refunded payments claimed of it (`tasks.owed`; `Balance::settle`).
 pub(super) async fn settle(
     conn: &mut SqliteConnection,
     s: &Settlement,
@@ -239,6 +239,8 @@ pub(super) async fn settle(
         (TaskStatus::Failed, EntryKind::Refund)
     };
     let (reference, memo) = LedgerEntry::task_reference(&s.task_id, kind);
+    let (clawback_reference, clawback_memo) =
+        LedgerEntry::task_reference(&s.task_id, EntryKind::Clawback);
     let rows = sqlx::query(
         r#"
         SAVEPOINT item;
@@ -255,15 +257,17 @@ pub(super) async fn settle(
 
         INSERT INTO ledger_entries
             (id, account_id, kind, delta, balance_after, reference, memo, created_at)
-        SELECT $10, t.account_id, $11,
-            CASE WHEN $9 THEN 0 ELSE t.cost - t.owed END,
-            a.spendable + CASE WHEN $9 THEN 0 ELSE t.cost - t.owed END,
-            $12,
-            CASE WHEN $9 OR t.owed = 0 THEN $13
-                 ELSE $13 || ', ' || t.owed || ' kept for a refunded payment' END,
-            $6
+        SELECT $10, t.account_id, $11, CASE WHEN $9 THEN 0 ELSE t.cost END,
+            a.spendable + CASE WHEN $9 THEN 0 ELSE t.cost END, $12, $13, $6
         FROM tasks AS t JOIN accounts AS a ON a.id = t.account_id
         WHERE t.id = $7 AND t.artifact_id = $4 AND t.cost > 0;
+
+        INSERT INTO ledger_entries
+            (id, account_id, kind, delta, balance_after, reference, memo, created_at)
+        SELECT $14, t.account_id, 'clawback', -t.owed, a.spendable + t.cost - t.owed,
+            $15, $16, $6
+        FROM tasks AS t JOIN accounts AS a ON a.id = t.account_id
+        WHERE t.id = $7 AND t.artifact_id = $4 AND NOT $9 AND t.owed > 0;
 
         UPDATE accounts
         SET held = held - t.cost, owed = accounts.owed - t.owed,
@@ -287,6 +291,9 @@ pub(super) async fn settle(
     .bind(kind.as_str())
     .bind(reference)
     .bind(memo)
+    .bind(s.clawback_entry.as_str())
+    .bind(clawback_reference)
+    .bind(clawback_memo)
     .fetch_all(&mut *conn)
     .await?;
     // The item's savepoint is still open: a landed settlement's event joins it, and the
