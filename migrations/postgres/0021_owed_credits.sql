@@ -1,18 +1,17 @@
 -- Credits refunded or lost payments still claim from what actions in flight hold
--- (`Balance::owed` in ports/src/ledger.rs). When a payment is refunded while actions hold
+-- (`spread_owed` in ports/src/ledger.rs). When a payment is refunded while actions hold
 -- credits, those credits are neither spendable nor spent: the claim is spread over those
 -- actions, oldest first, each up to its cost (`tasks.owed`). A failed action's refund gives its
 -- cost back and a clawback entry then takes its share; a completed one spent its credits, and
--- its share is dropped. `accounts.owed` is the sum of the shares of the account's actions in
--- flight.
+-- its share is dropped. What an account's actions in flight owe is the sum of their shares:
+-- derived, not kept beside it.
 --
--- Plain BIGINT columns with a constant default: adding them rewrites neither table (a domain
--- with a CHECK, as 0020's `svc_credits`, would rewrite both). No CHECK either: 0020 moved the
--- rules off these two hot tables because the executor re-reads them at every statement; the
--- stores keep 0 <= owed <= held (and <= cost), and the contract suite's money tests hold them
--- to it. Stop older instances first (README, "Migrations"): their settlements do not name the
--- clawback entry this function writes.
-ALTER TABLE accounts ADD COLUMN owed BIGINT NOT NULL DEFAULT 0;
+-- A plain BIGINT column with a constant default: adding it does not rewrite the table (a
+-- domain with a CHECK, as 0020's `svc_credits`, would). No CHECK either: 0020 moved the rules
+-- off this hot table because the executor re-reads them at every statement; the stores keep
+-- 0 <= owed <= cost, and the contract suite's money tests hold them to it. Stop older
+-- instances first (README, "Migrations"): their settlements do not name the clawback entry
+-- this function writes.
 ALTER TABLE tasks ADD COLUMN owed BIGINT NOT NULL DEFAULT 0;
 
 -- svc_run_items (0019) again, with a settlement that takes back what its task owes. Only the
@@ -184,7 +183,6 @@ BEGIN
             moved AS (
                 UPDATE accounts
                 SET held = accounts.held - settled.cost,
-                    owed = accounts.owed - settled.owed,
                     spendable = accounts.spendable
                         + CASE WHEN p_completed THEN 0 ELSE settled.cost - settled.owed END
                 FROM settled

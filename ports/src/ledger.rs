@@ -64,7 +64,7 @@ pub enum EntryKind {
     Purchase,
     /// Credits taken back because their payment was refunded (or its dispute lost): from
     /// spendable when the refund arrives, or from a failed task's refund when the task held
-    /// them then (reference `task:{id}:clawback`; see [`Balance::owed`]).
+    /// them then (reference `task:{id}:clawback`; see [`spread_owed`]).
     Clawback,
     /// Credits set aside while their payment is disputed (spendable down, frozen up).
     Freeze,
@@ -215,33 +215,17 @@ pub struct Balance {
     pub held: i64,
     /// Credits of disputed payments, set aside until the dispute closes.
     pub frozen: i64,
-    /// Part of `held` that refunded or lost payments still claim. When a payment is refunded
-    /// while actions in flight hold credits, those credits are neither spendable nor spent:
-    /// the claim is spread over those actions, oldest first, each up to its cost (the task's
-    /// own `owed`). An action that fails pays its share from the credits it gives back; one
-    /// that completes spent its credits, and its share is dropped. Always `0 <= owed <= held`,
-    /// and the sum of the shares of the actions in flight.
-    pub owed: i64,
-}
-
-impl Balance {
-    /// What settling a task that held `cost`, of which `task_owed` is claimed, does to the
-    /// balance, and what its entries record: a failed task's refund gives `cost` back, then
-    /// a clawback takes `task_owed` of it. One rule for every store.
-    pub fn settle(&self, cost: i64, task_owed: i64, completed: bool) -> (Balance, i64) {
-        let kept = if completed { 0 } else { task_owed };
-        let after = Balance {
-            spendable: self.spendable + if completed { 0 } else { cost - kept },
-            held: self.held - cost,
-            frozen: self.frozen,
-            owed: self.owed - task_owed,
-        };
-        (after, kept)
-    }
 }
 
 /// How a claim of `owed` credits is spread over the actions in flight, given as (cost, already
 /// claimed) oldest first: what each one's claim grows by. The SQL stores say the same in SQL.
+///
+/// When a payment is refunded (or its dispute lost) while actions in flight hold credits,
+/// those credits are neither spendable nor spent: what the clawback could not take from
+/// spendable is claimed from them, each up to its cost (the task's `owed`). An action that
+/// fails gives its cost back and a clawback entry takes its share; one that completes spent
+/// its credits, and its share is dropped. What an account's actions in flight do not owe
+/// (`held` less their shares) is what a later claim may take.
 pub fn spread_owed(owed: i64, in_flight: &[(i64, i64)]) -> Vec<i64> {
     let mut left = owed.max(0);
     in_flight

@@ -185,7 +185,7 @@ pub struct Settlement {
     /// The ledger entry of the charge or the refund.
     pub entry: LedgerEntryId,
     /// The ledger entry that takes back, after a failed task's refund, what refunded payments
-    /// claimed of its cost (`Balance::owed`); written only when they claimed some.
+    /// claimed of its cost (`ledger::spread_owed`); written only when they claimed some.
     pub clawback_entry: LedgerEntryId,
     pub at: DateTime<Utc>,
     /// The webhook event that tells of this settlement (`task.completed` or `task.failed`),

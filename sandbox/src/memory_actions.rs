@@ -20,7 +20,7 @@ pub(crate) struct ActionState {
     maps: Vec<AgentMap>,
     pub(crate) tasks: HashMap<TaskId, TaskRecord>,
     by_key: HashMap<(AccountId, String), TaskId>,
-    /// What refunded payments claim of each task in flight (`Balance::owed`); absent: 0.
+    /// What refunded payments claim of each task in flight (`svc_ports::ledger::spread_owed`); absent: 0.
     pub(crate) owed: HashMap<TaskId, i64>,
 }
 
@@ -253,12 +253,13 @@ impl TaskStore for MemoryStore {
             .balances
             .get_mut(&task.account_id)
             .ok_or(TaskError::UnknownAccount)?;
-        let (after, kept) = balance.settle(task.cost, task_owed, settlement.completed);
-        *balance = after;
-        let (kind, delta) = if settlement.completed {
-            (EntryKind::Capture, 0)
+        balance.held -= task.cost;
+        // A failed task's refund gives its cost back; a clawback then takes its share.
+        let (kind, delta, kept) = if settlement.completed {
+            (EntryKind::Capture, 0, 0)
         } else {
-            (EntryKind::Refund, task.cost)
+            balance.spendable += task.cost - task_owed;
+            (EntryKind::Refund, task.cost, task_owed)
         };
         if settlement.release_spend && !settlement.completed {
             s.authority.release(&task.id, settlement.at);

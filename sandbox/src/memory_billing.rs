@@ -54,7 +54,7 @@ fn apply_facts(
                 .collect(),
             s.balances
                 .get(&c.account_id)
-                .map(|b| (b.spendable, b.held - b.owed))
+                .map(|b| (b.spendable, b.held - in_flight_owed(s, &c.account_id)))
                 .unwrap_or((0, 0)),
         ),
         None => (Vec::new(), (0, 0)),
@@ -79,7 +79,6 @@ fn apply_facts(
         let balance = s.balances.entry(checkout.account_id.clone()).or_default();
         balance.spendable += m.spendable_delta;
         balance.frozen += m.frozen_delta;
-        balance.owed += m.owed_delta;
         let balance_after = balance.spendable;
         if m.owed_delta > 0 {
             spread(s, &checkout.account_id, m.owed_delta);
@@ -305,4 +304,19 @@ fn spread(s: &mut State, account: &svc_ports::AccountId, owed: i64) {
             *s.actions.owed.entry(id.clone()).or_default() += add;
         }
     }
+}
+
+/// What refunded payments claim of the account's actions in flight: the sum of their shares.
+fn in_flight_owed(s: &State, account: &AccountId) -> i64 {
+    s.actions
+        .owed
+        .iter()
+        .filter(|(task, _)| {
+            s.actions
+                .tasks
+                .get(*task)
+                .is_some_and(|t| &t.account_id == account)
+        })
+        .map(|(_, owed)| owed)
+        .sum()
 }

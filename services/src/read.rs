@@ -21,6 +21,26 @@ pub use render::RenderMode;
 /// caller's batch does not crowd out everyone else's reads.
 pub const BATCH_CONCURRENCY: usize = 4;
 
+/// A batch [`ReadService::check_many_for`] accepted, to read.
+pub struct CheckedBatch<'a> {
+    service: &'a ReadService,
+    requests: Vec<ReadRequest>,
+}
+
+impl CheckedBatch<'_> {
+    /// Each read exactly as a single one (cache, guard, robots), at most [`BATCH_CONCURRENCY`]
+    /// at a time; the answers in the order asked.
+    pub async fn read(self) -> Vec<Result<ReadOutcome, ReadError>> {
+        use futures_util::StreamExt;
+        let service = self.service;
+        futures_util::stream::iter(self.requests)
+            .map(|r| async move { service.read_checked(&r).await })
+            .buffered(BATCH_CONCURRENCY)
+            .collect()
+            .await
+    }
+}
+
 pub const MAX_CACHE_AGE_SECONDS: u64 = 7 * 24 * 3600;
 /// Limits on CSS selectors, which cost matching time on every element.
 pub const MAX_SELECTORS: usize = 20;
@@ -307,45 +327,43 @@ impl ReadService {
         self.read(request).await
     }
 
-    /// Whether [`Self::read_many_for`] would refuse the whole batch (scope, selectors, age):
-    /// what a face checks before it counts the batch's other URLs against the key's limit.
+    /// A batch of reads for an API key's holder, checked whole (scope, selectors, age) before
+    /// anything is fetched: a face counts the batch's other URLs against the key's limit only
+    /// once this passes, then reads it ([`CheckedBatch::read`]).
     pub fn check_many_for(
         &self,
         principal: &crate::Principal,
-        requests: &[ReadRequest],
-    ) -> Result<(), ReadError> {
+        requests: Vec<ReadRequest>,
+    ) -> Result<CheckedBatch<'_>, ReadError> {
         if !principal.key.scopes.contains("read") {
             return Err(ReadError::MissingScope("read"));
         }
         // The options every URL shares are the request's: a bad selector or age refuses the
         // batch (422), before anything is fetched, rather than each URL alike.
-        for r in requests {
-            if r.max_age_seconds > MAX_CACHE_AGE_SECONDS {
-                return Err(ReadError::MaxAgeTooLarge);
-            }
-            self.check_selectors(&r.extract)?;
+        for r in &requests {
+            self.check_request(r)?;
         }
-        Ok(())
-    }
-
-    /// Many reads for an API key's holder, each exactly as [`Self::read_for`] (cache, guard,
-    /// robots), at most [`BATCH_CONCURRENCY`] at a time; the answers in the order asked.
-    pub async fn read_many_for(
-        &self,
-        principal: &crate::Principal,
-        requests: &[ReadRequest],
-    ) -> Result<Vec<Result<ReadOutcome, ReadError>>, ReadError> {
-        use futures_util::StreamExt;
-        self.check_many_for(principal, requests)?;
-        // Owned requests: a future borrowing from the slice is not `Send` for every lifetime.
-        Ok(futures_util::stream::iter(requests.to_vec())
-            .map(|r| async move { self.read(&r).await })
-            .buffered(BATCH_CONCURRENCY)
-            .collect()
-            .await)
+        Ok(CheckedBatch {
+            service: self,
+            requests,
+        })
     }
 
     pub async fn read(&self, request: &ReadRequest) -> Result<ReadOutcome, ReadError> {
+        self.check_request(request)?;
+        self.read_checked(request).await
+    }
+
+    /// What refuses a read before anything is fetched: its age or its selectors.
+    fn check_request(&self, request: &ReadRequest) -> Result<(), ReadError> {
+        if request.max_age_seconds > MAX_CACHE_AGE_SECONDS {
+            return Err(ReadError::MaxAgeTooLarge);
+        }
+        self.check_selectors(&request.extract)
+    }
+
+    /// A read [`Self::check_request`] passed; a blocked page is counted.
+    async fn read_checked(&self, request: &ReadRequest) -> Result<ReadOutcome, ReadError> {
         let outcome = self.read_uncounted(request).await;
         if let Ok(ReadOutcome::Blocked(b)) = &outcome {
             metrics::counter!(crate::metrics::READS_BLOCKED, "reason" => b.reason.as_str())
@@ -355,10 +373,6 @@ impl ReadService {
     }
 
     async fn read_uncounted(&self, request: &ReadRequest) -> Result<ReadOutcome, ReadError> {
-        if request.max_age_seconds > MAX_CACHE_AGE_SECONDS {
-            return Err(ReadError::MaxAgeTooLarge);
-        }
-        self.check_selectors(&request.extract)?;
         let key = cache_key(&request.url);
         let now = self.clock.now();
         if request.render == RenderMode::Always

@@ -127,20 +127,19 @@ impl ReadApi {
         body: JsonBody<ReadBatchBody>,
     ) -> Result<ReadBatchResponse, ApiProblem> {
         let urls = body.urls.clone();
-        let requests = body.0.into_requests();
-        let read = &self.ctx.services.read;
         // A batch refused whole spends only the one count the key's limit already took; an
         // accepted one counts its other URLs too.
-        read.check_many_for(&auth.0, &requests)
+        let batch = self
+            .ctx
+            .services
+            .read
+            .check_many_for(&auth.0, body.0.into_requests())
             .map_err(read_problem)?;
         if let Some(edge) = req.data::<kit::edge::Edge>() {
             edge.limits
                 .check_key_n(&auth.0.key.id, urls.len().saturating_sub(1))?;
         }
-        let answers = read
-            .read_many_for(&auth.0, &requests)
-            .await
-            .map_err(read_problem)?;
+        let answers = batch.read().await;
         Ok(ReadBatchResponse::Ok(Json(ReadBatchResult::of(
             &urls, answers,
         ))))

@@ -12,7 +12,7 @@
 //! order, duplication or interleaving of the events. Credits never go below zero: what should
 //! have been taken back but is not spendable is recorded as a shortfall. The part of a
 //! shortfall that actions in flight hold is owed: the store spreads it over those actions, and
-//! each pays its share if it fails and gives its credits back (see `Balance::owed`); the rest
+//! each pays its share if it fails and gives its credits back (see `ledger::spread_owed`); the rest
 //! was spent.
 
 use std::collections::HashSet;

@@ -162,13 +162,19 @@ async fn apply_facts(
             })
             .collect::<Result<Vec<_>, StoreError>>()
             .map_err(undecodable)?;
-            let balance: (i64, i64) = sqlx::query_as(
-                "SELECT spendable, held - owed FROM accounts WHERE id = $1 FOR UPDATE",
-            )
-            .bind(c.account_id.as_str())
-            .fetch_one(&mut **tx)
-            .await?;
-            (applied, balance)
+            let (spendable, held): (i64, i64) =
+                sqlx::query_as("SELECT spendable, held FROM accounts WHERE id = $1 FOR UPDATE")
+                    .bind(c.account_id.as_str())
+                    .fetch_one(&mut **tx)
+                    .await?;
+            // A statement of its own, after the lock: settlements wait for it, so the shares
+            // read now are the ones the spread below adds to (a subquery of the locking
+            // statement would read them as they were before it waited).
+            let owed: i64 = sqlx::query_scalar(IN_FLIGHT_OWED)
+                .bind(c.account_id.as_str())
+                .fetch_one(&mut **tx)
+                .await?;
+            (applied, (spendable, held - owed))
         }
         None => (Vec::new(), (0, 0)),
     };
@@ -194,7 +200,7 @@ async fn apply_facts(
         // The plan is raised from `free` to the checkout's with a purchase.
         let balance_after: i64 = sqlx::query_scalar(
             "UPDATE accounts SET spendable = spendable + $1, frozen = frozen + $2, \
-             owed = owed + $6, plan = CASE WHEN $4 AND plan = 'free' THEN $5 ELSE plan END \
+             plan = CASE WHEN $4 AND plan = 'free' THEN $5 ELSE plan END \
              WHERE id = $3 RETURNING spendable",
         )
         .bind(m.spendable_delta)
@@ -202,7 +208,6 @@ async fn apply_facts(
         .bind(checkout.account_id.as_str())
         .bind(m.kind == ReceiptKind::Purchase)
         .bind(checkout.plan.as_str())
-        .bind(m.owed_delta)
         .fetch_one(&mut **tx)
         .await?;
         if m.owed_delta > 0 {
@@ -215,6 +220,10 @@ async fn apply_facts(
     }
     Ok(EventOutcome::Applied(receipts))
 }
+
+/// What refunded payments claim of the account's actions in flight: the sum of their shares.
+const IN_FLIGHT_OWED: &str = "SELECT COALESCE(SUM(owed), 0)::BIGINT FROM tasks \
+     WHERE account_id = $1 AND status = 'in_flight'";
 
 /// Spreads a claim of `owed` credits over the account's tasks in flight, oldest first, each up
 /// to its cost (`svc_ports::ledger::spread_owed`, in SQL).

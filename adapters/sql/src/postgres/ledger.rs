@@ -120,7 +120,7 @@ impl LedgerStore for PostgresStore {
     }
 
     async fn balance(&self, account: &AccountId) -> Result<Balance, LedgerError> {
-        let row = sqlx::query("SELECT spendable, held, frozen, owed FROM accounts WHERE id = $1")
+        let row = sqlx::query("SELECT spendable, held, frozen FROM accounts WHERE id = $1")
             .bind(account.as_str())
             .fetch_optional(&self.pool)
             .await
@@ -130,7 +130,6 @@ impl LedgerStore for PostgresStore {
             spendable: col(&row, "spendable")?,
             held: col(&row, "held")?,
             frozen: col(&row, "frozen")?,
-            owed: col(&row, "owed")?,
         })
     }
 

@@ -156,12 +156,16 @@ impl SqliteStore {
                         })
                     })
                     .collect::<Result<Vec<_>, sqlx::Error>>()?;
-                let balance: (i64, i64) =
-                    sqlx::query_as("SELECT spendable, held - owed FROM accounts WHERE id = $1")
+                let (spendable, held): (i64, i64) =
+                    sqlx::query_as("SELECT spendable, held FROM accounts WHERE id = $1")
                         .bind(c.account_id.as_str())
                         .fetch_one(&mut **tx)
                         .await?;
-                (applied, balance)
+                let owed: i64 = sqlx::query_scalar(IN_FLIGHT_OWED)
+                    .bind(c.account_id.as_str())
+                    .fetch_one(&mut **tx)
+                    .await?;
+                (applied, (spendable, held - owed))
             }
             None => (Vec::new(), (0, 0)),
         };
@@ -188,7 +192,7 @@ impl SqliteStore {
             // A purchase also raises a free account to the checkout's plan.
             let balance_after: i64 = sqlx::query_scalar(
                 "UPDATE accounts SET spendable = spendable + $1, frozen = frozen + $2, \
-                 owed = owed + $6, plan = CASE WHEN $3 AND plan = 'free' THEN $4 ELSE plan END \
+                 plan = CASE WHEN $3 AND plan = 'free' THEN $4 ELSE plan END \
                  WHERE id = $5 RETURNING spendable",
             )
             .bind(m.spendable_delta)
@@ -196,7 +200,6 @@ impl SqliteStore {
             .bind(m.kind == ReceiptKind::Purchase)
             .bind(checkout.plan.as_str())
             .bind(checkout.account_id.as_str())
-            .bind(m.owed_delta)
             .fetch_one(&mut **tx)
             .await?;
             if m.owed_delta > 0 {
@@ -211,6 +214,10 @@ impl SqliteStore {
         Ok(EventOutcome::Applied(receipts))
     }
 }
+
+/// What refunded payments claim of the account's actions in flight: the sum of their shares.
+const IN_FLIGHT_OWED: &str = "SELECT COALESCE(SUM(owed), 0) FROM tasks \
+     WHERE account_id = $1 AND status = 'in_flight'";
 
 /// Spreads a claim of `owed` credits over the account's tasks in flight, oldest first, each up
 /// to its cost (`svc_ports::ledger::spread_owed`, in SQL).

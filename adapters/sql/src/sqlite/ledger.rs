@@ -96,7 +96,7 @@ impl LedgerStore for SqliteStore {
 
     async fn balance(&self, account: &AccountId) -> Result<Balance, LedgerError> {
         let err = |e| backend(e, "reading balance");
-        let row = sqlx::query("SELECT spendable, held, frozen, owed FROM accounts WHERE id = $1")
+        let row = sqlx::query("SELECT spendable, held, frozen FROM accounts WHERE id = $1")
             .bind(account.as_str())
             .fetch_optional(&self.pool)
             .await
@@ -106,7 +106,6 @@ impl LedgerStore for SqliteStore {
             spendable: row.try_get("spendable").map_err(err)?,
             held: row.try_get("held").map_err(err)?,
             frozen: row.try_get("frozen").map_err(err)?,
-            owed: row.try_get("owed").map_err(err)?,
         })
     }
 

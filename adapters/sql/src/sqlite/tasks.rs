@@ -228,7 +228,7 @@ pub(super) async fn begin_with_authority(
 /// matches only a task in flight and stores this settlement's artifact id, which is new;
 /// every later statement acts only on the task holding that artifact id, so nothing moves
 /// when the UPDATE matched nothing. A failed task's refund gives its cost back, and a clawback
-/// entry takes what refunded payments claimed of it (`tasks.owed`; `Balance::settle`).
+/// entry takes what refunded payments claimed of it (`tasks.owed`; `ledger::spread_owed`).
 pub(super) async fn settle(
     conn: &mut SqliteConnection,
     s: &Settlement,
@@ -270,7 +270,7 @@ pub(super) async fn settle(
         WHERE t.id = $7 AND t.artifact_id = $4 AND NOT $9 AND t.owed > 0;
 
         UPDATE accounts
-        SET held = held - t.cost, owed = accounts.owed - t.owed,
+        SET held = held - t.cost,
             spendable = spendable + CASE WHEN $9 THEN 0 ELSE t.cost - t.owed END
         FROM (SELECT account_id, cost, owed FROM tasks
               WHERE id = $7 AND artifact_id = $4 AND cost > 0) AS t

@@ -167,21 +167,25 @@ impl SvcMcp {
             max_age: args.max_age.map(f64::from),
             render: args.render.map(render_option),
         };
-        let requests = body.into_requests();
-        let read = &self.ctx.services.read;
         // As the REST batch: a batch refused whole counts once against the key's limit.
-        if let Err(e) = read.check_many_for(&principal, &requests) {
-            return Ok(tool_error(&read_problem(e)));
-        }
+        let batch = match self
+            .ctx
+            .services
+            .read
+            .check_many_for(&principal, body.into_requests())
+        {
+            Ok(batch) => batch,
+            Err(e) => return Ok(tool_error(&read_problem(e))),
+        };
         if let Some(limits) = parts.extensions.get::<kit::limits::RateLimits>()
             && let Err(problem) =
                 limits.check_key_n(&principal.key.id, args.urls.len().saturating_sub(1))
         {
             return Ok(tool_error(&problem));
         }
-        Ok(match read.read_many_for(&principal, &requests).await {
-            Ok(answers) => wire_answer(&ReadBatchResult::of(&args.urls, answers)),
-            Err(e) => tool_error(&read_problem(e)),
-        })
+        Ok(wire_answer(&ReadBatchResult::of(
+            &args.urls,
+            batch.read().await,
+        )))
     }
 }
