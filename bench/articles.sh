@@ -6,7 +6,8 @@
 #   (b) trafilatura 2.3.1 (PyPI, venv .venv-bench) over the same pages in one process;
 #   (c) the corpus's own score.py on both, then a table with CPU seconds (start-up included)
 #       and peak RSS of each side.
-# Usage: bench/articles.sh     Env: SVC_BIN (default: the dist build), SVC_ARTICLES_DIR.
+# Usage: bench/articles.sh     Env: SVC_BIN (default: the dist build), SVC_ARTICLES_DIR,
+#   ROUNDS (side-by-side timed runs, default 3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 corpus=${SVC_ARTICLES_DIR:-../shared/corpora/articles}
@@ -28,9 +29,31 @@ fi
 files=()
 while read -r page; do files+=(--file "$corpus/$page/source.html"); done <"$out/pages.txt"
 
-# (a) svc, timed by the kernel: user + system seconds and peak RSS of the one process.
-/usr/bin/time -f '{"cpu_seconds": %U, "sys": %S, "peak_rss_kib": %M}' -o "$out/svc-time.json" \
-  "$bin" read --format text "${files[@]}" >"$out/svc.jsonl" || [ $? -eq 1 ]
+# (a) svc, timed by the kernel: user + system seconds and peak RSS of the one process; and
+# (b) trafilatura, right after it. The machine's speed swings from minute to minute, so the two
+# run side by side ROUNDS times (default 3) and each round gives its own ratio; the scores come
+# from the first round (both sides give the same text every round).
+rounds=${ROUNDS:-3}
+for round in $(seq 1 "$rounds"); do
+  /usr/bin/time -f '{"cpu_seconds": %U, "sys": %S, "peak_rss_kib": %M}' -o "$out/svc-time-$round.json" \
+    "$bin" read --format text "${files[@]}" >"$out/svc-$round.jsonl" || [ $? -eq 1 ]
+  "$venv/bin/python" bench/articles_trafilatura.py "$corpus" "$out/pages.txt" "$out/trafilatura-$round.json" \
+    >"$out/trafilatura-time-$round.json"
+done
+# Every round reads every page alike (all but the time each was read).
+python3 - "$out" "$rounds" <<'PY'
+import json, sys
+out, rounds = sys.argv[1], int(sys.argv[2])
+def pages(r):
+    return [{k: v for k, v in json.loads(l).items() if k != "fetched_at"}
+            for l in open(f"{out}/svc-{r}.jsonl", encoding="utf-8").read().rstrip("\n").split("\n")]
+first = pages(1)
+for r in range(2, rounds + 1):
+    if pages(r) != first:
+        print(f"warning: svc read the pages differently in round {r}", file=sys.stderr)
+PY
+cp "$out/svc-1.jsonl" "$out/svc.jsonl"
+cp "$out/trafilatura-1.json" "$out/trafilatura.json"
 python3 - "$out" <<'PY'
 import json, sys
 out = sys.argv[1]
@@ -48,10 +71,6 @@ json.dump(texts, open(f"{out}/svc.json", "w"))
 json.dump(blocked, open(f"{out}/svc-blocked.json", "w"))
 PY
 
-# (b) trafilatura.
-"$venv/bin/python" bench/articles_trafilatura.py "$corpus" "$out/pages.txt" "$out/trafilatura.json" \
-  >"$out/trafilatura-time.json"
-
 # (c) Scores and the table.
 python3 "$corpus/score.py" "$out/svc.json" --per-page "$out/svc-per-page.json" >"$out/svc-score.txt"
 python3 "$corpus/score.py" "$out/trafilatura.json" --per-page "$out/trafilatura-per-page.json" >"$out/trafilatura-score.txt"
@@ -61,12 +80,21 @@ echo "== svc (blocked: $(python3 -c "import json;print(len(json.load(open('$out/
 cat "$out/svc-score.txt"
 echo "== trafilatura 2.3.1"
 cat "$out/trafilatura-score.txt"
-python3 - "$out" <<'PY'
-import json, sys
-out = sys.argv[1]
-s = json.load(open(f"{out}/svc-time.json")); t = json.load(open(f"{out}/trafilatura-time.json"))
-s_cpu = s["cpu_seconds"] + s["sys"]; n = t["pages"]
-print(f"speed: svc {n / s_cpu:.1f} pages per CPU-second, trafilatura {n / t['cpu_seconds']:.1f} "
-      f"({(n / s_cpu) / (n / t['cpu_seconds']):.1f}x); peak RSS svc {s['peak_rss_kib'] // 1024} MiB, "
-      f"trafilatura {t['peak_rss_kib'] // 1024} MiB")
+python3 - "$out" "$rounds" <<'PY'
+import json, statistics, sys
+out, rounds = sys.argv[1], int(sys.argv[2])
+ratios, svc_speeds, traf_speeds, svc_rss, traf_rss = [], [], [], [], []
+for r in range(1, rounds + 1):
+    s = json.load(open(f"{out}/svc-time-{r}.json"))
+    t = json.load(open(f"{out}/trafilatura-time-{r}.json"))
+    n = t["pages"]
+    sv, tv = n / (s["cpu_seconds"] + s["sys"]), n / t["cpu_seconds"]
+    svc_speeds.append(sv); traf_speeds.append(tv); ratios.append(sv / tv)
+    svc_rss.append(s["peak_rss_kib"] // 1024); traf_rss.append(t["peak_rss_kib"] // 1024)
+    print(f"round {r}: svc {sv:.1f} pages per CPU-second, trafilatura {tv:.1f} ({sv / tv:.1f}x); "
+          f"peak RSS svc {svc_rss[-1]} MiB, trafilatura {traf_rss[-1]} MiB")
+print(f"speed: median {statistics.median(ratios):.1f}x trafilatura's pages per CPU-second "
+      f"(rounds {min(ratios):.1f}x to {max(ratios):.1f}x); svc {min(svc_speeds):.0f}-{max(svc_speeds):.0f}, "
+      f"trafilatura {min(traf_speeds):.1f}-{max(traf_speeds):.1f} pages per CPU-second; "
+      f"peak RSS svc {max(svc_rss)} MiB, trafilatura {max(traf_rss)} MiB")
 PY

@@ -535,7 +535,7 @@ impl ReadService {
         };
         if options.include_selectors.len() > MAX_SELECTORS
             || options.exclude_selectors.len() > MAX_SELECTORS
-            || all().any(|s| s.len() > MAX_SELECTOR_LENGTH)
+            || all().any(|s| s.chars().count() > MAX_SELECTOR_LENGTH)
         {
             return Err(ReadError::SelectorLimits);
         }

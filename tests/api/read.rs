@@ -350,6 +350,22 @@ async fn bad_input_gets_the_documented_problem() {
         "malformed_request",
     )
     .await;
+    // A selector over 256 characters: the same answer by GET and by POST.
+    let long = "p".repeat(257);
+    problem(
+        app.read_get(&[("url", &url), ("include_selectors", &long)])
+            .await,
+        400,
+        "malformed_request",
+    )
+    .await;
+    problem(
+        app.read_post(json!({"url": url, "include_selectors": [long]}))
+            .await,
+        400,
+        "malformed_request",
+    )
+    .await;
     problem(
         app.read_post(json!({"url": url, "format": "pdf"})).await,
         400,

@@ -10,6 +10,7 @@ use kit::problem::{ApiProblem, Problem};
 use kit::{errors::read_problem, wire::read::*};
 use poem_openapi::{ApiResponse, OpenApi, param::Query, payload::Json};
 use svc_services::ReadError;
+use svc_services::read::MAX_SELECTOR_LENGTH;
 
 #[allow(clippy::large_enum_variant)]
 #[derive(ApiResponse)]
@@ -76,10 +77,12 @@ impl ReadApi {
         format: Query<Option<ReadFormat>>,
         /// Keep only the main content (default true).
         main_content_only: Query<Option<bool>>,
-        /// CSS selector whose matches are the content (repeat for several).
+        /// CSS selector whose matches are the content (repeat for several; each at most 256
+        /// characters).
         #[oai(validator(max_items = 20))]
         include_selectors: Query<Option<Vec<String>>>,
-        /// CSS selector whose matches are removed first (repeat for several).
+        /// CSS selector whose matches are removed first (repeat for several; each at most 256
+        /// characters).
         #[oai(validator(max_items = 20))]
         exclude_selectors: Query<Option<Vec<String>>>,
         /// Oldest cached copy acceptable, in seconds (default 600); 0 always fetches.
@@ -89,6 +92,23 @@ impl ReadApi {
         /// script shell, `never`, or `always`.
         render: Query<Option<RenderOption>>,
     ) -> Result<ReadResponse, ApiProblem> {
+        // The JSON body's schema holds each selector to 256 characters (400); a query
+        // parameter's list cannot say so, so the same answer is given here.
+        for (name, list) in [
+            ("include_selectors", &include_selectors.0),
+            ("exclude_selectors", &exclude_selectors.0),
+        ] {
+            if list
+                .iter()
+                .flatten()
+                .any(|s| s.chars().count() > MAX_SELECTOR_LENGTH)
+            {
+                return Err(ApiProblem::new(
+                    svc_ports::FailureClass::MalformedRequest,
+                    format!("`{name}`: each selector is at most {MAX_SELECTOR_LENGTH} characters"),
+                ));
+            }
+        }
         let body = ReadBody {
             url: url.0,
             format: format.0,
