@@ -280,7 +280,10 @@ fn main() -> anyhow::Result<()> {
             for (i, (page, request)) in pages.iter().zip(&requests).enumerate() {
                 let html = page.html.clone();
                 let t = Instant::now();
-                let result = services.read.read_document(html, &page.url, request).await;
+                let result = services
+                    .read
+                    .read_document(html, false, &page.url, request)
+                    .await;
                 page_ms.push(t.elapsed().as_secs_f64() * 1e3);
                 if round == 0 {
                     match page_text(&result) {
@@ -315,7 +318,10 @@ fn main() -> anyhow::Result<()> {
             let rss0 = status_kib("VmRSS");
             let base = LIVE.load(Relaxed);
             PEAK.store(base, Relaxed);
-            let result = services.read.read_document(html, &page.url, request).await;
+            let result = services
+                .read
+                .read_document(html, false, &page.url, request)
+                .await;
             heap_peak.push((PEAK.load(Relaxed) - base).max(0) as f64);
             if let (true, Some(before), Some(hwm)) = (hwm_resettable, rss0, status_kib("VmHWM")) {
                 rss_growth.push(hwm.saturating_sub(before) as f64 * 1024.0);

@@ -114,9 +114,10 @@ pub async fn run(args: ReadArgs) -> anyhow::Result<()> {
                 .base_url
                 .as_deref()
                 .context("--base-url is required with one --file (the URL the page came from)")?;
-            let bytes =
-                std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
-            read_saved(&services, bytes, base_url, &request).await?
+            let saved = saved_file(file)
+                .await
+                .with_context(|| format!("reading {}", file.display()))?;
+            read_saved(&services, saved, base_url, &request).await?
         }
         None => services.read.read(&request).await?,
     };
@@ -188,42 +189,77 @@ async fn read_file(
             None => return error("no file URL for this path; pass --base-url".into()),
         },
     };
-    let bytes = match tokio::fs::read(file).await {
-        Ok(bytes) => bytes,
-        Err(e) => return error(format!("reading it: {e}")),
+    let saved = match saved_file(file).await {
+        Ok(saved) => saved,
+        Err(e) => return error(format!("reading it: {e:#}")),
     };
-    match read_saved(services, bytes, &base_url, request).await {
+    match read_saved(services, saved, &base_url, request).await {
         Ok(outcome) => ReadResult::from(outcome).to_json_value(),
         Err(e) => error(e.to_string()),
     }
 }
 
+/// A saved file's bytes, at most [`startup::MAX_SAVED_PAGE_BYTES`] of them, and whether there
+/// were more.
+struct Saved {
+    bytes: Vec<u8>,
+    truncated: bool,
+}
+
+/// Reads a saved page as the fetcher reads a body: only a regular file (a pipe or a device
+/// named `x.html` would never end, or never start), and no more than a fetched page may be.
+async fn saved_file(file: &Path) -> anyhow::Result<Saved> {
+    use tokio::io::AsyncReadExt;
+    // Looked at before opening: opening a pipe waits for a writer.
+    let kind = tokio::fs::metadata(file).await?.file_type();
+    anyhow::ensure!(
+        kind.is_file(),
+        "not a regular file (a folder, pipe, socket or device)"
+    );
+    let cap = startup::MAX_SAVED_PAGE_BYTES;
+    let mut bytes = Vec::new();
+    tokio::fs::File::open(file)
+        .await?
+        .take(cap as u64 + 1)
+        .read_to_end(&mut bytes)
+        .await?;
+    let truncated = bytes.len() > cap;
+    bytes.truncate(cap);
+    Ok(Saved { bytes, truncated })
+}
+
 /// A saved file read as what its bytes are: a PDF, or an HTML page in its declared charset.
 async fn read_saved(
     services: &Services,
-    bytes: Vec<u8>,
+    saved: Saved,
     base_url: &str,
     request: &ReadRequest,
 ) -> Result<ReadOutcome, svc::services::read::ReadError> {
+    let Saved { bytes, truncated } = saved;
     if svc_ports::is_pdf(None, &bytes) {
         services
             .read
-            .read_pdf_document(bytes, base_url, request)
+            .read_pdf_document(bytes, truncated, base_url, request)
             .await
     } else {
         let html = startup::decode_saved_page(&bytes);
-        services.read.read_document(html, base_url, request).await
+        services
+            .read
+            .read_document(html, truncated, base_url, request)
+            .await
     }
 }
 
-/// The `.html`/`.htm`/`.pdf` files under `dir`, depth first, sorted by path.
+/// The `.html`/`.htm`/`.pdf` files under `dir`, depth first, sorted by path. Links to folders
+/// are not followed (as `find` does not): a link back up the tree would list its pages again
+/// and again. Links to files are listed; what they lead to is checked when it is read.
 fn pages_under(dir: &Path, into: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .map(|e| e.map(|e| e.path()))
+    let mut entries: Vec<(PathBuf, std::fs::FileType)> = std::fs::read_dir(dir)?
+        .map(|e| e.and_then(|e| Ok((e.path(), e.file_type()?))))
         .collect::<Result<_, _>>()?;
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    for (path, kind) in entries {
+        if kind.is_dir() {
             pages_under(&path, into)?;
         } else if path.extension().and_then(|e| e.to_str()).is_some_and(|e| {
             ["html", "htm", "pdf"]

@@ -216,3 +216,102 @@ fn saved_pdfs_are_read_like_fetched_ones() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `cmd`'s output, or a panic naming it if it has not ended within a minute (a read that waits
+/// on a pipe never would); the process is killed either way.
+fn output_within_a_minute(mut cmd: std::process::Command) -> std::process::Output {
+    use std::process::Stdio;
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let id = child.id();
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let out = child.wait_with_output();
+        let _ = done_tx.send(());
+        out
+    });
+    if done_rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .is_err()
+    {
+        let _ = std::process::Command::new("kill")
+            .arg(id.to_string())
+            .status();
+        panic!("svc read did not end within a minute");
+    }
+    waiter.join().unwrap().unwrap()
+}
+
+/// What is under a folder is not always a page: a pipe named like one would make the read wait
+/// forever for a writer, and a link back up the tree would list every page again and again.
+/// The pipe is a line of its own (`error`, not a regular file) and the folder link is not
+/// followed; a link to a page is read once, like the page.
+#[cfg(unix)]
+#[test]
+fn a_folder_with_a_pipe_and_a_link_loop_is_read_once_and_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let pages = dir.path().join("pages");
+    std::fs::create_dir_all(pages.join("sub")).unwrap();
+    std::fs::copy(demo_page("article.html"), pages.join("a.html")).unwrap();
+    std::os::unix::fs::symlink("..", pages.join("sub/up")).unwrap();
+    std::os::unix::fs::symlink(pages.join("a.html"), pages.join("sub/same.html")).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(pages.join("pipe.html"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let mut cmd = svc(dir.path());
+    cmd.args(["read", "--format", "text", "--dir"]).arg(&pages);
+    let out = output_within_a_minute(cmd);
+    assert_eq!(out.status.code(), Some(1), "the pipe is an error");
+    let got = lines(&out.stdout);
+    assert_eq!(got.len(), 3, "a.html, pipe.html, sub/same.html: {got:#?}");
+    assert_eq!(got[0]["title"], "Tides of the North Sea");
+    assert_eq!(got[1]["outcome"], "error");
+    assert!(got[1]["file"].as_str().unwrap().ends_with("pipe.html"));
+    assert!(
+        got[1]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("not a regular file"),
+        "{}",
+        got[1]
+    );
+    assert_eq!(got[2]["text"], got[0]["text"]);
+}
+
+/// A saved page is held to what the fetcher reads of a fetched one (10 MiB): the rest is not
+/// read, and the page says it was cut.
+#[test]
+fn a_saved_page_past_ten_mebibytes_is_cut_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("big.html");
+    // The article, then one long run of text (the parser's quickest kind of byte) past the cap.
+    let article = std::fs::read_to_string(demo_page("article.html")).unwrap();
+    let (head, tail) = article.split_at(article.rfind("</body>").unwrap());
+    let filler = "a".repeat(10 * 1024 * 1024);
+    std::fs::write(&page, format!("{head}<div hidden>{filler}</div>{tail}")).unwrap();
+    let out = svc(dir.path())
+        .args([
+            "read",
+            "--format",
+            "json",
+            "--base-url",
+            "https://news.example/",
+        ])
+        .arg("--file")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let read: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(read["title"], "Tides of the North Sea");
+    assert_eq!(read["truncated"], true);
+}

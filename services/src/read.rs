@@ -461,13 +461,17 @@ impl ReadService {
 
     /// Extracts a saved page as if it had been fetched from `base_url` with status 200: the
     /// same answer `read` gives, without any network (`svc read --file`, the benchmarks).
+    /// `truncated`: the file was longer than a fetched page may be and was cut there, as the
+    /// fetcher cuts one.
     pub async fn read_document(
         &self,
         html: String,
+        truncated: bool,
         base_url: &str,
         request: &ReadRequest,
     ) -> Result<ReadOutcome, ReadError> {
-        let page = self.saved(base_url, "text/html", "utf-8", html, None);
+        let mut page = self.saved(base_url, "text/html", "utf-8", html, None);
+        page.truncated = truncated;
         self.read_saved(page, request).await
     }
 
@@ -475,16 +479,18 @@ impl ReadService {
     pub async fn read_pdf_document(
         &self,
         bytes: Vec<u8>,
+        truncated: bool,
         base_url: &str,
         request: &ReadRequest,
     ) -> Result<ReadOutcome, ReadError> {
-        let page = self.saved(
+        let mut page = self.saved(
             base_url,
             "application/pdf",
             "binary",
             String::new(),
             Some(bytes),
         );
+        page.truncated = truncated;
         self.read_saved(page, request).await
     }
 

@@ -541,6 +541,9 @@ pub fn map_document(text: &str, base_url: Option<&str>) -> anyhow::Result<svc_po
 
 /// A saved page's text, decoded as a fetched page is (BOM, then the `<meta>` charset, else
 /// UTF-8 when valid, else windows-1252): `svc read --file` reads with it.
+/// The most of a saved page `svc read --file` reads: what the fetcher reads of a fetched one.
+pub const MAX_SAVED_PAGE_BYTES: usize = svc_fetch::MAX_BODY_BYTES;
+
 pub fn decode_saved_page(bytes: &[u8]) -> String {
     svc_fetch::decode(bytes, None).0
 }

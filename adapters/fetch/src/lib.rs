@@ -13,6 +13,10 @@ mod charset;
 /// Text of a saved page by the same rules as a fetched one (BOM, then the `<meta>` charset,
 /// else UTF-8 when valid, else windows-1252): `svc read --file` decodes with it.
 pub use charset::decode;
+
+/// The most of a page's body read by default (10 MiB); past it the page is cut there and
+/// marked `truncated`. A saved page (`svc read --file`) is held to the same.
+pub const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
 pub mod policy;
 mod robots;
 
@@ -80,7 +84,7 @@ impl Default for FetcherConfig {
                 env!("CARGO_PKG_VERSION")
             ),
             robots_agent: "svc-reader".into(),
-            max_body_bytes: 10 * 1024 * 1024,
+            max_body_bytes: MAX_BODY_BYTES,
             max_redirects: 5,
             timeout: svc_ports::fetch::FETCH_DEADLINE,
             connect_timeout: Duration::from_secs(5),

@@ -397,6 +397,7 @@ mod tests {
         let read = page(
             svc.read_document(
                 SHELL.into(),
+                false,
                 "file:///home/me/app.html",
                 &request(RenderMode::Always),
             )
@@ -415,6 +416,7 @@ mod tests {
         let read = page(
             svc.read_document(
                 SHELL.into(),
+                false,
                 "https://example.com/a",
                 &request(RenderMode::Always),
             )
