@@ -65,7 +65,7 @@ fn refunded(payment: &str, refund: &str, amount: i64) -> PaymentFact {
 
 /// Spendable equals the sum of entries, and frozen equals what receipts froze minus released
 /// and forfeited. Returns (spendable, frozen).
-async fn books(b: &Backend, account: &AccountId) -> (i64, i64) {
+pub(crate) async fn books(b: &Backend, account: &AccountId) -> (i64, i64) {
     let balance = b.ledger.balance(account).await.unwrap();
     let entries = b.ledger.entries(account, 10_000).await.unwrap();
     assert_eq!(
@@ -570,4 +570,170 @@ pub async fn refunds_racing_settlements_leave_nothing_owed(b: &Backend) {
     books(b, &a.id).await;
     // 4000 bought and all refunded; 14 actions completed: spent, not owed.
     assert_eq!((balance.spendable, balance.held), (0, 0), "{}", b.name);
+}
+
+/// A dispute opened while actions hold the payment's credits: what spendable cannot cover is
+/// claimed from those actions, oldest first. A failed action's refund comes back frozen (an
+/// entry and a receipt of the payment's), a completed one spent its credits. Won, the frozen
+/// credits come back; lost, they go. Before, the refunds came back spendable and could be spent
+/// while the dispute was open.
+pub async fn a_dispute_while_actions_run_freezes_what_those_that_fail_give_back(b: &Backend) {
+    for won in [true, false] {
+        let a = new_account(b, &format!("disputed-{won}@example.com")).await;
+        let c = checkout(&a.id, None);
+        b.billing.insert_checkout(&c).await.unwrap();
+        let payment = format!("pay_{}", Ulid::new());
+        b.billing
+            .apply_payment_event(&event(paid(&c, &payment)))
+            .await
+            .unwrap();
+        // Three actions hold 300 credits each; 100 stay spendable.
+        let mut tasks = Vec::new();
+        for n in 0..3 {
+            let mut task = new_task(&a.id, 300, None, &format!("f{n}"));
+            task.created_at = t0() + Duration::seconds(n);
+            let outcome = b.tasks.begin_task(&task).await.unwrap();
+            assert!(
+                matches!(outcome, BeginOutcome::Started { .. }),
+                "{outcome:?}"
+            );
+            tasks.push(task.id);
+        }
+        // The whole price disputed: all 1000 credits should be frozen; 100 can be now.
+        let EventOutcome::Applied(receipts) = b
+            .billing
+            .apply_payment_event(&event(PaymentFact::DisputeOpened {
+                payment_id: payment.clone(),
+                dispute_id: "dp_1".into(),
+                amount: 900,
+            }))
+            .await
+            .unwrap()
+        else {
+            panic!("{}: dispute not applied", b.name)
+        };
+        assert_eq!(receipts[0].frozen_delta, 100, "{}", b.name);
+        assert_eq!(books(b, &a.id).await, (0, 100), "{}", b.name);
+        // The first action fails: its 300 come back, and are frozen at once.
+        settled(b, &tasks[0], false).await;
+        assert_eq!(books(b, &a.id).await, (0, 400), "{}", b.name);
+        let entries = b.ledger.entries(&a.id, 100).await.unwrap();
+        let of_task = |kind: EntryKind| {
+            let reference = format!("task:{}:{}", tasks[0], kind.as_str());
+            entries
+                .iter()
+                .find(|e| e.reference.as_deref() == Some(reference.as_str()))
+                .map(|e| (e.delta, e.balance_after))
+        };
+        assert_eq!(of_task(EntryKind::Refund), Some((300, 300)), "{}", b.name);
+        assert_eq!(of_task(EntryKind::Freeze), Some((-300, 0)), "{}", b.name);
+        let all = b.billing.receipts(&a.id, 100).await.unwrap();
+        let freeze = all
+            .iter()
+            .find(|r| r.reference == format!("task:{}:freeze", tasks[0]))
+            .unwrap_or_else(|| panic!("{}: no receipt of the freeze: {all:#?}", b.name));
+        assert_eq!(
+            (
+                freeze.kind,
+                freeze.frozen_delta,
+                freeze.spendable_delta,
+                freeze.payment_id.as_deref()
+            ),
+            (
+                ReceiptKind::DisputeFreeze,
+                300,
+                -300,
+                Some(payment.as_str())
+            ),
+            "{}",
+            b.name
+        );
+        assert_eq!(freeze.checkout_id.as_ref(), Some(&c.id), "{}", b.name);
+        // The second completes: its credits were spent. The third fails: frozen too.
+        settled(b, &tasks[1], true).await;
+        assert_eq!(books(b, &a.id).await, (0, 400), "{}", b.name);
+        settled(b, &tasks[2], false).await;
+        assert_eq!(books(b, &a.id).await, (0, 700), "{}", b.name);
+        b.billing
+            .apply_payment_event(&event(PaymentFact::DisputeClosed {
+                payment_id: payment.clone(),
+                dispute_id: "dp_1".into(),
+                won,
+            }))
+            .await
+            .unwrap();
+        let expected = if won { (700, 0) } else { (0, 0) };
+        assert_eq!(books(b, &a.id).await, expected, "{} (won: {won})", b.name);
+    }
+}
+
+/// A dispute's claim on actions in flight lasts while the dispute is open: closed before they
+/// settle, their refunds come back as they would have (won: spendable), and a refund of the
+/// payment replaces the claim by what is left to freeze.
+pub async fn a_closed_dispute_claims_nothing_of_actions_still_in_flight(b: &Backend) {
+    let a = new_account(b, "closed-dispute@example.com").await;
+    let c = checkout(&a.id, None);
+    b.billing.insert_checkout(&c).await.unwrap();
+    let payment = format!("pay_{}", Ulid::new());
+    b.billing
+        .apply_payment_event(&event(paid(&c, &payment)))
+        .await
+        .unwrap();
+    let first = started(b, &a.id, 500).await;
+    let second = started(b, &a.id, 500).await;
+    b.billing
+        .apply_payment_event(&event(PaymentFact::DisputeOpened {
+            payment_id: payment.clone(),
+            dispute_id: "dp_1".into(),
+            amount: 450,
+        }))
+        .await
+        .unwrap();
+    // Nothing spendable: 500 claimed, from the first action.
+    b.billing
+        .apply_payment_event(&event(PaymentFact::DisputeClosed {
+            payment_id: payment.clone(),
+            dispute_id: "dp_1".into(),
+            won: true,
+        }))
+        .await
+        .unwrap();
+    settled(b, &first, false).await;
+    assert_eq!(books(b, &a.id).await, (500, 0), "{}", b.name);
+    settled(b, &second, false).await;
+    assert_eq!(books(b, &a.id).await, (1000, 0), "{}", b.name);
+}
+
+/// Disputes opened while settlements race them: every action fails, so every credit of the
+/// four disputed payments ends frozen, however the two interleave (a settlement waits for the
+/// dispute's claim, or the dispute finds the credits spendable).
+pub async fn disputes_racing_failures_freeze_every_credit(b: &Backend) {
+    let a = new_account(b, "disputed-race@example.com").await;
+    let mut payments = Vec::new();
+    for _ in 0..4 {
+        let c = checkout(&a.id, None);
+        b.billing.insert_checkout(&c).await.unwrap();
+        let p = format!("pay_{}", Ulid::new());
+        b.billing
+            .apply_payment_event(&event(paid(&c, &p)))
+            .await
+            .unwrap();
+        payments.push(p);
+    }
+    let mut tasks = Vec::new();
+    for _ in 0..40 {
+        tasks.push(started(b, &a.id, 100).await);
+    }
+    let disputes = payments.iter().map(|p| async move {
+        let opened = event(PaymentFact::DisputeOpened {
+            payment_id: p.clone(),
+            dispute_id: "dp_1".into(),
+            amount: 900,
+        });
+        b.billing.apply_payment_event(&opened).await.unwrap();
+    });
+    let settles = tasks.iter().map(|t| settled(b, t, false));
+    futures_util::join!(join_all(disputes), join_all(settles));
+    assert_eq!(books(b, &a.id).await, (0, 4000), "{}", b.name);
+    assert_eq!(b.ledger.balance(&a.id).await.unwrap().held, 0);
 }

@@ -231,7 +231,10 @@ macro_rules! contract_suite {
             meter_events_are_recorded_once,
             a_refund_while_actions_run_is_paid_by_those_that_fail,
             a_refund_claims_only_the_actions_in_flight_when_it_arrived,
-            refunds_racing_settlements_leave_nothing_owed
+            refunds_racing_settlements_leave_nothing_owed,
+            a_dispute_while_actions_run_freezes_what_those_that_fail_give_back,
+            a_closed_dispute_claims_nothing_of_actions_still_in_flight,
+            disputes_racing_failures_freeze_every_credit
         );
 
         $crate::contract_suite!(@connections $backend;
@@ -288,7 +291,7 @@ macro_rules! contract_suite {
         }
 
         #[test]
-        fn refunds_never_return_through_actions_in_flight() {
+        fn refunds_and_disputes_never_return_through_actions_in_flight() {
             $crate::money_model::money_model_property(|| Box::pin($backend()));
         }
 

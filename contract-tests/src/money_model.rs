@@ -6,8 +6,9 @@
 //! the cost of the actions in flight. Once every action settled, with B the credits the account
 //! is entitled to (its grant plus what the payment's events leave of it, computed here without
 //! the code under test) and S what its completed actions spent: the account has at most B, at
-//! least B - S, and exactly B when no action completed. A refund while actions hold the payment's credits is where this used to
-//! break: the held credits came back when the actions failed.
+//! least B - S, and exactly B when no action completed, with what open disputes call for
+//! frozen. A refund or a dispute while actions hold the payment's credits is where this used to
+//! break: the held credits came back spendable when the actions failed.
 
 use proptest::{prelude::*, test_runner::TestCaseError};
 use svc_ports::{
@@ -80,6 +81,26 @@ fn owned(world: &World, steps: &[Step]) -> i64 {
     }
     let part = i128::from(taken).min(price);
     (credits - (credits * part + price - 1) / price) as i64
+}
+
+/// What open disputes should hold frozen of the payment once these steps were delivered: their
+/// share of the price, rounded up, at most what the account owns of the payment. A closing
+/// counts whenever it came (before its opening too).
+fn frozen_due(world: &World, steps: &[Step]) -> i64 {
+    if !steps.iter().any(|s| matches!(s, Step::Paid)) {
+        return 0;
+    }
+    let (credits, price) = (1000i128, 900i128);
+    let mut open = 0i64;
+    for d in 0..2 {
+        let opened = steps.iter().any(|s| matches!(s, Step::Open(q) if *q == d));
+        let closed = steps.iter().any(|s| matches!(s, Step::Close(q) if *q == d));
+        if opened && !closed {
+            open += world.1[d].0;
+        }
+    }
+    let part = i128::from(open).min(price);
+    (((credits * part + price - 1) / price) as i64).min(owned(world, steps))
 }
 
 async fn check_books(
@@ -177,6 +198,13 @@ async fn run_case(
         }
         let held = in_flight.iter().map(|(_, cost)| cost).sum();
         check_books(b, &account, held).await?;
+        let delivered = &steps[..=steps.iter().position(|x| std::ptr::eq(x, s)).unwrap()];
+        let frozen = b.ledger.balance(&account).await.unwrap().frozen;
+        prop_assert!(
+            frozen <= frozen_due(&world, delivered),
+            "{}: {frozen} frozen",
+            b.name
+        );
     }
     for (i, (task, cost)) in in_flight.drain(..).enumerate() {
         let completed = last.get(i).copied().unwrap_or(false);
@@ -194,6 +222,13 @@ async fn run_case(
     );
     if spent == 0 {
         prop_assert_eq!(has, entitled, "{}: nothing was spent", b.name);
+        // Credits the actions held when a dispute opened came back frozen, not spendable.
+        prop_assert_eq!(
+            balance.frozen,
+            frozen_due(&world, &steps),
+            "{}: nothing was spent",
+            b.name
+        );
     }
     Ok(())
 }

@@ -22,6 +22,8 @@ pub(crate) struct ActionState {
     by_key: HashMap<(AccountId, String), TaskId>,
     /// What refunded payments claim of each task in flight (`svc_ports::ledger::spread_owed`); absent: 0.
     pub(crate) owed: HashMap<TaskId, i64>,
+    /// What an open dispute claims of each task in flight, and the disputed payment's id.
+    pub(crate) freeze: HashMap<TaskId, (i64, String)>,
 }
 
 fn ledger_entry(
@@ -249,45 +251,64 @@ impl TaskStore for MemoryStore {
             None => None,
         };
         let task_owed = s.actions.owed.remove(&task.id).unwrap_or(0);
+        let freeze_claim = s.actions.freeze.remove(&task.id);
         let balance = s
             .balances
             .get_mut(&task.account_id)
             .ok_or(TaskError::UnknownAccount)?;
         balance.held -= task.cost;
-        // A failed task's refund gives its cost back; a clawback then takes its share.
-        let (kind, delta, kept) = if settlement.completed {
-            (EntryKind::Capture, 0, 0)
+        let before = balance.spendable;
+        // A failed task's refund gives its cost back; a clawback then takes its share, and a
+        // freeze what an open dispute claimed of the rest.
+        let (kind, delta, kept, frozen) = if settlement.completed {
+            (EntryKind::Capture, 0, 0, None)
         } else {
-            balance.spendable += task.cost - task_owed;
-            (EntryKind::Refund, task.cost, task_owed)
+            let frozen = freeze_claim
+                .map(|(claim, payment)| (claim.min(task.cost - task_owed), payment))
+                .filter(|(f, _)| *f > 0);
+            let f = frozen.as_ref().map_or(0, |(f, _)| *f);
+            balance.spendable += task.cost - task_owed - f;
+            balance.frozen += f;
+            (EntryKind::Refund, task.cost, task_owed, frozen)
         };
         if settlement.release_spend && !settlement.completed {
             s.authority.release(&task.id, settlement.at);
         }
         if task.cost > 0 {
-            // The refund's entry records the balance before the clawback that follows it.
-            ledger_entry(
-                &mut s,
-                settlement.entry.clone(),
-                &task.account_id,
-                kind,
-                delta,
-                &task.id,
-                settlement.at,
-            );
+            // Each entry records the balance it leaves, in the order they are written.
+            let mut after = before + delta;
+            let entry = |id: &LedgerEntryId, kind, delta, after| {
+                LedgerEntry::for_task(
+                    id.clone(),
+                    task.account_id.clone(),
+                    &task.id,
+                    kind,
+                    delta,
+                    after,
+                    settlement.at,
+                )
+            };
+            s.entries.push(entry(&settlement.entry, kind, delta, after));
             if kept > 0 {
-                if let Some(entry) = s.entries.last_mut() {
-                    entry.balance_after += kept;
-                }
-                ledger_entry(
-                    &mut s,
-                    settlement.clawback_entry.clone(),
-                    &task.account_id,
+                after -= kept;
+                s.entries.push(entry(
+                    &settlement.clawback_entry,
                     EntryKind::Clawback,
                     -kept,
-                    &task.id,
-                    settlement.at,
-                );
+                    after,
+                ));
+            }
+            if let Some((f, payment)) = frozen {
+                after -= f;
+                s.entries.push(entry(
+                    &settlement.freeze_entry,
+                    EntryKind::Freeze,
+                    -f,
+                    after,
+                ));
+                let receipt =
+                    crate::memory_billing::task_freeze_receipt(&s, &task, &payment, f, settlement);
+                s.billing.receipts.push(receipt);
             }
         }
         let record = task.settled_by(settlement);

@@ -59,20 +59,22 @@ fn apply_facts(
         ),
         None => (Vec::new(), (0, 0)),
     };
-    let (checkout, moves) = match plan_payment(facts, &checkouts, &applied, spendable, unclaimed) {
-        PaymentPlan::Pending => return EventOutcome::Pending,
-        PaymentPlan::Rejected(reason) => return EventOutcome::Rejected(reason),
-        PaymentPlan::Moves { checkout, moves } => (checkout, moves),
-    };
+    let (checkout, moves, freeze_claim) =
+        match plan_payment(facts, &checkouts, &applied, spendable, unclaimed) {
+            PaymentPlan::Pending => return EventOutcome::Pending,
+            PaymentPlan::Rejected(reason) => return EventOutcome::Rejected(reason),
+            PaymentPlan::Moves {
+                checkout,
+                moves,
+                freeze_claim,
+            } => (checkout, moves, freeze_claim),
+        };
     for e in s.billing.events.iter_mut().filter(|e| {
         e.provider == event.provider
             && e.payment_id.as_deref() == Some(payment_id)
             && e.status == "pending"
     }) {
         e.status = "applied".into();
-    }
-    if moves.is_empty() {
-        return EventOutcome::Acknowledged;
     }
     let mut receipts = Vec::with_capacity(moves.len());
     for m in &moves {
@@ -95,7 +97,87 @@ fn apply_facts(
         s.billing.receipts.push(receipt.clone());
         receipts.push(receipt);
     }
+    if let Some(claim) = freeze_claim {
+        claim_freeze(s, &checkout.account_id, payment_id, claim);
+    }
+    if receipts.is_empty() {
+        return EventOutcome::Acknowledged;
+    }
     EventOutcome::Applied(receipts)
+}
+
+/// The account's tasks in flight, oldest first.
+fn in_flight(s: &State, account: &AccountId) -> Vec<svc_ports::TaskRecord> {
+    let mut tasks: Vec<svc_ports::TaskRecord> = s
+        .actions
+        .tasks
+        .values()
+        .filter(|t| &t.account_id == account && t.status == svc_ports::TaskStatus::InFlight)
+        .cloned()
+        .collect();
+    tasks.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+    tasks
+}
+
+/// Replaces what `payment` claims of the account's actions in flight for its open disputes by
+/// `claim`, spread oldest first over the tasks no other payment's dispute claims, each up to
+/// what refunds do not already claim of it (`svc_ports::ledger::spread_owed`).
+fn claim_freeze(s: &mut State, account: &AccountId, payment: &str, claim: i64) {
+    s.actions.freeze.retain(|_, (_, p)| p != payment);
+    let open: Vec<(svc_ports::TaskId, i64)> = in_flight(s, account)
+        .into_iter()
+        .filter(|t| !s.actions.freeze.contains_key(&t.id))
+        .map(|t| {
+            let owed = s.actions.owed.get(&t.id).copied().unwrap_or(0);
+            (t.id, t.cost - owed)
+        })
+        .collect();
+    let rooms: Vec<(i64, i64)> = open.iter().map(|(_, room)| (*room, 0)).collect();
+    for ((id, _), share) in open
+        .iter()
+        .zip(svc_ports::ledger::spread_owed(claim, &rooms))
+    {
+        if share > 0 {
+            s.actions
+                .freeze
+                .insert(id.clone(), (share, payment.to_owned()));
+        }
+    }
+}
+
+/// The receipt of what a failed task's refund froze for a disputed payment: a line of that
+/// payment's, as its own dispute freeze is.
+pub(crate) fn task_freeze_receipt(
+    s: &State,
+    task: &svc_ports::TaskRecord,
+    payment: &str,
+    frozen: i64,
+    settlement: &svc_ports::Settlement,
+) -> Receipt {
+    let purchase = s.billing.receipts.iter().find(|r| {
+        r.account_id == task.account_id
+            && r.payment_id.as_deref() == Some(payment)
+            && r.kind == ReceiptKind::Purchase
+    });
+    Receipt {
+        id: settlement.freeze_receipt.clone(),
+        account_id: task.account_id.clone(),
+        kind: ReceiptKind::DisputeFreeze,
+        credits: frozen,
+        spendable_delta: -frozen,
+        frozen_delta: frozen,
+        shortfall: 0,
+        amount: None,
+        currency: purchase.and_then(|r| r.currency.clone()),
+        payment_id: Some(payment.to_owned()),
+        checkout_id: purchase.and_then(|r| r.checkout_id.clone()),
+        // As the SQL stores read a payment's receipt back: no task.
+        task_id: None,
+        artifact_id: None,
+        reference: svc_ports::billing::task_freeze_reference(&task.id),
+        note: svc_ports::billing::task_freeze_note(frozen, payment),
+        created_at: settlement.at,
+    }
 }
 
 #[async_trait]
@@ -278,21 +360,11 @@ impl BillingStore for MemoryStore {
 /// Spreads a claim of `owed` over the account's tasks in flight, oldest first
 /// (`svc_ports::ledger::spread_owed`).
 fn spread(s: &mut State, account: &svc_ports::AccountId, owed: i64) {
-    let mut in_flight: Vec<&svc_ports::TaskRecord> = s
-        .actions
-        .tasks
-        .values()
-        .filter(|t| &t.account_id == account && t.status == svc_ports::TaskStatus::InFlight)
-        .collect();
-    in_flight.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
-    let claimed: Vec<(svc_ports::TaskId, i64, i64)> = in_flight
-        .iter()
+    let claimed: Vec<(svc_ports::TaskId, i64, i64)> = in_flight(s, account)
+        .into_iter()
         .map(|t| {
-            (
-                t.id.clone(),
-                t.cost,
-                s.actions.owed.get(&t.id).copied().unwrap_or(0),
-            )
+            let owed = s.actions.owed.get(&t.id).copied().unwrap_or(0);
+            (t.id, t.cost, owed)
         })
         .collect();
     let shares: Vec<(i64, i64)> = claimed.iter().map(|(_, c, o)| (*c, *o)).collect();

@@ -499,6 +499,19 @@ fn derived_ulid(account: &AccountId, reference: &str, at: DateTime<Utc>) -> Ulid
     Ulid::from_parts(ms, u128::from_be_bytes(random))
 }
 
+/// The reference of what a failed task's refund froze for a disputed payment (its entry's and
+/// its receipt's).
+pub fn task_freeze_reference(task: &TaskId) -> String {
+    format!("task:{task}:freeze")
+}
+
+/// The note of that receipt. The SQL stores write the same words.
+pub fn task_freeze_note(frozen: i64, payment_id: &str) -> String {
+    format!(
+        "{frozen} credits a failed action gave back frozen while payment {payment_id} is disputed"
+    )
+}
+
 /// The receipt of a settled task: its charge, or its refund. `None` while it is in flight.
 pub fn task_receipt(task: &crate::TaskRecord) -> Option<Receipt> {
     let settled_at = task.settled_at?;

@@ -13,7 +13,9 @@
 //! have been taken back but is not spendable is recorded as a shortfall. The part of a
 //! shortfall that actions in flight hold is owed: the store spreads it over those actions, and
 //! each pays its share if it fails and gives its credits back (see `ledger::spread_owed`); the rest
-//! was spent.
+//! was spent. Likewise what open disputes should freeze but spendable cannot cover: the store
+//! claims it from the actions in flight (`PaymentPlan::Moves::freeze_claim`), and each that
+//! fails freezes its share of what it gives back.
 
 use std::collections::HashSet;
 
@@ -31,6 +33,12 @@ pub enum PaymentPlan {
     Moves {
         checkout: Box<CheckoutRecord>,
         moves: Vec<Movement>,
+        /// When this event brought something new: what open disputes should have frozen but
+        /// spendable could not cover once the movements are applied. The store claims it from
+        /// the actions in flight in place of the payment's earlier claims (see
+        /// `ledger::spread_owed`): a claimed action that fails freezes that much of what it
+        /// gives back. `None`: nothing new, the claims stand.
+        freeze_claim: Option<i64>,
     },
 }
 
@@ -256,10 +264,12 @@ pub fn plan_payment(
         .filter(|s| done.contains(s.2.as_str()))
         .map(|s| s.0)
         .collect();
+    let mut new_step = false;
     for (fact, kind, reference) in &steps {
         if done.contains(reference.as_str()) {
             continue;
         }
+        new_step = true;
         included.push(fact);
         let (owned_t, frozen_t) = target(checkout, &included);
         let (mut spendable_delta, mut frozen_delta, mut shortfall, mut moved) = (0, 0, 0, 0);
@@ -345,9 +355,12 @@ pub fn plan_payment(
             note,
         });
     }
+    // Credits held by actions in flight cannot be frozen now; those the actions give back can.
+    let freeze_claim = new_step.then(|| (target(checkout, &included).1 - frozen).max(0));
     PaymentPlan::Moves {
         checkout: Box::new(checkout.clone()),
         moves,
+        freeze_claim,
     }
 }
 
@@ -610,6 +623,78 @@ mod tests {
             ),
             "{}",
             moves[1].note
+        );
+    }
+
+    #[test]
+    fn what_a_dispute_cannot_freeze_now_is_claimed_from_actions_in_flight() {
+        let c = checkout();
+        let purchase = AppliedMovement {
+            reference: "payment:pay_1:purchase".into(),
+            spendable_delta: 1000,
+            frozen_delta: 0,
+            shortfall: 0,
+        };
+        let events = [paid(&c), opened("dp_1", 450)];
+        // 200 spendable, the rest held: half the payment should be frozen.
+        let plan = plan_payment(
+            &events,
+            std::slice::from_ref(&c),
+            std::slice::from_ref(&purchase),
+            200,
+            800,
+        );
+        let PaymentPlan::Moves {
+            moves,
+            freeze_claim,
+            ..
+        } = plan
+        else {
+            panic!("{plan:?}")
+        };
+        assert_eq!(moves[0].frozen_delta, 200);
+        assert_eq!(freeze_claim, Some(300));
+        // The same events again: nothing new, the claims stand.
+        let applied = [
+            purchase.clone(),
+            AppliedMovement {
+                reference: moves[0].reference.clone(),
+                spendable_delta: -200,
+                frozen_delta: 200,
+                shortfall: 0,
+            },
+        ];
+        let again = plan_payment(&events, std::slice::from_ref(&c), &applied, 0, 800);
+        assert!(
+            matches!(
+                again,
+                PaymentPlan::Moves {
+                    freeze_claim: None,
+                    ..
+                }
+            ),
+            "{again:?}"
+        );
+        // Won: nothing is to be frozen any more, so nothing is claimed.
+        let won = [
+            paid(&c),
+            opened("dp_1", 450),
+            PaymentFact::DisputeClosed {
+                payment_id: "pay_1".into(),
+                dispute_id: "dp_1".into(),
+                won: true,
+            },
+        ];
+        let plan = plan_payment(&won, std::slice::from_ref(&c), &applied, 0, 800);
+        assert!(
+            matches!(
+                plan,
+                PaymentPlan::Moves {
+                    freeze_claim: Some(0),
+                    ..
+                }
+            ),
+            "{plan:?}"
         );
     }
 

@@ -178,11 +178,16 @@ async fn apply_facts(
         }
         None => (Vec::new(), (0, 0)),
     };
-    let (checkout, moves) = match plan_payment(facts, &checkouts, &applied, spendable, unclaimed) {
-        PaymentPlan::Pending => return Ok(EventOutcome::Pending),
-        PaymentPlan::Rejected(reason) => return Ok(EventOutcome::Rejected(reason)),
-        PaymentPlan::Moves { checkout, moves } => (checkout, moves),
-    };
+    let (checkout, moves, freeze_claim) =
+        match plan_payment(facts, &checkouts, &applied, spendable, unclaimed) {
+            PaymentPlan::Pending => return Ok(EventOutcome::Pending),
+            PaymentPlan::Rejected(reason) => return Ok(EventOutcome::Rejected(reason)),
+            PaymentPlan::Moves {
+                checkout,
+                moves,
+                freeze_claim,
+            } => (checkout, moves, freeze_claim),
+        };
     // Events that waited for this payment are now accounted for.
     sqlx::query(
         "UPDATE payment_events SET status = 'applied' \
@@ -192,9 +197,6 @@ async fn apply_facts(
     .bind(payment_id)
     .execute(&mut **tx)
     .await?;
-    if moves.is_empty() {
-        return Ok(EventOutcome::Acknowledged);
-    }
     let mut receipts = Vec::with_capacity(moves.len());
     for m in &moves {
         // The plan is raised from `free` to the checkout's with a purchase.
@@ -218,7 +220,51 @@ async fn apply_facts(
         insert_receipt(tx, &receipt).await?;
         receipts.push(receipt);
     }
+    if let Some(claim) = freeze_claim {
+        claim_freeze(tx, &checkout.account_id, payment_id, claim).await?;
+    }
+    if receipts.is_empty() {
+        return Ok(EventOutcome::Acknowledged);
+    }
     Ok(EventOutcome::Applied(receipts))
+}
+
+/// Replaces what `payment` claims of the account's actions in flight for its open disputes by
+/// `claim`, spread oldest first over the tasks no other payment's dispute claims, each up to
+/// what refunds do not already claim of it (`svc_ports::ledger::spread_owed`, in SQL). The
+/// account row is locked: settlements wait, so the tasks read are the ones in flight.
+async fn claim_freeze(
+    tx: &mut Transaction<'static, Postgres>,
+    account: &AccountId,
+    payment: &str,
+    claim: i64,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE tasks SET freeze_claim = 0, freeze_payment = NULL \
+         WHERE account_id = $1 AND status = 'in_flight' AND freeze_payment = $2",
+    )
+    .bind(account.as_str())
+    .bind(payment)
+    .execute(&mut **tx)
+    .await?;
+    if claim > 0 {
+        sqlx::query(
+            "UPDATE tasks SET freeze_claim = LEAST(room.room, $3 - room.before), freeze_payment = $2 \
+             FROM (SELECT id, cost - owed AS room, \
+                       COALESCE(SUM(cost - owed) OVER (ORDER BY created_at, id \
+                           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)::BIGINT \
+                           AS before \
+                   FROM tasks WHERE account_id = $1 AND status = 'in_flight' \
+                       AND freeze_payment IS NULL AND cost > owed) AS room \
+             WHERE tasks.id = room.id AND room.before < $3",
+        )
+        .bind(account.as_str())
+        .bind(payment)
+        .bind(claim)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
 }
 
 /// What refunded payments claim of the account's actions in flight: the sum of their shares.

@@ -170,6 +170,8 @@ pub(super) fn settle_item(s: &Settlement) -> Value {
     let (reference, memo) = LedgerEntry::task_reference(&s.task_id, kind);
     let (clawback_reference, clawback_memo) =
         LedgerEntry::task_reference(&s.task_id, EntryKind::Clawback);
+    let (freeze_reference, freeze_memo) =
+        LedgerEntry::task_reference(&s.task_id, EntryKind::Freeze);
     let mut item = json!({
         "kind": "settle",
         "task_id": s.task_id.as_str(),
@@ -187,6 +189,10 @@ pub(super) fn settle_item(s: &Settlement) -> Value {
         "clawback_entry": s.clawback_entry.as_str(),
         "clawback_reference": clawback_reference,
         "clawback_memo": clawback_memo,
+        "freeze_entry": s.freeze_entry.as_str(),
+        "freeze_reference": freeze_reference,
+        "freeze_memo": freeze_memo,
+        "freeze_receipt": s.freeze_receipt.as_str(),
         // A payment that surely did not happen gives its authority spend back.
         "release_spend": s.release_spend && !s.completed,
     });

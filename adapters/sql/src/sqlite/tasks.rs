@@ -241,6 +241,12 @@ pub(super) async fn settle(
     let (reference, memo) = LedgerEntry::task_reference(&s.task_id, kind);
     let (clawback_reference, clawback_memo) =
         LedgerEntry::task_reference(&s.task_id, EntryKind::Clawback);
+    let (freeze_reference, freeze_memo) =
+        LedgerEntry::task_reference(&s.task_id, EntryKind::Freeze);
+    debug_assert_eq!(
+        freeze_reference,
+        svc_ports::billing::task_freeze_reference(&s.task_id)
+    );
     let rows = sqlx::query(
         r#"
         SAVEPOINT item;
@@ -269,12 +275,43 @@ pub(super) async fn settle(
         FROM tasks AS t JOIN accounts AS a ON a.id = t.account_id
         WHERE t.id = $7 AND t.artifact_id = $4 AND NOT $9 AND t.owed > 0;
 
+        INSERT INTO ledger_entries
+            (id, account_id, kind, delta, balance_after, reference, memo, created_at)
+        SELECT $17, t.account_id, 'freeze', -t.f, a.spendable + t.cost - t.owed - t.f,
+            $18, $19, $6
+        FROM (SELECT account_id, cost, owed, min(freeze_claim, cost - owed) AS f FROM tasks
+              WHERE id = $7 AND artifact_id = $4 AND NOT $9
+                  AND freeze_payment IS NOT NULL) AS t
+        JOIN accounts AS a ON a.id = t.account_id
+        WHERE t.f > 0;
+
+        INSERT INTO receipts (id, account_id, kind, credits, spendable_delta, frozen_delta,
+            shortfall, amount, currency, payment_id, checkout_id, reference, note, created_at)
+        SELECT $20, t.account_id, 'dispute_freeze', t.f, -t.f, t.f, 0, NULL, p.currency,
+            t.freeze_payment, p.checkout_id, $18,
+            t.f || ' credits a failed action gave back frozen while payment '
+                || t.freeze_payment || ' is disputed',
+            $6
+        FROM (SELECT account_id, freeze_payment, min(freeze_claim, cost - owed) AS f FROM tasks
+              WHERE id = $7 AND artifact_id = $4 AND NOT $9
+                  AND freeze_payment IS NOT NULL) AS t
+        LEFT JOIN receipts AS p ON p.account_id = t.account_id
+            AND p.payment_id = t.freeze_payment AND p.kind = 'purchase'
+        WHERE t.f > 0;
+
         UPDATE accounts
         SET held = held - t.cost,
-            spendable = spendable + CASE WHEN $9 THEN 0 ELSE t.cost - t.owed END
-        FROM (SELECT account_id, cost, owed FROM tasks
+            spendable = spendable + CASE WHEN $9 THEN 0 ELSE t.cost - t.owed - t.f END,
+            frozen = frozen + CASE WHEN $9 THEN 0 ELSE t.f END
+        FROM (SELECT account_id, cost, owed,
+                  CASE WHEN freeze_payment IS NULL THEN 0 ELSE min(freeze_claim, cost - owed) END
+                      AS f
+              FROM tasks
               WHERE id = $7 AND artifact_id = $4 AND cost > 0) AS t
-        WHERE accounts.id = t.account_id
+        WHERE accounts.id = t.account_id;
+
+        UPDATE tasks SET freeze_claim = CASE WHEN $9 THEN 0 ELSE min(freeze_claim, cost - owed) END
+        WHERE id = $7 AND artifact_id = $4 AND freeze_claim > 0
         "#,
     )
     .bind(status.as_str())
@@ -294,6 +331,10 @@ pub(super) async fn settle(
     .bind(s.clawback_entry.as_str())
     .bind(clawback_reference)
     .bind(clawback_memo)
+    .bind(s.freeze_entry.as_str())
+    .bind(&freeze_reference)
+    .bind(freeze_memo)
+    .bind(s.freeze_receipt.as_str())
     .fetch_all(&mut *conn)
     .await?;
     // The item's savepoint is still open: a landed settlement's event joins it, and the
