@@ -159,7 +159,6 @@ pub(crate) fn settlement(task: &TaskId, completed: bool, at: DateTime<Utc>) -> S
         entry: LedgerEntryId::from_ulid(Ulid::new()),
         clawback_entry: LedgerEntryId::from_ulid(Ulid::new()),
         freeze_entry: LedgerEntryId::from_ulid(Ulid::new()),
-        freeze_receipt: svc_ports::ReceiptId::from_ulid(Ulid::new()),
         at,
         event: None,
     }

@@ -630,7 +630,7 @@ pub async fn a_dispute_while_actions_run_freezes_what_those_that_fail_give_back(
         let all = b.billing.receipts(&a.id, 100).await.unwrap();
         let freeze = all
             .iter()
-            .find(|r| r.reference == format!("task:{}:freeze", tasks[0]))
+            .find(|r| r.reference == format!("task:{}:freeze:{payment}", tasks[0]))
             .unwrap_or_else(|| panic!("{}: no receipt of the freeze: {all:#?}", b.name));
         assert_eq!(
             (
@@ -648,7 +648,7 @@ pub async fn a_dispute_while_actions_run_freezes_what_those_that_fail_give_back(
             "{}",
             b.name
         );
-        assert_eq!(freeze.checkout_id.as_ref(), Some(&c.id), "{}", b.name);
+        assert_eq!(freeze.task_id.as_ref(), Some(&tasks[0]), "{}", b.name);
         // The second completes: its credits were spent. The third fails: frozen too.
         settled(b, &tasks[1], true).await;
         assert_eq!(books(b, &a.id).await, (0, 400), "{}", b.name);
@@ -667,9 +667,8 @@ pub async fn a_dispute_while_actions_run_freezes_what_those_that_fail_give_back(
     }
 }
 
-/// A dispute's claim on actions in flight lasts while the dispute is open: closed before they
-/// settle, their refunds come back as they would have (won: spendable), and a refund of the
-/// payment replaces the claim by what is left to freeze.
+/// A dispute's claim on the credits in flight lasts while the dispute is open: closed before the
+/// actions settle, their refunds come back as they would have (won: spendable).
 pub async fn a_closed_dispute_claims_nothing_of_actions_still_in_flight(b: &Backend) {
     let a = new_account(b, "closed-dispute@example.com").await;
     let c = checkout(&a.id, None);
@@ -689,7 +688,7 @@ pub async fn a_closed_dispute_claims_nothing_of_actions_still_in_flight(b: &Back
         }))
         .await
         .unwrap();
-    // Nothing spendable: 500 claimed, from the first action.
+    // Nothing spendable: 500 claimed of the credits in flight.
     b.billing
         .apply_payment_event(&event(PaymentFact::DisputeClosed {
             payment_id: payment.clone(),
@@ -720,9 +719,10 @@ pub async fn disputes_racing_failures_freeze_every_credit(b: &Backend) {
             .unwrap();
         payments.push(p);
     }
+    // 57 actions of 70 (a claim is served in part), 10 credits spendable.
     let mut tasks = Vec::new();
-    for _ in 0..40 {
-        tasks.push(started(b, &a.id, 100).await);
+    for _ in 0..57 {
+        tasks.push(started(b, &a.id, 70).await);
     }
     let disputes = payments.iter().map(|p| async move {
         let opened = event(PaymentFact::DisputeOpened {
@@ -736,4 +736,134 @@ pub async fn disputes_racing_failures_freeze_every_credit(b: &Backend) {
     futures_util::join!(join_all(disputes), join_all(settles));
     assert_eq!(books(b, &a.id).await, (0, 4000), "{}", b.name);
     assert_eq!(b.ledger.balance(&a.id).await.unwrap().held, 0);
+}
+
+/// Two disputed payments whose credits one action holds: both claims are served by what it
+/// gives back, and each dispute's closing moves only its own.
+pub async fn two_disputes_are_served_by_one_failed_action(b: &Backend) {
+    let a = new_account(b, "two-disputes@example.com").await;
+    let mut payments = Vec::new();
+    for _ in 0..2 {
+        let c = checkout(&a.id, None);
+        b.billing.insert_checkout(&c).await.unwrap();
+        let p = format!("pay_{}", Ulid::new());
+        b.billing
+            .apply_payment_event(&event(paid(&c, &p)))
+            .await
+            .unwrap();
+        payments.push(p);
+    }
+    let task = started(b, &a.id, 2000).await;
+    for p in &payments {
+        b.billing
+            .apply_payment_event(&event(PaymentFact::DisputeOpened {
+                payment_id: p.clone(),
+                dispute_id: "dp_1".into(),
+                amount: 900,
+            }))
+            .await
+            .unwrap();
+    }
+    settled(b, &task, false).await;
+    assert_eq!(books(b, &a.id).await, (0, 2000), "{}", b.name);
+    for (p, won) in payments.iter().zip([true, false]) {
+        b.billing
+            .apply_payment_event(&event(PaymentFact::DisputeClosed {
+                payment_id: p.clone(),
+                dispute_id: "dp_1".into(),
+                won,
+            }))
+            .await
+            .unwrap();
+    }
+    assert_eq!(books(b, &a.id).await, (1000, 0), "{}", b.name);
+}
+
+/// A refund of one payment and a dispute of another while two actions hold all the credits:
+/// the first to fail pays the refund (its clawback), the second's credits are frozen for the
+/// dispute, in whichever order the two events came. The entries of each action are in the
+/// order they were written: refund, clawback, freeze.
+pub async fn a_refund_and_another_payments_dispute_share_the_failures(b: &Backend) {
+    for refund_first in [false, true] {
+        let a = new_account(b, &format!("refund-dispute-{refund_first}@example.com")).await;
+        let mut payments = Vec::new();
+        for _ in 0..2 {
+            let c = checkout(&a.id, None);
+            b.billing.insert_checkout(&c).await.unwrap();
+            let p = format!("pay_{}", Ulid::new());
+            b.billing
+                .apply_payment_event(&event(paid(&c, &p)))
+                .await
+                .unwrap();
+            payments.push(p);
+        }
+        let mut tasks = Vec::new();
+        for n in 0..2 {
+            let mut task = new_task(&a.id, 1000, None, &format!("f{n}"));
+            task.created_at = t0() + Duration::seconds(n);
+            let outcome = b.tasks.begin_task(&task).await.unwrap();
+            assert!(
+                matches!(outcome, BeginOutcome::Started { .. }),
+                "{outcome:?}"
+            );
+            tasks.push(task.id);
+        }
+        let refund = event(refunded(&payments[0], "re_1", 900));
+        let dispute = event(PaymentFact::DisputeOpened {
+            payment_id: payments[1].clone(),
+            dispute_id: "dp_1".into(),
+            amount: 900,
+        });
+        let events = if refund_first {
+            [refund, dispute]
+        } else {
+            [dispute, refund]
+        };
+        for e in &events {
+            b.billing.apply_payment_event(e).await.unwrap();
+        }
+        settled(b, &tasks[0], false).await;
+        settled(b, &tasks[1], false).await;
+        assert_eq!(
+            books(b, &a.id).await,
+            (0, 1000),
+            "{} (refund first: {refund_first})",
+            b.name
+        );
+        // Newest first: each action's entries, oldest of them last.
+        let entries = b.ledger.entries(&a.id, 100).await.unwrap();
+        let kinds = |task: &TaskId| -> Vec<(EntryKind, i64)> {
+            let mut of_task: Vec<(EntryKind, i64)> = entries
+                .iter()
+                .filter(|e| {
+                    e.reference
+                        .as_deref()
+                        .is_some_and(|r| r.starts_with(&format!("task:{task}:")))
+                })
+                .map(|e| (e.kind, e.delta))
+                .collect();
+            of_task.reverse();
+            of_task
+        };
+        assert_eq!(
+            kinds(&tasks[0]),
+            [
+                (EntryKind::Hold, -1000),
+                (EntryKind::Refund, 1000),
+                (EntryKind::Clawback, -1000)
+            ],
+            "{}",
+            b.name
+        );
+        assert_eq!(
+            kinds(&tasks[1]),
+            [
+                (EntryKind::Hold, -1000),
+                (EntryKind::Refund, 1000),
+                (EntryKind::Freeze, -1000)
+            ],
+            "{}",
+            b.name
+        );
+    }
 }

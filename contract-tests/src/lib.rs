@@ -234,7 +234,9 @@ macro_rules! contract_suite {
             refunds_racing_settlements_leave_nothing_owed,
             a_dispute_while_actions_run_freezes_what_those_that_fail_give_back,
             a_closed_dispute_claims_nothing_of_actions_still_in_flight,
-            disputes_racing_failures_freeze_every_credit
+            disputes_racing_failures_freeze_every_credit,
+            two_disputes_are_served_by_one_failed_action,
+            a_refund_and_another_payments_dispute_share_the_failures
         );
 
         $crate::contract_suite!(@connections $backend;

@@ -42,7 +42,8 @@ fn step() -> impl Strategy<Value = Step> {
         1 => (0..2usize).prop_map(Step::Open),
         1 => (0..2usize).prop_map(Step::Close),
         4 => (1..400i64).prop_map(Step::Begin),
-        4 => (any::<usize>(), any::<bool>()).prop_map(|(n, c)| Step::Settle(n, c)),
+        // Failures three times in four: books with nothing spent are checked the closest.
+        4 => (any::<usize>(), proptest::bool::weighted(0.25)).prop_map(|(n, c)| Step::Settle(n, c)),
     ]
 }
 
@@ -245,7 +246,7 @@ pub fn money_model_property(make: impl Fn() -> BackendFuture) {
         world(),
         0..300i64,
         proptest::collection::vec(step(), 0..24),
-        proptest::collection::vec(any::<bool>(), 0..8),
+        proptest::collection::vec(proptest::bool::weighted(0.25), 0..8),
     );
     runner
         .run(&strategy, |(world, grant, steps, last)| {

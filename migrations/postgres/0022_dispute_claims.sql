@@ -1,23 +1,37 @@
--- What open disputes claim of actions in flight (ports/src/billing/plan.rs, `freeze_claim`):
--- the credits a dispute should freeze but spendable could not cover, spread over the account's
--- actions in flight oldest first, each up to what refunds do not already claim of it
--- (`tasks.freeze_claim`, for the payment `tasks.freeze_payment`). A failed action's refund then
--- freezes its share, with an entry and a receipt of the payment's (reference
--- `task:{id}:freeze`); a completed one spent its credits and its claim is dropped. Every event
--- of the payment replaces its claims by what is left to freeze, so a closed dispute claims
--- nothing.
+-- What open disputes claim of the credits actions in flight hold (ports/src/billing/plan.rs,
+-- `freeze_claim`): what a dispute should freeze but spendable could not cover when it opened,
+-- at most what the account's actions in flight held that refunds and other claims did not.
+-- Every event of the payment replaces its claim, so a closed dispute claims nothing. The
+-- credits a failed action gives back (after its clawback) serve the claims oldest first
+-- (`serve_claims` in ports/src/billing/mod.rs): each freeze is a row of `task_freezes`, read
+-- back as a receipt of the payment's (reference `task:{id}:freeze:{payment}`), with one
+-- `freeze` entry in the ledger for the task.
 --
--- Plain columns with constant defaults: adding them rewrites no table (see 0021). Stop older
--- instances first (README, "Migrations"): their settlements do not name the freeze entry and
--- receipt this function writes.
-ALTER TABLE tasks
-    ADD COLUMN freeze_claim BIGINT NOT NULL DEFAULT 0,
-    ADD COLUMN freeze_payment TEXT;
+-- New tables only. Stop older instances first (README, "Migrations"): their settlements do not
+-- name the freeze entry this function writes.
+CREATE TABLE freeze_claims (
+    account_id TEXT NOT NULL REFERENCES accounts (id),
+    payment_id TEXT NOT NULL,
+    credits    BIGINT NOT NULL CHECK (credits > 0),
+    -- The order claims are served in: when the claim was first made.
+    since      TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (account_id, payment_id)
+);
 
--- svc_run_items (0021) again: a failed settlement also freezes what its task's dispute claim
--- holds. Only the settle item's parameters, `settled` (which keeps and returns the frozen
--- share), `moved`, `entry` and `clawback` change, and `freeze_entry` and `freeze_receipt` are
--- new.
+CREATE TABLE task_freezes (
+    task_id    TEXT NOT NULL REFERENCES tasks (id),
+    account_id TEXT NOT NULL REFERENCES accounts (id),
+    payment_id TEXT NOT NULL,
+    credits    BIGINT NOT NULL CHECK (credits > 0),
+    created_at TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (task_id, payment_id)
+);
+CREATE INDEX task_freezes_by_payment ON task_freezes (account_id, payment_id);
+
+-- svc_run_items (0021) again. A settlement takes the account's lock in a statement of its own
+-- first; a failed one then serves the open disputes' claims from what it gives back (`claims`,
+-- `taken`, `froze`, `served`, `partly`, `freezing`), and its ledger entries are written by one
+-- statement in order (`entries`, which replaces `entry` and `clawback`).
 CREATE OR REPLACE FUNCTION svc_run_items(items JSONB) RETURNS SETOF svc_item_result
 LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -54,7 +68,6 @@ DECLARE
     p_freeze_entry TEXT;
     p_freeze_reference TEXT;
     p_freeze_memo TEXT;
-    p_freeze_receipt TEXT;
     -- The row of a settle or an event item.
     landed svc_item_result;
 BEGIN
@@ -158,7 +171,12 @@ BEGIN
             p_freeze_entry := item->>'freeze_entry';
             p_freeze_reference := item->>'freeze_reference';
             p_freeze_memo := item->>'freeze_memo';
-            p_freeze_receipt := item->>'freeze_receipt';
+            -- The account's lock first, in a statement of its own: the settlement below then
+            -- reads the freeze claims as billing left them (a statement that waited for the
+            -- lock itself would read them as they were when it started).
+            PERFORM 1 FROM accounts
+            WHERE accounts.id = (SELECT tasks.account_id FROM tasks WHERE tasks.id = p_task_id)
+            FOR NO KEY UPDATE;
             -- `locked` takes the account's row lock before the task's, the order every begin
             -- takes them in (account, then the idempotency key's task row): a settle that
             -- locked the task first deadlocked with a begin of the same key waiting on it.
@@ -179,10 +197,7 @@ BEGIN
                     response_status = p_response_status,
                     response_body = p_response_body,
                     artifact_id = p_artifact_id, artifact = p_artifact,
-                    settled_at = p_at,
-                    -- What the failure freezes of the dispute's claim; a completion drops it.
-                    freeze_claim = CASE WHEN p_completed OR tasks.freeze_payment IS NULL THEN 0
-                        ELSE LEAST(tasks.freeze_claim, tasks.cost - tasks.owed) END
+                    settled_at = p_at
                 FROM locked
                 WHERE tasks.id = p_task_id AND tasks.account_id = locked.id
                     AND tasks.status = 'in_flight'
@@ -190,66 +205,78 @@ BEGIN
                     tasks.cost, tasks.idempotency_key, tasks.fingerprint, tasks.status,
                     tasks.response_status, tasks.response_body, tasks.artifact_id,
                     tasks.artifact, tasks.created_at, tasks.settled_at,
-                    tasks.verified_artifact, tasks.verified_at, tasks.owed, tasks.freeze_claim,
-                    tasks.freeze_payment
+                    tasks.verified_artifact, tasks.verified_at, tasks.owed
+            ),
+            -- Open disputes' claims on the account's credits in flight, oldest first: what a
+            -- failed task gives back after its clawback serves them (`serve_claims`).
+            claims AS (
+                SELECT freeze_claims.payment_id, freeze_claims.credits,
+                    COALESCE(SUM(freeze_claims.credits) OVER (
+                        ORDER BY freeze_claims.since, freeze_claims.payment_id
+                        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)::BIGINT AS before
+                FROM freeze_claims, settled
+                WHERE freeze_claims.account_id = settled.account_id AND NOT p_completed
+            ),
+            taken AS (
+                SELECT claims.payment_id, claims.credits AS claimed,
+                    LEAST(claims.credits, settled.cost - settled.owed - claims.before) AS credits
+                FROM claims, settled
+                WHERE claims.before < settled.cost - settled.owed
+            ),
+            froze AS (
+                INSERT INTO task_freezes (task_id, account_id, payment_id, credits, created_at)
+                SELECT settled.id, settled.account_id, taken.payment_id, taken.credits, p_at
+                FROM taken, settled
+            ),
+            served AS (
+                DELETE FROM freeze_claims USING taken, settled
+                WHERE freeze_claims.account_id = settled.account_id
+                    AND freeze_claims.payment_id = taken.payment_id
+                    AND taken.credits >= taken.claimed
+            ),
+            partly AS (
+                UPDATE freeze_claims SET credits = freeze_claims.credits - taken.credits
+                FROM taken, settled
+                WHERE freeze_claims.account_id = settled.account_id
+                    AND freeze_claims.payment_id = taken.payment_id
+                    AND taken.credits < taken.claimed
+            ),
+            freezing AS (
+                SELECT COALESCE(SUM(taken.credits), 0)::BIGINT AS total FROM taken
             ),
             moved AS (
                 UPDATE accounts
                 SET held = accounts.held - settled.cost,
                     spendable = accounts.spendable
                         + CASE WHEN p_completed THEN 0
-                          ELSE settled.cost - settled.owed - settled.freeze_claim END,
-                    frozen = accounts.frozen
-                        + CASE WHEN p_completed THEN 0 ELSE settled.freeze_claim END
-                FROM settled
+                          ELSE settled.cost - settled.owed - freezing.total END,
+                    frozen = accounts.frozen + freezing.total
+                FROM settled, freezing
                 WHERE accounts.id = settled.account_id AND settled.cost > 0
                 RETURNING accounts.spendable
             ),
-            entry AS (
+            -- The refund (or the charge), the clawback and the freeze, in one statement so
+            -- they are written in that order (CTEs that nothing reads run in no set order),
+            -- each recording the balance it leaves.
+            entries AS (
                 INSERT INTO ledger_entries
                     (id, account_id, kind, delta, balance_after, reference, memo, created_at)
-                SELECT p_entry, settled.account_id, p_entry_kind,
-                    CASE WHEN p_completed THEN 0 ELSE settled.cost END,
-                    moved.spendable
-                        + CASE WHEN p_completed THEN 0 ELSE settled.owed + settled.freeze_claim END,
-                    p_reference, p_memo,
-                    p_at
-                FROM settled, moved
-            ),
-            clawback AS (
-                INSERT INTO ledger_entries
-                    (id, account_id, kind, delta, balance_after, reference, memo, created_at)
-                SELECT p_clawback_entry, settled.account_id, 'clawback', -settled.owed,
-                    moved.spendable + settled.freeze_claim, p_clawback_reference, p_clawback_memo,
-                    p_at
-                FROM settled, moved
-                WHERE NOT p_completed AND settled.owed > 0
-            ),
-            freeze_entry AS (
-                INSERT INTO ledger_entries
-                    (id, account_id, kind, delta, balance_after, reference, memo, created_at)
-                SELECT p_freeze_entry, settled.account_id, 'freeze', -settled.freeze_claim,
-                    moved.spendable, p_freeze_reference, p_freeze_memo, p_at
-                FROM settled, moved
-                WHERE NOT p_completed AND settled.freeze_claim > 0
-            ),
-            freeze_receipt AS (
-                INSERT INTO receipts (id, account_id, kind, credits, spendable_delta,
-                    frozen_delta, shortfall, amount, currency, payment_id, checkout_id,
-                    reference, note, created_at)
-                SELECT p_freeze_receipt, settled.account_id, 'dispute_freeze',
-                    settled.freeze_claim, -settled.freeze_claim, settled.freeze_claim, 0, NULL,
-                    purchase.currency, settled.freeze_payment, purchase.checkout_id,
-                    p_freeze_reference,
-                    settled.freeze_claim || ' credits a failed action gave back frozen while payment '
-                        || settled.freeze_payment || ' is disputed',
-                    p_at
-                FROM settled
-                LEFT JOIN receipts AS purchase
-                    ON purchase.account_id = settled.account_id
-                    AND purchase.payment_id = settled.freeze_payment
-                    AND purchase.kind = 'purchase'
-                WHERE NOT p_completed AND settled.freeze_claim > 0
+                SELECT e.id, settled.account_id, e.kind, e.delta, e.balance_after, e.reference,
+                    e.memo, p_at
+                FROM settled, moved, freezing, LATERAL (VALUES
+                    (1, p_entry, p_entry_kind,
+                        CASE WHEN p_completed THEN 0 ELSE settled.cost END,
+                        moved.spendable + CASE WHEN p_completed THEN 0
+                            ELSE settled.owed + freezing.total END,
+                        p_reference, p_memo, TRUE),
+                    (2, p_clawback_entry, 'clawback', -settled.owed,
+                        moved.spendable + freezing.total, p_clawback_reference, p_clawback_memo,
+                        NOT p_completed AND settled.owed > 0),
+                    (3, p_freeze_entry, 'freeze', -freezing.total, moved.spendable,
+                        p_freeze_reference, p_freeze_memo, NOT p_completed AND freezing.total > 0)
+                ) AS e(n, id, kind, delta, balance_after, reference, memo, wanted)
+                WHERE e.wanted
+                ORDER BY e.n
             ),
             released AS (
                 UPDATE authority_spends SET released_at = p_at

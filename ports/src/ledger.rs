@@ -67,8 +67,8 @@ pub enum EntryKind {
     /// them then (reference `task:{id}:clawback`; see [`spread_owed`]).
     Clawback,
     /// Credits set aside while their payment is disputed (spendable down, frozen up): when the
-    /// dispute opens, or from a failed task's refund when the dispute claimed the credits the
-    /// task held (reference `task:{id}:freeze`; see `billing::PaymentPlan::Moves`).
+    /// dispute opens, or from a failed task's refund while a dispute claims credits that were
+    /// in flight when it opened (reference `task:{id}:freeze`; see `billing::serve_claims`).
     Freeze,
     /// Frozen credits given back when the dispute was won (frozen down, spendable up).
     Release,
@@ -228,10 +228,6 @@ pub struct Balance {
 /// fails gives its cost back and a clawback entry takes its share; one that completes spent
 /// its credits, and its share is dropped. What an account's actions in flight do not owe
 /// (`held` less their shares) is what a later claim may take.
-///
-/// An open dispute's claim on what it could not freeze is spread by the same rule, over the
-/// tasks no other payment's dispute claims, each given as (cost less what refunds claim of it,
-/// 0): a claimed action that fails freezes its share of its refund (the task's `freeze_claim`).
 pub fn spread_owed(owed: i64, in_flight: &[(i64, i64)]) -> Vec<i64> {
     let mut left = owed.max(0);
     in_flight

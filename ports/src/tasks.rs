@@ -187,11 +187,10 @@ pub struct Settlement {
     /// The ledger entry that takes back, after a failed task's refund, what refunded payments
     /// claimed of its cost (`ledger::spread_owed`); written only when they claimed some.
     pub clawback_entry: LedgerEntryId,
-    /// The ledger entry and the payment receipt that freeze, after a failed task's refund (and
-    /// clawback), what an open dispute claimed of its cost (`ledger::spread_owed`, the task's
-    /// freeze claim); written only when one claimed some.
+    /// The ledger entry that freezes, after a failed task's refund (and clawback), what the
+    /// account's open disputes claim of what it gave back (`billing::serve_claims`); written
+    /// only when they claim some.
     pub freeze_entry: LedgerEntryId,
-    pub freeze_receipt: crate::ids::ReceiptId,
     pub at: DateTime<Utc>,
     /// The webhook event that tells of this settlement (`task.completed` or `task.failed`),
     /// stored with it in the same transaction as `enqueue_event` would store it, and only

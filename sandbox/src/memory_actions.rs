@@ -22,8 +22,6 @@ pub(crate) struct ActionState {
     by_key: HashMap<(AccountId, String), TaskId>,
     /// What refunded payments claim of each task in flight (`svc_ports::ledger::spread_owed`); absent: 0.
     pub(crate) owed: HashMap<TaskId, i64>,
-    /// What an open dispute claims of each task in flight, and the disputed payment's id.
-    pub(crate) freeze: HashMap<TaskId, (i64, String)>,
 }
 
 fn ledger_entry(
@@ -251,32 +249,34 @@ impl TaskStore for MemoryStore {
             None => None,
         };
         let task_owed = s.actions.owed.remove(&task.id).unwrap_or(0);
-        let freeze_claim = s.actions.freeze.remove(&task.id);
+        // A failed task gives its cost back; a clawback then takes what refunds claim of it,
+        // and open disputes' claims freeze what they can of the rest.
+        let frozen: i64 = if settlement.completed {
+            0
+        } else {
+            crate::memory_billing::serve_claims(&mut s, &task, task.cost - task_owed, settlement.at)
+                .iter()
+                .map(|f| f.credits)
+                .sum()
+        };
         let balance = s
             .balances
             .get_mut(&task.account_id)
             .ok_or(TaskError::UnknownAccount)?;
         balance.held -= task.cost;
         let before = balance.spendable;
-        // A failed task's refund gives its cost back; a clawback then takes its share, and a
-        // freeze what an open dispute claimed of the rest.
-        let (kind, delta, kept, frozen) = if settlement.completed {
-            (EntryKind::Capture, 0, 0, None)
+        let (kind, delta) = if settlement.completed {
+            (EntryKind::Capture, 0)
         } else {
-            let frozen = freeze_claim
-                .map(|(claim, payment)| (claim.min(task.cost - task_owed), payment))
-                .filter(|(f, _)| *f > 0);
-            let f = frozen.as_ref().map_or(0, |(f, _)| *f);
-            balance.spendable += task.cost - task_owed - f;
-            balance.frozen += f;
-            (EntryKind::Refund, task.cost, task_owed, frozen)
+            balance.spendable += task.cost - task_owed - frozen;
+            balance.frozen += frozen;
+            (EntryKind::Refund, task.cost)
         };
         if settlement.release_spend && !settlement.completed {
             s.authority.release(&task.id, settlement.at);
         }
         if task.cost > 0 {
             // Each entry records the balance it leaves, in the order they are written.
-            let mut after = before + delta;
             let entry = |id: &LedgerEntryId, kind, delta, after| {
                 LedgerEntry::for_task(
                     id.clone(),
@@ -288,27 +288,25 @@ impl TaskStore for MemoryStore {
                     settlement.at,
                 )
             };
+            let mut after = before + delta;
             s.entries.push(entry(&settlement.entry, kind, delta, after));
-            if kept > 0 {
-                after -= kept;
+            if !settlement.completed && task_owed > 0 {
+                after -= task_owed;
                 s.entries.push(entry(
                     &settlement.clawback_entry,
                     EntryKind::Clawback,
-                    -kept,
+                    -task_owed,
                     after,
                 ));
             }
-            if let Some((f, payment)) = frozen {
-                after -= f;
+            if frozen > 0 {
+                after -= frozen;
                 s.entries.push(entry(
                     &settlement.freeze_entry,
                     EntryKind::Freeze,
-                    -f,
+                    -frozen,
                     after,
                 ));
-                let receipt =
-                    crate::memory_billing::task_freeze_receipt(&s, &task, &payment, f, settlement);
-                s.billing.receipts.push(receipt);
             }
         }
         let record = task.settled_by(settlement);

@@ -8,7 +8,7 @@ use svc_ports::{
     billing::{
         AppliedMovement, CheckoutHandoff, CheckoutOutcome, CheckoutRecord, EventOutcome,
         MeterEvent, MeterOutcome, PaymentEvent, PaymentFact, PaymentPlan, Receipt, ReceiptKind,
-        named_checkouts, payment_checkout, plan_payment, task_receipt,
+        TaskFreeze, named_checkouts, payment_checkout, plan_payment, task_receipt,
     },
     store::{BillingError, BillingStore, StoreError},
 };
@@ -28,6 +28,11 @@ pub(crate) struct BillingState {
     checkouts: Vec<CheckoutRecord>,
     events: Vec<StoredPaymentEvent>,
     pub(crate) receipts: Vec<Receipt>,
+    /// What each disputed payment still claims of the credits in flight: (account, payment,
+    /// credits, since), served oldest first.
+    pub(crate) claims: Vec<(AccountId, String, i64, DateTime<Utc>)>,
+    /// What failed tasks' refunds froze for those claims.
+    pub(crate) task_freezes: Vec<TaskFreeze>,
     handoffs: Vec<(CheckoutHandoff, bool)>,
     meters: Vec<MeterEvent>,
 }
@@ -51,6 +56,13 @@ fn apply_facts(
                     r.account_id == c.account_id && r.payment_id.as_deref() == Some(payment_id)
                 })
                 .map(AppliedMovement::from)
+                .chain(
+                    s.billing
+                        .task_freezes
+                        .iter()
+                        .filter(|f| f.account_id == c.account_id && f.payment_id == payment_id)
+                        .map(TaskFreeze::applied),
+                )
                 .collect(),
             s.balances
                 .get(&c.account_id)
@@ -98,7 +110,13 @@ fn apply_facts(
         receipts.push(receipt);
     }
     if let Some(claim) = freeze_claim {
-        claim_freeze(s, &checkout.account_id, payment_id, claim);
+        set_claim(
+            s,
+            &checkout.account_id,
+            payment_id,
+            claim,
+            event.received_at,
+        );
     }
     if receipts.is_empty() {
         return EventOutcome::Acknowledged;
@@ -119,65 +137,77 @@ fn in_flight(s: &State, account: &AccountId) -> Vec<svc_ports::TaskRecord> {
     tasks
 }
 
-/// Replaces what `payment` claims of the account's actions in flight for its open disputes by
-/// `claim`, spread oldest first over the tasks no other payment's dispute claims, each up to
-/// what refunds do not already claim of it (`svc_ports::ledger::spread_owed`).
-fn claim_freeze(s: &mut State, account: &AccountId, payment: &str, claim: i64) {
-    s.actions.freeze.retain(|_, (_, p)| p != payment);
-    let open: Vec<(svc_ports::TaskId, i64)> = in_flight(s, account)
-        .into_iter()
-        .filter(|t| !s.actions.freeze.contains_key(&t.id))
-        .map(|t| {
-            let owed = s.actions.owed.get(&t.id).copied().unwrap_or(0);
-            (t.id, t.cost - owed)
-        })
-        .collect();
-    let rooms: Vec<(i64, i64)> = open.iter().map(|(_, room)| (*room, 0)).collect();
-    for ((id, _), share) in open
+/// Sets what `payment` claims of the account's credits in flight for its open disputes: at most
+/// what its actions in flight hold that refunds and other payments' claims do not. A claim
+/// keeps its place in the order claims are served in.
+fn set_claim(s: &mut State, account: &AccountId, payment: &str, claim: i64, at: DateTime<Utc>) {
+    let held = s.balances.get(account).map_or(0, |b| b.held);
+    let others: i64 = s
+        .billing
+        .claims
         .iter()
-        .zip(svc_ports::ledger::spread_owed(claim, &rooms))
-    {
-        if share > 0 {
-            s.actions
-                .freeze
-                .insert(id.clone(), (share, payment.to_owned()));
+        .filter(|(a, p, _, _)| a == account && p != payment)
+        .map(|(_, _, credits, _)| credits)
+        .sum();
+    let credits = claim.min(held - in_flight_owed(s, account) - others).max(0);
+    let existing = s
+        .billing
+        .claims
+        .iter()
+        .position(|(a, p, _, _)| a == account && p == payment);
+    match (existing, credits > 0) {
+        (Some(i), true) => s.billing.claims[i].2 = credits,
+        (Some(i), false) => {
+            s.billing.claims.remove(i);
         }
+        (None, true) => s
+            .billing
+            .claims
+            .push((account.clone(), payment.to_owned(), credits, at)),
+        (None, false) => {}
     }
 }
 
-/// The receipt of what a failed task's refund froze for a disputed payment: a line of that
-/// payment's, as its own dispute freeze is.
-pub(crate) fn task_freeze_receipt(
-    s: &State,
+/// Freezes, for the account's claims oldest first, what a failed task gave back after its
+/// clawback (`returned`): the freezes written, each a receipt of its payment's.
+pub(crate) fn serve_claims(
+    s: &mut State,
     task: &svc_ports::TaskRecord,
-    payment: &str,
-    frozen: i64,
-    settlement: &svc_ports::Settlement,
-) -> Receipt {
-    let purchase = s.billing.receipts.iter().find(|r| {
-        r.account_id == task.account_id
-            && r.payment_id.as_deref() == Some(payment)
-            && r.kind == ReceiptKind::Purchase
-    });
-    Receipt {
-        id: settlement.freeze_receipt.clone(),
-        account_id: task.account_id.clone(),
-        kind: ReceiptKind::DisputeFreeze,
-        credits: frozen,
-        spendable_delta: -frozen,
-        frozen_delta: frozen,
-        shortfall: 0,
-        amount: None,
-        currency: purchase.and_then(|r| r.currency.clone()),
-        payment_id: Some(payment.to_owned()),
-        checkout_id: purchase.and_then(|r| r.checkout_id.clone()),
-        // As the SQL stores read a payment's receipt back: no task.
-        task_id: None,
-        artifact_id: None,
-        reference: svc_ports::billing::task_freeze_reference(&task.id),
-        note: svc_ports::billing::task_freeze_note(frozen, payment),
-        created_at: settlement.at,
+    returned: i64,
+    at: DateTime<Utc>,
+) -> Vec<TaskFreeze> {
+    let mut claims: Vec<&(AccountId, String, i64, DateTime<Utc>)> = s
+        .billing
+        .claims
+        .iter()
+        .filter(|(a, _, _, _)| a == &task.account_id)
+        .collect();
+    claims.sort_by(|a, b| (a.3, &a.1).cmp(&(b.3, &b.1)));
+    let order: Vec<(String, i64)> = claims.iter().map(|c| (c.1.clone(), c.2)).collect();
+    let mut frozen = Vec::new();
+    for (payment, credits) in svc_ports::billing::serve_claims(returned, &order) {
+        if let Some(i) = s
+            .billing
+            .claims
+            .iter()
+            .position(|(a, p, _, _)| a == &task.account_id && *p == payment)
+        {
+            s.billing.claims[i].2 -= credits;
+            if s.billing.claims[i].2 == 0 {
+                s.billing.claims.remove(i);
+            }
+        }
+        let freeze = TaskFreeze {
+            task_id: task.id.clone(),
+            account_id: task.account_id.clone(),
+            payment_id: payment,
+            credits,
+            at,
+        };
+        s.billing.task_freezes.push(freeze.clone());
+        frozen.push(freeze);
     }
+    frozen
 }
 
 #[async_trait]
@@ -281,6 +311,13 @@ impl BillingStore for MemoryStore {
                 .values()
                 .filter(|t| &t.account_id == account)
                 .filter_map(task_receipt),
+        );
+        out.extend(
+            s.billing
+                .task_freezes
+                .iter()
+                .filter(|f| &f.account_id == account)
+                .map(TaskFreeze::receipt),
         );
         out.sort_by(|a, b| (b.created_at, &b.id).cmp(&(a.created_at, &a.id)));
         out.truncate(usize::try_from(limit).unwrap_or(usize::MAX));

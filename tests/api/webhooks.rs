@@ -708,7 +708,6 @@ async fn a_settlement_whose_event_was_never_recorded_is_swept_up() {
             entry: svc_ports::LedgerEntryId::from_ulid(ulid::Ulid::new()),
             clawback_entry: svc_ports::LedgerEntryId::from_ulid(ulid::Ulid::new()),
             freeze_entry: svc_ports::LedgerEntryId::from_ulid(ulid::Ulid::new()),
-            freeze_receipt: svc_ports::ReceiptId::from_ulid(ulid::Ulid::new()),
             at: now,
             event: None,
         })

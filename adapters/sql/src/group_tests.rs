@@ -248,7 +248,6 @@ fn settlement(
         },
         clawback_entry: LedgerEntryId::from_ulid(ulid(9, i)),
         freeze_entry: LedgerEntryId::from_ulid(ulid(10, i)),
-        freeze_receipt: svc_ports::ReceiptId::from_ulid(ulid(11, i)),
         at: t0(),
         event: source.map(|source| (hook_event(i, owner, source), delivery_ids(i))),
     }

@@ -18,7 +18,7 @@ use svc_ports::{
     MeterEventId, PaymentAuthority, ProviderId, ReceiptId, RobotsDecision, ScanReport, Scopes,
     SealedSecret, TaskId, TaskRecord, TaskStatus, UserCode,
     authority::{AmountLimit, AuthorityInterval, Principal},
-    billing::{CheckoutRecord, Currency, MeterEvent, Receipt, ReceiptKind},
+    billing::{CheckoutRecord, Currency, MeterEvent, Receipt, ReceiptKind, TaskFreeze},
     store::StoreError,
 };
 
@@ -222,6 +222,17 @@ pub(crate) fn receipt(r: &impl Columns) -> Result<Receipt, StoreError> {
         reference: r.text("reference")?,
         note: r.text("note")?,
         created_at: r.time("created_at")?,
+    })
+}
+
+/// `task_id, account_id, payment_id, credits, created_at` of `task_freezes`.
+pub(crate) fn task_freeze(r: &impl Columns) -> Result<TaskFreeze, StoreError> {
+    Ok(TaskFreeze {
+        task_id: r.parsed("task_id", TaskId::parse)?,
+        account_id: r.parsed("account_id", AccountId::parse)?,
+        payment_id: r.text("payment_id")?,
+        credits: r.int("credits")?,
+        at: r.time("created_at")?,
     })
 }
 

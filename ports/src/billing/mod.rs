@@ -499,17 +499,75 @@ fn derived_ulid(account: &AccountId, reference: &str, at: DateTime<Utc>) -> Ulid
     Ulid::from_parts(ms, u128::from_be_bytes(random))
 }
 
-/// The reference of what a failed task's refund froze for a disputed payment (its entry's and
-/// its receipt's).
-pub fn task_freeze_reference(task: &TaskId) -> String {
-    format!("task:{task}:freeze")
+/// What a failed task's refund froze for a disputed payment's claim (see
+/// `PaymentPlan::Moves::freeze_claim`): stored by the task's settlement, read back as a receipt
+/// of the payment's ([`TaskFreeze::receipt`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskFreeze {
+    pub task_id: TaskId,
+    pub account_id: AccountId,
+    pub payment_id: String,
+    pub credits: i64,
+    pub at: DateTime<Utc>,
 }
 
-/// The note of that receipt. The SQL stores write the same words.
-pub fn task_freeze_note(frozen: i64, payment_id: &str) -> String {
-    format!(
-        "{frozen} credits a failed action gave back frozen while payment {payment_id} is disputed"
-    )
+impl TaskFreeze {
+    /// Unique per account: a task freezes at most once for each payment.
+    pub fn reference(&self) -> String {
+        format!("task:{}:freeze:{}", self.task_id, self.payment_id)
+    }
+
+    /// The payment's receipt line for it (its id derived from the account and the reference,
+    /// as a payment event's movements are).
+    pub fn receipt(&self) -> Receipt {
+        let reference = self.reference();
+        Receipt {
+            id: ReceiptId::from_ulid(derived_ulid(&self.account_id, &reference, self.at)),
+            account_id: self.account_id.clone(),
+            kind: ReceiptKind::DisputeFreeze,
+            credits: self.credits,
+            spendable_delta: -self.credits,
+            frozen_delta: self.credits,
+            shortfall: 0,
+            amount: None,
+            currency: None,
+            payment_id: Some(self.payment_id.clone()),
+            checkout_id: None,
+            task_id: Some(self.task_id.clone()),
+            artifact_id: None,
+            note: format!(
+                "{} credits a failed action gave back frozen while payment {} is disputed",
+                self.credits, self.payment_id
+            ),
+            reference,
+            created_at: self.at,
+        }
+    }
+
+    /// The movement the payment's plan reads back for it.
+    pub fn applied(&self) -> AppliedMovement {
+        AppliedMovement {
+            reference: self.reference(),
+            spendable_delta: -self.credits,
+            frozen_delta: self.credits,
+            shortfall: 0,
+        }
+    }
+}
+
+/// How the credits a failed task gives back (after what refunds claim of it) serve the
+/// account's freeze claims, given as (payment, credits) in the order they are served (oldest
+/// claim first): what each one takes. The SQL stores say the same in SQL.
+pub fn serve_claims(returned: i64, claims: &[(String, i64)]) -> Vec<(String, i64)> {
+    let mut left = returned.max(0);
+    claims
+        .iter()
+        .filter_map(|(payment, credits)| {
+            let take = (*credits).min(left).max(0);
+            left -= take;
+            (take > 0).then(|| (payment.clone(), take))
+        })
+        .collect()
 }
 
 /// The receipt of a settled task: its charge, or its refund. `None` while it is in flight.

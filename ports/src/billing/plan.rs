@@ -14,8 +14,8 @@
 //! shortfall that actions in flight hold is owed: the store spreads it over those actions, and
 //! each pays its share if it fails and gives its credits back (see `ledger::spread_owed`); the rest
 //! was spent. Likewise what open disputes should freeze but spendable cannot cover: the store
-//! claims it from the actions in flight (`PaymentPlan::Moves::freeze_claim`), and each that
-//! fails freezes its share of what it gives back.
+//! keeps it as a claim on the credits in flight (`PaymentPlan::Moves::freeze_claim`), and what
+//! a failing action gives back is frozen for it.
 
 use std::collections::HashSet;
 
@@ -34,10 +34,11 @@ pub enum PaymentPlan {
         checkout: Box<CheckoutRecord>,
         moves: Vec<Movement>,
         /// When this event brought something new: what open disputes should have frozen but
-        /// spendable could not cover once the movements are applied. The store claims it from
-        /// the actions in flight in place of the payment's earlier claims (see
-        /// `ledger::spread_owed`): a claimed action that fails freezes that much of what it
-        /// gives back. `None`: nothing new, the claims stand.
+        /// spendable could not cover once the movements are applied. The store keeps it as the
+        /// payment's claim in place of the earlier one, at most what the account's actions in
+        /// flight hold that refunds and other claims do not; the credits failing actions give
+        /// back serve the claims, oldest first, until the dispute closes
+        /// (`billing::serve_claims`). `None`: nothing new, the claim stands.
         freeze_claim: Option<i64>,
     },
 }

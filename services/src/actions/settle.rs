@@ -91,7 +91,6 @@ impl ActionService {
             entry: LedgerEntryId::from_ulid(self.ports.entropy.ulid()),
             clawback_entry: LedgerEntryId::from_ulid(self.ports.entropy.ulid()),
             freeze_entry: LedgerEntryId::from_ulid(self.ports.entropy.ulid()),
-            freeze_receipt: svc_ports::ReceiptId::from_ulid(self.ports.entropy.ulid()),
             at,
             event: None,
         };

@@ -143,9 +143,21 @@ async fn apply_facts(
     .map_err(undecodable)?;
     let (applied, (spendable, unclaimed)) = match payment_checkout(facts, &checkouts) {
         Some(c) => {
+            // The account is locked before anything of it is read: settlements write what they
+            // freeze for the payment's claim under this lock, so the receipts read after it
+            // are all there are.
+            let (spendable, held): (i64, i64) =
+                sqlx::query_as("SELECT spendable, held FROM accounts WHERE id = $1 FOR UPDATE")
+                    .bind(c.account_id.as_str())
+                    .fetch_one(&mut **tx)
+                    .await?;
+            // The payment's receipts, and what failed tasks froze for it.
             let applied = sqlx::query(
                 "SELECT reference, spendable_delta, frozen_delta, shortfall FROM receipts \
-                 WHERE account_id = $1 AND payment_id = $2",
+                 WHERE account_id = $1 AND payment_id = $2 \
+                 UNION ALL \
+                 SELECT 'task:' || task_id || ':freeze:' || payment_id, -credits, credits, 0 \
+                 FROM task_freezes WHERE account_id = $1 AND payment_id = $2",
             )
             .bind(c.account_id.as_str())
             .bind(payment_id)
@@ -162,11 +174,6 @@ async fn apply_facts(
             })
             .collect::<Result<Vec<_>, StoreError>>()
             .map_err(undecodable)?;
-            let (spendable, held): (i64, i64) =
-                sqlx::query_as("SELECT spendable, held FROM accounts WHERE id = $1 FOR UPDATE")
-                    .bind(c.account_id.as_str())
-                    .fetch_one(&mut **tx)
-                    .await?;
             // A statement of its own, after the lock: settlements wait for it, so the shares
             // read now are the ones the spread below adds to (a subquery of the locking
             // statement would read them as they were before it waited).
@@ -221,7 +228,14 @@ async fn apply_facts(
         receipts.push(receipt);
     }
     if let Some(claim) = freeze_claim {
-        claim_freeze(tx, &checkout.account_id, payment_id, claim).await?;
+        set_claim(
+            tx,
+            &checkout.account_id,
+            payment_id,
+            claim,
+            event.received_at,
+        )
+        .await?;
     }
     if receipts.is_empty() {
         return Ok(EventOutcome::Acknowledged);
@@ -229,40 +243,47 @@ async fn apply_facts(
     Ok(EventOutcome::Applied(receipts))
 }
 
-/// Replaces what `payment` claims of the account's actions in flight for its open disputes by
-/// `claim`, spread oldest first over the tasks no other payment's dispute claims, each up to
-/// what refunds do not already claim of it (`svc_ports::ledger::spread_owed`, in SQL). The
-/// account row is locked: settlements wait, so the tasks read are the ones in flight.
-async fn claim_freeze(
+/// Sets what `payment` claims of the account's credits in flight for its open disputes: at most
+/// what its actions in flight hold that refunds and other payments' claims do not. A claim
+/// keeps its place in the order claims are served in (`since`). The account row is locked.
+async fn set_claim(
     tx: &mut Transaction<'static, Postgres>,
     account: &AccountId,
     payment: &str,
     claim: i64,
+    at: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "UPDATE tasks SET freeze_claim = 0, freeze_payment = NULL \
-         WHERE account_id = $1 AND status = 'in_flight' AND freeze_payment = $2",
+    let credits: i64 = sqlx::query_scalar(
+        "SELECT GREATEST(0, LEAST($3, held \
+             - (SELECT COALESCE(SUM(owed), 0) FROM tasks \
+                WHERE account_id = $1 AND status = 'in_flight') \
+             - (SELECT COALESCE(SUM(credits), 0) FROM freeze_claims \
+                WHERE account_id = $1 AND payment_id <> $2)))::BIGINT \
+         FROM accounts WHERE id = $1",
     )
     .bind(account.as_str())
     .bind(payment)
-    .execute(&mut **tx)
+    .bind(claim)
+    .fetch_one(&mut **tx)
     .await?;
-    if claim > 0 {
+    if credits > 0 {
         sqlx::query(
-            "UPDATE tasks SET freeze_claim = LEAST(room.room, $3 - room.before), freeze_payment = $2 \
-             FROM (SELECT id, cost - owed AS room, \
-                       COALESCE(SUM(cost - owed) OVER (ORDER BY created_at, id \
-                           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)::BIGINT \
-                           AS before \
-                   FROM tasks WHERE account_id = $1 AND status = 'in_flight' \
-                       AND freeze_payment IS NULL AND cost > owed) AS room \
-             WHERE tasks.id = room.id AND room.before < $3",
+            "INSERT INTO freeze_claims (account_id, payment_id, credits, since) \
+             VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (account_id, payment_id) DO UPDATE SET credits = EXCLUDED.credits",
         )
         .bind(account.as_str())
         .bind(payment)
-        .bind(claim)
+        .bind(credits)
+        .bind(at)
         .execute(&mut **tx)
         .await?;
+    } else {
+        sqlx::query("DELETE FROM freeze_claims WHERE account_id = $1 AND payment_id = $2")
+            .bind(account.as_str())
+            .bind(payment)
+            .execute(&mut **tx)
+            .await?;
     }
     Ok(())
 }
@@ -411,6 +432,19 @@ impl BillingStore for PostgresStore {
         .map_err(|e| backend(e, "listing task receipts"))?;
         for row in &tasks {
             out.extend(task_receipt(&rows::task(row)?));
+        }
+        // What failed tasks' refunds froze for disputed payments: receipts of those payments.
+        for row in sqlx::query(
+            "SELECT task_id, account_id, payment_id, credits, created_at FROM task_freezes \
+             WHERE account_id = $1 ORDER BY created_at DESC LIMIT $2",
+        )
+        .bind(account.as_str())
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| backend(e, "listing task freezes"))?
+        {
+            out.push(rows::task_freeze(&row)?.receipt());
         }
         out.sort_by(|a, b| (b.created_at, &b.id).cmp(&(a.created_at, &a.id)));
         out.truncate(usize::try_from(limit).unwrap_or(usize::MAX));

@@ -192,7 +192,6 @@ pub(super) fn settle_item(s: &Settlement) -> Value {
         "freeze_entry": s.freeze_entry.as_str(),
         "freeze_reference": freeze_reference,
         "freeze_memo": freeze_memo,
-        "freeze_receipt": s.freeze_receipt.as_str(),
         // A payment that surely did not happen gives its authority spend back.
         "release_spend": s.release_spend && !s.completed,
     });

@@ -243,10 +243,6 @@ pub(super) async fn settle(
         LedgerEntry::task_reference(&s.task_id, EntryKind::Clawback);
     let (freeze_reference, freeze_memo) =
         LedgerEntry::task_reference(&s.task_id, EntryKind::Freeze);
-    debug_assert_eq!(
-        freeze_reference,
-        svc_ports::billing::task_freeze_reference(&s.task_id)
-    );
     let rows = sqlx::query(
         r#"
         SAVEPOINT item;
@@ -275,43 +271,47 @@ pub(super) async fn settle(
         FROM tasks AS t JOIN accounts AS a ON a.id = t.account_id
         WHERE t.id = $7 AND t.artifact_id = $4 AND NOT $9 AND t.owed > 0;
 
+        INSERT INTO task_freezes (task_id, account_id, payment_id, credits, created_at)
+        SELECT $7, c.account_id, c.payment_id, min(c.credits, t.returned - c.before), $6
+        FROM (SELECT account_id, cost - owed AS returned FROM tasks
+              WHERE id = $7 AND artifact_id = $4 AND NOT $9) AS t
+        JOIN (SELECT account_id, payment_id, credits,
+                  COALESCE(SUM(credits) OVER (ORDER BY since, payment_id
+                      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before
+              FROM freeze_claims
+              WHERE account_id = (SELECT account_id FROM tasks WHERE id = $7)) AS c
+            ON c.account_id = t.account_id
+        WHERE c.before < t.returned;
+
+        DELETE FROM freeze_claims
+        WHERE EXISTS (SELECT 1 FROM task_freezes AS f
+                      WHERE f.task_id = $7 AND f.account_id = freeze_claims.account_id
+                          AND f.payment_id = freeze_claims.payment_id
+                          AND f.credits >= freeze_claims.credits);
+
+        UPDATE freeze_claims SET credits = freeze_claims.credits - f.credits
+        FROM task_freezes AS f
+        WHERE f.task_id = $7 AND f.account_id = freeze_claims.account_id
+            AND f.payment_id = freeze_claims.payment_id;
+
         INSERT INTO ledger_entries
             (id, account_id, kind, delta, balance_after, reference, memo, created_at)
-        SELECT $17, t.account_id, 'freeze', -t.f, a.spendable + t.cost - t.owed - t.f,
+        SELECT $17, t.account_id, 'freeze', -f.total, a.spendable + t.cost - t.owed - f.total,
             $18, $19, $6
-        FROM (SELECT account_id, cost, owed, min(freeze_claim, cost - owed) AS f FROM tasks
-              WHERE id = $7 AND artifact_id = $4 AND NOT $9
-                  AND freeze_payment IS NOT NULL) AS t
-        JOIN accounts AS a ON a.id = t.account_id
-        WHERE t.f > 0;
-
-        INSERT INTO receipts (id, account_id, kind, credits, spendable_delta, frozen_delta,
-            shortfall, amount, currency, payment_id, checkout_id, reference, note, created_at)
-        SELECT $20, t.account_id, 'dispute_freeze', t.f, -t.f, t.f, 0, NULL, p.currency,
-            t.freeze_payment, p.checkout_id, $18,
-            t.f || ' credits a failed action gave back frozen while payment '
-                || t.freeze_payment || ' is disputed',
-            $6
-        FROM (SELECT account_id, freeze_payment, min(freeze_claim, cost - owed) AS f FROM tasks
-              WHERE id = $7 AND artifact_id = $4 AND NOT $9
-                  AND freeze_payment IS NOT NULL) AS t
-        LEFT JOIN receipts AS p ON p.account_id = t.account_id
-            AND p.payment_id = t.freeze_payment AND p.kind = 'purchase'
-        WHERE t.f > 0;
+        FROM tasks AS t JOIN accounts AS a ON a.id = t.account_id,
+            (SELECT COALESCE(SUM(credits), 0) AS total FROM task_freezes WHERE task_id = $7) AS f
+        WHERE t.id = $7 AND t.artifact_id = $4 AND NOT $9 AND f.total > 0;
 
         UPDATE accounts
         SET held = held - t.cost,
-            spendable = spendable + CASE WHEN $9 THEN 0 ELSE t.cost - t.owed - t.f END,
-            frozen = frozen + CASE WHEN $9 THEN 0 ELSE t.f END
+            spendable = spendable + CASE WHEN $9 THEN 0 ELSE t.cost - t.owed - t.freezing END,
+            frozen = accounts.frozen + t.freezing
         FROM (SELECT account_id, cost, owed,
-                  CASE WHEN freeze_payment IS NULL THEN 0 ELSE min(freeze_claim, cost - owed) END
-                      AS f
+                  (SELECT COALESCE(SUM(credits), 0) FROM task_freezes WHERE task_id = $7)
+                      AS freezing
               FROM tasks
               WHERE id = $7 AND artifact_id = $4 AND cost > 0) AS t
-        WHERE accounts.id = t.account_id;
-
-        UPDATE tasks SET freeze_claim = CASE WHEN $9 THEN 0 ELSE min(freeze_claim, cost - owed) END
-        WHERE id = $7 AND artifact_id = $4 AND freeze_claim > 0
+        WHERE accounts.id = t.account_id
         "#,
     )
     .bind(status.as_str())
@@ -334,7 +334,6 @@ pub(super) async fn settle(
     .bind(s.freeze_entry.as_str())
     .bind(&freeze_reference)
     .bind(freeze_memo)
-    .bind(s.freeze_receipt.as_str())
     .fetch_all(&mut *conn)
     .await?;
     // The item's savepoint is still open: a landed settlement's event joins it, and the
