@@ -77,12 +77,10 @@ impl ReadApi {
         format: Query<Option<ReadFormat>>,
         /// Keep only the main content (default true).
         main_content_only: Query<Option<bool>>,
-        /// CSS selector whose matches are the content (repeat for several; each at most 256
-        /// characters).
+        /// CSS selector whose matches are the content (repeatable, 256 characters at most).
         #[oai(validator(max_items = 20))]
         include_selectors: Query<Option<Vec<String>>>,
-        /// CSS selector whose matches are removed first (repeat for several; each at most 256
-        /// characters).
+        /// CSS selector whose matches are removed first (repeatable, 256 characters at most).
         #[oai(validator(max_items = 20))]
         exclude_selectors: Query<Option<Vec<String>>>,
         /// Oldest cached copy acceptable, in seconds (default 600); 0 always fetches.
