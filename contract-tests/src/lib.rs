@@ -11,6 +11,7 @@ pub mod authority;
 pub mod billing;
 pub mod billing_model;
 pub mod connections;
+pub mod disputes;
 pub mod health;
 pub mod hooks;
 pub mod identity;
@@ -231,12 +232,16 @@ macro_rules! contract_suite {
             meter_events_are_recorded_once,
             a_refund_while_actions_run_is_paid_by_those_that_fail,
             a_refund_claims_only_the_actions_in_flight_when_it_arrived,
-            refunds_racing_settlements_leave_nothing_owed,
+            refunds_racing_settlements_leave_nothing_owed
+        );
+        $crate::contract_suite!(@disputes $backend;
             a_dispute_while_actions_run_freezes_what_those_that_fail_give_back,
             a_closed_dispute_claims_nothing_of_actions_still_in_flight,
             disputes_racing_failures_freeze_every_credit,
             two_disputes_are_served_by_one_failed_action,
-            a_refund_and_another_payments_dispute_share_the_failures
+            a_refund_and_another_payments_dispute_share_the_failures,
+            a_claim_ends_with_the_credits_in_flight_it_was_made_of,
+            a_late_settlement_leaves_the_claims_alone
         );
 
         $crate::contract_suite!(@connections $backend;
@@ -395,6 +400,15 @@ macro_rules! contract_suite {
             async fn $name() {
                 let backend = $backend().await;
                 $crate::billing::$name(&backend).await;
+            }
+        )+
+    };
+    (@disputes $backend:path; $($name:ident),+) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let backend = $backend().await;
+                $crate::disputes::$name(&backend).await;
             }
         )+
     };

@@ -28,6 +28,39 @@ CREATE TABLE task_freezes (
 );
 CREATE INDEX task_freezes_by_payment ON task_freezes (account_id, payment_id);
 
+-- Holds what disputes claim to what the account's actions in flight hold that refunds do not
+-- claim (`cap_claims` in ports/src/billing/mod.rs): the newest claims shrink first, as the
+-- oldest are served first. Billing runs it after a payment's event, a settlement after it
+-- lands; both hold the account's lock.
+CREATE FUNCTION svc_cap_claims(p_account TEXT) RETURNS VOID
+LANGUAGE sql AS $fn$
+    WITH room AS (
+        SELECT accounts.held - (SELECT COALESCE(SUM(tasks.owed), 0) FROM tasks
+                                WHERE tasks.account_id = p_account
+                                    AND tasks.status = 'in_flight') AS room
+        FROM accounts WHERE accounts.id = p_account
+    ),
+    ordered AS (
+        SELECT freeze_claims.payment_id, freeze_claims.credits,
+            COALESCE(SUM(freeze_claims.credits) OVER (
+                ORDER BY freeze_claims.since, freeze_claims.payment_id
+                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)::BIGINT AS before
+        FROM freeze_claims WHERE freeze_claims.account_id = p_account
+    ),
+    gone AS (
+        DELETE FROM freeze_claims USING ordered, room
+        WHERE freeze_claims.account_id = p_account
+            AND freeze_claims.payment_id = ordered.payment_id
+            AND ordered.before >= room.room
+    )
+    UPDATE freeze_claims SET credits = room.room - ordered.before
+    FROM ordered, room
+    WHERE freeze_claims.account_id = p_account
+        AND freeze_claims.payment_id = ordered.payment_id
+        AND ordered.before < room.room
+        AND ordered.before + ordered.credits > room.room;
+$fn$;
+
 -- svc_run_items (0021) again. A settlement takes the account's lock in a statement of its own
 -- first; a failed one then serves the open disputes' claims from what it gives back (`claims`,
 -- `taken`, `froze`, `served`, `partly`, `freezing`), and its ledger entries are written by one
@@ -295,6 +328,8 @@ BEGIN
             INTO landed
             FROM settled;
             IF FOUND THEN
+                -- The credits in flight went down: so may what disputes claim of them.
+                PERFORM svc_cap_claims(landed.account_id);
                 IF item ? 'event' THEN
                     SELECT stored.inserted, stored.deliveries
                     INTO landed.inserted, landed.deliveries

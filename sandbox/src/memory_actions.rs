@@ -311,6 +311,8 @@ impl TaskStore for MemoryStore {
         }
         let record = task.settled_by(settlement);
         s.actions.tasks.insert(record.id.clone(), record.clone());
+        // The credits in flight went down: so may what disputes claim of them.
+        crate::memory_billing::cap_claims(&mut s, &record.account_id);
         Ok(SettleOutcome::Settled(record, event))
     }
 

@@ -118,10 +118,40 @@ fn apply_facts(
             event.received_at,
         );
     }
+    // A refund's claim on the credits in flight comes before any dispute's.
+    cap_claims(s, &checkout.account_id);
     if receipts.is_empty() {
         return EventOutcome::Acknowledged;
     }
     EventOutcome::Applied(receipts)
+}
+
+/// Holds what disputes claim to what the account's actions in flight hold that refunds do not
+/// claim (`svc_ports::billing::cap_claims`): the newest claims shrink first.
+pub(crate) fn cap_claims(s: &mut State, account: &AccountId) {
+    let room = s.balances.get(account).map_or(0, |b| b.held) - in_flight_owed(s, account);
+    let mut claims: Vec<(String, i64, DateTime<Utc>)> = s
+        .billing
+        .claims
+        .iter()
+        .filter(|(a, _, _, _)| a == account)
+        .map(|(_, p, credits, since)| (p.clone(), *credits, *since))
+        .collect();
+    claims.sort_by(|a, b| (a.2, &a.0).cmp(&(b.2, &b.0)));
+    let order: Vec<(String, i64)> = claims.iter().map(|(p, c, _)| (p.clone(), *c)).collect();
+    let kept = svc_ports::billing::serve_claims(room, &order);
+    s.billing.claims.retain_mut(|(a, p, credits, _)| {
+        if a != account {
+            return true;
+        }
+        match kept.iter().find(|(k, _)| k == p) {
+            Some((_, keep)) => {
+                *credits = *keep;
+                true
+            }
+            None => false,
+        }
+    });
 }
 
 /// The account's tasks in flight, oldest first.

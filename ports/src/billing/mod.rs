@@ -558,6 +558,10 @@ impl TaskFreeze {
 /// How the credits a failed task gives back (after what refunds claim of it) serve the
 /// account's freeze claims, given as (payment, credits) in the order they are served (oldest
 /// claim first): what each one takes. The SQL stores say the same in SQL.
+///
+/// The same rule holds the claims to the credits in flight that refunds do not claim, when
+/// those go down (a settlement, a refund): given that room, what each claim keeps (the newest
+/// shrink first; one that keeps nothing is gone).
 pub fn serve_claims(returned: i64, claims: &[(String, i64)]) -> Vec<(String, i64)> {
     let mut left = returned.max(0);
     claims

@@ -237,6 +237,11 @@ async fn apply_facts(
         )
         .await?;
     }
+    // A refund's claim on the credits in flight comes before any dispute's.
+    sqlx::query("SELECT svc_cap_claims($1)")
+        .bind(checkout.account_id.as_str())
+        .execute(&mut **tx)
+        .await?;
     if receipts.is_empty() {
         return Ok(EventOutcome::Acknowledged);
     }

@@ -226,6 +226,8 @@ impl SqliteStore {
             )
             .await?;
         }
+        // A refund's claim on the credits in flight comes before any dispute's.
+        cap_claims(tx, &checkout.account_id).await?;
         if receipts.is_empty() {
             return Ok(EventOutcome::Acknowledged);
         }
@@ -275,6 +277,45 @@ async fn set_claim(
             .execute(&mut *tx)
             .await?;
     }
+    Ok(())
+}
+
+/// Holds what disputes claim to what the account's actions in flight hold that refunds do not
+/// claim (`billing::cap_claims`): the newest claims shrink first, as the oldest are served
+/// first. Run when the credits in flight go down (a settlement) or refunds claim more of them.
+pub(super) async fn cap_claims(
+    tx: &mut SqliteConnection,
+    account: &AccountId,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        r#"
+        DELETE FROM freeze_claims
+        WHERE account_id = $1 AND payment_id IN (
+            SELECT c.payment_id
+            FROM (SELECT payment_id,
+                      COALESCE(SUM(credits) OVER (ORDER BY since, payment_id
+                          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before
+                  FROM freeze_claims WHERE account_id = $1) AS c,
+                (SELECT held - (SELECT COALESCE(SUM(owed), 0) FROM tasks
+                                WHERE account_id = $1 AND status = 'in_flight') AS room
+                 FROM accounts WHERE id = $1) AS r
+            WHERE c.before >= r.room);
+
+        UPDATE freeze_claims SET credits = c.room - c.before
+        FROM (SELECT payment_id, credits,
+                  COALESCE(SUM(credits) OVER (ORDER BY since, payment_id
+                      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before,
+                  (SELECT held - (SELECT COALESCE(SUM(owed), 0) FROM tasks
+                                  WHERE account_id = $1 AND status = 'in_flight')
+                   FROM accounts WHERE id = $1) AS room
+              FROM freeze_claims WHERE account_id = $1) AS c
+        WHERE freeze_claims.account_id = $1 AND freeze_claims.payment_id = c.payment_id
+            AND c.before + c.credits > c.room
+        "#,
+    )
+    .bind(account.as_str())
+    .execute(&mut *tx)
+    .await?;
     Ok(())
 }
 

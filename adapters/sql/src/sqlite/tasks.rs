@@ -287,12 +287,14 @@ pub(super) async fn settle(
         WHERE EXISTS (SELECT 1 FROM task_freezes AS f
                       WHERE f.task_id = $7 AND f.account_id = freeze_claims.account_id
                           AND f.payment_id = freeze_claims.payment_id
-                          AND f.credits >= freeze_claims.credits);
+                          AND f.credits >= freeze_claims.credits)
+            AND EXISTS (SELECT 1 FROM tasks WHERE id = $7 AND artifact_id = $4 AND NOT $9);
 
         UPDATE freeze_claims SET credits = freeze_claims.credits - f.credits
         FROM task_freezes AS f
         WHERE f.task_id = $7 AND f.account_id = freeze_claims.account_id
-            AND f.payment_id = freeze_claims.payment_id;
+            AND f.payment_id = freeze_claims.payment_id
+            AND EXISTS (SELECT 1 FROM tasks WHERE id = $7 AND artifact_id = $4 AND NOT $9);
 
         INSERT INTO ledger_entries
             (id, account_id, kind, delta, balance_after, reference, memo, created_at)
@@ -342,6 +344,10 @@ pub(super) async fn settle(
         .first()
         .map(|row| settled_task(row, s, status).map_err(undecodable))
         .transpose()?;
+    // The credits in flight went down: so may what disputes claim of them.
+    if let Some(t) = &task {
+        super::billing::cap_claims(conn, &t.account_id).await?;
+    }
     let event = match (&task, &s.event) {
         (Some(_), Some((event, ids))) => Some(hooks::event_in_item(conn, event, *ids).await?),
         _ => {

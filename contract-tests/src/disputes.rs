@@ -1,0 +1,428 @@
+//! Disputes opened while actions hold the disputed payments' credits: what a dispute cannot
+//! freeze at once is a claim on the credits in flight, served by what failing actions give back
+//! (`billing::serve_claims`), held to what is still in flight (`cap_claims`), and replaced by
+//! every event of its payment.
+
+use chrono::Duration;
+use futures_util::future::join_all;
+use svc_ports::{
+    BeginOutcome, EntryKind, SettleOutcome, TaskId,
+    billing::{EventOutcome, PaymentFact, ReceiptKind},
+};
+use ulid::Ulid;
+
+use crate::{
+    Backend,
+    actions::{new_task, settled, settlement},
+    billing::{books, checkout, event, paid, refunded, started},
+    scenarios::{new_account, t0},
+};
+
+fn opened(payment: &str) -> PaymentFact {
+    PaymentFact::DisputeOpened {
+        payment_id: payment.into(),
+        dispute_id: "dp_1".into(),
+        amount: 900,
+    }
+}
+
+fn closed(payment: &str, won: bool) -> PaymentFact {
+    PaymentFact::DisputeClosed {
+        payment_id: payment.into(),
+        dispute_id: "dp_1".into(),
+        won,
+    }
+}
+
+/// A new account with `n` payments of 1000 credits (for 900) applied: their ids.
+async fn bought(b: &Backend, email: &str, n: usize) -> (svc_ports::AccountId, Vec<String>) {
+    let a = new_account(b, email).await;
+    let mut payments = Vec::new();
+    for _ in 0..n {
+        let c = checkout(&a.id, None);
+        b.billing.insert_checkout(&c).await.unwrap();
+        let p = format!("pay_{}", Ulid::new());
+        b.billing
+            .apply_payment_event(&event(paid(&c, &p)))
+            .await
+            .unwrap();
+        payments.push(p);
+    }
+    (a.id, payments)
+}
+
+/// A dispute opened while actions hold the payment's credits: what spendable cannot cover is
+/// claimed from those actions, oldest first. A failed action's refund comes back frozen (an
+/// entry and a receipt of the payment's), a completed one spent its credits. Won, the frozen
+/// credits come back; lost, they go. Before, the refunds came back spendable and could be spent
+/// while the dispute was open.
+pub async fn a_dispute_while_actions_run_freezes_what_those_that_fail_give_back(b: &Backend) {
+    for won in [true, false] {
+        let a = new_account(b, &format!("disputed-{won}@example.com")).await;
+        let c = checkout(&a.id, None);
+        b.billing.insert_checkout(&c).await.unwrap();
+        let payment = format!("pay_{}", Ulid::new());
+        b.billing
+            .apply_payment_event(&event(paid(&c, &payment)))
+            .await
+            .unwrap();
+        // Three actions hold 300 credits each; 100 stay spendable.
+        let mut tasks = Vec::new();
+        for n in 0..3 {
+            let mut task = new_task(&a.id, 300, None, &format!("f{n}"));
+            task.created_at = t0() + Duration::seconds(n);
+            let outcome = b.tasks.begin_task(&task).await.unwrap();
+            assert!(
+                matches!(outcome, BeginOutcome::Started { .. }),
+                "{outcome:?}"
+            );
+            tasks.push(task.id);
+        }
+        // The whole price disputed: all 1000 credits should be frozen; 100 can be now.
+        let EventOutcome::Applied(receipts) = b
+            .billing
+            .apply_payment_event(&event(PaymentFact::DisputeOpened {
+                payment_id: payment.clone(),
+                dispute_id: "dp_1".into(),
+                amount: 900,
+            }))
+            .await
+            .unwrap()
+        else {
+            panic!("{}: dispute not applied", b.name)
+        };
+        assert_eq!(receipts[0].frozen_delta, 100, "{}", b.name);
+        assert_eq!(books(b, &a.id).await, (0, 100), "{}", b.name);
+        // The first action fails: its 300 come back, and are frozen at once.
+        settled(b, &tasks[0], false).await;
+        assert_eq!(books(b, &a.id).await, (0, 400), "{}", b.name);
+        let entries = b.ledger.entries(&a.id, 100).await.unwrap();
+        let of_task = |kind: EntryKind| {
+            let reference = format!("task:{}:{}", tasks[0], kind.as_str());
+            entries
+                .iter()
+                .find(|e| e.reference.as_deref() == Some(reference.as_str()))
+                .map(|e| (e.delta, e.balance_after))
+        };
+        assert_eq!(of_task(EntryKind::Refund), Some((300, 300)), "{}", b.name);
+        assert_eq!(of_task(EntryKind::Freeze), Some((-300, 0)), "{}", b.name);
+        let all = b.billing.receipts(&a.id, 100).await.unwrap();
+        let freeze = all
+            .iter()
+            .find(|r| r.reference == format!("task:{}:freeze:{payment}", tasks[0]))
+            .unwrap_or_else(|| panic!("{}: no receipt of the freeze: {all:#?}", b.name));
+        assert_eq!(
+            (
+                freeze.kind,
+                freeze.frozen_delta,
+                freeze.spendable_delta,
+                freeze.payment_id.as_deref()
+            ),
+            (
+                ReceiptKind::DisputeFreeze,
+                300,
+                -300,
+                Some(payment.as_str())
+            ),
+            "{}",
+            b.name
+        );
+        assert_eq!(freeze.task_id.as_ref(), Some(&tasks[0]), "{}", b.name);
+        // The second completes: its credits were spent. The third fails: frozen too.
+        settled(b, &tasks[1], true).await;
+        assert_eq!(books(b, &a.id).await, (0, 400), "{}", b.name);
+        settled(b, &tasks[2], false).await;
+        assert_eq!(books(b, &a.id).await, (0, 700), "{}", b.name);
+        b.billing
+            .apply_payment_event(&event(PaymentFact::DisputeClosed {
+                payment_id: payment.clone(),
+                dispute_id: "dp_1".into(),
+                won,
+            }))
+            .await
+            .unwrap();
+        let expected = if won { (700, 0) } else { (0, 0) };
+        assert_eq!(books(b, &a.id).await, expected, "{} (won: {won})", b.name);
+    }
+}
+
+/// A dispute's claim on the credits in flight lasts while the dispute is open: closed before the
+/// actions settle, their refunds come back as they would have (won: spendable).
+pub async fn a_closed_dispute_claims_nothing_of_actions_still_in_flight(b: &Backend) {
+    let a = new_account(b, "closed-dispute@example.com").await;
+    let c = checkout(&a.id, None);
+    b.billing.insert_checkout(&c).await.unwrap();
+    let payment = format!("pay_{}", Ulid::new());
+    b.billing
+        .apply_payment_event(&event(paid(&c, &payment)))
+        .await
+        .unwrap();
+    let first = started(b, &a.id, 500).await;
+    let second = started(b, &a.id, 500).await;
+    b.billing
+        .apply_payment_event(&event(PaymentFact::DisputeOpened {
+            payment_id: payment.clone(),
+            dispute_id: "dp_1".into(),
+            amount: 450,
+        }))
+        .await
+        .unwrap();
+    // Nothing spendable: 500 claimed of the credits in flight.
+    b.billing
+        .apply_payment_event(&event(PaymentFact::DisputeClosed {
+            payment_id: payment.clone(),
+            dispute_id: "dp_1".into(),
+            won: true,
+        }))
+        .await
+        .unwrap();
+    settled(b, &first, false).await;
+    assert_eq!(books(b, &a.id).await, (500, 0), "{}", b.name);
+    settled(b, &second, false).await;
+    assert_eq!(books(b, &a.id).await, (1000, 0), "{}", b.name);
+}
+
+/// Disputes opened while settlements race them: every action fails, so every credit of the
+/// four disputed payments ends frozen, however the two interleave (a settlement waits for the
+/// dispute's claim, or the dispute finds the credits spendable).
+pub async fn disputes_racing_failures_freeze_every_credit(b: &Backend) {
+    let a = new_account(b, "disputed-race@example.com").await;
+    let mut payments = Vec::new();
+    for _ in 0..4 {
+        let c = checkout(&a.id, None);
+        b.billing.insert_checkout(&c).await.unwrap();
+        let p = format!("pay_{}", Ulid::new());
+        b.billing
+            .apply_payment_event(&event(paid(&c, &p)))
+            .await
+            .unwrap();
+        payments.push(p);
+    }
+    // 57 actions of 70 (a claim is served in part), 10 credits spendable.
+    let mut tasks = Vec::new();
+    for _ in 0..57 {
+        tasks.push(started(b, &a.id, 70).await);
+    }
+    let disputes = payments.iter().map(|p| async move {
+        let opened = event(PaymentFact::DisputeOpened {
+            payment_id: p.clone(),
+            dispute_id: "dp_1".into(),
+            amount: 900,
+        });
+        b.billing.apply_payment_event(&opened).await.unwrap();
+    });
+    let settles = tasks.iter().map(|t| settled(b, t, false));
+    futures_util::join!(join_all(disputes), join_all(settles));
+    assert_eq!(books(b, &a.id).await, (0, 4000), "{}", b.name);
+    assert_eq!(b.ledger.balance(&a.id).await.unwrap().held, 0);
+}
+
+/// Two disputed payments whose credits one action holds: both claims are served by what it
+/// gives back, and each dispute's closing moves only its own.
+pub async fn two_disputes_are_served_by_one_failed_action(b: &Backend) {
+    let a = new_account(b, "two-disputes@example.com").await;
+    let mut payments = Vec::new();
+    for _ in 0..2 {
+        let c = checkout(&a.id, None);
+        b.billing.insert_checkout(&c).await.unwrap();
+        let p = format!("pay_{}", Ulid::new());
+        b.billing
+            .apply_payment_event(&event(paid(&c, &p)))
+            .await
+            .unwrap();
+        payments.push(p);
+    }
+    let task = started(b, &a.id, 2000).await;
+    for p in &payments {
+        b.billing
+            .apply_payment_event(&event(PaymentFact::DisputeOpened {
+                payment_id: p.clone(),
+                dispute_id: "dp_1".into(),
+                amount: 900,
+            }))
+            .await
+            .unwrap();
+    }
+    settled(b, &task, false).await;
+    assert_eq!(books(b, &a.id).await, (0, 2000), "{}", b.name);
+    for (p, won) in payments.iter().zip([true, false]) {
+        b.billing
+            .apply_payment_event(&event(PaymentFact::DisputeClosed {
+                payment_id: p.clone(),
+                dispute_id: "dp_1".into(),
+                won,
+            }))
+            .await
+            .unwrap();
+    }
+    assert_eq!(books(b, &a.id).await, (1000, 0), "{}", b.name);
+}
+
+/// A refund of one payment and a dispute of another while two actions hold all the credits:
+/// the first to fail pays the refund (its clawback), the second's credits are frozen for the
+/// dispute, in whichever order the two events came. The entries of each action are in the
+/// order they were written: refund, clawback, freeze.
+pub async fn a_refund_and_another_payments_dispute_share_the_failures(b: &Backend) {
+    for refund_first in [false, true] {
+        let a = new_account(b, &format!("refund-dispute-{refund_first}@example.com")).await;
+        let mut payments = Vec::new();
+        for _ in 0..2 {
+            let c = checkout(&a.id, None);
+            b.billing.insert_checkout(&c).await.unwrap();
+            let p = format!("pay_{}", Ulid::new());
+            b.billing
+                .apply_payment_event(&event(paid(&c, &p)))
+                .await
+                .unwrap();
+            payments.push(p);
+        }
+        let mut tasks = Vec::new();
+        for n in 0..2 {
+            let mut task = new_task(&a.id, 1000, None, &format!("f{n}"));
+            task.created_at = t0() + Duration::seconds(n);
+            let outcome = b.tasks.begin_task(&task).await.unwrap();
+            assert!(
+                matches!(outcome, BeginOutcome::Started { .. }),
+                "{outcome:?}"
+            );
+            tasks.push(task.id);
+        }
+        let refund = event(refunded(&payments[0], "re_1", 900));
+        let dispute = event(PaymentFact::DisputeOpened {
+            payment_id: payments[1].clone(),
+            dispute_id: "dp_1".into(),
+            amount: 900,
+        });
+        let events = if refund_first {
+            [refund, dispute]
+        } else {
+            [dispute, refund]
+        };
+        for e in &events {
+            b.billing.apply_payment_event(e).await.unwrap();
+        }
+        settled(b, &tasks[0], false).await;
+        settled(b, &tasks[1], false).await;
+        assert_eq!(
+            books(b, &a.id).await,
+            (0, 1000),
+            "{} (refund first: {refund_first})",
+            b.name
+        );
+        // Newest first: each action's entries, oldest of them last.
+        let entries = b.ledger.entries(&a.id, 100).await.unwrap();
+        let kinds = |task: &TaskId| -> Vec<(EntryKind, i64)> {
+            let mut of_task: Vec<(EntryKind, i64)> = entries
+                .iter()
+                .filter(|e| {
+                    e.reference
+                        .as_deref()
+                        .is_some_and(|r| r.starts_with(&format!("task:{task}:")))
+                })
+                .map(|e| (e.kind, e.delta))
+                .collect();
+            of_task.reverse();
+            of_task
+        };
+        assert_eq!(
+            kinds(&tasks[0]),
+            [
+                (EntryKind::Hold, -1000),
+                (EntryKind::Refund, 1000),
+                (EntryKind::Clawback, -1000)
+            ],
+            "{}",
+            b.name
+        );
+        assert_eq!(
+            kinds(&tasks[1]),
+            [
+                (EntryKind::Hold, -1000),
+                (EntryKind::Refund, 1000),
+                (EntryKind::Freeze, -1000)
+            ],
+            "{}",
+            b.name
+        );
+    }
+}
+
+/// A claim is made of the credits in flight when its dispute opened: once those are spent (the
+/// action completed), it is gone, and an action begun later on another payment's credits
+/// serves that payment's dispute, not the older one's.
+pub async fn a_claim_ends_with_the_credits_in_flight_it_was_made_of(b: &Backend) {
+    let (a, payments) = bought(b, "claim-ends@example.com", 1).await;
+    let first = started(b, &a, 1000).await;
+    b.billing
+        .apply_payment_event(&event(opened(&payments[0])))
+        .await
+        .unwrap();
+    settled(b, &first, true).await;
+    // Credits from elsewhere (a grant), spent on an action that fails, come back spendable: the
+    // claim went with the credits the completed action spent.
+    b.ledger
+        .grant(&svc_ports::Grant {
+            id: svc_ports::LedgerEntryId::from_ulid(Ulid::new()),
+            account_id: a.clone(),
+            amount: svc_ports::CreditAmount::new(500).unwrap(),
+            reference: None,
+            memo: "goodwill".into(),
+            at: t0(),
+        })
+        .await
+        .unwrap();
+    let granted = started(b, &a, 500).await;
+    settled(b, &granted, false).await;
+    assert_eq!(books(b, &a).await, (500, 0), "{}", b.name);
+    let c = checkout(&a, None);
+    b.billing.insert_checkout(&c).await.unwrap();
+    let later = format!("pay_{}", Ulid::new());
+    b.billing
+        .apply_payment_event(&event(paid(&c, &later)))
+        .await
+        .unwrap();
+    let second = started(b, &a, 1000).await;
+    b.billing
+        .apply_payment_event(&event(opened(&later)))
+        .await
+        .unwrap();
+    settled(b, &second, false).await;
+    assert_eq!(books(b, &a).await, (500, 1000), "{}", b.name);
+    // The first payment's dispute won: none of the frozen credits are its own.
+    b.billing
+        .apply_payment_event(&event(closed(&payments[0], true)))
+        .await
+        .unwrap();
+    assert_eq!(books(b, &a).await, (500, 1000), "{}", b.name);
+    b.billing
+        .apply_payment_event(&event(closed(&later, false)))
+        .await
+        .unwrap();
+    assert_eq!(books(b, &a).await, (500, 0), "{}", b.name);
+}
+
+/// A second settlement of a task already settled (recovery settled it first) changes nothing:
+/// not the claim its first settlement served.
+pub async fn a_late_settlement_leaves_the_claims_alone(b: &Backend) {
+    let (a, payments) = bought(b, "late-settlement@example.com", 1).await;
+    let first = started(b, &a, 600).await;
+    let second = started(b, &a, 400).await;
+    b.billing
+        .apply_payment_event(&event(opened(&payments[0])))
+        .await
+        .unwrap();
+    settled(b, &first, false).await;
+    assert_eq!(books(b, &a).await, (0, 600), "{}", b.name);
+    let again = b
+        .tasks
+        .settle_task(&settlement(&first, false, t0()))
+        .await
+        .unwrap();
+    assert!(
+        matches!(again, SettleOutcome::AlreadySettled(_)),
+        "{}: {again:?}",
+        b.name
+    );
+    settled(b, &second, false).await;
+    assert_eq!(books(b, &a).await, (0, 1000), "{}", b.name);
+}
