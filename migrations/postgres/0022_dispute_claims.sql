@@ -328,8 +328,12 @@ BEGIN
             INTO landed
             FROM settled;
             IF FOUND THEN
-                -- The credits in flight went down: so may what disputes claim of them.
-                PERFORM svc_cap_claims(landed.account_id);
+                -- The credits in flight went down: so may what disputes claim of them (an
+                -- account without claims, nearly every one, pays one index probe).
+                IF EXISTS (SELECT 1 FROM freeze_claims
+                           WHERE freeze_claims.account_id = landed.account_id) THEN
+                    PERFORM svc_cap_claims(landed.account_id);
+                END IF;
                 IF item ? 'event' THEN
                     SELECT stored.inserted, stored.deliveries
                     INTO landed.inserted, landed.deliveries

@@ -344,9 +344,17 @@ pub(super) async fn settle(
         .first()
         .map(|row| settled_task(row, s, status).map_err(undecodable))
         .transpose()?;
-    // The credits in flight went down: so may what disputes claim of them.
+    // The credits in flight went down: so may what disputes claim of them (an account
+    // without claims, nearly every one, pays one index probe).
     if let Some(t) = &task {
-        super::billing::cap_claims(conn, &t.account_id).await?;
+        let claimed: bool =
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM freeze_claims WHERE account_id = $1)")
+                .bind(t.account_id.as_str())
+                .fetch_one(&mut *conn)
+                .await?;
+        if claimed {
+            super::billing::cap_claims(conn, &t.account_id).await?;
+        }
     }
     let event = match (&task, &s.event) {
         (Some(_), Some((event, ids))) => Some(hooks::event_in_item(conn, event, *ids).await?),
