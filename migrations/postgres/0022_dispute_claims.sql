@@ -29,7 +29,7 @@ CREATE TABLE task_freezes (
 CREATE INDEX task_freezes_by_payment ON task_freezes (account_id, payment_id);
 
 -- Holds what disputes claim to what the account's actions in flight hold that refunds do not
--- claim (`cap_claims` in ports/src/billing/mod.rs): the newest claims shrink first, as the
+-- claim (`serve_claims` in ports/src/billing/mod.rs, given the room): the newest claims shrink first, as the
 -- oldest are served first. Billing runs it after a payment's event, a settlement after it
 -- lands; both hold the account's lock.
 CREATE FUNCTION svc_cap_claims(p_account TEXT) RETURNS VOID
@@ -43,7 +43,7 @@ LANGUAGE sql AS $fn$
     ordered AS (
         SELECT freeze_claims.payment_id, freeze_claims.credits,
             COALESCE(SUM(freeze_claims.credits) OVER (
-                ORDER BY freeze_claims.since, freeze_claims.payment_id
+                ORDER BY freeze_claims.since, freeze_claims.payment_id COLLATE "C"
                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)::BIGINT AS before
         FROM freeze_claims WHERE freeze_claims.account_id = p_account
     ),
@@ -245,7 +245,7 @@ BEGIN
             claims AS (
                 SELECT freeze_claims.payment_id, freeze_claims.credits,
                     COALESCE(SUM(freeze_claims.credits) OVER (
-                        ORDER BY freeze_claims.since, freeze_claims.payment_id
+                        ORDER BY freeze_claims.since, freeze_claims.payment_id COLLATE "C"
                         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)::BIGINT AS before
                 FROM freeze_claims, settled
                 WHERE freeze_claims.account_id = settled.account_id AND NOT p_completed

@@ -644,3 +644,40 @@ pub enum MeterOutcome {
     /// The identifier was recorded before: that record.
     Existing(MeterEvent),
 }
+
+#[cfg(test)]
+mod claim_tests {
+    use super::serve_claims;
+
+    fn claims() -> Vec<(String, i64)> {
+        vec![("a".into(), 200), ("b".into(), 300), ("c".into(), 500)]
+    }
+
+    #[test]
+    fn returned_credits_serve_the_oldest_claims_first() {
+        assert_eq!(
+            serve_claims(450, &claims()),
+            [("a".to_owned(), 200), ("b".to_owned(), 250)]
+        );
+        assert_eq!(serve_claims(0, &claims()), []);
+        assert_eq!(serve_claims(-5, &claims()).len(), 0);
+    }
+
+    /// As the cap, given the room in flight: the oldest keep theirs, the newest shrink first
+    /// and one left with nothing is gone.
+    #[test]
+    fn a_cap_shrinks_the_newest_claims_first() {
+        let kept = |room| serve_claims(room, &claims());
+        assert_eq!(kept(5000), claims());
+        assert_eq!(
+            kept(501),
+            [
+                ("a".to_owned(), 200),
+                ("b".to_owned(), 300),
+                ("c".to_owned(), 1)
+            ]
+        );
+        assert_eq!(kept(199), [("a".to_owned(), 199)]);
+        assert_eq!(kept(0), []);
+    }
+}
