@@ -283,7 +283,7 @@ async fn set_claim(
 /// Holds what disputes claim to what the account's actions in flight hold that refunds do not
 /// claim (`billing::serve_claims`, given the room): the newest claims shrink first, as the oldest are served
 /// first. Run when the credits in flight go down (a settlement) or refunds claim more of them.
-pub(super) async fn cap_claims(
+async fn cap_claims(
     tx: &mut SqliteConnection,
     account: &AccountId,
 ) -> Result<(), sqlx::Error> {

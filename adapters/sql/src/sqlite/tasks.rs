@@ -284,17 +284,19 @@ pub(super) async fn settle(
         WHERE c.before < t.returned;
 
         DELETE FROM freeze_claims
-        WHERE EXISTS (SELECT 1 FROM task_freezes AS f
-                      WHERE f.task_id = $7 AND f.account_id = freeze_claims.account_id
-                          AND f.payment_id = freeze_claims.payment_id
-                          AND f.credits >= freeze_claims.credits)
-            AND EXISTS (SELECT 1 FROM tasks WHERE id = $7 AND artifact_id = $4 AND NOT $9);
+        WHERE account_id = (SELECT account_id FROM tasks
+                            WHERE id = $7 AND artifact_id = $4 AND NOT $9)
+            AND EXISTS (SELECT 1 FROM task_freezes AS f
+                        WHERE f.task_id = $7 AND f.account_id = freeze_claims.account_id
+                            AND f.payment_id = freeze_claims.payment_id
+                            AND f.credits >= freeze_claims.credits);
 
         UPDATE freeze_claims SET credits = freeze_claims.credits - f.credits
         FROM task_freezes AS f
-        WHERE f.task_id = $7 AND f.account_id = freeze_claims.account_id
-            AND f.payment_id = freeze_claims.payment_id
-            AND EXISTS (SELECT 1 FROM tasks WHERE id = $7 AND artifact_id = $4 AND NOT $9);
+        WHERE freeze_claims.account_id = (SELECT account_id FROM tasks
+                                          WHERE id = $7 AND artifact_id = $4 AND NOT $9)
+            AND f.task_id = $7 AND f.account_id = freeze_claims.account_id
+            AND f.payment_id = freeze_claims.payment_id;
 
         INSERT INTO ledger_entries
             (id, account_id, kind, delta, balance_after, reference, memo, created_at)
@@ -313,7 +315,42 @@ pub(super) async fn settle(
                       AS freezing
               FROM tasks
               WHERE id = $7 AND artifact_id = $4 AND cost > 0) AS t
-        WHERE accounts.id = t.account_id
+        WHERE accounts.id = t.account_id;
+
+        -- The credits in flight went down: so may what disputes claim of them (`cap_claims`
+        -- in billing.rs, for the account of the task this settlement landed on). The first
+        -- term holds no row of the statement, so an account without claims stops there.
+        DELETE FROM freeze_claims
+        WHERE EXISTS (SELECT 1 FROM freeze_claims AS any_claim
+                      WHERE any_claim.account_id = (SELECT account_id FROM tasks
+                                                    WHERE id = $7 AND artifact_id = $4))
+            AND account_id = (SELECT account_id FROM tasks WHERE id = $7 AND artifact_id = $4)
+            AND payment_id IN (
+                SELECT c.payment_id
+                FROM (SELECT payment_id,
+                          COALESCE(SUM(credits) OVER (ORDER BY since, payment_id
+                              ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before
+                      FROM freeze_claims
+                      WHERE account_id = (SELECT account_id FROM tasks WHERE id = $7)) AS c,
+                    (SELECT a.held - (SELECT COALESCE(SUM(owed), 0) FROM tasks
+                                      WHERE account_id = a.id AND status = 'in_flight') AS room
+                     FROM accounts AS a
+                     WHERE a.id = (SELECT account_id FROM tasks WHERE id = $7)) AS r
+                WHERE c.before >= r.room);
+
+        UPDATE freeze_claims SET credits = c.room - c.before
+        FROM (SELECT account_id, payment_id, credits,
+                  COALESCE(SUM(credits) OVER (ORDER BY since, payment_id
+                      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before,
+                  (SELECT a.held - (SELECT COALESCE(SUM(owed), 0) FROM tasks
+                                    WHERE account_id = a.id AND status = 'in_flight')
+                   FROM accounts AS a WHERE a.id = freeze_claims.account_id) AS room
+              FROM freeze_claims
+              WHERE account_id = (SELECT account_id FROM tasks
+                                  WHERE id = $7 AND artifact_id = $4)) AS c
+        WHERE freeze_claims.account_id = c.account_id
+            AND freeze_claims.payment_id = c.payment_id
+            AND c.before + c.credits > c.room
         "#,
     )
     .bind(status.as_str())
@@ -344,18 +381,6 @@ pub(super) async fn settle(
         .first()
         .map(|row| settled_task(row, s, status).map_err(undecodable))
         .transpose()?;
-    // The credits in flight went down: so may what disputes claim of them (an account
-    // without claims, nearly every one, pays one index probe).
-    if let Some(t) = &task {
-        let claimed: bool =
-            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM freeze_claims WHERE account_id = $1)")
-                .bind(t.account_id.as_str())
-                .fetch_one(&mut *conn)
-                .await?;
-        if claimed {
-            super::billing::cap_claims(conn, &t.account_id).await?;
-        }
-    }
     let event = match (&task, &s.event) {
         (Some(_), Some((event, ids))) => Some(hooks::event_in_item(conn, event, *ids).await?),
         _ => {
