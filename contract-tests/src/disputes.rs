@@ -186,22 +186,11 @@ pub async fn a_closed_dispute_claims_nothing_of_actions_still_in_flight(b: &Back
 /// four disputed payments ends frozen, however the two interleave (a settlement waits for the
 /// dispute's claim, or the dispute finds the credits spendable).
 pub async fn disputes_racing_failures_freeze_every_credit(b: &Backend) {
-    let a = new_account(b, "disputed-race@example.com").await;
-    let mut payments = Vec::new();
-    for _ in 0..4 {
-        let c = checkout(&a.id, None);
-        b.billing.insert_checkout(&c).await.unwrap();
-        let p = format!("pay_{}", Ulid::new());
-        b.billing
-            .apply_payment_event(&event(paid(&c, &p)))
-            .await
-            .unwrap();
-        payments.push(p);
-    }
+    let (account, payments) = bought(b, "disputed-race@example.com", 4).await;
     // 57 actions of 70 (a claim is served in part), 10 credits spendable.
     let mut tasks = Vec::new();
     for _ in 0..57 {
-        tasks.push(started(b, &a.id, 70).await);
+        tasks.push(started(b, &account, 70).await);
     }
     let disputes = payments.iter().map(|p| async move {
         let opened = event(PaymentFact::DisputeOpened {
@@ -213,49 +202,30 @@ pub async fn disputes_racing_failures_freeze_every_credit(b: &Backend) {
     });
     let settles = tasks.iter().map(|t| settled(b, t, false));
     futures_util::join!(join_all(disputes), join_all(settles));
-    assert_eq!(books(b, &a.id).await, (0, 4000), "{}", b.name);
-    assert_eq!(b.ledger.balance(&a.id).await.unwrap().held, 0);
+    assert_eq!(books(b, &account).await, (0, 4000), "{}", b.name);
+    assert_eq!(b.ledger.balance(&account).await.unwrap().held, 0);
 }
 
 /// Two disputed payments whose credits one action holds: both claims are served by what it
 /// gives back, and each dispute's closing moves only its own.
 pub async fn two_disputes_are_served_by_one_failed_action(b: &Backend) {
-    let a = new_account(b, "two-disputes@example.com").await;
-    let mut payments = Vec::new();
-    for _ in 0..2 {
-        let c = checkout(&a.id, None);
-        b.billing.insert_checkout(&c).await.unwrap();
-        let p = format!("pay_{}", Ulid::new());
-        b.billing
-            .apply_payment_event(&event(paid(&c, &p)))
-            .await
-            .unwrap();
-        payments.push(p);
-    }
-    let task = started(b, &a.id, 2000).await;
+    let (account, payments) = bought(b, "two-disputes@example.com", 2).await;
+    let task = started(b, &account, 2000).await;
     for p in &payments {
         b.billing
-            .apply_payment_event(&event(PaymentFact::DisputeOpened {
-                payment_id: p.clone(),
-                dispute_id: "dp_1".into(),
-                amount: 900,
-            }))
+            .apply_payment_event(&event(opened(p)))
             .await
             .unwrap();
     }
     settled(b, &task, false).await;
-    assert_eq!(books(b, &a.id).await, (0, 2000), "{}", b.name);
+    assert_eq!(books(b, &account).await, (0, 2000), "{}", b.name);
     for (p, won) in payments.iter().zip([true, false]) {
         b.billing
-            .apply_payment_event(&event(PaymentFact::DisputeClosed {
-                payment_id: p.clone(),
-                dispute_id: "dp_1".into(),
-                won,
-            }))
+            .apply_payment_event(&event(closed(p, won)))
             .await
             .unwrap();
     }
-    assert_eq!(books(b, &a.id).await, (1000, 0), "{}", b.name);
+    assert_eq!(books(b, &account).await, (1000, 0), "{}", b.name);
 }
 
 /// A refund of one payment and a dispute of another while two actions hold all the credits:
@@ -264,21 +234,11 @@ pub async fn two_disputes_are_served_by_one_failed_action(b: &Backend) {
 /// order they were written: refund, clawback, freeze.
 pub async fn a_refund_and_another_payments_dispute_share_the_failures(b: &Backend) {
     for refund_first in [false, true] {
-        let a = new_account(b, &format!("refund-dispute-{refund_first}@example.com")).await;
-        let mut payments = Vec::new();
-        for _ in 0..2 {
-            let c = checkout(&a.id, None);
-            b.billing.insert_checkout(&c).await.unwrap();
-            let p = format!("pay_{}", Ulid::new());
-            b.billing
-                .apply_payment_event(&event(paid(&c, &p)))
-                .await
-                .unwrap();
-            payments.push(p);
-        }
+        let (account, payments) =
+            bought(b, &format!("refund-dispute-{refund_first}@example.com"), 2).await;
         let mut tasks = Vec::new();
         for n in 0..2 {
-            let mut task = new_task(&a.id, 1000, None, &format!("f{n}"));
+            let mut task = new_task(&account, 1000, None, &format!("f{n}"));
             task.created_at = t0() + Duration::seconds(n);
             let outcome = b.tasks.begin_task(&task).await.unwrap();
             assert!(
@@ -304,13 +264,13 @@ pub async fn a_refund_and_another_payments_dispute_share_the_failures(b: &Backen
         settled(b, &tasks[0], false).await;
         settled(b, &tasks[1], false).await;
         assert_eq!(
-            books(b, &a.id).await,
+            books(b, &account).await,
             (0, 1000),
             "{} (refund first: {refund_first})",
             b.name
         );
         // Newest first: each action's entries, oldest of them last.
-        let entries = b.ledger.entries(&a.id, 100).await.unwrap();
+        let entries = b.ledger.entries(&account, 100).await.unwrap();
         let kinds = |task: &TaskId| -> Vec<(EntryKind, i64)> {
             let mut of_task: Vec<(EntryKind, i64)> = entries
                 .iter()
