@@ -282,9 +282,12 @@ async fn set_claim(
 
 /// Holds what disputes claim to what the account's actions in flight hold that refunds do not
 /// claim (`billing::serve_claims`, given the room): the newest claims shrink first, as the
-/// oldest are served first. Run after a payment's event (refunds may claim more); a settlement
-/// runs the same statements in its own batch (tasks.rs).
-async fn cap_claims(tx: &mut SqliteConnection, account: &AccountId) -> Result<(), sqlx::Error> {
+/// oldest are served first. Run after a payment's event (refunds may claim more) and after a
+/// settlement of an account with claims (tasks.rs: the credits in flight went down).
+pub(super) async fn cap_claims(
+    tx: &mut SqliteConnection,
+    account: &AccountId,
+) -> Result<(), sqlx::Error> {
     sqlx::query(
         r#"
         DELETE FROM freeze_claims

@@ -17,9 +17,9 @@ use svc_ports::{
 };
 
 use super::{
-    SqliteStore, authority::spend_authority, backend, corrupt, from_millis, group::undo_item,
-    hooks, is_foreign_key_violation, is_unique_violation, ledger::insert_entry, millis,
-    undecodable,
+    SqliteStore, authority::spend_authority, backend, billing::cap_claims, corrupt, from_millis,
+    group::undo_item, hooks, is_foreign_key_violation, is_unique_violation, ledger::insert_entry,
+    millis, undecodable,
 };
 use crate::{outcomes, rows};
 
@@ -229,6 +229,9 @@ pub(super) async fn begin_with_authority(
 /// every later statement acts only on the task holding that artifact id, so nothing moves
 /// when the UPDATE matched nothing. A failed task's refund gives its cost back, and a clawback
 /// entry takes what refunded payments claimed of it (`tasks.owed`; `ledger::spread_owed`).
+/// The UPDATE also says whether open disputes claim credits of the account (`claimed`); only
+/// then, nearly never, do the claims take statements of their own (`serve_claims`,
+/// `cap_claims`), in the same savepoint.
 pub(super) async fn settle(
     conn: &mut SqliteConnection,
     s: &Settlement,
@@ -241,8 +244,6 @@ pub(super) async fn settle(
     let (reference, memo) = LedgerEntry::task_reference(&s.task_id, kind);
     let (clawback_reference, clawback_memo) =
         LedgerEntry::task_reference(&s.task_id, EntryKind::Clawback);
-    let (freeze_reference, freeze_memo) =
-        LedgerEntry::task_reference(&s.task_id, EntryKind::Freeze);
     let rows = sqlx::query(
         r#"
         SAVEPOINT item;
@@ -251,7 +252,9 @@ pub(super) async fn settle(
             artifact_id = $4, artifact = $5, settled_at = $6
         WHERE id = $7 AND status = 'in_flight'
         RETURNING account_id, key_id, domain, action, cost, idempotency_key, fingerprint,
-            created_at;
+            created_at,
+            EXISTS (SELECT 1 FROM freeze_claims
+                    WHERE freeze_claims.account_id = tasks.account_id) AS claimed;
 
         UPDATE authority_spends SET released_at = $6
         WHERE task_id = $7 AND released_at IS NULL AND $8
@@ -271,86 +274,12 @@ pub(super) async fn settle(
         FROM tasks AS t JOIN accounts AS a ON a.id = t.account_id
         WHERE t.id = $7 AND t.artifact_id = $4 AND NOT $9 AND t.owed > 0;
 
-        INSERT INTO task_freezes (task_id, account_id, payment_id, credits, created_at)
-        SELECT $7, c.account_id, c.payment_id, min(c.credits, t.returned - c.before), $6
-        FROM (SELECT account_id, cost - owed AS returned FROM tasks
-              WHERE id = $7 AND artifact_id = $4 AND NOT $9) AS t
-        JOIN (SELECT account_id, payment_id, credits,
-                  COALESCE(SUM(credits) OVER (ORDER BY since, payment_id
-                      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before
-              FROM freeze_claims
-              WHERE account_id = (SELECT account_id FROM tasks WHERE id = $7)) AS c
-            ON c.account_id = t.account_id
-        WHERE c.before < t.returned;
-
-        DELETE FROM freeze_claims
-        WHERE account_id = (SELECT account_id FROM tasks
-                            WHERE id = $7 AND artifact_id = $4 AND NOT $9)
-            AND EXISTS (SELECT 1 FROM task_freezes AS f
-                        WHERE f.task_id = $7 AND f.account_id = freeze_claims.account_id
-                            AND f.payment_id = freeze_claims.payment_id
-                            AND f.credits >= freeze_claims.credits);
-
-        UPDATE freeze_claims SET credits = freeze_claims.credits - f.credits
-        FROM task_freezes AS f
-        WHERE freeze_claims.account_id = (SELECT account_id FROM tasks
-                                          WHERE id = $7 AND artifact_id = $4 AND NOT $9)
-            AND f.task_id = $7 AND f.account_id = freeze_claims.account_id
-            AND f.payment_id = freeze_claims.payment_id;
-
-        INSERT INTO ledger_entries
-            (id, account_id, kind, delta, balance_after, reference, memo, created_at)
-        SELECT $17, t.account_id, 'freeze', -f.total, a.spendable + t.cost - t.owed - f.total,
-            $18, $19, $6
-        FROM tasks AS t JOIN accounts AS a ON a.id = t.account_id,
-            (SELECT COALESCE(SUM(credits), 0) AS total FROM task_freezes WHERE task_id = $7) AS f
-        WHERE t.id = $7 AND t.artifact_id = $4 AND NOT $9 AND f.total > 0;
-
         UPDATE accounts
         SET held = held - t.cost,
-            spendable = spendable + CASE WHEN $9 THEN 0 ELSE t.cost - t.owed - t.freezing END,
-            frozen = accounts.frozen + t.freezing
-        FROM (SELECT account_id, cost, owed,
-                  (SELECT COALESCE(SUM(credits), 0) FROM task_freezes WHERE task_id = $7)
-                      AS freezing
-              FROM tasks
+            spendable = spendable + CASE WHEN $9 THEN 0 ELSE t.cost - t.owed END
+        FROM (SELECT account_id, cost, owed FROM tasks
               WHERE id = $7 AND artifact_id = $4 AND cost > 0) AS t
-        WHERE accounts.id = t.account_id;
-
-        -- The credits in flight went down: so may what disputes claim of them (`cap_claims`
-        -- in billing.rs, for the account of the task this settlement landed on). The first
-        -- term holds no row of the statement, so an account without claims stops there.
-        DELETE FROM freeze_claims
-        WHERE EXISTS (SELECT 1 FROM freeze_claims AS any_claim
-                      WHERE any_claim.account_id = (SELECT account_id FROM tasks
-                                                    WHERE id = $7 AND artifact_id = $4))
-            AND account_id = (SELECT account_id FROM tasks WHERE id = $7 AND artifact_id = $4)
-            AND payment_id IN (
-                SELECT c.payment_id
-                FROM (SELECT payment_id,
-                          COALESCE(SUM(credits) OVER (ORDER BY since, payment_id
-                              ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before
-                      FROM freeze_claims
-                      WHERE account_id = (SELECT account_id FROM tasks WHERE id = $7)) AS c,
-                    (SELECT a.held - (SELECT COALESCE(SUM(owed), 0) FROM tasks
-                                      WHERE account_id = a.id AND status = 'in_flight') AS room
-                     FROM accounts AS a
-                     WHERE a.id = (SELECT account_id FROM tasks WHERE id = $7)) AS r
-                WHERE c.before >= r.room);
-
-        UPDATE freeze_claims SET credits = c.room - c.before
-        FROM (SELECT account_id, payment_id, credits,
-                  COALESCE(SUM(credits) OVER (ORDER BY since, payment_id
-                      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before,
-                  (SELECT a.held - (SELECT COALESCE(SUM(owed), 0) FROM tasks
-                                    WHERE account_id = a.id AND status = 'in_flight')
-                   FROM accounts AS a WHERE a.id = freeze_claims.account_id) AS room
-              FROM freeze_claims
-              WHERE account_id = (SELECT account_id FROM tasks
-                                  WHERE id = $7 AND artifact_id = $4)) AS c
-        WHERE freeze_claims.account_id = c.account_id
-            AND freeze_claims.payment_id = c.payment_id
-            AND c.before + c.credits > c.room
+        WHERE accounts.id = t.account_id
         "#,
     )
     .bind(status.as_str())
@@ -370,17 +299,23 @@ pub(super) async fn settle(
     .bind(s.clawback_entry.as_str())
     .bind(clawback_reference)
     .bind(clawback_memo)
-    .bind(s.freeze_entry.as_str())
-    .bind(&freeze_reference)
-    .bind(freeze_memo)
     .fetch_all(&mut *conn)
     .await?;
-    // The item's savepoint is still open: a landed settlement's event joins it, and the
-    // event's statement releases it.
+    // The item's savepoint is still open: the claims' statements and a landed settlement's
+    // event join it, and the event's statement releases it.
     let task = rows
         .first()
         .map(|row| settled_task(row, s, status).map_err(undecodable))
         .transpose()?;
+    if let (Some(task), Some(row)) = (&task, rows.first())
+        && row.try_get::<bool, _>("claimed")?
+    {
+        if !s.completed {
+            serve_claims(conn, s, &task.account_id).await?;
+        }
+        // The credits in flight went down: so may what disputes claim of them.
+        cap_claims(conn, &task.account_id).await?;
+    }
     let event = match (&task, &s.event) {
         (Some(_), Some((event, ids))) => Some(hooks::event_in_item(conn, event, *ids).await?),
         _ => {
@@ -389,6 +324,63 @@ pub(super) async fn settle(
         }
     };
     Ok(task.map(|task| (task, event)))
+}
+
+/// What the failed task `s` settled gave back (its cost less its clawback) serves the open
+/// disputes' claims on `account`, oldest first (`svc_ports::billing::serve_claims`, in SQL):
+/// a `task_freezes` row per payment served, the claims lowered by as much, the credits moved
+/// from spendable to frozen and one `freeze` entry, written after the refund and clawback.
+async fn serve_claims(
+    conn: &mut SqliteConnection,
+    s: &Settlement,
+    account: &AccountId,
+) -> Result<(), sqlx::Error> {
+    let (reference, memo) = LedgerEntry::task_reference(&s.task_id, EntryKind::Freeze);
+    sqlx::query(
+        r#"
+        INSERT INTO task_freezes (task_id, account_id, payment_id, credits, created_at)
+        SELECT $1, $3, c.payment_id, min(c.credits, t.returned - c.before), $2
+        FROM (SELECT cost - owed AS returned FROM tasks WHERE id = $1) AS t,
+            (SELECT payment_id, credits,
+                 COALESCE(SUM(credits) OVER (ORDER BY since, payment_id
+                     ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before
+             FROM freeze_claims WHERE account_id = $3) AS c
+        WHERE c.before < t.returned;
+
+        DELETE FROM freeze_claims
+        WHERE account_id = $3
+            AND EXISTS (SELECT 1 FROM task_freezes AS f
+                        WHERE f.task_id = $1 AND f.payment_id = freeze_claims.payment_id
+                            AND f.credits >= freeze_claims.credits);
+
+        UPDATE freeze_claims SET credits = freeze_claims.credits - f.credits
+        FROM task_freezes AS f
+        WHERE freeze_claims.account_id = $3 AND f.task_id = $1
+            AND f.payment_id = freeze_claims.payment_id;
+
+        UPDATE accounts SET spendable = spendable - f.total, frozen = frozen + f.total
+        FROM (SELECT COALESCE(SUM(credits), 0) AS total FROM task_freezes
+              WHERE task_id = $1) AS f
+        WHERE accounts.id = $3 AND f.total > 0;
+
+        INSERT INTO ledger_entries
+            (id, account_id, kind, delta, balance_after, reference, memo, created_at)
+        SELECT $4, $3, 'freeze', -f.total, a.spendable, $5, $6, $2
+        FROM accounts AS a,
+            (SELECT COALESCE(SUM(credits), 0) AS total FROM task_freezes
+             WHERE task_id = $1) AS f
+        WHERE a.id = $3 AND f.total > 0
+        "#,
+    )
+    .bind(s.task_id.as_str())
+    .bind(millis(s.at))
+    .bind(account.as_str())
+    .bind(s.freeze_entry.as_str())
+    .bind(reference)
+    .bind(memo)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
 }
 
 #[async_trait]
