@@ -386,3 +386,43 @@ pub async fn a_late_settlement_leaves_the_claims_alone(b: &Backend) {
     settled(b, &second, false).await;
     assert_eq!(books(b, &a).await, (0, 1000), "{}", b.name);
 }
+
+/// Two claims on the same actions: one completing spends part of what they were made of, and
+/// the newest claim shrinks by that much (not the oldest, not to nothing); the failing one
+/// then serves both, the oldest first.
+pub async fn an_action_that_completes_shrinks_the_newest_claim_by_what_it_spent(b: &Backend) {
+    let (a, payments) = bought(b, "newest-shrinks@example.com", 2).await;
+    let spends = started(b, &a, 600).await;
+    let fails = started(b, &a, 1400).await;
+    for (n, p) in payments.iter().enumerate() {
+        let mut e = event(opened(p));
+        // The first payment's claim is the older one, whatever its id.
+        e.received_at = t0() + Duration::seconds(n as i64);
+        b.billing.apply_payment_event(&e).await.unwrap();
+    }
+    assert_eq!(books(b, &a).await, (0, 0), "{}", b.name);
+    // 1400 left in flight: the older claim keeps its 1000, the newer one is cut to 400.
+    settled(b, &spends, true).await;
+    settled(b, &fails, false).await;
+    assert_eq!(books(b, &a).await, (0, 1400), "{}", b.name);
+    let frozen_for = |p: &str, receipts: &[svc_ports::billing::Receipt]| -> i64 {
+        receipts
+            .iter()
+            .filter(|r| r.payment_id.as_deref() == Some(p) && r.kind == ReceiptKind::DisputeFreeze)
+            .map(|r| r.frozen_delta)
+            .sum()
+    };
+    let receipts = b.billing.receipts(&a, 100).await.unwrap();
+    assert_eq!(frozen_for(&payments[0], &receipts), 1000, "{}", b.name);
+    assert_eq!(frozen_for(&payments[1], &receipts), 400, "{}", b.name);
+    // The older dispute lost takes its 1000; the newer one won gives its 400 back.
+    b.billing
+        .apply_payment_event(&event(closed(&payments[0], false)))
+        .await
+        .unwrap();
+    b.billing
+        .apply_payment_event(&event(closed(&payments[1], true)))
+        .await
+        .unwrap();
+    assert_eq!(books(b, &a).await, (400, 0), "{}", b.name);
+}

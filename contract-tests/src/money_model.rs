@@ -1,6 +1,7 @@
-//! Payments and actions together: random sequences of a payment's events (paid, refunds,
+//! Payments and actions together: random sequences of two payments' events (paid, refunds,
 //! disputes opened and closed) interleaved with actions that hold credits and then complete or
-//! fail, played one at a time against a store.
+//! fail, played one at a time against a store. Two payments, so two disputes' claims on the
+//! same actions in flight are served and capped against each other.
 //!
 //! After every step: spendable is the sum of the ledger, frozen the sum of the receipts, held
 //! the cost of the actions in flight. Once every action settled, with B the credits the account
@@ -24,58 +25,80 @@ use crate::{
     scenarios::{BackendFuture, new_account, t0},
 };
 
+/// How many payments a case plays.
+const PAYMENTS: usize = 2;
+
 #[derive(Debug, Clone)]
 enum Step {
-    Paid,
-    Refund(usize),
-    Open(usize),
-    Close(usize),
+    /// The `p`-th payment's events.
+    Paid(usize),
+    Refund(usize, usize),
+    Open(usize, usize),
+    Close(usize, usize),
     Begin(i64),
     /// The `n`-th action in flight (modulo how many there are) completes or fails.
     Settle(usize, bool),
 }
 
 fn step() -> impl Strategy<Value = Step> {
+    let p = 0..PAYMENTS;
     prop_oneof![
-        2 => Just(Step::Paid),
-        2 => (0..3usize).prop_map(Step::Refund),
-        1 => (0..2usize).prop_map(Step::Open),
-        1 => (0..2usize).prop_map(Step::Close),
+        2 => p.clone().prop_map(Step::Paid),
+        2 => (p.clone(), 0..3usize).prop_map(|(p, r)| Step::Refund(p, r)),
+        1 => (p.clone(), 0..2usize).prop_map(|(p, d)| Step::Open(p, d)),
+        1 => (p, 0..2usize).prop_map(|(p, d)| Step::Close(p, d)),
         4 => (1..400i64).prop_map(Step::Begin),
         // Failures three times in four: books with nothing spent are checked the closest.
         4 => (any::<usize>(), proptest::bool::weighted(0.25)).prop_map(|(n, c)| Step::Settle(n, c)),
     ]
 }
 
-/// Refund amounts and disputes (amount, won) of the one payment, fixed per case.
-type World = ([i64; 3], [(i64, bool); 2]);
+/// Refund amounts and disputes (amount, won) of one payment, fixed per case.
+type Payment = ([i64; 3], [(i64, bool); 2]);
+type World = [Payment; PAYMENTS];
 
 fn world() -> impl Strategy<Value = World> {
-    (
+    proptest::array::uniform2((
         proptest::array::uniform3(1..1000i64),
         proptest::array::uniform2((1..1000i64, any::<bool>())),
-    )
+    ))
 }
 
-/// What the account owns of a payment of 900 for 1000 credits once these steps were
-/// delivered: refunds and lost disputes take their share, rounded up, at most the price.
+/// What the account owns of the payments (each 900 for 1000 credits) once these steps were
+/// delivered.
 fn owned(world: &World, steps: &[Step]) -> i64 {
-    if !steps.iter().any(|s| matches!(s, Step::Paid)) {
+    (0..PAYMENTS).map(|p| owned_of(world, p, steps)).sum()
+}
+
+/// What open disputes should hold frozen of the payments once these steps were delivered.
+fn frozen_due(world: &World, steps: &[Step]) -> i64 {
+    (0..PAYMENTS).map(|p| frozen_due_of(world, p, steps)).sum()
+}
+
+/// What the account owns of payment `p` once these steps were delivered: refunds and lost
+/// disputes take their share, rounded up, at most the price.
+fn owned_of(world: &World, p: usize, steps: &[Step]) -> i64 {
+    if !steps.iter().any(|s| matches!(s, Step::Paid(q) if *q == p)) {
         return 0;
     }
     let (credits, price) = (1000i128, 900i128);
+    let world = &world[p];
     let mut taken = 0i64;
     for r in 0..3 {
         if steps
             .iter()
-            .any(|s| matches!(s, Step::Refund(q) if *q == r))
+            .any(|s| matches!(s, Step::Refund(q, x) if *q == p && *x == r))
         {
             taken += world.0[r];
         }
     }
     for d in 0..2 {
-        let opened = steps.iter().any(|s| matches!(s, Step::Open(q) if *q == d));
-        let closed = steps.iter().any(|s| matches!(s, Step::Close(q) if *q == d));
+        let opened = steps
+            .iter()
+            .any(|s| matches!(s, Step::Open(q, x) if *q == p && *x == d));
+        let closed = steps
+            .iter()
+            .any(|s| matches!(s, Step::Close(q, x) if *q == p && *x == d));
         if opened && closed && !world.1[d].1 {
             taken += world.1[d].0;
         }
@@ -84,24 +107,28 @@ fn owned(world: &World, steps: &[Step]) -> i64 {
     (credits - (credits * part + price - 1) / price) as i64
 }
 
-/// What open disputes should hold frozen of the payment once these steps were delivered: their
+/// What open disputes should hold frozen of payment `p` once these steps were delivered: their
 /// share of the price, rounded up, at most what the account owns of the payment. A closing
 /// counts whenever it came (before its opening too).
-fn frozen_due(world: &World, steps: &[Step]) -> i64 {
-    if !steps.iter().any(|s| matches!(s, Step::Paid)) {
+fn frozen_due_of(world: &World, p: usize, steps: &[Step]) -> i64 {
+    if !steps.iter().any(|s| matches!(s, Step::Paid(q) if *q == p)) {
         return 0;
     }
     let (credits, price) = (1000i128, 900i128);
     let mut open = 0i64;
     for d in 0..2 {
-        let opened = steps.iter().any(|s| matches!(s, Step::Open(q) if *q == d));
-        let closed = steps.iter().any(|s| matches!(s, Step::Close(q) if *q == d));
+        let opened = steps
+            .iter()
+            .any(|s| matches!(s, Step::Open(q, x) if *q == p && *x == d));
+        let closed = steps
+            .iter()
+            .any(|s| matches!(s, Step::Close(q, x) if *q == p && *x == d));
         if opened && !closed {
-            open += world.1[d].0;
+            open += world[p].1[d].0;
         }
     }
     let part = i128::from(open).min(price);
-    (((credits * part + price - 1) / price) as i64).min(owned(world, steps))
+    (((credits * part + price - 1) / price) as i64).min(owned_of(world, p, steps))
 }
 
 async fn check_books(
@@ -152,28 +179,32 @@ async fn run_case(
             .await
             .unwrap();
     }
-    let c = checkout(&account, None);
-    b.billing.insert_checkout(&c).await.unwrap();
-    let payment = format!("pay_{tag}");
+    let mut checkouts = Vec::new();
+    for _ in 0..PAYMENTS {
+        let c = checkout(&account, None);
+        b.billing.insert_checkout(&c).await.unwrap();
+        checkouts.push(c);
+    }
+    let payment = |p: usize| format!("pay_{tag}_{p}");
     let mut in_flight: Vec<(TaskId, i64)> = Vec::new();
     let mut spent = 0;
     for s in &steps {
         let fact = match s {
-            Step::Paid => Some(paid(&c, &payment)),
-            Step::Refund(r) => Some(PaymentFact::Refunded {
-                payment_id: payment.clone(),
-                refund_id: format!("re_{r}"),
-                amount: world.0[*r],
+            Step::Paid(p) => Some(paid(&checkouts[*p], &payment(*p))),
+            Step::Refund(p, r) => Some(PaymentFact::Refunded {
+                payment_id: payment(*p),
+                refund_id: format!("re_{p}_{r}"),
+                amount: world[*p].0[*r],
             }),
-            Step::Open(d) => Some(PaymentFact::DisputeOpened {
-                payment_id: payment.clone(),
-                dispute_id: format!("dp_{d}"),
-                amount: world.1[*d].0,
+            Step::Open(p, d) => Some(PaymentFact::DisputeOpened {
+                payment_id: payment(*p),
+                dispute_id: format!("dp_{p}_{d}"),
+                amount: world[*p].1[*d].0,
             }),
-            Step::Close(d) => Some(PaymentFact::DisputeClosed {
-                payment_id: payment.clone(),
-                dispute_id: format!("dp_{d}"),
-                won: world.1[*d].1,
+            Step::Close(p, d) => Some(PaymentFact::DisputeClosed {
+                payment_id: payment(*p),
+                dispute_id: format!("dp_{p}_{d}"),
+                won: world[*p].1[*d].1,
             }),
             Step::Begin(cost) => {
                 let task = new_task(&account, *cost, None, "f");
@@ -261,18 +292,43 @@ mod tests {
 
     #[test]
     fn the_model_takes_refunds_and_lost_disputes_rounded_up() {
-        let world = ([450, 1, 1], [(900, false), (900, true)]);
-        assert_eq!(owned(&world, &[Step::Refund(0)]), 0);
-        assert_eq!(owned(&world, &[Step::Paid, Step::Refund(0)]), 500);
-        assert_eq!(owned(&world, &[Step::Paid, Step::Refund(1)]), 998);
+        let one = ([450, 1, 1], [(900, false), (900, true)]);
+        let world = [one, ([900, 900, 900], [(1, false), (1, false)])];
+        assert_eq!(owned(&world, &[Step::Refund(0, 0)]), 0);
+        assert_eq!(owned(&world, &[Step::Paid(0), Step::Refund(0, 0)]), 500);
+        assert_eq!(owned(&world, &[Step::Paid(0), Step::Refund(0, 1)]), 998);
         assert_eq!(
-            owned(&world, &[Step::Paid, Step::Close(0), Step::Open(0)]),
+            owned(
+                &world,
+                &[Step::Paid(0), Step::Close(0, 0), Step::Open(0, 0)]
+            ),
             0
         );
         assert_eq!(
-            owned(&world, &[Step::Paid, Step::Open(1), Step::Close(1)]),
+            owned(
+                &world,
+                &[Step::Paid(0), Step::Open(0, 1), Step::Close(0, 1)]
+            ),
             1000
         );
-        assert_eq!(owned(&world, &[Step::Paid, Step::Open(0)]), 1000);
+        assert_eq!(owned(&world, &[Step::Paid(0), Step::Open(0, 0)]), 1000);
+        // Each payment's events count for that payment only.
+        assert_eq!(owned(&world, &[Step::Paid(1), Step::Refund(0, 0)]), 1000);
+        assert_eq!(
+            owned(&world, &[Step::Paid(0), Step::Paid(1), Step::Refund(1, 2)]),
+            1000
+        );
+        assert_eq!(
+            frozen_due(
+                &world,
+                &[
+                    Step::Paid(0),
+                    Step::Paid(1),
+                    Step::Open(0, 1),
+                    Step::Open(1, 0)
+                ]
+            ),
+            1000 + 2
+        );
     }
 }

@@ -41,41 +41,66 @@ const MOUNT_ATTRIBUTES: &str =
 /// Elements whose text a reader never sees.
 const HIDDEN: &[&str] = &["script", "style", "noscript", "template", "svg", "head"];
 
+/// Elements whose contents a rendering browser neither parses as tags nor runs: a `<script`
+/// inside one is text (`script` itself: a bundle that writes `<script` tags in a string).
+const INERT: &[&str] = &[
+    "script", "style", "textarea", "title", "xmp", "noscript", "template", "iframe", "noembed",
+    "noframes",
+];
+
 /// `<script` tags in `html` that are code, not data: counted on the original text because the
-/// extractor drops inline code before parsing.
+/// extractor drops inline code before parsing. A `<script` in a comment or inside an element
+/// from [`INERT`] never runs, so it does not count.
 pub fn code_scripts(html: &str) -> usize {
-    let lower_starts = |rest: &str, what: &str| {
-        rest.get(..what.len())
-            .is_some_and(|p| p.eq_ignore_ascii_case(what))
-    };
+    // ASCII lowercasing keeps every byte offset, so positions found in it hold in `html`.
+    let lower = html.to_ascii_lowercase();
     let mut count = 0;
     let mut from = 0;
-    while let Some(at) = html[from..].find('<') {
+    while let Some(at) = memchr::memchr(b'<', &lower.as_bytes()[from..]) {
         let start = from + at;
-        from = start + 1;
-        let rest = &html[start..];
-        if !lower_starts(rest, "<script") {
+        let rest = &lower[start..];
+        if let Some(comment) = rest.strip_prefix("<!--") {
+            match comment.find("-->") {
+                Some(end) => from = start + 4 + end + 3,
+                None => break, // the rest of the page is the comment
+            }
             continue;
         }
-        let after = rest.as_bytes().get(7).copied().unwrap_or(b'>');
-        if !(after.is_ascii_whitespace() || after == b'>' || after == b'/') {
-            continue; // <scripts>, <script-x>
+        from = start + 1;
+        let Some(name) = INERT.iter().find(|name| opens(rest, name)) else {
+            continue;
+        };
+        if *name == "script" {
+            // The tag's first 512 bytes at most: bytes, since that cut may fall inside a
+            // character.
+            let window = &rest.as_bytes()[..rest.len().min(512)];
+            let end = memchr::memchr(b'>', window).unwrap_or(window.len());
+            let tag = String::from_utf8_lossy(&window[..end]);
+            // `type` naming JSON (JSON-LD, app state) or a template is data, not code.
+            let data = tag.split("type").skip(1).any(|t| {
+                t.trim_start().starts_with('=') && (t.contains("json") || t.contains("template"))
+            });
+            if !data {
+                count += 1;
+            }
         }
-        // The tag's first 512 bytes at most: bytes, since that cut may fall inside a
-        // character, and a window, since a page of `<script` without `>` would otherwise be
-        // searched to its end for each.
-        let window = &rest.as_bytes()[..rest.len().min(512)];
-        let end = memchr::memchr(b'>', window).unwrap_or(window.len());
-        let tag = String::from_utf8_lossy(&window[..end]).to_ascii_lowercase();
-        // `type` naming JSON (JSON-LD, app state) or a template is data, not code.
-        let data = tag.split("type").skip(1).any(|t| {
-            t.trim_start().starts_with('=') && (t.contains("json") || t.contains("template"))
-        });
-        if !data {
-            count += 1;
+        // Its contents are text up to its end tag; without one, to the end of the page.
+        match rest.find(&format!("</{name}")) {
+            Some(end) => from = start + end + 2,
+            None => break,
         }
     }
     count
+}
+
+/// Whether `rest` (lowercased, at a `<`) opens a `name` element: `<scripts>` and `<script-x>`
+/// do not open a `script`.
+fn opens(rest: &str, name: &str) -> bool {
+    let bytes = rest.as_bytes();
+    bytes.get(1..=name.len()) == Some(name.as_bytes())
+        && bytes
+            .get(name.len() + 1)
+            .is_none_or(|b| b.is_ascii_whitespace() || *b == b'>' || *b == b'/')
 }
 
 /// Characters of visible text under `node`, counted until `limit`. A stack, not recursion: a
@@ -220,13 +245,40 @@ mod tests {
     }
 
     #[test]
+    fn scripts_that_never_run_are_not_counted() {
+        // In a comment, an unclosed comment, and inert elements.
+        assert_eq!(
+            code_scripts("<!-- <script src=a.js></script> --><p>x</p>"),
+            0
+        );
+        assert_eq!(code_scripts("<p>x</p><!-- <script src=a.js>"), 0);
+        for inert in ["noscript", "template", "textarea", "TITLE"] {
+            let html = format!("<{inert}><script src=a.js></script></{inert}><p>x</p>");
+            assert_eq!(code_scripts(&html), 0, "{html}");
+        }
+        // A bundle writing a script tag is one script; a real one after a comment counts.
+        assert_eq!(
+            code_scripts("<script>document.write('<script src=b.js><\\/script>')</script>"),
+            1
+        );
+        assert_eq!(code_scripts("<!-- old --><Script>go()</Script><p>"), 1);
+        // Counting goes on after an inert element's end tag.
+        assert_eq!(
+            code_scripts("<textarea><script></textarea><script src=c.js></script>"),
+            1
+        );
+    }
+
+    #[test]
     fn a_long_script_tag_is_cut_at_a_byte_not_inside_a_character() {
         // The 512th byte falls inside an `é`: cutting the text there panicked.
         let html = format!(r#"<script x="{}"></script>"#, "é".repeat(300));
         assert_eq!(code_scripts(&html), 1);
         let html = format!("<script x=\"{}", "€".repeat(300));
         assert_eq!(code_scripts(&html), 1);
-        // A page of `<script` and no `>`: each is looked at within its window, not to the end.
-        assert_eq!(code_scripts(&"<script ".repeat(200_000)), 200_000);
+        // A page of `<script` and no end tag is one script (the rest is its text), found
+        // without searching the page once per `<script`.
+        assert_eq!(code_scripts(&"<script ".repeat(200_000)), 1);
+        assert_eq!(code_scripts(&"<script></script>".repeat(100_000)), 100_000);
     }
 }

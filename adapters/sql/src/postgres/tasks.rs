@@ -2,7 +2,9 @@
 //!
 //! The execution path is two items of a group (`group.rs`): `begin_task` (without an
 //! authority spend) and `settle_task` are each one statement of data-modifying CTEs inside
-//! `svc_run_items` (migration 0019), so each happens whole or not at all and many executions
+//! `svc_run_items` (migration 0019; the settlement as 0023 has it, followed, only for an
+//! account with freeze claims, by the statements that serve and cap them), inside one call,
+//! so each happens whole or not at all and many executions
 //! share one call, one lock of the account row and one commit. The row is locked `FOR NO KEY
 //! UPDATE`: balance changes exclude each other, while other inserts' foreign key checks on the
 //! account (`FOR KEY SHARE`) neither wait nor make a group wait. A task under a payment
