@@ -387,6 +387,20 @@ pub async fn a_late_settlement_leaves_the_claims_alone(b: &Backend) {
     assert_eq!(books(b, &a).await, (0, 1000), "{}", b.name);
 }
 
+/// The freezes each payment's disputes got from the account's failed actions.
+async fn frozen_by_actions(b: &Backend, a: &svc_ports::AccountId, payment: &str) -> i64 {
+    b.billing
+        .receipts(a, 100)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|r| {
+            r.payment_id.as_deref() == Some(payment) && r.kind == ReceiptKind::DisputeFreeze
+        })
+        .map(|r| r.frozen_delta)
+        .sum()
+}
+
 /// Two claims on the same actions: one completing spends part of what they were made of, and
 /// the newest claim shrinks by that much (not the oldest, not to nothing); the failing one
 /// then serves both, the oldest first.
@@ -405,16 +419,18 @@ pub async fn an_action_that_completes_shrinks_the_newest_claim_by_what_it_spent(
     settled(b, &spends, true).await;
     settled(b, &fails, false).await;
     assert_eq!(books(b, &a).await, (0, 1400), "{}", b.name);
-    let frozen_for = |p: &str, receipts: &[svc_ports::billing::Receipt]| -> i64 {
-        receipts
-            .iter()
-            .filter(|r| r.payment_id.as_deref() == Some(p) && r.kind == ReceiptKind::DisputeFreeze)
-            .map(|r| r.frozen_delta)
-            .sum()
-    };
-    let receipts = b.billing.receipts(&a, 100).await.unwrap();
-    assert_eq!(frozen_for(&payments[0], &receipts), 1000, "{}", b.name);
-    assert_eq!(frozen_for(&payments[1], &receipts), 400, "{}", b.name);
+    assert_eq!(
+        frozen_by_actions(b, &a, &payments[0]).await,
+        1000,
+        "{}",
+        b.name
+    );
+    assert_eq!(
+        frozen_by_actions(b, &a, &payments[1]).await,
+        400,
+        "{}",
+        b.name
+    );
     // The older dispute lost takes its 1000; the newer one won gives its 400 back.
     b.billing
         .apply_payment_event(&event(closed(&payments[0], false)))
@@ -425,4 +441,35 @@ pub async fn an_action_that_completes_shrinks_the_newest_claim_by_what_it_spent(
         .await
         .unwrap();
     assert_eq!(books(b, &a).await, (400, 0), "{}", b.name);
+}
+
+/// Claims made within one millisecond are served in the order of their payment ids on every
+/// store, whatever finer time each event came at: the stores keep milliseconds.
+pub async fn claims_made_within_one_millisecond_are_served_in_payment_id_order(b: &Backend) {
+    let (a, mut payments) = bought(b, "one-millisecond@example.com", 2).await;
+    payments.sort();
+    let spends = started(b, &a, 1000).await;
+    let fails = started(b, &a, 1000).await;
+    // The payment whose id sorts last disputes first, 800 microseconds earlier.
+    for (p, micros) in [(&payments[1], 100), (&payments[0], 900)] {
+        let mut e = event(opened(p));
+        e.received_at = t0() + Duration::microseconds(micros);
+        b.billing.apply_payment_event(&e).await.unwrap();
+    }
+    // 1000 left in flight: the claim served first keeps it; the failure then serves it.
+    settled(b, &spends, true).await;
+    settled(b, &fails, false).await;
+    assert_eq!(books(b, &a).await, (0, 1000), "{}", b.name);
+    assert_eq!(
+        frozen_by_actions(b, &a, &payments[0]).await,
+        1000,
+        "{}",
+        b.name
+    );
+    assert_eq!(
+        frozen_by_actions(b, &a, &payments[1]).await,
+        0,
+        "{}",
+        b.name
+    );
 }

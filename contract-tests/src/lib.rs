@@ -242,7 +242,8 @@ macro_rules! contract_suite {
             a_refund_and_another_payments_dispute_share_the_failures,
             a_claim_ends_with_the_credits_in_flight_it_was_made_of,
             a_late_settlement_leaves_the_claims_alone,
-            an_action_that_completes_shrinks_the_newest_claim_by_what_it_spent
+            an_action_that_completes_shrinks_the_newest_claim_by_what_it_spent,
+            claims_made_within_one_millisecond_are_served_in_payment_id_order
         );
 
         $crate::contract_suite!(@connections $backend;

@@ -2,7 +2,7 @@
 //! one lock so that an event and the credits it moves change together.
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SubsecRound, Utc};
 use svc_ports::{
     AccountId, CheckoutId, KeyHash, LedgerEntry, MeterEventId, Plan,
     billing::{
@@ -193,7 +193,14 @@ fn set_claim(s: &mut State, account: &AccountId, payment: &str, claim: i64, at: 
         (None, true) => s
             .billing
             .claims
-            .push((account.clone(), payment.to_owned(), credits, at)),
+            // To the millisecond, as the SQL stores keep it: claims made within one
+            // millisecond are served in payment id order on every store.
+            .push((
+                account.clone(),
+                payment.to_owned(),
+                credits,
+                at.trunc_subsecs(3),
+            )),
         (None, false) => {}
     }
 }
