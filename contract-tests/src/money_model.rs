@@ -93,18 +93,24 @@ fn owned_of(world: &World, p: usize, steps: &[Step]) -> i64 {
         }
     }
     for d in 0..2 {
-        let opened = steps
-            .iter()
-            .any(|s| matches!(s, Step::Open(q, x) if *q == p && *x == d));
-        let closed = steps
-            .iter()
-            .any(|s| matches!(s, Step::Close(q, x) if *q == p && *x == d));
+        let (opened, closed) = dispute(steps, p, d);
         if opened && closed && !world.1[d].1 {
             taken += world.1[d].0;
         }
     }
     let part = i128::from(taken).min(price);
     (credits - (credits * part + price - 1) / price) as i64
+}
+
+/// Whether dispute `d` of payment `p` was opened, and whether closed, in these steps.
+fn dispute(steps: &[Step], p: usize, d: usize) -> (bool, bool) {
+    let opened = steps
+        .iter()
+        .any(|s| matches!(s, Step::Open(q, x) if *q == p && *x == d));
+    let closed = steps
+        .iter()
+        .any(|s| matches!(s, Step::Close(q, x) if *q == p && *x == d));
+    (opened, closed)
 }
 
 /// What open disputes should hold frozen of payment `p` once these steps were delivered: their
@@ -117,12 +123,7 @@ fn frozen_due_of(world: &World, p: usize, steps: &[Step]) -> i64 {
     let (credits, price) = (1000i128, 900i128);
     let mut open = 0i64;
     for d in 0..2 {
-        let opened = steps
-            .iter()
-            .any(|s| matches!(s, Step::Open(q, x) if *q == p && *x == d));
-        let closed = steps
-            .iter()
-            .any(|s| matches!(s, Step::Close(q, x) if *q == p && *x == d));
+        let (opened, closed) = dispute(steps, p, d);
         if opened && !closed {
             open += world[p].1[d].0;
         }

@@ -155,13 +155,12 @@ pub(crate) fn cap_claims(s: &mut State, account: &AccountId) {
 }
 
 /// The account's tasks in flight, oldest first.
-fn in_flight(s: &State, account: &AccountId) -> Vec<svc_ports::TaskRecord> {
-    let mut tasks: Vec<svc_ports::TaskRecord> = s
+fn in_flight<'s>(s: &'s State, account: &AccountId) -> Vec<&'s svc_ports::TaskRecord> {
+    let mut tasks: Vec<&svc_ports::TaskRecord> = s
         .actions
         .tasks
         .values()
         .filter(|t| &t.account_id == account && t.status == svc_ports::TaskStatus::InFlight)
-        .cloned()
         .collect();
     tasks.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
     tasks
@@ -438,7 +437,7 @@ fn spread(s: &mut State, account: &svc_ports::AccountId, owed: i64) {
         .into_iter()
         .map(|t| {
             let owed = s.actions.owed.get(&t.id).copied().unwrap_or(0);
-            (t.id, t.cost, owed)
+            (t.id.clone(), t.cost, owed)
         })
         .collect();
     let shares: Vec<(i64, i64)> = claimed.iter().map(|(_, c, o)| (*c, *o)).collect();
