@@ -164,13 +164,15 @@ pub fn script_shell(html: &str, root: &NodeRef, content_chars: usize) -> Option<
     if content_chars >= SHELL_TEXT_CHARS {
         return None;
     }
-    let scripts = code_scripts(html);
-    if scripts == 0 {
-        return None;
-    }
+    // The text first: counting stops at a few lines, where the scripts are counted on the
+    // whole page (every page read asks).
     let body = select_first(*root, "body")?;
     let chars = visible_text_chars(&body, SHELL_TEXT_CHARS);
     if chars >= SHELL_TEXT_CHARS {
+        return None;
+    }
+    let scripts = code_scripts(html);
+    if scripts == 0 {
         return None;
     }
     let sign = empty_mount(root)
