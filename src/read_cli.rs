@@ -209,8 +209,8 @@ struct Saved {
 /// Reads a saved page as the fetcher reads a body: only a regular file (a pipe or a device
 /// named `x.html` would never end, or never start), and no more than a fetched page may be.
 /// One blocking read of the whole file into a buffer of its size: tokio's file reads in
-/// pieces through the blocking pool, each copied, and grew the buffer as it went (8% more CPU
-/// and half as much memory again over the articles corpus).
+/// pieces through the blocking pool, each copied, and grew the buffer as it went (about 8%
+/// more CPU and 40% more peak memory over the articles corpus; bench/RESULTS.md).
 async fn saved_file(file: &Path) -> anyhow::Result<Saved> {
     let file = file.to_owned();
     tokio::task::spawn_blocking(move || {

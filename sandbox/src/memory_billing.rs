@@ -127,7 +127,8 @@ fn apply_facts(
 }
 
 /// Holds what disputes claim to what the account's actions in flight hold that refunds do not
-/// claim (the rule of `svc_ports::billing::serve_claims`, given the room): the newest claims shrink first.
+/// claim (the rule of `svc_ports::billing::serve_claims`, given the room): the newest claims
+/// shrink first.
 pub(crate) fn cap_claims(s: &mut State, account: &AccountId) {
     let room = s.balances.get(account).map_or(0, |b| b.held) - in_flight_owed(s, account);
     let mut claims: Vec<(String, i64, DateTime<Utc>)> = s
