@@ -67,16 +67,44 @@ pub(crate) enum Failure {
 
 /// A page's requests fetched at once, at most: each may hold a body of the fetcher's cap (and
 /// its text and base64 copies) until it is handed to the browser, and the page's byte budget
-/// is only known to be spent once they are.
+/// is only known to be spent once they are. What the page is built from (its documents,
+/// scripts and data) has its own turns, so stylesheets and the like never keep it waiting.
 const MAX_PAGE_FETCHES: usize = 6;
+/// Turns for the rest of a page's requests (stylesheets, manifests, anything else).
+const MAX_OTHER_FETCHES: usize = 2;
 
-/// Permits for [`MAX_PAGE_FETCHES`].
-struct Fetching(tokio::sync::Semaphore);
+/// Turns for [`MAX_PAGE_FETCHES`] and [`MAX_OTHER_FETCHES`].
+struct Fetching {
+    building: tokio::sync::Semaphore,
+    other: tokio::sync::Semaphore,
+}
 
 impl Default for Fetching {
     fn default() -> Self {
-        Self(tokio::sync::Semaphore::new(MAX_PAGE_FETCHES))
+        Self {
+            building: tokio::sync::Semaphore::new(MAX_PAGE_FETCHES),
+            other: tokio::sync::Semaphore::new(MAX_OTHER_FETCHES),
+        }
     }
+}
+
+impl Fetching {
+    /// The turns a request of `kind` waits for.
+    fn lane(&self, kind: &ResourceType) -> &tokio::sync::Semaphore {
+        match kind {
+            ResourceType::Document
+            | ResourceType::Script
+            | ResourceType::Xhr
+            | ResourceType::Fetch => &self.building,
+            _ => &self.other,
+        }
+    }
+}
+
+/// How long one request may hold its turn: half the page's time, so that requests that never
+/// answer (a stalled tracker, six of them) leave the page's own data the other half.
+fn turn_limit(config: &RenderConfig) -> Duration {
+    config.page_timeout / 2
 }
 
 /// What the interception saw; shared by the handlers of paused requests.
@@ -247,19 +275,20 @@ async fn answer(
     if spent() {
         return Answer::Fail(ErrorReason::BlockedByClient);
     }
-    let Ok(_turn) = traffic.fetching.0.acquire().await else {
+    let Ok(_turn) = traffic.fetching.lane(&event.resource_type).acquire().await else {
         return Answer::Fail(ErrorReason::Failed);
     };
     if spent() {
         return Answer::Fail(ErrorReason::BlockedByClient);
     }
-    let fetched = fetcher
-        .fetch(&FetchRequest {
-            url: url.clone(),
-            respect_robots: true,
-            accept: header(event, "accept"),
-        })
-        .await;
+    let asked = FetchRequest {
+        url: url.clone(),
+        respect_robots: true,
+        accept: header(event, "accept"),
+    };
+    let Ok(fetched) = tokio::time::timeout(turn_limit(config), fetcher.fetch(&asked)).await else {
+        return Answer::Fail(ErrorReason::TimedOut);
+    };
     match fetched {
         Ok(page) => {
             // A binary document (a PDF) comes back as its bytes, not as text.

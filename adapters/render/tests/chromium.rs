@@ -189,6 +189,53 @@ async fn a_page_that_asks_for_much_at_once_is_fetched_a_few_at_a_time() {
     renderer.shut_down().await;
 }
 
+#[tokio::test]
+async fn requests_that_never_answer_keep_neither_their_turns_nor_the_page_waiting() {
+    // Six scripts and two stylesheets that never answer, each as many as get turns at once;
+    // the page's own data still arrives within the page's time.
+    let mut table = Table::default().page(
+        "/api/story.json",
+        "application/json",
+        r#"{"title": "Tides", "body": "Two high tides a day."}"#,
+    );
+    let mut stalls = String::new();
+    for i in 0..6 {
+        table.hang.push(format!("http://t{i}.example/stall.js"));
+        stalls.push_str(&format!(
+            "<script async src=\"http://t{i}.example/stall.js\"></script>"
+        ));
+    }
+    let mut styles = String::new();
+    for i in 0..2 {
+        table.hang.push(format!("http://s{i}.example/stall.css"));
+        styles.push_str(&format!(
+            "<link rel=\"stylesheet\" href=\"http://s{i}.example/stall.css\">"
+        ));
+    }
+    let table = Arc::new(table);
+    let renderer = renderer(table.clone());
+    let mut request = shell(
+        "setTimeout(() => fetch('/api/story.json').then(r => r.json()).then(s => { \
+           document.getElementById('root').innerHTML = '<h1>' + s.title + '</h1><p>' + s.body + '</p>'; \
+         }), 300);",
+    );
+    request.html = request
+        .html
+        .replace("<div id=\"root\">", &format!("{stalls}<div id=\"root\">"))
+        .replace("</body>", &format!("{styles}</body>"));
+    let page = renderer.render(&request).await.expect("rendered");
+    assert!(page.html.contains("<h1>Tides</h1>"), "{}", page.html);
+    assert!(
+        table.asked().contains(&format!("{ORIGIN}/api/story.json")),
+        "{:?}",
+        table.asked()
+    );
+    // The stalled requests were given up on, and then the page was quiet.
+    assert!(page.settled);
+    assert!(page.failed_requests >= 8, "{}", page.failed_requests);
+    renderer.shut_down().await;
+}
+
 /// A local port that counts every connection made to it.
 async fn trap() -> (u16, Arc<AtomicUsize>) {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
@@ -256,14 +303,12 @@ async fn a_script_aiming_at_loopback_or_metadata_gets_nothing_by_any_path() {
 
 #[tokio::test]
 async fn a_page_that_never_finishes_loading_is_read_as_it_stands_at_the_limit() {
-    let mut table = Table::default().page("/slow.js", "text/javascript", "");
-    table.hang.push(format!("{ORIGIN}/never.js"));
-    let renderer = renderer(Arc::new(table));
-    let mut request =
-        shell("document.getElementById('root').textContent = 'drawn before the wait';");
-    request.html = request
-        .html
-        .replace("</body>", "<script src=\"/never.js\"></script></body>");
+    // It asks for something new every 100 ms, so it is never quiet.
+    let renderer = renderer(Arc::new(Table::default()));
+    let request = shell(
+        "document.getElementById('root').textContent = 'drawn before the wait'; \
+         setInterval(() => fetch('/poll?t=' + Date.now()).catch(() => {}), 100);",
+    );
     let page = renderer
         .render(&request)
         .await
