@@ -7,13 +7,14 @@
 //! a large stack; and a panic in the parser (pdf-extract has many `unwrap`s) is a damaged PDF,
 //! not a dead worker.
 
+mod forms;
 mod inflate;
 mod info;
 
 use std::{
     collections::HashSet,
     panic::{AssertUnwindSafe, catch_unwind},
-    sync::mpsc,
+    sync::{Condvar, Mutex, OnceLock, mpsc},
     time::Duration,
 };
 
@@ -21,8 +22,9 @@ use pdf_extract::{Document, ObjectId, OutputError, PlainTextOutput, output_doc_p
 use svc_ports::document::{MAX_PDF_INFLATED_BYTES, MAX_PDF_PAGES};
 use svc_ports::{PdfReader, PdfRefusal, PdfText};
 
-/// Stack for the parsing thread: lopdf bounds its nesting, the content interpreter recurses
-/// through form XObjects; 64 MiB is far past both and costs only address space.
+/// Stack for the parsing thread: lopdf bounds its nesting, and the content interpreter
+/// recurses through form XObjects only as deep as `forms` lets it; 64 MiB is far past both
+/// and costs only address space.
 const PARSER_STACK_BYTES: usize = 64 * 1024 * 1024;
 
 /// How long one PDF may take. Ordinary files take milliseconds; past this the parser is
@@ -41,10 +43,12 @@ impl PdfReader for PdfExtractReader {
         check_xref_widths(bytes)?;
         let owned = bytes.to_vec();
         let (done, answer) = mpsc::channel();
+        let turn = PARSERS.take(max_parsers(), PDF_TIME_LIMIT)?;
         std::thread::Builder::new()
             .name("pdf-reader".into())
             .stack_size(PARSER_STACK_BYTES)
             .spawn(move || {
+                let _turn = turn;
                 let _ = done.send(catch_unwind(AssertUnwindSafe(|| read(&owned))));
             })
             .map_err(|e| PdfRefusal::Damaged(format!("no thread to read it on: {e}")))?;
@@ -61,6 +65,59 @@ impl PdfReader for PdfExtractReader {
                 PDF_TIME_LIMIT.as_secs()
             ))),
         }
+    }
+}
+
+/// Parser threads alive, those left running past [`PDF_TIME_LIMIT`] included.
+static PARSERS: Pool = Pool::new();
+
+/// Parser threads alive at once, at most: one per core, at least four. A thread past its
+/// time limit cannot be stopped, so without this, files that each run long would take every
+/// core one after another.
+fn max_parsers() -> usize {
+    static MAX: OnceLock<usize> = OnceLock::new();
+    *MAX.get_or_init(|| std::thread::available_parallelism().map_or(4, |n| n.get().max(4)))
+}
+
+/// Threads alive, and a signal when one ends.
+struct Pool {
+    live: Mutex<usize>,
+    freed: Condvar,
+}
+
+impl Pool {
+    const fn new() -> Self {
+        Self {
+            live: Mutex::new(0),
+            freed: Condvar::new(),
+        }
+    }
+
+    /// A place among `max`, waiting up to `wait` for one.
+    fn take(&'static self, max: usize, wait: Duration) -> Result<Turn, PdfRefusal> {
+        let live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        let (mut live, _) = self
+            .freed
+            .wait_timeout_while(live, wait, |n| *n >= max)
+            .unwrap_or_else(|e| e.into_inner());
+        if *live >= max {
+            return Err(PdfRefusal::Damaged(format!(
+                "every PDF reader is still busy with files that ran past {} s",
+                PDF_TIME_LIMIT.as_secs()
+            )));
+        }
+        *live += 1;
+        Ok(Turn(self))
+    }
+}
+
+/// One thread's place in its [`Pool`], given back when dropped (the thread ended).
+struct Turn(&'static Pool);
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        *self.0.live.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+        self.0.freed.notify_one();
     }
 }
 
@@ -83,6 +140,12 @@ fn read(bytes: &[u8]) -> Result<PdfText, PdfRefusal> {
             "the page tree loops above page {number}"
         )));
     }
+    let page_ids: Vec<ObjectId> = pages_by_number
+        .values()
+        .copied()
+        .take(MAX_PDF_PAGES)
+        .collect();
+    forms::check_forms(&doc, &page_ids).map_err(|e| PdfRefusal::Damaged(e.to_string()))?;
     let page_numbers: Vec<u32> = pages_by_number.keys().copied().collect();
     let mut pages = Vec::with_capacity(page_numbers.len().min(MAX_PDF_PAGES));
     for &number in page_numbers.iter().take(MAX_PDF_PAGES) {

@@ -248,8 +248,9 @@ proptest! {
     }
 }
 
-/// Writes the PDFs the API and CLI tests serve (`tests/fixtures/pdf/`), so those files are
-/// exactly these cases: `cargo nextest run -p svc-pdf --run-ignored only write_fixtures`.
+/// Writes the PDFs the API and CLI tests serve (`tests/fixtures/pdf/`), and the fuzzer's seeds
+/// of forms that loop or fan out, so those files are exactly these cases:
+/// `cargo nextest run -p svc-pdf --run-ignored only write_fixtures`.
 #[test]
 #[ignore]
 fn write_fixtures() {
@@ -273,6 +274,9 @@ fn write_fixtures() {
         Built::pages(vec![vec![], vec![]]).bytes(),
     )
     .unwrap();
+    let seeds = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/read_pdf");
+    std::fs::write(seeds.join("form-loop.pdf"), with_forms(2, 1, "F0")).unwrap();
+    std::fs::write(seeds.join("form-fan-out.pdf"), with_forms(13, 10, "")).unwrap();
 }
 
 /// The input scripts/fuzz.sh found: a `/Pages` node that is its own `/Parent`, which sent
@@ -313,4 +317,130 @@ fn an_absurd_xref_field_width_is_damaged_not_an_abort() {
     assert!(check_xref_widths(b"<< /Type /XRef /W [1 2 1] /Size 5 >>").is_ok());
     assert!(check_xref_widths(b"<< /Widths [600 600 600 1000] /W[1 4 2] >>").is_ok());
     assert!(check_xref_widths(b"<< /W [ 1 99 1 ] >>").is_err());
+}
+
+/// A one-page PDF whose page draws form `F0`, and forms `F0..forms` where each draws the
+/// next `times` times and the last draws `last` (by name, from its own resources).
+fn with_forms(forms: usize, times: usize, last: &str) -> Vec<u8> {
+    let mut doc = Document::with_version("1.5");
+    let pages_id = doc.new_object_id();
+    let font_id = doc.add_object(dictionary! {
+        "Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Helvetica",
+        "Encoding" => "WinAnsiEncoding",
+    });
+    let ids: Vec<ObjectId> = (0..forms).map(|_| doc.new_object_id()).collect();
+    let draw = |name: &str| Operation::new("Do", vec![Object::Name(name.as_bytes().to_vec())]);
+    for (i, &id) in ids.iter().enumerate() {
+        let (operations, xobjects) = if i + 1 < forms {
+            let next = format!("F{}", i + 1);
+            (
+                (0..times).map(|_| draw(&next)).collect(),
+                dictionary! { next.as_str() => ids[i + 1] },
+            )
+        } else {
+            let mut operations = vec![
+                Operation::new("BT", vec![]),
+                Operation::new("Tf", vec!["F1".into(), 12.into()]),
+                Operation::new("Td", vec![72.into(), 720.into()]),
+                Operation::new("Tj", vec![Object::string_literal("Running header")]),
+                Operation::new("ET", vec![]),
+            ];
+            if !last.is_empty() {
+                operations.push(draw(last));
+            }
+            let target = last.trim_start_matches('F').parse::<usize>().ok();
+            let xobjects = match target {
+                Some(t) => dictionary! { last => ids[t] },
+                None => dictionary! {},
+            };
+            (operations, xobjects)
+        };
+        let content = Content { operations }.encode().unwrap();
+        let dict = dictionary! {
+            "Type" => "XObject", "Subtype" => "Form",
+            "BBox" => vec![0.into(), 0.into(), 612.into(), 792.into()],
+            "Resources" => dictionary! { "XObject" => xobjects, "Font" => dictionary! { "F1" => font_id } },
+        };
+        doc.objects
+            .insert(id, Object::Stream(Stream::new(dict, content)));
+    }
+    let page_content = Content {
+        operations: vec![draw("F0")],
+    }
+    .encode()
+    .unwrap();
+    let content_id = doc.add_object(Stream::new(dictionary! {}, page_content));
+    let page_id = doc.add_object(dictionary! {
+        "Type" => "Page", "Parent" => pages_id, "Contents" => content_id,
+        "Resources" => dictionary! { "XObject" => dictionary! { "F0" => ids[0] } },
+    });
+    doc.objects.insert(
+        pages_id,
+        Object::Dictionary(dictionary! {
+            "Type" => "Pages", "Kids" => vec![page_id.into()], "Count" => 1,
+            "MediaBox" => vec![0.into(), 0.into(), 612.into(), 792.into()],
+        }),
+    );
+    let catalog_id = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages_id });
+    doc.trailer.set("Root", catalog_id);
+    let mut out = Vec::new();
+    doc.save_to(&mut out).unwrap();
+    out
+}
+
+#[test]
+fn text_drawn_by_forms_is_read() {
+    // A header form drawn through two more forms, three times each: nine headers.
+    let text = read(&with_forms(3, 3, "")).expect("read");
+    assert_eq!(
+        text.pages[0].matches("Running header").count(),
+        9,
+        "{:?}",
+        text.pages
+    );
+}
+
+/// A form that draws itself made pdf-extract recurse until the stack ran out: an abort of the
+/// whole process, which no `catch_unwind` stops (found by a review of the parser).
+#[test]
+fn a_form_that_draws_itself_is_damaged_not_an_abort() {
+    for (forms, last) in [(1, "F0"), (4, "F1")] {
+        match read(&with_forms(forms, 1, last)) {
+            Err(PdfRefusal::Damaged(detail)) => {
+                assert!(detail.contains("draws itself"), "{detail}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[test]
+fn forms_that_draw_each_other_many_times_over_are_refused() {
+    // 10^12 draws of the header in a file of a few kilobytes.
+    match read(&with_forms(13, 10, "")) {
+        Err(PdfRefusal::Damaged(detail)) => assert!(detail.contains("too many times"), "{detail}"),
+        other => panic!("{other:?}"),
+    }
+    // Nested deeper than any real file.
+    match read(&with_forms(40, 1, "")) {
+        Err(PdfRefusal::Damaged(detail)) => assert!(detail.contains("deeper"), "{detail}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_parser_waits_for_a_place_and_gives_it_back() {
+    let pool: &'static Pool = Box::leak(Box::new(Pool::new()));
+    let wait = Duration::from_millis(20);
+    let first = pool.take(2, wait).unwrap();
+    let second = pool.take(2, wait).unwrap();
+    // Full: refused once the wait is over.
+    assert!(matches!(pool.take(2, wait), Err(PdfRefusal::Damaged(d)) if d.contains("busy")));
+    drop(first);
+    let third = pool.take(2, wait).expect("a place was given back");
+    // A place given back while waiting is taken.
+    let waiting = std::thread::spawn(move || pool.take(2, Duration::from_secs(60)).is_ok());
+    drop(second);
+    assert!(waiting.join().unwrap());
+    drop(third);
 }
