@@ -417,6 +417,38 @@ async fn one_idempotency_key_is_one_billing_task() {
     .await;
 }
 
+/// A key past visible ASCII was once handed to the handler as no key at all, so a retry ran
+/// and was charged again. As UTF-8 it is a key like any other (as on MCP and A2A); bytes that
+/// are not UTF-8 are refused, and charge nothing.
+#[tokio::test]
+async fn a_key_past_ascii_is_still_one_billing_task() {
+    let app = app().await;
+    let key = app.api_key.clone();
+    let body = json!({"domain": SHOP, "action": "search_products", "params": {"query": "tea"}});
+    let send = |raw: &'static [u8]| {
+        app.http
+            .post(app.url("/api/execute"))
+            .header("Authorization", bearer(&key))
+            .header(
+                "Idempotency-Key",
+                reqwest::header::HeaderValue::from_bytes(raw).unwrap(),
+            )
+            .json(&body)
+            .send()
+    };
+    let first = send("caf\u{e9}".as_bytes()).await.unwrap();
+    assert_eq!(first.status(), 200);
+    let first: Value = first.json().await.unwrap();
+    let again = send("caf\u{e9}".as_bytes()).await.unwrap();
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
+    assert_eq!(again.json::<Value>().await.unwrap(), first);
+    assert_eq!(balance(&app, &key).await, (999, 0));
+    for _ in 0..2 {
+        problem(send(b"bad\xff\xfe").await.unwrap(), 422, "invalid_request").await;
+    }
+    assert_eq!(balance(&app, &key).await, (999, 0));
+}
+
 /// A caller that hangs up mid-execution does not stop it: the action runs to its end and is
 /// settled by what happened (dropped with the request, it was left in flight for recovery to
 /// refund as interrupted a minute later, whatever the site had done).
