@@ -131,9 +131,14 @@ impl HookService {
         new: NewEndpoint<'_>,
     ) -> Result<CreatedEndpoint, HookFailure> {
         let url = new.url;
-        if url.is_empty() || url.len() > MAX_URL_LEN || url.chars().any(char::is_whitespace) {
+        // A URL parser drops a trailing NUL or tab, so the check below would pass on a URL
+        // that is not the one stored (and a NUL cannot be stored in Postgres at all).
+        if url.is_empty()
+            || url.len() > MAX_URL_LEN
+            || url.chars().any(|c| c.is_whitespace() || c.is_control())
+        {
             return Err(HookFailure::Invalid(format!(
-                "`url` must be an http or https URL of at most {MAX_URL_LEN} characters, without spaces."
+                "`url` must be an http or https URL of at most {MAX_URL_LEN} characters, without spaces or control characters."
             )));
         }
         let description = new.description.unwrap_or("").trim();
