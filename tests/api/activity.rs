@@ -246,6 +246,8 @@ async fn bad_filters_are_refused_as_the_other_endpoints_refuse_them() {
         "?since=yesterday",
         "?until=2026-13-01T00:00:00Z",
         "?domain=",
+        // Not UTF-8 once decoded: it was read as U+FFFD and looked up.
+        "?domain=%FF",
     ] {
         let resp = get(&app, Some(&key), &format!("/api/tasks{query}")).await;
         problem(resp, 400, "malformed_request").await;

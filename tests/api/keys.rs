@@ -455,6 +455,23 @@ async fn the_mcp_tools_follow_the_same_rules() {
     assert_eq!(none["result"]["isError"], true, "{none}");
 }
 
+/// A form whose values are not UTF-8 once decoded is a 400, as a JSON body with those bytes
+/// is; it was read as U+FFFD and shown to the human on the device page.
+#[tokio::test]
+async fn a_form_that_is_not_utf8_is_malformed() {
+    let (app, _clock) = app().await;
+    let resp = app
+        .http
+        .post(app.url("/agent/identity"))
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .body("client_id=my%FFagent&scope=read")
+        .send()
+        .await
+        .unwrap();
+    problem(resp, 400, "malformed_request").await;
+    assert!(start_device(&app, "read").await["user_code"].is_string());
+}
+
 // ---- the human's approval of consequential scope ---------------------------------------------
 
 async fn start_device(app: &TestApp, scope: &str) -> Value {

@@ -217,8 +217,54 @@ async fn cap_body(req: &mut Request, max: usize) -> Result<(), ApiProblem> {
         }
         buf.extend_from_slice(&chunk);
     }
+    let form = req
+        .header(header::CONTENT_TYPE)
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| {
+            v.trim()
+                .eq_ignore_ascii_case("application/x-www-form-urlencoded")
+        });
+    if form && !decodes_to_utf8(&buf) {
+        return Err(not_utf8("The form"));
+    }
     req.set_body(Body::from(buf));
     Ok(())
+}
+
+fn not_utf8(what: &str) -> ApiProblem {
+    ApiProblem::new(
+        FailureClass::MalformedRequest,
+        format!("{what} is not UTF-8 text once percent-decoded."),
+    )
+}
+
+/// Whether URL-encoded `data` (a query string or a form body) percent-decodes to UTF-8. The
+/// extractors decode lossily, turning bad bytes into U+FFFD and storing that; a JSON body with
+/// the same bytes is a 400, and so is this. `&` and `=` are ASCII, so the whole decodes to
+/// UTF-8 exactly when each name and value does.
+pub(crate) fn decodes_to_utf8(data: &[u8]) -> bool {
+    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+    let mut decoded = Vec::with_capacity(data.len());
+    let mut i = 0;
+    while i < data.len() {
+        match data[i] {
+            b'%' => match (
+                data.get(i + 1).and_then(|&b| hex(b)),
+                data.get(i + 2).and_then(|&b| hex(b)),
+            ) {
+                (Some(high), Some(low)) => {
+                    decoded.push(high << 4 | low);
+                    i += 3;
+                    continue;
+                }
+                // A `%` not followed by two hex digits stands for itself.
+                _ => decoded.push(b'%'),
+            },
+            b => decoded.push(b),
+        }
+        i += 1;
+    }
+    std::str::from_utf8(&decoded).is_ok()
 }
 
 /// The outermost layer: gives every request an id and a span, applies the per-IP limit and the
@@ -253,6 +299,9 @@ pub async fn edge<E: Endpoint>(next: E, mut req: Request) -> poem::Result<Respon
         let outcome = async {
             if let Some(ip) = client_ip_of(&req, &edge.proxies) {
                 edge.limits.check_ip(ip)?;
+            }
+            if !decodes_to_utf8(req.uri().query().unwrap_or_default().as_bytes()) {
+                return Err(not_utf8("The query string").into());
             }
             cap_body(&mut req, edge.max_body_bytes).await?;
             next.call(req).await.map(IntoResponse::into_response)
@@ -317,6 +366,30 @@ pub async fn edge<E: Endpoint>(next: E, mut req: Request) -> poem::Result<Respon
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn url_encoded_data_must_decode_to_utf8() {
+        for good in [
+            "",
+            "a=1&b=2",
+            "q=caf%C3%A9",
+            "q=caf\u{e9}",
+            "100%",
+            "a=%zz&b=%4",
+            "x=%26%3D",
+        ] {
+            assert!(decodes_to_utf8(good.as_bytes()), "{good}");
+        }
+        for bad in [
+            "q=%FF",
+            "client_id=my%FFagent",
+            "a=%C3&b=%A9",
+            "a=%C3",
+            "%ED%A0%80",
+        ] {
+            assert!(!decodes_to_utf8(bad.as_bytes()), "{bad}");
+        }
+    }
 
     #[test]
     fn allowed_methods_match_templates() {
