@@ -281,6 +281,41 @@ async fn checkout_is_a_signed_in_web_sessions_act() {
         "invalid_request",
     )
     .await;
+    // The body is held to what every JSON endpoint's is: its type, UTF-8, known fields.
+    for (content_type, body) in [
+        ("text/plain", br#"{"sku": "starter"}"#.to_vec()),
+        (
+            "application/json",
+            b"{\"sku\": \"starter\", \"x\": \"\xff\"}".to_vec(),
+        ),
+        (
+            "application/json",
+            br#"{"sku": "starter", "quantity": -5}"#.to_vec(),
+        ),
+    ] {
+        let resp = browser
+            .http
+            .post(&endpoint)
+            .header("Origin", &app.base_url)
+            .header("Authorization", format!("Bearer {csrf}"))
+            .header("Idempotency-Key", "k5")
+            .header("Content-Type", content_type)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let status = if content_type == "text/plain" {
+            415
+        } else {
+            400
+        };
+        let class = if status == 415 {
+            "unsupported_media_type"
+        } else {
+            "malformed_request"
+        };
+        problem(resp, status, class).await;
+    }
     assert_eq!(
         create_checkout(&app, &browser, &csrf, Some("k4"), "starter")
             .await

@@ -285,6 +285,7 @@ fn billing_failure_page(visit: Visit, e: BillingFailure) -> Response {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct CheckoutBody {
     sku: String,
 }
@@ -332,6 +333,18 @@ async fn create_checkout_session(req: &Request, ctx: Data<&AppContext>, body: Bo
             "This request must come from this site's pages: an Origin of this site and the page's CSRF token as the bearer.",
         );
     }
+    // Held to what every other JSON endpoint holds a body to: its type, UTF-8 throughout
+    // (an ignored field is not checked by the parser), no field it does not know.
+    let json = req
+        .header(header::CONTENT_TYPE)
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+    if !json {
+        return problem(
+            FailureClass::UnsupportedMediaType,
+            "The body must be sent as application/json.",
+        );
+    }
     let bytes = match body.into_bytes_limit(MAX_SMALL_BODY).await {
         Ok(b) => b,
         Err(_) => {
@@ -341,6 +354,12 @@ async fn create_checkout_session(req: &Request, ctx: Data<&AppContext>, body: Bo
             );
         }
     };
+    if std::str::from_utf8(&bytes).is_err() {
+        return problem(
+            FailureClass::MalformedRequest,
+            "The body must be UTF-8 JSON like {\"sku\": \"starter\"}.",
+        );
+    }
     let parsed: CheckoutBody = match serde_json::from_slice(&bytes) {
         Ok(b) => b,
         Err(e) => {
