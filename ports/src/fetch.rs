@@ -190,3 +190,35 @@ pub trait ActionTransport: Send + Sync {
     /// now is not refused (it may later), and `send` checks again each time.
     async fn check(&self, url: &str) -> Result<(), FetchError>;
 }
+
+/// The registrable part of a host, approximated without the public-suffix list: the last two
+/// labels, or three under a two-letter country code with a generic second level (`co.uk`).
+pub fn site_of(host: &str) -> String {
+    let labels: Vec<&str> = host.trim_end_matches('.').split('.').collect();
+    let n = labels.len();
+    let take = if n >= 3
+        && labels[n - 1].len() == 2
+        && matches!(
+            labels[n - 2],
+            "co" | "com" | "net" | "org" | "gov" | "ac" | "edu" | "ne" | "or"
+        ) {
+        3
+    } else {
+        2
+    };
+    labels[n.saturating_sub(take)..]
+        .join(".")
+        .to_ascii_lowercase()
+}
+
+#[cfg(test)]
+mod site_tests {
+    use super::site_of;
+
+    #[test]
+    fn sites_compare_by_registrable_domain() {
+        assert_eq!(site_of("a.b.example.co.uk"), "example.co.uk");
+        assert_eq!(site_of("www.example.com"), "example.com");
+        assert_eq!(site_of("localhost"), "localhost");
+    }
+}

@@ -25,7 +25,7 @@ pub use reader::HtmlExtractor;
 use std::collections::HashMap;
 
 use dom_query::{Document as Dom, Matcher, NodeRef, Selection};
-use svc_ports::{FieldOption, Form, FormField, Link, PageMetadata};
+use svc_ports::{FieldOption, Form, FormField, Link, PageMetadata, fetch::site_of};
 use url::Url;
 
 /// A parsed page and the URL its relative links resolve against.
@@ -283,26 +283,6 @@ fn label_for(control: &NodeRef, labels: &HashMap<String, String>) -> Option<Stri
         .filter(|t| !t.is_empty())
 }
 
-/// The registrable part of a host, approximated without the public-suffix list: the last two
-/// labels, or three under a two-letter country code with a generic second level (`co.uk`).
-fn site_of(host: &str) -> String {
-    let labels: Vec<&str> = host.trim_end_matches('.').split('.').collect();
-    let n = labels.len();
-    let take = if n >= 3
-        && labels[n - 1].len() == 2
-        && matches!(
-            labels[n - 2],
-            "co" | "com" | "net" | "org" | "gov" | "ac" | "edu" | "ne" | "or"
-        ) {
-        3
-    } else {
-        2
-    };
-    labels[n.saturating_sub(take)..]
-        .join(".")
-        .to_ascii_lowercase()
-}
-
 fn same_site(page: &Url, link: &Url) -> bool {
     match (page.host_str(), link.host_str()) {
         (Some(a), Some(b)) => a.eq_ignore_ascii_case(b) || site_of(a) == site_of(b),
@@ -386,12 +366,5 @@ mod tests {
             ("GET", "https://shop.example.com/a/page.html")
         );
         assert_eq!(g.fields[0].label.as_deref(), Some("Ex"));
-    }
-
-    #[test]
-    fn sites_compare_by_registrable_domain() {
-        assert_eq!(site_of("a.b.example.co.uk"), "example.co.uk");
-        assert_eq!(site_of("www.example.com"), "example.com");
-        assert_eq!(site_of("localhost"), "localhost");
     }
 }

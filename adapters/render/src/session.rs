@@ -65,38 +65,55 @@ pub(crate) enum Failure {
     Browser(String),
 }
 
-/// A page's requests fetched at once, at most: each may hold a body of the fetcher's cap (and
-/// its text and base64 copies) until it is handed to the browser, and the page's byte budget
-/// is only known to be spent once they are. What the page is built from (its documents,
-/// scripts and data) has its own turns, so stylesheets and the like never keep it waiting.
-const MAX_PAGE_FETCHES: usize = 6;
-/// Turns for the rest of a page's requests (stylesheets, manifests, anything else).
-const MAX_OTHER_FETCHES: usize = 2;
+/// A page's requests fetched at once, at most, in three lanes: each may hold a body of the
+/// fetcher's cap (and its text and base64 copies) until it is handed to the browser, and the
+/// page's byte budget is only known to be spent once they are. What the page is built from
+/// on its own site (documents, scripts, data) has its own turns, so other sites' trackers
+/// and the page's stylesheets never keep it waiting however many stall.
+const OWN_SITE_FETCHES: usize = 4;
+/// Turns for documents, scripts and data from other sites (CDN bundles, embeds, trackers).
+const OTHER_SITE_FETCHES: usize = 2;
+/// Turns for the rest (stylesheets, manifests, anything else).
+const OTHER_FETCHES: usize = 2;
 
-/// Turns for [`MAX_PAGE_FETCHES`] and [`MAX_OTHER_FETCHES`].
+/// Turns for each lane.
 struct Fetching {
-    building: tokio::sync::Semaphore,
+    own_site: tokio::sync::Semaphore,
+    other_sites: tokio::sync::Semaphore,
     other: tokio::sync::Semaphore,
 }
 
 impl Default for Fetching {
     fn default() -> Self {
         Self {
-            building: tokio::sync::Semaphore::new(MAX_PAGE_FETCHES),
-            other: tokio::sync::Semaphore::new(MAX_OTHER_FETCHES),
+            own_site: tokio::sync::Semaphore::new(OWN_SITE_FETCHES),
+            other_sites: tokio::sync::Semaphore::new(OTHER_SITE_FETCHES),
+            other: tokio::sync::Semaphore::new(OTHER_FETCHES),
         }
     }
 }
 
 impl Fetching {
-    /// The turns a request of `kind` waits for.
-    fn lane(&self, kind: &ResourceType) -> &tokio::sync::Semaphore {
-        match kind {
-            ResourceType::Document
-            | ResourceType::Script
-            | ResourceType::Xhr
-            | ResourceType::Fetch => &self.building,
-            _ => &self.other,
+    /// The turns a request of `kind` for `url` waits for, on a page of site `page_site`.
+    fn lane(
+        &self,
+        kind: &ResourceType,
+        url: &str,
+        page_site: Option<&str>,
+    ) -> &tokio::sync::Semaphore {
+        let building = matches!(
+            kind,
+            ResourceType::Document | ResourceType::Script | ResourceType::Xhr | ResourceType::Fetch
+        );
+        if !building {
+            return &self.other;
+        }
+        let site = url::Url::parse(url)
+            .ok()
+            .and_then(|u| u.host_str().map(svc_ports::fetch::site_of));
+        match (site, page_site) {
+            (Some(site), Some(page)) if site == page => &self.own_site,
+            _ => &self.other_sites,
         }
     }
 }
@@ -275,7 +292,13 @@ async fn answer(
     if spent() {
         return Answer::Fail(ErrorReason::BlockedByClient);
     }
-    let Ok(_turn) = traffic.fetching.lane(&event.resource_type).acquire().await else {
+    let page_site = url::Url::parse(&request.url)
+        .ok()
+        .and_then(|u| u.host_str().map(svc_ports::fetch::site_of));
+    let lane = traffic
+        .fetching
+        .lane(&event.resource_type, url, page_site.as_deref());
+    let Ok(_turn) = lane.acquire().await else {
         return Answer::Fail(ErrorReason::Failed);
     };
     if spent() {
