@@ -338,8 +338,18 @@ impl GuardedFetcher {
         let file = match self.robots.get(&origin) {
             Some(f) => f,
             None => {
+                // Its own time limit, a third of the page's: a robots.txt that never answers is
+                // unreachable (and remembered), not the page's whole time, again per request.
+                let limit = self.config.timeout / 3;
                 let file = match Url::parse(&robots_url) {
-                    Ok(u) => match self.get_following(u, false, 512 * 1024, None).await {
+                    Ok(u) => match tokio::time::timeout(
+                        limit,
+                        self.get_following(u, false, 512 * 1024, None),
+                    )
+                    .await
+                    .unwrap_or(Err(FetchError::Timeout {
+                        seconds: limit.as_secs(),
+                    })) {
                         Ok((_, _, status, _, body, _)) if status.is_success() => {
                             robots::parse(&self.config.robots_agent, &body)
                         }

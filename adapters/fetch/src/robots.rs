@@ -1,4 +1,4 @@
-//! robots.txt decisions (RFC 9309), cached per origin for an hour.
+//! robots.txt decisions (RFC 9309), cached per origin for an hour (a minute when unreachable).
 
 use std::{
     collections::HashMap,
@@ -11,6 +11,10 @@ use svc_ports::RobotsDecision;
 use url::Url;
 
 const TTL: Duration = Duration::from_secs(3600);
+/// How long an unreachable robots.txt (a 5xx, a timeout) disallows its origin before it is
+/// asked again: long enough that a stalled host is not asked once per request, short enough
+/// that a passing failure does not close a site for an hour.
+const UNREACHABLE_TTL: Duration = Duration::from_secs(60);
 const MAX_ORIGINS: usize = 10_000;
 
 /// What was learnt from one origin's robots.txt.
@@ -24,6 +28,15 @@ pub enum RobotsFile {
     Unreachable,
 }
 
+impl RobotsFile {
+    fn ttl(&self) -> Duration {
+        match self {
+            RobotsFile::Unreachable => UNREACHABLE_TTL,
+            _ => TTL,
+        }
+    }
+}
+
 #[derive(Default)]
 pub struct RobotsCache {
     entries: Mutex<HashMap<String, (Instant, RobotsFile)>>,
@@ -34,7 +47,7 @@ impl RobotsCache {
         let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         entries
             .get(origin)
-            .filter(|(at, _)| at.elapsed() < TTL)
+            .filter(|(at, file)| at.elapsed() < file.ttl())
             .map(|(_, f)| f.clone())
     }
 

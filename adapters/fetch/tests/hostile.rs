@@ -456,3 +456,34 @@ async fn an_erroring_robots_txt_disallows_everything() {
         other => panic!("expected a robots refusal, got {other:?}"),
     }
 }
+
+/// A robots.txt that never answers costs a third of the fetch's time once, and is then
+/// remembered as unreachable (everything disallowed, RFC 9309), not asked again per request.
+#[tokio::test]
+async fn a_robots_txt_that_never_answers_is_unreachable_and_remembered() {
+    let (fetcher, server, _, _) = setup().await;
+    Mock::given(method("GET"))
+        .and(path("/robots.txt"))
+        .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(30)))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
+        .mount(&server)
+        .await;
+    let base = format!("http://{SANDBOX}:{}", server.address().port());
+    for page in ["a", "b"] {
+        match fetcher.fetch(&req(format!("{base}/{page}"))).await {
+            Err(FetchError::RobotsDisallowed(d)) => assert_eq!(d.basis, "unreachable"),
+            other => panic!("expected robots.txt unreachable, got {other:?}"),
+        }
+    }
+    let robots_reads = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .filter(|r| r.url.path() == "/robots.txt")
+        .count();
+    assert_eq!(robots_reads, 1);
+}
