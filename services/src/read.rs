@@ -16,7 +16,6 @@ use url::Url;
 mod render;
 pub use render::RenderMode;
 
-/// Longest `max_age` honoured; pages older than this are purged from the cache.
 /// Reads of one batch fetched at once: enough to overlap slow sites, few enough that one
 /// caller's batch does not crowd out everyone else's reads.
 pub const BATCH_CONCURRENCY: usize = 4;
@@ -29,18 +28,49 @@ pub struct CheckedBatch<'a> {
 
 impl CheckedBatch<'_> {
     /// Each read exactly as a single one (cache, guard, robots), at most [`BATCH_CONCURRENCY`]
-    /// at a time; the answers in the order asked.
+    /// at a time; the answers in the order asked. A request asked twice is read once and its
+    /// answer given at each place: read at the same time, both would miss the cache and fetch
+    /// (or render) the page twice.
     pub async fn read(self) -> Vec<Result<ReadOutcome, ReadError>> {
         use futures_util::StreamExt;
         let service = self.service;
-        futures_util::stream::iter(self.requests)
-            .map(|r| async move { service.read_checked(&r).await })
-            .buffered(BATCH_CONCURRENCY)
-            .collect()
-            .await
+        let mut unique: Vec<&ReadRequest> = Vec::new();
+        let places: Vec<usize> = self
+            .requests
+            .iter()
+            .map(|r| {
+                unique.iter().position(|u| *u == r).unwrap_or_else(|| {
+                    unique.push(r);
+                    unique.len() - 1
+                })
+            })
+            .collect();
+        let mut answers: Vec<Option<Result<ReadOutcome, ReadError>>> =
+            futures_util::stream::iter(unique.iter().copied())
+                .map(|r| async move { service.read_checked(r).await })
+                .buffered(BATCH_CONCURRENCY)
+                .map(Some)
+                .collect()
+                .await;
+        // The last place of each request takes its answer; the others a copy (a page) or a read
+        // of their own (an error, which cannot be copied; rare, and quick to fail again).
+        let mut out = Vec::with_capacity(places.len());
+        for (at, &u) in places.iter().enumerate() {
+            let last = !places[at + 1..].contains(&u);
+            let answer = match &answers[u] {
+                Some(Ok(outcome)) if !last => Ok(outcome.clone()),
+                Some(Err(_)) if !last => service.read_checked(unique[u]).await,
+                _ => answers[u]
+                    .take()
+                    .expect("each answer is taken once, by its last place"),
+            };
+            out.push(answer);
+        }
+        out
     }
 }
 
+/// Longest `max_age` honoured; pages older than this are purged from the cache.
 pub const MAX_CACHE_AGE_SECONDS: u64 = 7 * 24 * 3600;
 /// Limits on CSS selectors, which cost matching time on every element.
 pub const MAX_SELECTORS: usize = 20;

@@ -361,3 +361,40 @@ async fn an_error_answer_typed_as_pdf_is_an_http_error_and_is_not_parsed() {
         ReadOutcome::Page(_) => panic!("read as a page"),
     }
 }
+
+/// A URL asked twice in one batch is fetched once and answered at both places; an error is
+/// answered at both places too.
+#[tokio::test]
+async fn a_request_asked_twice_in_a_batch_is_read_once() {
+    let mut fetcher = MockPageFetcher::new();
+    fetcher
+        .expect_fetch()
+        .withf(|r| r.url == "https://example.com/a")
+        .times(1)
+        .returning(|_| Ok(fetched(200, "text/html", "<p>Alpha</p>")));
+    fetcher
+        .expect_fetch()
+        .withf(|r| r.url == "https://example.com/down")
+        .times(2)
+        .returning(|_| {
+            Err(FetchError::Connect {
+                detail: "refused".into(),
+            })
+        });
+    let svc = service(fetcher, empty_cache());
+    let a = ReadRequest::new("https://example.com/a");
+    let down = ReadRequest::new("https://example.com/down");
+    let batch = CheckedBatch {
+        service: &svc,
+        requests: vec![a.clone(), down.clone(), a, down],
+    };
+    let answers = batch.read().await;
+    assert_eq!(answers.len(), 4);
+    let page = |i: usize| match &answers[i] {
+        Ok(ReadOutcome::Page(p)) => p.text.clone(),
+        other => panic!("{i}: {other:?}"),
+    };
+    assert_eq!(page(0), page(2));
+    assert!(matches!(answers[1], Err(ReadError::Unreachable(_))));
+    assert!(matches!(answers[3], Err(ReadError::Unreachable(_))));
+}
