@@ -46,8 +46,10 @@ impl CheckedBatch<'_> {
             })
             .collect();
         let mut answers: Vec<Option<Result<ReadOutcome, ReadError>>> =
-            futures_util::stream::iter(unique.iter().copied())
-                .map(|r| async move { service.read_checked(r).await })
+            // Owned requests: a future over a borrowed one is not `Send` for every lifetime the
+            // MCP tool's handler needs.
+            futures_util::stream::iter(unique.iter().map(|r| (*r).clone()).collect::<Vec<_>>())
+                .map(|r| async move { service.read_checked(&r).await })
                 .buffered(BATCH_CONCURRENCY)
                 .map(Some)
                 .collect()
