@@ -448,6 +448,22 @@ async fn malformed_requests_are_json_rpc_errors() {
         "{body}"
     );
     assert_eq!(body["id"], 3);
+    // A key given twice: rmcp refused it with a plain-text 415.
+    for twice in [
+        r#"{"jsonrpc":"2.0","id":3,"id":4,"method":"tools/list"}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","method":"tools/call"}"#,
+    ] {
+        let (status, content_type, body) = post_raw(&app, &[ACCEPT, JSON, v2], twice).await;
+        assert_eq!(
+            (status, body["error"]["code"].clone()),
+            (400, json!(-32600)),
+            "{twice}: {body}"
+        );
+        assert!(
+            content_type.starts_with("application/json"),
+            "{content_type}"
+        );
+    }
     let (status, _, body) =
         post_raw(&app, &[ACCEPT, ("Content-Type", "text/plain"), v2], LIST).await;
     assert_eq!(

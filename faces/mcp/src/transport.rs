@@ -86,7 +86,9 @@ pub async fn check(req: &mut Request, max_body_bytes: usize) -> Result<(), Box<R
         Some(id @ (Value::String(_) | Value::Number(_))) => id.clone(),
         _ => Value::Null,
     };
-    if let Err(e) = serde_json::from_value::<ClientJsonRpcMessage>(value) {
+    // From the bytes, as rmcp reads them: a key given twice is refused there (a plain-text 415)
+    // but kept once, the last, in a `Value`.
+    if let Err(e) = serde_json::from_slice::<ClientJsonRpcMessage>(&body) {
         return Err(refuse(
             StatusCode::BAD_REQUEST,
             &id,
