@@ -171,6 +171,15 @@ async fn a_read_only_key_reads_and_grants_nothing_wider() {
     assert!(!detail.contains("read"), "{detail}");
     let consequential = create(&app, &reader, json!({"scopes": ["execute:consequential"]})).await;
     problem(consequential, 403, "insufficient_scope").await;
+    // A scope that does not exist is a bad request, not one the key lacks.
+    for key in [&reader, &app.api_key] {
+        let bogus = create(&app, key, json!({"scopes": ["read", "bogus"]})).await;
+        let body = problem(bogus, 422, "invalid_request").await;
+        assert!(
+            body["detail"].as_str().unwrap().contains("`bogus`"),
+            "{body}"
+        );
+    }
     // Within its own: fine, and the defaults narrow to what it holds.
     let same = create_ok(&app, &reader, json!({"scopes": ["read"]})).await;
     assert_eq!(same["key"]["scopes"], json!(["read"]));

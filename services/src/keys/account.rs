@@ -47,6 +47,14 @@ impl Holder {
     /// Refuses scopes beyond the holder's (or, for the human, beyond the service's, and the
     /// consequential scope without its confirmation).
     fn may_grant(&self, scopes: &Scopes) -> Result<(), KeyServiceError> {
+        // A scope that does not exist is a bad request, whoever asks (not one the key lacks).
+        if let Some(unknown) = scopes.beyond(&grantable_scopes()).first() {
+            return Err(KeyServiceError::Invalid(format!(
+                "scope `{}` does not exist; a key may hold {}",
+                unknown.as_str(),
+                grantable_scopes().to_list_string()
+            )));
+        }
         match self {
             Holder::Key(held) => {
                 let beyond = scopes.beyond(held);
@@ -61,13 +69,6 @@ impl Holder {
             Holder::Human {
                 consequential_confirmed,
             } => {
-                if let Some(unknown) = scopes.beyond(&grantable_scopes()).first() {
-                    return Err(KeyServiceError::Invalid(format!(
-                        "scope `{}` does not exist; a key may hold {}",
-                        unknown.as_str(),
-                        grantable_scopes().to_list_string()
-                    )));
-                }
                 if scopes.contains(CONSEQUENTIAL_SCOPE) && !consequential_confirmed {
                     return Err(KeyServiceError::ConsequentialUnconfirmed);
                 }
@@ -312,7 +313,8 @@ mod tests {
     }
 
     proptest! {
-        /// Whatever a key asks to grant, what it may grant is within what it holds.
+        /// Whatever a key asks to grant, what it may grant is within what it holds, and only
+        /// scopes that exist (`admin` does not).
         #[test]
         fn granted_is_always_within_held(
             held in proptest::sample::subsequence(vec!["read", "discover", "execute", "execute:consequential", "admin"], 0..=5),
@@ -321,7 +323,10 @@ mod tests {
             let held = scopes(&held.join(" "));
             let asked = scopes(&asked.join(" "));
             let allowed = Holder::Key(held.clone()).may_grant(&asked).is_ok();
-            prop_assert_eq!(allowed, asked.beyond(&held).is_empty());
+            prop_assert_eq!(
+                allowed,
+                asked.beyond(&held).is_empty() && asked.beyond(&grantable_scopes()).is_empty()
+            );
         }
     }
 }
