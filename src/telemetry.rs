@@ -42,8 +42,8 @@ pub fn filter(svc_log: Option<&str>) -> EnvFilter {
 static SECRETS: LazyLock<regex::Regex> = LazyLock::new(|| {
     regex::Regex::new(
         r"(?x)
-          (?P<key>svc_(?:live|test)_)[A-Za-z0-9]{32}
-        | (?P<whsec>whsec_)[A-Za-z0-9+/=]{8,}
+          (?P<key>svc(?:_|%5[Ff])(?:live|test)(?:_|%5[Ff]))[A-Za-z0-9]{32}
+        | (?P<whsec>whsec(?:_|%5[Ff]))[A-Za-z0-9+/=%]{8,}
         | (?P<bearer>(?i:bearer)\s+)[A-Za-z0-9._~+/-]{8,}=*
         ",
     )
@@ -125,6 +125,13 @@ mod tests {
         assert_eq!(
             out,
             r#"{"a":"svc_live_[redacted]","b":"whsec_[redacted]","c":"Authorization: Bearer [redacted]","d":"svc_test_short","e":"status 200"}"#
+        );
+        // Percent-encoded, as in a logged URL's query.
+        assert_eq!(
+            redact(
+                "GET /x?key=svc%5Flive%5F0123456789abcdefghijABCDEFGHIJKL&s=whsec%5fMfKQ9r8GKYqr"
+            ),
+            "GET /x?key=svc%5Flive%5F[redacted]&s=whsec%5f[redacted]"
         );
     }
 

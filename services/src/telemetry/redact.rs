@@ -43,14 +43,18 @@ static EMAIL: LazyLock<regex::Regex> = LazyLock::new(|| {
 /// 13 to 19 digits, optionally grouped by spaces or dashes.
 static CARD: LazyLock<regex::Regex> =
     LazyLock::new(|| regex::Regex::new(r"\b(?:\d[ -]?){12,18}\d\b").expect("static regex"));
+/// `_` also as `%5F`: a key pasted into a URL's query is percent-encoded.
 static SVC_KEY: LazyLock<regex::Regex> = LazyLock::new(|| {
-    regex::Regex::new(r"svc_(?:live|test)_[A-Za-z0-9]{8,}").expect("static regex")
+    regex::Regex::new(r"svc(?:_|%5[Ff])(?:live|test)(?:_|%5[Ff])[A-Za-z0-9]{8,}")
+        .expect("static regex")
 });
 
 /// Other people's secrets by their shape: payment-provider keys (`sk_live_...`, `rk_`, also
 /// `_test_`) and Standard Webhooks secrets; bearer tokens below.
 static SECRET: LazyLock<regex::Regex> = LazyLock::new(|| {
-    regex::Regex::new(r"\b(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{8,}|whsec_[A-Za-z0-9+/=]{8,})")
+    regex::Regex::new(
+        r"\b(?:(?:sk|rk)(?:_|%5[Ff])(?:live|test)(?:_|%5[Ff])[A-Za-z0-9]{8,}|whsec(?:_|%5[Ff])[A-Za-z0-9+/=%]{8,})",
+    )
         .expect("static regex")
 });
 static BEARER: LazyLock<regex::Regex> = LazyLock::new(|| {
@@ -175,6 +179,9 @@ mod tests {
                 "bearer_token",
             ),
             ("svc_test_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "api_key"),
+            // Percent-encoded, as in a URL's query.
+            ("?key=svc%5Ftest%5FAAAAAAAAAAAAAAAA", "api_key"),
+            ("?k=sk%5flive%5f51HxYzAbCdEfGh1234", "secret"),
             ("card 4242 4242 4242 4242", "card_number"),
         ];
         for (text, kind) in cases {
@@ -186,6 +193,8 @@ mod tests {
                 "rk_test_Ab",
                 "whsec_Mf",
                 "svc_live_s",
+                "AAAAAAAA",
+                "51HxYz",
                 "eyJhbG",
                 "4242 4242",
             ] {
