@@ -477,6 +477,19 @@ async fn malformed_requests_are_json_rpc_errors() {
         (406, json!("2.0")),
         "{body}"
     );
+    // A method the endpoint does not serve: problem+json, not rmcp's plain text.
+    for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
+        let resp = app
+            .http
+            .request(method.clone(), app.url("/mcp"))
+            .header(ACCEPT.0, ACCEPT.1)
+            .header(v2.0, v2.1)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.headers()["allow"], "POST", "{method}");
+        problem(resp, 405, "method_not_allowed").await;
+    }
 }
 
 /// Issue 19: Inspector `--strict` warned about home-made formats and type arrays.

@@ -289,7 +289,18 @@ pub fn endpoint(
                 if let Err(refused) = transport::check(&mut req, guard.max_body_bytes).await {
                     return Ok(*refused);
                 }
-                ep.call(req).await.map(poem::IntoResponse::into_response)
+                let resp = ep.call(req).await.map(poem::IntoResponse::into_response)?;
+                // rmcp's 405 (a GET or DELETE it does not serve) is plain text; every other
+                // refusal here is problem+json.
+                if resp.status() == http::StatusCode::METHOD_NOT_ALLOWED {
+                    let mut problem = kit::problem::ApiProblem::new(
+                        svc_ports::FailureClass::MethodNotAllowed,
+                        "The MCP endpoint takes JSON-RPC messages by POST.",
+                    );
+                    problem.allow = Some("POST".into());
+                    return Ok(problem.render("Bearer"));
+                }
+                Ok(resp)
             }
         })
         .boxed()
