@@ -183,9 +183,13 @@ impl Running {
                 tracing::debug!(%line, "chromium");
             }
         });
-        let (browser, mut handler) = Browser::connect(address)
-            .await
-            .map_err(|e| format!("connecting to DevTools: {e}"))?;
+        // Within the launch's limit too: this runs under the renderer's browser lock, so a
+        // browser that never answers would hold up every page behind it.
+        let (browser, mut handler) =
+            tokio::time::timeout(LAUNCH_TIMEOUT, Browser::connect(address))
+                .await
+                .map_err(|_| "Chromium's DevTools did not answer within 20 s".to_owned())?
+                .map_err(|e| format!("connecting to DevTools: {e}"))?;
         let handler = tokio::spawn(async move {
             while let Some(event) = handler.next().await {
                 if let Err(e) = event {

@@ -242,6 +242,42 @@ async fn requests_that_never_answer_keep_neither_their_turns_nor_the_page_waitin
     renderer.shut_down().await;
 }
 
+/// A dedicated worker's requests (its script, and what it fetches) go through the fetcher
+/// like the page's own (had they escaped interception, they would have met the browser's
+/// dead-end proxy, and the page would say nothing).
+#[tokio::test]
+async fn a_workers_requests_go_through_the_fetcher_too() {
+    let table = Arc::new(
+        Table::default()
+            .page(
+                "/worker.js",
+                "text/javascript",
+                "fetch('/api/story.json').then(r => r.json()).then(s => postMessage(s.title));",
+            )
+            .page(
+                "/api/story.json",
+                "application/json",
+                r#"{"title": "Tides"}"#,
+            ),
+    );
+    let renderer = renderer(table.clone());
+    let page = renderer
+        .render(&shell(
+            "const w = new Worker('/worker.js'); \
+             w.onmessage = (e) => { document.getElementById('root').textContent = 'from the worker: ' + e.data; };",
+        ))
+        .await
+        .expect("rendered");
+    assert!(
+        page.html.contains("from the worker: Tides"),
+        "{} {:?}",
+        page.html,
+        table.asked()
+    );
+    assert!(table.asked().contains(&format!("{ORIGIN}/api/story.json")));
+    renderer.shut_down().await;
+}
+
 /// A local port that counts every connection made to it.
 async fn trap() -> (u16, Arc<AtomicUsize>) {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
@@ -309,11 +345,14 @@ async fn a_script_aiming_at_loopback_or_metadata_gets_nothing_by_any_path() {
 
 #[tokio::test]
 async fn a_page_that_never_finishes_loading_is_read_as_it_stands_at_the_limit() {
-    // It asks for something new every 100 ms, so it is never quiet.
-    let renderer = renderer(Arc::new(Table::default()));
+    // A request that never answers, asked again as soon as it is given up on (a request holds
+    // its turn half the page's time at most): one is always in flight, so it is never quiet.
+    let mut table = Table::default();
+    table.hang.push(format!("{ORIGIN}/never"));
+    let renderer = renderer(Arc::new(table));
     let request = shell(
         "document.getElementById('root').textContent = 'drawn before the wait'; \
-         setInterval(() => fetch('/poll?t=' + Date.now()).catch(() => {}), 100);",
+         const again = () => fetch('/never').catch(again); again();",
     );
     let page = renderer
         .render(&request)
