@@ -224,6 +224,18 @@ async fn bodies_of_the_wrong_shape_are_refused() {
         let resp = create(&app, &app.api_key, json!({ "scopes": scopes })).await;
         problem(resp, 422, "invalid_request").await;
     }
+    // A key given twice: refused, not read as its last.
+    let twice = app
+        .http
+        .post(app.url("/api/keys"))
+        .header("Authorization", bearer(&app.api_key))
+        .header("Content-Type", "application/json")
+        .body(r#"{"name": "a", "scopes": ["read"], "name": "b"}"#)
+        .send()
+        .await
+        .unwrap();
+    let body = problem(twice, 400, "malformed_request").await;
+    assert!(body["detail"].as_str().unwrap().contains("twice"), "{body}");
     let long = create(&app, &app.api_key, json!({"name": "x".repeat(81)})).await;
     assert!(long.status().is_client_error());
     let control = create(&app, &app.api_key, json!({"name": "a\u{7}b"})).await;
