@@ -422,13 +422,7 @@ async fn robots_txt_is_honoured_and_reported() {
     let page = fetcher.fetch(&req(format!("{base}/public"))).await.unwrap();
     assert_eq!(page.robots.basis, "rules");
     // robots.txt was read once for the origin.
-    let robots_reads = server
-        .received_requests()
-        .await
-        .unwrap()
-        .iter()
-        .filter(|r| r.url.path() == "/robots.txt")
-        .count();
+    let robots_reads = robots_reads(&server).await;
     assert_eq!(robots_reads, 1);
     // Opting out skips it.
     let page = fetcher
@@ -478,12 +472,17 @@ async fn a_robots_txt_that_never_answers_is_unreachable_and_remembered() {
             other => panic!("expected robots.txt unreachable, got {other:?}"),
         }
     }
-    let robots_reads = server
+    let robots_reads = robots_reads(&server).await;
+    assert_eq!(robots_reads, 1);
+}
+
+/// How many times `server` was asked for its robots.txt.
+async fn robots_reads(server: &MockServer) -> usize {
+    server
         .received_requests()
         .await
         .unwrap()
         .iter()
         .filter(|r| r.url.path() == "/robots.txt")
-        .count();
-    assert_eq!(robots_reads, 1);
+        .count()
 }

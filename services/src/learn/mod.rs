@@ -101,19 +101,7 @@ const MAX_DESCRIPTION: usize = 200;
 /// (`co`, `com`, `org`, ...) under a two-letter country code. No public-suffix list: subdomains
 /// of one site share one connection, which is what a sign-in on that site gives.
 pub fn provider_id(domain: &Domain) -> String {
-    let labels: Vec<&str> = domain.as_str().split('.').collect();
-    let n = labels.len();
-    let take = if n >= 3
-        && labels[n - 1].len() == 2
-        && matches!(
-            labels[n - 2],
-            "co" | "com" | "net" | "org" | "gov" | "ac" | "edu" | "ne" | "or"
-        ) {
-        3
-    } else {
-        2
-    };
-    labels[n.saturating_sub(take)..].join("-")
+    svc_ports::fetch::site_of(domain.as_str()).replace('.', "-")
 }
 
 /// Drafts a candidate map from the site's OpenAPI document and forms.
