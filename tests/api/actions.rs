@@ -1,20 +1,18 @@
 //! Discovery and execution over HTTP against the sandbox's action sites: charges only for
-//! verified completions, refunds and artifacts for every failure, idempotency, scopes,
-//! connections, and artifacts that verify with nothing but the JWKS.
+//! verified completions, refunds and artifacts for every failure, scopes, connections, and
+//! artifacts that verify with nothing but the JWKS (idempotency in `idempotency.rs`).
 
 use std::time::Duration;
 
-use futures_util::future::join_all;
-use reqwest::StatusCode;
 use serde_json::{Value, json};
 use svc_ports::{CreditAmount, Email, Plan, Scopes};
 
 use crate::helpers::{TestApp, bearer, problem};
 
-const SHOP: &str = "shop.sandbox.test";
-const FLAKY: &str = "flaky.sandbox.test";
+pub(crate) const SHOP: &str = "shop.sandbox.test";
+pub(crate) const FLAKY: &str = "flaky.sandbox.test";
 
-async fn app() -> TestApp {
+pub(crate) async fn app() -> TestApp {
     TestApp::builder()
         .fetch_timeout(Duration::from_secs(2))
         .action_sites()
@@ -23,7 +21,7 @@ async fn app() -> TestApp {
         .await
 }
 
-async fn execute(
+pub(crate) async fn execute(
     app: &TestApp,
     key: &str,
     body: Value,
@@ -40,7 +38,7 @@ async fn execute(
     req.send().await.unwrap()
 }
 
-async fn balance(app: &TestApp, key: &str) -> (i64, i64) {
+pub(crate) async fn balance(app: &TestApp, key: &str) -> (i64, i64) {
     let usage: Value = app
         .get_usage(Some(&bearer(key)))
         .await
@@ -352,193 +350,6 @@ async fn refusals_happen_before_any_charge() {
     assert!(p["detail"].as_str().unwrap().contains(&top_up), "{p}");
     assert_eq!(balance(&app, &key).await, (1000, 0));
     assert_eq!(balance(&app, &plain_key).await, (0, 0));
-}
-
-#[tokio::test]
-async fn one_idempotency_key_is_one_billing_task() {
-    let app = app().await;
-    let key = app.api_key.clone();
-    let body = json!({"domain": SHOP, "action": "search_products", "params": {"query": "tea"}});
-    let first = execute(&app, &key, body.clone(), Some("order-7")).await;
-    assert_eq!(first.status(), 200);
-    assert!(first.headers().get("idempotent-replayed").is_none());
-    let first: Value = first.json().await.unwrap();
-    let again = execute(&app, &key, body.clone(), Some("order-7")).await;
-    assert_eq!(again.status(), 200);
-    assert_eq!(again.headers()["idempotent-replayed"], "true");
-    assert_eq!(again.json::<Value>().await.unwrap(), first);
-    // Key order in params does not make it another request.
-    let reordered =
-        json!({"params": {"query": "tea"}, "action": "search_products", "domain": SHOP});
-    assert_eq!(
-        execute(&app, &key, reordered, Some("order-7"))
-            .await
-            .status(),
-        200
-    );
-    let other = json!({"domain": SHOP, "action": "search_products", "params": {"query": "mug"}});
-    problem(
-        execute(&app, &key, other, Some("order-7")).await,
-        422,
-        "idempotency_conflict",
-    )
-    .await;
-    assert_eq!(balance(&app, &key).await, (999, 0));
-
-    // While the first is running, the same key gets 409 with Retry-After.
-    let slow = json!({"domain": FLAKY, "action": "slow", "params": {}});
-    let running = {
-        let req = app
-            .http
-            .post(app.url("/api/execute"))
-            .header("Authorization", bearer(&key))
-            .header("Idempotency-Key", "slow-1")
-            .json(&slow);
-        tokio::spawn(async move { req.send().await.unwrap().status() })
-    };
-    // Once the first one holds its credit, it is running.
-    while balance(&app, &key).await != (998, 1) {
-        tokio::task::yield_now().await;
-    }
-    let dup = execute(&app, &key, slow.clone(), Some("slow-1")).await;
-    assert!(dup.headers().contains_key("retry-after"));
-    problem(dup, 409, "idempotency_in_flight").await;
-    assert_eq!(running.await.unwrap(), StatusCode::GATEWAY_TIMEOUT);
-    let replayed = execute(&app, &key, slow, Some("slow-1")).await;
-    assert_eq!(replayed.headers()["idempotent-replayed"], "true");
-    problem(replayed, 504, "upstream_timeout").await;
-    assert_eq!(balance(&app, &key).await, (999, 0));
-    let too_long = "k".repeat(256);
-    problem(
-        execute(&app, &key, body, Some(&too_long)).await,
-        422,
-        "invalid_request",
-    )
-    .await;
-}
-
-/// A key past visible ASCII was once handed to the handler as no key at all, so a retry ran
-/// and was charged again. As UTF-8 it is a key like any other (as on MCP and A2A); bytes that
-/// are not UTF-8 are refused, and charge nothing.
-#[tokio::test]
-async fn a_key_past_ascii_is_still_one_billing_task() {
-    let app = app().await;
-    let key = app.api_key.clone();
-    let body = json!({"domain": SHOP, "action": "search_products", "params": {"query": "tea"}});
-    let send = |raw: &'static [u8]| {
-        app.http
-            .post(app.url("/api/execute"))
-            .header("Authorization", bearer(&key))
-            .header(
-                "Idempotency-Key",
-                reqwest::header::HeaderValue::from_bytes(raw).unwrap(),
-            )
-            .json(&body)
-            .send()
-    };
-    let first = send("caf\u{e9}".as_bytes()).await.unwrap();
-    assert_eq!(first.status(), 200);
-    let first: Value = first.json().await.unwrap();
-    let again = send("caf\u{e9}".as_bytes()).await.unwrap();
-    assert_eq!(again.headers()["idempotent-replayed"], "true");
-    assert_eq!(again.json::<Value>().await.unwrap(), first);
-    assert_eq!(balance(&app, &key).await, (999, 0));
-    for _ in 0..2 {
-        problem(send(b"bad\xff\xfe").await.unwrap(), 422, "invalid_request").await;
-    }
-    assert_eq!(balance(&app, &key).await, (999, 0));
-}
-
-/// A caller that hangs up mid-execution does not stop it: the action runs to its end and is
-/// settled by what happened (dropped with the request, it was left in flight for recovery to
-/// refund as interrupted a minute later, whatever the site had done).
-#[tokio::test]
-async fn an_execution_the_caller_hangs_up_on_is_settled_by_what_happened() {
-    let app = app().await;
-    let key = app.api_key.clone();
-    let slow = json!({"domain": FLAKY, "action": "slow", "params": {}});
-    let request = app
-        .http
-        .post(app.url("/api/execute"))
-        .header("Authorization", bearer(&key))
-        .header("Idempotency-Key", "gone-1")
-        .json(&slow);
-    let caller = tokio::spawn(async move { request.send().await });
-    while balance(&app, &key).await != (999, 1) {
-        tokio::task::yield_now().await;
-    }
-    caller.abort();
-    // The site times out after the fetcher's 2 s; the answer stored for the key is that.
-    let mut tries = 0;
-    let settled = loop {
-        let again = execute(&app, &key, slow.clone(), Some("gone-1")).await;
-        if again.status() != StatusCode::CONFLICT {
-            break again;
-        }
-        tries += 1;
-        assert!(tries < 200, "still in flight after the caller hung up");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    assert_eq!(settled.headers()["idempotent-replayed"], "true");
-    problem(settled, 504, "upstream_timeout").await;
-    assert_eq!(balance(&app, &key).await, (1000, 0));
-}
-
-async fn two_hundred_concurrent_requests(stores: svc::startup::Stores) {
-    let app = TestApp::builder()
-        .stores(stores)
-        .action_sites()
-        .await
-        .spawn()
-        .await;
-    let key = app.api_key.clone();
-    let body = json!({"domain": SHOP, "action": "add_to_cart", "params": {"sku": "MUG-BLUE", "quantity": 1}});
-    let answers = join_all((0..200).map(|_| {
-        let req = app
-            .http
-            .post(app.url("/api/execute"))
-            .header("Authorization", bearer(&key))
-            .header("Idempotency-Key", "burst-1")
-            .json(&body);
-        async move {
-            let r = req.send().await.unwrap();
-            (r.status().as_u16(), r.text().await.unwrap())
-        }
-    }))
-    .await;
-    let completed: Vec<&String> = answers
-        .iter()
-        .filter(|(s, _)| *s == 200)
-        .map(|(_, b)| b)
-        .collect();
-    assert!(!completed.is_empty());
-    assert!(
-        completed.iter().all(|b| *b == completed[0]),
-        "every 200 carries the same body"
-    );
-    assert!(
-        answers.iter().all(|(s, _)| *s == 200 || *s == 409),
-        "only 200 or 409"
-    );
-    assert_eq!(balance(&app, &key).await, (999, 0), "charged once");
-}
-
-#[tokio::test]
-async fn two_hundred_concurrent_requests_with_one_key_charge_once_in_memory() {
-    two_hundred_concurrent_requests(svc::startup::Stores::memory()).await;
-}
-
-#[tokio::test]
-async fn two_hundred_concurrent_requests_with_one_key_charge_once_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("burst.db").display());
-    two_hundred_concurrent_requests(svc::startup::Stores::open(&url, 8).await.unwrap()).await;
-}
-
-#[tokio::test]
-async fn two_hundred_concurrent_requests_with_one_key_charge_once_on_postgres() {
-    let url = svc_contract_tests::postgres_database().await;
-    two_hundred_concurrent_requests(svc::startup::Stores::open(&url, 16).await.unwrap()).await;
 }
 
 #[tokio::test]

@@ -23,7 +23,7 @@ use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate, matchers::a
 use crate::helpers::{TestApp, TestClock, bearer, capture_logs, captured_logs, problem};
 
 const HOOK_HOST: &str = "hooks.sandbox.test";
-const SHOP: &str = "shop.sandbox.test";
+pub(crate) const SHOP: &str = "shop.sandbox.test";
 
 /// One request the receiver got.
 #[derive(Debug, Clone)]
@@ -163,7 +163,7 @@ fn verify_with_reference_library(secret: &str, got: &Received) {
     assert!(stdout.starts_with("task.completed evt_"), "{stdout}");
 }
 
-async fn register(app: &TestApp, key: &str, body: Value) -> reqwest::Response {
+pub(crate) async fn register(app: &TestApp, key: &str, body: Value) -> reqwest::Response {
     app.http
         .post(app.url("/api/webhook-endpoints"))
         .header("Authorization", bearer(key))
@@ -663,155 +663,4 @@ async fn private_addresses_are_refused_at_registration_and_at_delivery() {
     assert_eq!(d["status"], "pending");
     assert_eq!(d["last_status_code"], Value::Null);
     assert!(d["last_error"].as_str().unwrap().contains("refused"), "{d}");
-}
-
-/// A settlement stored without its event (an earlier version recorded it after settling, and
-/// its process could die between): the recovery job's sweep records it (once), and it is
-/// delivered.
-#[tokio::test]
-async fn a_settlement_whose_event_was_never_recorded_is_swept_up() {
-    let mut receiver = Receiver::start(&[]).await;
-    let stores = Stores::memory();
-    let app = app_with(&receiver, None, false, Some(stores.clone())).await;
-    let (_, secret) = register_ok(&app, &receiver.url()).await;
-    let account = app
-        .services
-        .auth
-        .authenticate_header(Some(&bearer(&app.api_key)))
-        .await
-        .unwrap()
-        .account
-        .id;
-    // Begun and settled straight in the store without the event, as a process of an earlier
-    // version could leave it (it recorded the event after the settlement and died between).
-    let now = app.services.clock.now();
-    let task = svc_ports::NewTask {
-        id: svc_ports::TaskId::from_ulid(ulid::Ulid::new()),
-        account_id: account,
-        key_id: svc_ports::ApiKeyId::from_ulid(ulid::Ulid::new()),
-        domain: SHOP.into(),
-        action: "search_products".into(),
-        cost: 1,
-        idempotency_key: None,
-        fingerprint: "swept".into(),
-        hold_entry: svc_ports::LedgerEntryId::from_ulid(ulid::Ulid::new()),
-        authority_spend: None,
-        created_at: now,
-    };
-    stores.tasks.begin_task(&task).await.unwrap();
-    stores
-        .tasks
-        .settle_task(&svc_ports::Settlement {
-            task_id: task.id.clone(),
-            completed: true,
-            release_spend: false,
-            response_status: 200,
-            response_body: "{}".into(),
-            artifact_id: svc_ports::ArtifactId::from_ulid(ulid::Ulid::new()),
-            artifact: r#"{"status":"completed"}"#.into(),
-            entry: svc_ports::LedgerEntryId::from_ulid(ulid::Ulid::new()),
-            clawback_entry: svc_ports::LedgerEntryId::from_ulid(ulid::Ulid::new()),
-            freeze_entry: svc_ports::LedgerEntryId::from_ulid(ulid::Ulid::new()),
-            at: now,
-            event: None,
-        })
-        .await
-        .unwrap();
-    assert_eq!(app.services.hooks.deliver_due().await.unwrap(), 0);
-
-    assert_eq!(app.services.actions.recover_task_events().await.unwrap(), 1);
-    assert_eq!(
-        app.services.actions.recover_task_events().await.unwrap(),
-        0,
-        "once"
-    );
-    assert_eq!(app.services.hooks.deliver_due().await.unwrap(), 1);
-    let got = receiver.next().await;
-    let body = verify_independently(&secret, &got);
-    assert_eq!(body["type"], "task.completed");
-    assert_eq!(body["data"]["task_id"], task.id.as_str());
-}
-
-/// A process that died between crediting a verified payment and recording `credits.added`:
-/// the same sweep records it (once), and it is delivered.
-#[tokio::test]
-async fn a_credited_payment_whose_event_was_never_recorded_is_swept_up() {
-    use svc_ports::billing::{CheckoutRecord, Currency, EventOutcome, PaymentEvent, PaymentFact};
-    let mut receiver = Receiver::start(&[]).await;
-    let stores = Stores::memory();
-    let app = app_with(&receiver, None, false, Some(stores.clone())).await;
-    let resp = register(
-        &app,
-        &app.api_key,
-        json!({"url": receiver.url(), "events": ["credits.added"]}),
-    )
-    .await;
-    assert_eq!(resp.status(), 201);
-    let secret = resp.json::<Value>().await.unwrap()["secret"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let account = app
-        .services
-        .auth
-        .authenticate_header(Some(&bearer(&app.api_key)))
-        .await
-        .unwrap()
-        .account
-        .id;
-    // Credited straight in the store, as the dead process did; no event followed.
-    let now = app.services.clock.now();
-    let checkout = CheckoutRecord {
-        id: svc_ports::CheckoutId::from_ulid(ulid::Ulid::new()),
-        account_id: account,
-        sku: "starter".into(),
-        plan: svc_ports::Plan::Starter,
-        credits: 1000,
-        amount: 900,
-        currency: Currency::parse("usd").unwrap(),
-        provider_session_id: "cs_swept".into(),
-        checkout_url: "https://pay.example/cs".into(),
-        idempotency_key: None,
-        created_at: now,
-        expires_at: now + chrono::Duration::hours(1),
-    };
-    stores.billing.insert_checkout(&checkout).await.unwrap();
-    let applied = stores
-        .billing
-        .apply_payment_event(&PaymentEvent {
-            provider: "sandbox".into(),
-            webhook_id: "msg_swept".into(),
-            event_type: "checkout.completed".into(),
-            fact: PaymentFact::Paid {
-                payment_id: "pay_swept".into(),
-                checkout_id: checkout.id.clone(),
-                amount: 900,
-                currency: Currency::parse("usd").unwrap(),
-            },
-            body: b"{}".to_vec(),
-            received_at: now,
-        })
-        .await
-        .unwrap();
-    let EventOutcome::Applied(receipts) = applied else {
-        panic!("not applied: {applied:?}")
-    };
-    assert_eq!(app.services.hooks.deliver_due().await.unwrap(), 0);
-
-    assert_eq!(
-        app.services.billing.recover_credit_events().await.unwrap(),
-        1
-    );
-    assert_eq!(
-        app.services.billing.recover_credit_events().await.unwrap(),
-        0,
-        "once"
-    );
-    assert_eq!(app.services.hooks.deliver_due().await.unwrap(), 1);
-    let got = receiver.next().await;
-    let body = verify_independently(&secret, &got);
-    assert_eq!(body["type"], "credits.added");
-    assert_eq!(body["data"]["credits"], 1000);
-    assert_eq!(body["data"]["receipt_id"], receipts[0].id.as_str());
-    assert_eq!(body["data"]["payment_id"], "pay_swept");
 }
