@@ -473,3 +473,27 @@ async fn another_sites_map_never_receives_the_connection() {
         "the booking site still gets it"
     );
 }
+
+/// The account the human is asked to confirm must read as it is: no invisible characters, no
+/// direction overrides (`\u{202e}` shows the rest reversed), nothing but them.
+#[tokio::test]
+async fn an_expected_account_that_hides_or_turns_its_text_is_refused() {
+    let app = app_with(None).await;
+    for expected in [
+        "ana@example.com\u{202e}",
+        "\u{200e}\u{202e}",
+        "ana\u{200b}@example.com",
+        "ana\u{7}@example.com",
+    ] {
+        let resp = app
+            .http
+            .post(app.url(&format!("/api/connections/{PROVIDER}/start")))
+            .header("Authorization", bearer(&app.api_key))
+            .json(&json!({ "expected_account": expected }))
+            .send()
+            .await
+            .unwrap();
+        problem(resp, 422, "invalid_request").await;
+    }
+    assert!(start(&app, Some("ana@example.com")).await.is_object());
+}
