@@ -59,10 +59,19 @@ pub(crate) fn judge(
     match read {
         Ok(text) if text.pages.iter().all(|p| p.trim().is_empty()) => Err((
             BlockReason::ImageOnlyPdf,
-            format!(
-                "the PDF's {} page(s) hold no text, only images (a scan?); it needs OCR",
-                text.page_count
-            ),
+            if text.page_count > text.pages.len() {
+                // Only the pages read were judged: later ones may hold text.
+                format!(
+                    "the first {} of the PDF's {} pages hold no text, only images (a scan?);                      pages past them are not read",
+                    text.pages.len(),
+                    text.page_count
+                )
+            } else {
+                format!(
+                    "the PDF's {} page(s) hold no text, only images (a scan?); it needs OCR",
+                    text.page_count
+                )
+            },
         )),
         Ok(text) => Ok(text),
         Err(PdfRefusal::Encrypted) => {
@@ -200,6 +209,15 @@ mod tests {
         assert_eq!(
             judge(Ok(pdf(&["", " \n "])), false).unwrap_err().0,
             BlockReason::ImageOnlyPdf
+        );
+        // Past the page cap, the detail says only the pages read were judged.
+        let mut scanned = pdf(&[""; 3]);
+        scanned.page_count = 800;
+        let (reason, detail) = judge(Ok(scanned), false).unwrap_err();
+        assert_eq!(reason, BlockReason::ImageOnlyPdf);
+        assert!(
+            detail.contains("first 3 of the PDF's 800 pages"),
+            "{detail}"
         );
         assert_eq!(
             judge(Err(PdfRefusal::Encrypted), false).unwrap_err().0,
