@@ -58,10 +58,11 @@ impl RateLimits {
                 let wait = not_until.wait_time_from(DefaultClock::default().now());
                 Err(limited("Too many requests with this API key.", wait))
             }
-            // More than the whole burst: never allowed, however long one waits.
-            Err(_) => Err(limited(
-                "This batch is larger than the key's rate limit allows at once.",
-                std::time::Duration::from_secs(60),
+            // More than the whole burst: never allowed, however long one waits, so not a 429
+            // to retry but a request to change.
+            Err(_) => Err(ApiProblem::new(
+                FailureClass::InvalidRequest,
+                "This batch is larger than the key's rate limit allows at once: send fewer URLs per batch.",
             )),
         }
     }
@@ -133,6 +134,7 @@ mod tests {
         let other = ApiKeyId::from_ulid(Ulid::from_parts(1, 1));
         let p = limits.check_key_n(&other, 6).unwrap_err();
         assert!(p.detail.contains("larger than"), "{}", p.detail);
+        assert_eq!((p.class, p.retry_after), (FailureClass::InvalidRequest, None));
     }
 
     /// Issue 15: the request limit keyed IPv6 clients by their full address, so one client
