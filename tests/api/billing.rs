@@ -268,6 +268,25 @@ async fn checkout_is_a_signed_in_web_sessions_act() {
         "idempotency_key_required",
     )
     .await;
+    // A key past ASCII is refused by name, not taken for no key.
+    let accented = browser
+        .http
+        .post(&endpoint)
+        .header("Origin", &app.base_url)
+        .header("Authorization", format!("Bearer {csrf}"))
+        .header(
+            "Idempotency-Key",
+            reqwest::header::HeaderValue::from_bytes("caf\u{e9}".as_bytes()).unwrap(),
+        )
+        .json(&json!({"sku": "starter"}))
+        .send()
+        .await
+        .unwrap();
+    let body = problem(accented, 422, "invalid_request").await;
+    assert!(
+        body["detail"].as_str().unwrap().contains("Idempotency-Key"),
+        "{body}"
+    );
     let sales = problem(
         create_checkout(&app, &browser, &csrf, Some("k2"), "enterprise").await,
         422,

@@ -134,7 +134,10 @@ mod tests {
         let other = ApiKeyId::from_ulid(Ulid::from_parts(1, 1));
         let p = limits.check_key_n(&other, 6).unwrap_err();
         assert!(p.detail.contains("larger than"), "{}", p.detail);
-        assert_eq!((p.class, p.retry_after), (FailureClass::InvalidRequest, None));
+        assert_eq!(
+            (p.class, p.retry_after),
+            (FailureClass::InvalidRequest, None)
+        );
     }
 
     /// Issue 15: the request limit keyed IPv6 clients by their full address, so one client

@@ -24,10 +24,12 @@ pub async fn sandbox_checkout(req: &poem::Request, ctx: Data<&AppContext>) -> Re
         Ok(p) => p,
         Err(e) => return ApiProblem::from(e).render("Bearer"),
     };
-    let key = req
-        .header("idempotency-key")
-        .map(str::to_owned)
-        .unwrap_or_else(|| format!("qa-{}", ulid::Ulid::new()));
+    // A key past visible ASCII is not dropped (a retry would open a second checkout): the
+    // service refuses it (checkout keys are printable ASCII).
+    let key = match req.headers().get("idempotency-key") {
+        Some(raw) => String::from_utf8_lossy(raw.as_bytes()).into_owned(),
+        None => format!("qa-{}", ulid::Ulid::new()),
+    };
     match ctx
         .services
         .billing

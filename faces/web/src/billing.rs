@@ -375,7 +375,12 @@ async fn create_checkout_session(req: &Request, ctx: Data<&AppContext>, body: Bo
         .create_checkout(
             &account,
             &parsed.sku,
-            req.header("idempotency-key"),
+            // As sent: poem's `header` drops a value past visible ASCII, which would read as
+            // no key; the service refuses it by name.
+            req.headers()
+                .get("idempotency-key")
+                .map(|v| String::from_utf8_lossy(v.as_bytes()))
+                .as_deref(),
             "create_checkout_session",
         )
         .await
