@@ -465,7 +465,8 @@ impl ReadService {
                                 "{} does not allow this URL for svc-reader ({})",
                                 decision.robots_url, decision.basis
                             ),
-                            retryable: false,
+                            // An unreachable robots.txt (5xx, no answer) disallows for now only.
+                            retryable: decision.basis == "unreachable",
                             robots: Some(decision),
                             fetched_at: now,
                             cache: CacheInfo {

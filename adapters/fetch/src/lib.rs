@@ -331,16 +331,22 @@ impl GuardedFetcher {
 
     /// The robots.txt decision for `url`. A refused robots.txt URL (its host resolves to a
     /// forbidden address) refuses the page too; a host that cannot be reached at all (no such
-    /// name, connection refused) fails the page as unreachable, uncached.
+    /// name, connection refused or timed out) fails the page as unreachable, uncached. A
+    /// robots.txt that answers 5xx, or nothing within its time limit, is `unreachable`: all
+    /// disallowed for a minute (RFC 9309).
     async fn robots_for(&self, url: &Url) -> Result<RobotsDecision, FetchError> {
         let origin = url.origin().ascii_serialization();
         let robots_url = format!("{origin}/robots.txt");
         let file = match self.robots.get(&origin) {
             Some(f) => f,
             None => {
-                // Its own time limit, a third of the page's: a robots.txt that never answers is
-                // unreachable (and remembered), not the page's whole time, again per request.
-                let limit = self.config.timeout / 3;
+                // Its own time limit: a robots.txt that never answers is unreachable (and
+                // remembered), not the page's whole time, again per request. Longer than the
+                // connect phase, so a host that is down still fails the page as unreachable
+                // (uncached, retryable) rather than as robots.txt's; within half the page's time.
+                let limit = (self.config.timeout / 3)
+                    .max(self.config.connect_timeout + std::time::Duration::from_secs(2))
+                    .min(self.config.timeout / 2);
                 let file = match Url::parse(&robots_url) {
                     Ok(u) => match tokio::time::timeout(
                         limit,

@@ -398,3 +398,28 @@ async fn a_request_asked_twice_in_a_batch_is_read_once() {
     assert!(matches!(answers[1], Err(ReadError::Unreachable(_))));
     assert!(matches!(answers[3], Err(ReadError::Unreachable(_))));
 }
+
+/// A robots.txt that disallows is final; one that could not be read (5xx, no answer) only
+/// disallows for now, so the answer says to try again.
+#[tokio::test]
+async fn a_robots_refusal_is_retryable_only_when_robots_txt_was_unreachable() {
+    for (basis, retryable) in [("rules", false), ("unreachable", true)] {
+        let mut fetcher = MockPageFetcher::new();
+        fetcher.expect_fetch().times(1).returning(move |_| {
+            Err(FetchError::RobotsDisallowed(RobotsDecision {
+                checked: true,
+                allowed: false,
+                robots_url: "https://example.com/robots.txt".into(),
+                basis: basis.into(),
+            }))
+        });
+        let svc = service(fetcher, empty_cache());
+        match read_a(&svc).await {
+            ReadOutcome::Blocked(b) => {
+                assert_eq!(b.reason, BlockReason::RobotsDisallowed);
+                assert_eq!(b.retryable, retryable, "{basis}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
