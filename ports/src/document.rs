@@ -35,6 +35,10 @@ pub enum PdfRefusal {
     /// Not a PDF that can be parsed (cut short, damaged, or not a PDF at all).
     #[error("the PDF could not be parsed: {0}")]
     Damaged(String),
+    /// Every parser is busy (with files that ran past their time limit, which cannot be
+    /// stopped): nothing is wrong with this one, and it can be read again in a while.
+    #[error("every PDF reader is busy with files that ran past {0} s; try again shortly")]
+    Busy(u64),
 }
 
 /// Reads PDFs. Pure CPU work, deterministic for the same bytes. Implementations MUST answer

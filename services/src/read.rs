@@ -253,6 +253,9 @@ pub enum ReadError {
     /// The page must be rendered and no browser can run it now (none here, or every tab busy).
     #[error("{0}")]
     RenderUnavailable(svc_ports::RenderError),
+    /// A PDF that cannot be read now, only later (every parser busy).
+    #[error("{0}")]
+    PdfBusy(svc_ports::PdfRefusal),
 }
 
 pub struct ReadService {

@@ -13,9 +13,11 @@ use pdf_extract::{Dictionary, Document, Object, ObjectId};
 
 /// Forms drawn inside forms, at most: real files nest two or three.
 const MAX_FORM_DEPTH: usize = 32;
-/// Operations interpreted inside forms over the whole document, at most. A running header
-/// drawn on each of 500 pages is some tens of thousands.
-const MAX_FORM_OPERATIONS: u64 = 2_000_000;
+/// Operations interpreted inside forms over the whole document, at most: far past what the
+/// parser's time limit lets it draw (a plot of 400k points stored as a form, a letterhead of
+/// 5k operations on each of 500 pages: a few million), so no real file is refused for size,
+/// only the ones whose forms multiply each other out of all proportion to their bytes.
+const MAX_FORM_OPERATIONS: u64 = 100_000_000;
 /// Pages' parents followed for inherited resources, at most (the tree was checked not to
 /// loop before this runs).
 const MAX_PARENTS: usize = 256;
@@ -67,9 +69,10 @@ pub(crate) fn check_forms(doc: &Document, pages: &[ObjectId]) -> Result<(), Form
 
 struct Walk<'a> {
     doc: &'a Document,
-    /// Operations drawing a form costs, by form and the resources it was drawn with (a form
-    /// without its own resources uses its caller's), once worked out.
-    cost: HashMap<(ObjectId, usize), u64>,
+    /// Operations drawing a form costs, and how deep its own forms nest below it, by form and
+    /// the resources it was drawn with (a form without its own resources uses its caller's),
+    /// once worked out.
+    cost: HashMap<(ObjectId, usize), (u64, usize)>,
     /// The forms being drawn, outermost first.
     drawing: Vec<ObjectId>,
     /// Operations inside forms the pages' draws come to so far.
@@ -77,17 +80,18 @@ struct Walk<'a> {
 }
 
 impl<'a> Walk<'a> {
-    /// Counts the forms `content` draws with `resources`; returns its own operations and
-    /// what drawing its forms costs.
+    /// Counts the forms `content` draws with `resources`; returns its own operations, what
+    /// drawing its forms costs, and how many forms deep they go.
     fn content(
         &mut self,
         content: &[u8],
         resources: &'a Dictionary,
-    ) -> Result<(u64, u64), FormRefusal> {
+    ) -> Result<(u64, u64, usize), FormRefusal> {
         let Ok(content) = Content::decode(content) else {
-            return Ok((0, 0));
+            return Ok((0, 0, 0));
         };
         let mut forms = 0u64;
+        let mut depth = 0usize;
         for operation in &content.operations {
             if operation.operator != "Do" {
                 continue;
@@ -98,9 +102,11 @@ impl<'a> Walk<'a> {
             let Some((id, form)) = self.form(resources, name) else {
                 continue;
             };
-            forms = forms.saturating_add(self.draw(id, form, resources)?);
+            let (cost, height) = self.draw(id, form, resources)?;
+            forms = forms.saturating_add(cost);
+            depth = depth.max(height);
         }
-        Ok((content.operations.len() as u64, forms))
+        Ok((content.operations.len() as u64, forms, depth))
     }
 
     /// The stream `name` stands for in `resources`' `/XObject`, with its object id.
@@ -122,13 +128,14 @@ impl<'a> Walk<'a> {
         self.doc.dereference(object).ok().map(|(_, o)| o)
     }
 
-    /// Counts drawing the form `id` once, from a caller whose resources are `outer`.
+    /// Counts drawing the form `id` once, from a caller whose resources are `outer`: what it
+    /// costs, and how many forms deep it goes (itself included).
     fn draw(
         &mut self,
         id: ObjectId,
         form: &'a pdf_extract::Stream,
         outer: &'a Dictionary,
-    ) -> Result<u64, FormRefusal> {
+    ) -> Result<(u64, usize), FormRefusal> {
         let resources = form
             .dict
             .get(b"Resources")
@@ -137,8 +144,8 @@ impl<'a> Walk<'a> {
             .and_then(|r| r.as_dict().ok())
             .unwrap_or(outer);
         let key = (id, std::ptr::from_ref(resources) as usize);
-        let cost = match self.cost.get(&key) {
-            Some(&cost) => cost,
+        let (cost, height) = match self.cost.get(&key) {
+            Some(&known) => known,
             None => {
                 if self.drawing.contains(&id) {
                     return Err(FormRefusal::Loops);
@@ -153,12 +160,16 @@ impl<'a> Walk<'a> {
                 self.drawing.push(id);
                 let counted = self.content(&content, resources);
                 self.drawing.pop();
-                let (own, forms) = counted?;
-                let cost = own.saturating_add(forms);
-                self.cost.insert(key, cost);
-                cost
+                let (own, forms, below) = counted?;
+                let known = (own.saturating_add(forms), below + 1);
+                self.cost.insert(key, known);
+                known
             }
         };
+        // A form worked out where it sat shallow may be drawn again deeper down.
+        if self.drawing.len() + height > MAX_FORM_DEPTH {
+            return Err(FormRefusal::TooDeep);
+        }
         if cost > MAX_FORM_OPERATIONS {
             return Err(FormRefusal::TooMuchWork);
         }
@@ -169,7 +180,7 @@ impl<'a> Walk<'a> {
                 return Err(FormRefusal::TooMuchWork);
             }
         }
-        Ok(cost)
+        Ok((cost, height))
     }
 }
 

@@ -101,10 +101,7 @@ impl Pool {
             .wait_timeout_while(live, wait, |n| *n >= max)
             .unwrap_or_else(|e| e.into_inner());
         if *live >= max {
-            return Err(PdfRefusal::Damaged(format!(
-                "every PDF reader is still busy with files that ran past {} s",
-                PDF_TIME_LIMIT.as_secs()
-            )));
+            return Err(PdfRefusal::Busy(PDF_TIME_LIMIT.as_secs()));
         }
         *live += 1;
         Ok(Turn(self))

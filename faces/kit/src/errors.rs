@@ -35,6 +35,10 @@ pub fn read_problem(e: ReadError) -> ApiProblem {
                 .retry_after(std::time::Duration::from_secs(2))
                 .next_action(NextActionKind::Retry, None)
         }
+        // Every PDF parser busy: the file is fine, the service is not free for it now.
+        ReadError::PdfBusy(e) => ApiProblem::new(FailureClass::Unavailable, e.to_string())
+            .retry_after(std::time::Duration::from_secs(10))
+            .next_action(NextActionKind::Retry, None),
     }
 }
 

@@ -34,6 +34,9 @@ impl ReadService {
         let text = tokio::task::spawn_blocking(move || span.in_scope(|| reader.read_pdf(&bytes)))
             .await
             .map_err(|e| ReadError::Internal(anyhow::anyhow!("PDF task: {e}")))?;
+        if let Err(busy @ PdfRefusal::Busy(_)) = text {
+            return Err(ReadError::PdfBusy(busy));
+        }
         match judge(text, page.truncated) {
             Ok(document) => {
                 let robots = page.robots.checked.then(|| page.robots.clone());

@@ -423,3 +423,18 @@ async fn a_robots_refusal_is_retryable_only_when_robots_txt_was_unreachable() {
         }
     }
 }
+
+/// Every PDF parser busy is not a verdict on the file: an error to retry, not a blocked page.
+#[tokio::test]
+async fn a_pdf_read_while_every_parser_is_busy_is_an_error_to_retry() {
+    let mut reader = svc_ports::document::MockPdfReader::new();
+    reader
+        .expect_read_pdf()
+        .times(1)
+        .return_const(Err(PdfRefusal::Busy(10)));
+    let s = service_reading_pdfs(pdf_page(200), reader);
+    assert!(matches!(
+        s.read(&ReadRequest::new("https://example.com/a")).await,
+        Err(ReadError::PdfBusy(PdfRefusal::Busy(10)))
+    ));
+}
