@@ -45,30 +45,43 @@ impl CheckedBatch<'_> {
                 })
             })
             .collect();
-        let mut answers: Vec<Option<Result<ReadOutcome, ReadError>>> =
-            // Owned requests: a future over a borrowed one is not `Send` for every lifetime the
-            // MCP tool's handler needs.
-            futures_util::stream::iter(unique.iter().map(|r| (*r).clone()).collect::<Vec<_>>())
-                .map(|r| async move { service.read_checked(&r).await })
-                .buffered(BATCH_CONCURRENCY)
-                .map(Some)
-                .collect()
-                .await;
+        // Owned requests: a future over a borrowed one is not `Send` for every lifetime the MCP
+        // tool's handler needs.
+        let owned: Vec<ReadRequest> = unique.iter().map(|r| (*r).clone()).collect();
+        type Answer = Option<Result<ReadOutcome, ReadError>>;
+        let mut answers: Vec<Answer> = futures_util::stream::iter(owned)
+            .map(|r| async move { service.read_checked(&r).await })
+            .buffered(BATCH_CONCURRENCY)
+            .map(Some)
+            .collect()
+            .await;
         // The last place of each request takes its answer; the others a copy (a page) or a read
-        // of their own (an error, which cannot be copied; rare, and quick to fail again).
-        let mut out = Vec::with_capacity(places.len());
+        // of their own (an error, which cannot be copied), those read at once as before.
+        let mut out: Vec<Answer> = Vec::with_capacity(places.len());
+        let mut again = Vec::new();
         for (at, &u) in places.iter().enumerate() {
             let last = !places[at + 1..].contains(&u);
-            let answer = match &answers[u] {
-                Some(Ok(outcome)) if !last => Ok(outcome.clone()),
-                Some(Err(_)) if !last => service.read_checked(unique[u]).await,
-                _ => answers[u]
-                    .take()
-                    .expect("each answer is taken once, by its last place"),
-            };
-            out.push(answer);
+            out.push(match &answers[u] {
+                Some(Ok(outcome)) if !last => Some(Ok(outcome.clone())),
+                Some(Err(_)) if !last => {
+                    again.push((at, unique[u].clone()));
+                    None
+                }
+                _ => answers[u].take(),
+            });
         }
-        out
+        let reread: Vec<(usize, Result<ReadOutcome, ReadError>)> =
+            futures_util::stream::iter(again)
+                .map(|(at, r)| async move { (at, service.read_checked(&r).await) })
+                .buffered(BATCH_CONCURRENCY)
+                .collect()
+                .await;
+        for (at, answer) in reread {
+            out[at] = Some(answer);
+        }
+        out.into_iter()
+            .map(|a| a.expect("every place is answered once"))
+            .collect()
     }
 }
 
