@@ -193,6 +193,23 @@ async fn without_a_key_or_with_wrong_types_the_task_is_rejected_and_nothing_runs
             "{problem}"
         );
     }
+    // A key given twice is refused, not read as its last: nothing runs, nothing is charged.
+    let before = spendable(&app, &app.api_key).await;
+    let twice = app
+        .http
+        .post(app.url("/a2a"))
+        .header("Authorization", format!("Bearer {}", app.api_key))
+        .header("Content-Type", "application/json")
+        .body(format!(
+            r#"{{"jsonrpc": "2.0", "id": 7, "method": "SendMessage", "params": {{"message": {{"role": "ROLE_USER", "messageId": "m-twice", "parts": [{{"data": {{"task_type": "execute_action", "domain": "{SHOP}", "action": "add_to_cart", "action": "checkout", "params": {{}}}}}}]}}}}}}"#
+        ))
+        .send()
+        .await
+        .unwrap();
+    let body: Value = twice.json().await.unwrap();
+    assert_eq!(body["error"]["code"], -32600, "{body}");
+    assert_eq!(body["id"], 7);
+    assert_eq!(spendable(&app, &app.api_key).await, before);
 }
 
 #[tokio::test]

@@ -452,6 +452,8 @@ async fn malformed_requests_are_json_rpc_errors() {
     for twice in [
         r#"{"jsonrpc":"2.0","id":3,"id":4,"method":"tools/list"}"#,
         r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","method":"tools/call"}"#,
+        // Inside a tool's arguments too.
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read_page","arguments":{"url":"https://a.example/","url":"https://b.example/"}}}"#,
     ] {
         let (status, content_type, body) = post_raw(&app, &[ACCEPT, JSON, v2], twice).await;
         assert_eq!(

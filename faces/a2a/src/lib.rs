@@ -565,6 +565,13 @@ async fn jsonrpc(
         return rpc_error(&Value::Null, RpcError::new(-32700, "the body is not JSON"));
     };
     let id = request.get("id").cloned().unwrap_or(Value::Null);
+    // A key given twice is read differently by different readers: refused, not guessed at.
+    if let Some(why) = kit::json_body::Unique::refused(&bytes) {
+        return rpc_error(
+            &id,
+            RpcError::new(-32600, format!("invalid request: {why}")),
+        );
+    }
     if request.get("jsonrpc").and_then(Value::as_str) != Some("2.0") || !request.is_object() {
         return rpc_error(
             &id,

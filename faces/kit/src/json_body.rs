@@ -82,7 +82,16 @@ poem_openapi::impl_apirequest_for_payload!(JsonBody<T>, T: ParseFromJSON + 'stat
 /// A JSON value whose objects name each key once. RFC 8259 leaves a repeated name to the
 /// reader, and readers differ (a `Value` keeps the last, a proxy or a client's own check may
 /// keep the first), so `{"email": "a@x", "email": "b@x"}` is refused rather than guessed at.
-pub(crate) struct Unique(pub(crate) Value);
+pub struct Unique(pub Value);
+
+impl Unique {
+    /// Why `bytes` is not JSON whose keys each appear once, if it is not.
+    pub fn refused(bytes: &[u8]) -> Option<String> {
+        serde_json::from_slice::<Unique>(bytes)
+            .err()
+            .map(|e| e.to_string())
+    }
+}
 
 impl<'de> serde::Deserialize<'de> for Unique {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {

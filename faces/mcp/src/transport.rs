@@ -86,9 +86,16 @@ pub async fn check(req: &mut Request, max_body_bytes: usize) -> Result<(), Box<R
         Some(id @ (Value::String(_) | Value::Number(_))) => id.clone(),
         _ => Value::Null,
     };
-    // From the bytes, as rmcp reads them: a key given twice is refused there (a plain-text 415)
-    // but kept once, the last, in a `Value`.
-    if let Err(e) = serde_json::from_slice::<ClientJsonRpcMessage>(&body) {
+    // A key given twice, anywhere (a tool's arguments too), is refused rather than read as its
+    // last; rmcp, reading the bytes, refused some of them with a plain-text 415.
+    if let Some(why) = kit::json_body::Unique::refused(&body) {
+        return Err(refuse(
+            StatusCode::BAD_REQUEST,
+            &id,
+            ErrorData::invalid_request(format!("Invalid Request: {why}."), None),
+        ));
+    }
+    if let Err(e) = serde_json::from_value::<ClientJsonRpcMessage>(value) {
         return Err(refuse(
             StatusCode::BAD_REQUEST,
             &id,
