@@ -35,6 +35,7 @@ pub mod render;
 pub mod system;
 pub mod tasks;
 pub mod telemetry;
+pub mod text;
 pub mod usage;
 pub mod webhooks;
 

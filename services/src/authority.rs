@@ -151,9 +151,11 @@ impl AuthorityService {
         let agent_provider = input.agent_provider.trim();
         if agent_provider.is_empty()
             || agent_provider.len() > 64
-            || agent_provider.chars().any(char::is_control)
+            || svc_ports::text::misleads(agent_provider)
         {
-            return invalid("Name the agent's provider (1 to 64 characters), e.g. anthropic.");
+            return invalid(
+                "Name the agent's provider (1 to 64 characters, none invisible or direction-changing), e.g. anthropic.",
+            );
         }
         let now = self.clock.now();
         let authority_id = AuthorityId::from_ulid(self.entropy.ulid());

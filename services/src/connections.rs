@@ -277,8 +277,7 @@ impl ConnectionService {
         let id = self.checked(provider).await?;
         let expected = expected_account.map(str::trim).filter(|s| !s.is_empty());
         if let Some(e) = expected
-            && (e.len() > MAX_EXPECTED_ACCOUNT_LEN
-                || e.chars().any(|c| c.is_control() || hides_or_reorders(c)))
+            && (e.len() > MAX_EXPECTED_ACCOUNT_LEN || svc_ports::text::misleads(e))
         {
             return Err(ConnectionFailure::InvalidInput(format!(
                 "`expected_account` is at most {MAX_EXPECTED_ACCOUNT_LEN} printable characters, without invisible or direction-changing ones"
@@ -619,16 +618,6 @@ impl ConnectionService {
         let bytes = self.sealer.open(sealed)?;
         Ok(String::from_utf8(bytes)?)
     }
-}
-
-/// Characters that draw nothing or turn the text around them: an account name the human is
-/// asked to confirm must read as it is (`\u{202e}` would show `moc.elpmaxe@ana` reversed).
-fn hides_or_reorders(c: char) -> bool {
-    matches!(
-        c,
-        '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}'
-            | '\u{2066}'..='\u{2069}' | '\u{feff}' | '\u{061c}'
-    )
 }
 
 #[cfg(test)]

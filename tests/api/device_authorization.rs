@@ -84,6 +84,20 @@ async fn the_standard_path_answers_like_agent_identity_and_is_the_advertised_one
     assert_eq!(bad.status(), 400);
     let body: Value = bad.json().await.unwrap();
     assert_eq!(body["error"], "invalid_scope", "{body}");
+    // A client id the human is shown must read as it is: no direction override, no
+    // invisible characters.
+    for client_id in ["\u{202e}cihporhtna", "shop\u{ad}agent"] {
+        let spoof = app
+            .http
+            .post(app.url("/oauth2/device_authorization"))
+            .form(&[("client_id", client_id), ("scope", "read")])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(spoof.status(), 400, "{client_id:?}");
+        let body: Value = spoof.json().await.unwrap();
+        assert_eq!(body["error"], "invalid_request", "{body}");
+    }
 }
 
 #[tokio::test]

@@ -165,9 +165,10 @@ fn clean_text(
     if raw.is_empty() {
         return Ok(None);
     }
-    if too_long || raw.chars().any(char::is_control) {
+    // Shown to the human on the consent page: it must read as it is.
+    if too_long || svc_ports::text::misleads(raw) {
         return Err(IdentityFailure::InvalidRequest(format!(
-            "{what} must be at most {max} printable characters"
+            "{what} must be at most {max} printable characters, without invisible or direction-changing ones"
         )));
     }
     Ok(Some(raw.to_owned()))
