@@ -198,6 +198,20 @@ async fn foreign_hosts_and_origins_are_refused() {
             .status(),
         200
     );
+    // An Origin that is not text is no allowed one, not an absent one.
+    let odd = app
+        .http
+        .post(app.url("/mcp"))
+        .header("Accept", "application/json, text/event-stream")
+        .header(
+            "Origin",
+            reqwest::header::HeaderValue::from_bytes(b"http://localhost:3000\xff").unwrap(),
+        )
+        .json(&list)
+        .send()
+        .await
+        .unwrap();
+    problem(odd, 403, "host_not_allowed").await;
 
     let open = TestApp::builder()
         .runtime(|r| {

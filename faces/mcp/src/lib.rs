@@ -277,7 +277,13 @@ pub fn endpoint(
                     )
                     .render("Bearer"));
                 }
-                if let Some(origin) = req.header(http::header::ORIGIN)
+                // An Origin that is not text is no allowed one (`header` would read it as
+                // absent, and skip the check).
+                let origin = req
+                    .headers()
+                    .get(http::header::ORIGIN)
+                    .map(|v| v.to_str().unwrap_or("\u{fffd}"));
+                if let Some(origin) = origin
                     && !guard.origin_allowed(origin)
                 {
                     return Ok(kit::problem::ApiProblem::new(

@@ -338,7 +338,10 @@ async fn create_checkout_session(req: &Request, ctx: Data<&AppContext>, body: Bo
     let json = req
         .header(header::CONTENT_TYPE)
         .and_then(|v| v.split(';').next())
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+        .map(|v| v.trim().to_ascii_lowercase())
+        .is_some_and(|v| {
+            v == "application/json" || (v.starts_with("application/") && v.ends_with("+json"))
+        });
     if !json {
         return problem(
             FailureClass::UnsupportedMediaType,

@@ -55,6 +55,12 @@ impl Holder {
                 grantable_scopes().to_list_string()
             )));
         }
+        self.holds(scopes)
+    }
+
+    /// Refuses scopes beyond what the holder holds (for the human: the consequential scope
+    /// without its confirmation).
+    fn holds(&self, scopes: &Scopes) -> Result<(), KeyServiceError> {
         match self {
             Holder::Key(held) => {
                 let beyond = scopes.beyond(held);
@@ -81,7 +87,9 @@ impl Holder {
     /// mint a new secret for, or cut off, a key wider than itself. The human may act on any.
     fn may_act_on(&self, key: &ApiKeyRecord) -> Result<(), KeyServiceError> {
         match self {
-            Holder::Key(_) => self.may_grant(&key.scopes),
+            // What the key acted on holds was granted already: only whether the actor holds
+            // it all matters (an operator may have granted a scope no key can ask for).
+            Holder::Key(_) => self.holds(&key.scopes),
             Holder::Human { .. } => Ok(()),
         }
     }

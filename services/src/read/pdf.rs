@@ -65,7 +65,7 @@ pub(crate) fn judge(
             if text.page_count > text.pages.len() {
                 // Only the pages read were judged: later ones may hold text.
                 format!(
-                    "the first {} of the PDF's {} pages hold no text, only images (a scan?);                      pages past them are not read",
+                    "the first {} of the PDF's {} pages hold no text, only images (a scan?); pages past them are not read",
                     text.pages.len(),
                     text.page_count
                 )
