@@ -303,6 +303,16 @@ fn constrain_requests(doc: &mut Value) {
             json!({"minLength": 1, "maxLength": 255, "pattern": IDEMPOTENCY_KEY}),
         );
     }
+    // The scopes that exist: any other is 422 (the service's list, so the two cannot differ).
+    let scopes: Vec<String> = svc_services::keys::grantable_scopes()
+        .iter()
+        .map(|s| s.as_str().to_owned())
+        .collect();
+    if let Some(items) =
+        doc.pointer_mut("/components/schemas/CreateKeyBody/properties/scopes/items")
+    {
+        items["enum"] = json!(scopes);
+    }
 }
 
 /// Operations that fetch a site answer its failure (502 `upstream_unreachable`, 504

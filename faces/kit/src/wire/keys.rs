@@ -60,8 +60,8 @@ pub struct CreateKeyBody {
     /// A name to recognise it by (default `api`).
     #[oai(validator(max_length = 80))]
     pub name: Option<String>,
-    /// Its scopes: each one the calling key holds (else 403 `insufficient_scope` naming the
-    /// others). Omitted: `read discover execute`, narrowed to what the calling key holds. A
+    /// Its scopes: each one that exists (else 422 `invalid_request`) and that the calling key
+    /// holds (else 403 `insufficient_scope` naming the others). Omitted: `read discover execute`, narrowed to what the calling key holds. A
     /// restricted key is one with fewer: `["read"]` reads pages and nothing else.
     #[oai(validator(min_items = 1, max_items = 8))]
     pub scopes: Option<Vec<String>>,
