@@ -337,42 +337,35 @@ impl GuardedFetcher {
     async fn robots_for(&self, url: &Url) -> Result<RobotsDecision, FetchError> {
         let origin = url.origin().ascii_serialization();
         let robots_url = format!("{origin}/robots.txt");
-        let file = match self.robots.get(&origin) {
-            Some(f) => f,
-            None => {
-                // Its own time limit: a robots.txt that never answers is unreachable (and
-                // remembered), not the page's whole time, again per request. Longer than the
-                // connect phase, so a host that is down still fails the page as unreachable
-                // (uncached, retryable) rather than as robots.txt's; within half the page's time.
-                let limit = (self.config.timeout / 3)
-                    .max(self.config.connect_timeout + std::time::Duration::from_secs(2))
-                    .min(self.config.timeout / 2);
-                let file = match Url::parse(&robots_url) {
-                    Ok(u) => match tokio::time::timeout(
-                        limit,
-                        self.get_following(u, false, 512 * 1024, None),
-                    )
+        // Its own time limit: a robots.txt that never answers is unreachable (and
+        // remembered), not the page's whole time, again per request. Longer than the connect
+        // phase, so a host that is down still fails the page as unreachable (uncached,
+        // retryable) rather than as robots.txt's; within half the page's time.
+        let limit = (self.config.timeout / 3)
+            .max(self.config.connect_timeout + std::time::Duration::from_secs(2))
+            .min(self.config.timeout / 2);
+        let fetch = || async {
+            let Ok(u) = Url::parse(&robots_url) else {
+                return Ok(robots::RobotsFile::Unreachable);
+            };
+            let fetched =
+                tokio::time::timeout(limit, self.get_following(u, false, 512 * 1024, None))
                     .await
                     .unwrap_or(Err(FetchError::Timeout {
                         seconds: limit.as_secs(),
-                    })) {
-                        Ok((_, _, status, _, body, _)) if status.is_success() => {
-                            robots::parse(&self.config.robots_agent, &body)
-                        }
-                        Ok((_, _, status, _, _, _)) if status.is_client_error() => {
-                            robots::RobotsFile::Missing
-                        }
-                        Err(failed @ (FetchError::Refused(_) | FetchError::Connect { .. })) => {
-                            return Err(failed);
-                        }
-                        _ => robots::RobotsFile::Unreachable,
-                    },
-                    Err(_) => robots::RobotsFile::Unreachable,
-                };
-                self.robots.put(origin, file.clone());
-                file
+                    }));
+            match fetched {
+                Ok((_, _, status, _, body, _)) if status.is_success() => {
+                    Ok(robots::parse(&self.config.robots_agent, &body))
+                }
+                Ok((_, _, status, _, _, _)) if status.is_client_error() => {
+                    Ok(robots::RobotsFile::Missing)
+                }
+                Err(failed @ (FetchError::Refused(_) | FetchError::Connect { .. })) => Err(failed),
+                _ => Ok(robots::RobotsFile::Unreachable),
             }
         };
+        let file = self.robots.get_or_fetch(&origin, fetch).await?;
         Ok(robots::decide(&file, url.as_str(), robots_url))
     }
 

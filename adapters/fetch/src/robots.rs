@@ -7,7 +7,7 @@ use std::{
 };
 
 use robotxt::Robots;
-use svc_ports::RobotsDecision;
+use svc_ports::{FetchError, RobotsDecision};
 use url::Url;
 
 const TTL: Duration = Duration::from_secs(3600);
@@ -37,9 +37,15 @@ impl RobotsFile {
     }
 }
 
+/// One origin's robots.txt being fetched: every request that misses the cache meanwhile waits
+/// for this one answer, errors included, so a batch or a page's fifty requests to one site ask
+/// it once, not fifty times at once.
+type Flight = std::sync::Arc<tokio::sync::OnceCell<Result<RobotsFile, FetchError>>>;
+
 #[derive(Default)]
 pub struct RobotsCache {
     entries: Mutex<HashMap<String, (Instant, RobotsFile)>>,
+    flights: Mutex<HashMap<String, Flight>>,
 }
 
 impl RobotsCache {
@@ -60,6 +66,53 @@ impl RobotsCache {
             }
         }
         entries.insert(origin, (Instant::now(), file));
+    }
+
+    /// The cached file for `origin`, or the one answer of a single fetch by `fetch` shared by
+    /// every caller that misses meanwhile. A fetched file is cached; an error is not (each
+    /// waiter gets it, the next request asks again). Should the fetching caller be dropped,
+    /// a waiter takes the fetch over.
+    pub async fn get_or_fetch<F, Fut>(
+        &self,
+        origin: &str,
+        fetch: F,
+    ) -> Result<RobotsFile, FetchError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<RobotsFile, FetchError>>,
+    {
+        if let Some(file) = self.get(origin) {
+            return Ok(file);
+        }
+        let flight = self
+            .flights
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(origin.to_owned())
+            .or_default()
+            .clone();
+        let answer = flight
+            .get_or_init(|| async {
+                // Landed between our look at the cache and our place in the flight.
+                if let Some(file) = self.get(origin) {
+                    return Ok(file);
+                }
+                let fetched = fetch().await;
+                if let Ok(file) = &fetched {
+                    self.put(origin.to_owned(), file.clone());
+                }
+                fetched
+            })
+            .await
+            .clone();
+        let mut flights = self.flights.lock().unwrap_or_else(|p| p.into_inner());
+        if flights
+            .get(origin)
+            .is_some_and(|f| std::sync::Arc::ptr_eq(f, &flight))
+        {
+            flights.remove(origin);
+        }
+        answer
     }
 }
 
