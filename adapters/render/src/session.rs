@@ -127,6 +127,9 @@ fn turn_limit(config: &RenderConfig) -> Duration {
 /// What the interception saw; shared by the handlers of paused requests.
 #[derive(Default)]
 struct Traffic {
+    /// The site of the page being read, worked out once: requests of its own site have
+    /// turns of their own.
+    page_site: Option<String>,
     fetching: Fetching,
     in_flight: AtomicUsize,
     last_change: Mutex<Option<Instant>>,
@@ -139,6 +142,25 @@ struct Traffic {
 }
 
 impl Traffic {
+    fn for_page(url: &str) -> Self {
+        Self {
+            page_site: url::Url::parse(url)
+                .ok()
+                .and_then(|u| u.host_str().map(svc_ports::fetch::site_of)),
+            ..Self::default()
+        }
+    }
+
+    /// Counts `len` more bytes against the page's budget of `max`, unless they would take it
+    /// past: a response refused for its size leaves the budget to the ones that fit.
+    fn spend(&self, len: usize, max: usize) -> bool {
+        self.bytes
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |spent| {
+                spent.checked_add(len).filter(|total| *total <= max)
+            })
+            .is_ok()
+    }
+
     fn touch(&self) {
         *self.last_change.lock().expect("not poisoned") = Some(Instant::now());
     }
@@ -239,7 +261,11 @@ async fn answer(
         && same_document(url, &request.url)
         && !traffic.document_served.swap(true, Ordering::SeqCst)
     {
-        // The document was fetched through the guard already (or is a saved page).
+        // The document was fetched through the guard already (or is a saved page); it is
+        // part of what the page takes of its budget.
+        traffic
+            .bytes
+            .fetch_add(request.html.len(), Ordering::SeqCst);
         return Answer::Fulfil {
             status: 200,
             headers: vec![HeaderEntry::new("Content-Type", "text/html; charset=utf-8")],
@@ -250,9 +276,9 @@ async fn answer(
         traffic.too_many_navigations.store(true, Ordering::SeqCst);
         return Answer::Fail(ErrorReason::BlockedByClient);
     }
-    traffic.requests.fetch_add(1, Ordering::SeqCst);
     if method == "OPTIONS" || event.resource_type == ResourceType::Preflight {
-        // A CORS preflight is answered here: nothing but GET is ever sent.
+        // A CORS preflight is answered here (nothing but GET is ever sent) and fetches
+        // nothing, so it does not count toward the page's requests.
         let mut headers = cors(origin.as_deref());
         headers.push(HeaderEntry::new("Access-Control-Allow-Methods", "GET"));
         if let Some(asked) = header(event, "access-control-request-headers") {
@@ -264,6 +290,7 @@ async fn answer(
             body: Vec::new(),
         };
     }
+    traffic.requests.fetch_add(1, Ordering::SeqCst);
     let never_fetched = matches!(
         event.resource_type,
         ResourceType::Image
@@ -292,12 +319,9 @@ async fn answer(
     if spent() {
         return Answer::Fail(ErrorReason::BlockedByClient);
     }
-    let page_site = url::Url::parse(&request.url)
-        .ok()
-        .and_then(|u| u.host_str().map(svc_ports::fetch::site_of));
     let lane = traffic
         .fetching
-        .lane(&event.resource_type, url, page_site.as_deref());
+        .lane(&event.resource_type, url, traffic.page_site.as_deref());
     let Ok(_turn) = lane.acquire().await else {
         return Answer::Fail(ErrorReason::Failed);
     };
@@ -319,8 +343,7 @@ async fn answer(
                 Some(bytes) => bytes,
                 None => page.body.into_bytes(),
             };
-            let total = traffic.bytes.fetch_add(body.len(), Ordering::SeqCst) + body.len();
-            if total > config.max_page_bytes {
+            if !traffic.spend(body.len(), config.max_page_bytes) {
                 return Answer::Fail(ErrorReason::BlockedByClient);
             }
             let mut headers = cors(origin.as_deref());
@@ -505,7 +528,7 @@ async fn in_context(
             .map_err(browser_failure("preparing the page"))?;
     }
 
-    let traffic = Arc::new(Traffic::default());
+    let traffic = Arc::new(Traffic::for_page(&request.url));
     let interception = tokio::spawn(intercept(
         page.clone(),
         paused,

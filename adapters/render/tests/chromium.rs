@@ -91,12 +91,17 @@ impl PageFetcher for Table {
 }
 
 fn renderer(table: Arc<Table>) -> ChromiumRenderer {
+    renderer_with(table, |_| {})
+}
+
+fn renderer_with(table: Arc<Table>, adjust: impl FnOnce(&mut RenderConfig)) -> ChromiumRenderer {
     let chromium = std::env::var("SVC_CHROMIUM")
         .ok()
         .filter(|p| !p.is_empty())
         .unwrap_or_else(|| "/usr/bin/chromium".into());
     let mut config = RenderConfig::new(chromium);
     config.page_timeout = Duration::from_secs(4);
+    adjust(&mut config);
     ChromiumRenderer::new(config, table)
 }
 
@@ -186,6 +191,73 @@ async fn a_page_that_asks_for_much_at_once_is_fetched_a_few_at_a_time() {
     let most = table.most_in_flight.load(Ordering::SeqCst);
     assert!(asked > 6, "{asked} requests reached the fetcher");
     assert!(most <= 6, "{most} fetched at once");
+    renderer.shut_down().await;
+}
+
+#[tokio::test]
+async fn the_byte_budget_counts_the_document_and_only_what_was_handed_over() {
+    // 10 000 bytes for the page: the document (6 000), then a 20 000-byte blob (refused for
+    // its size, and so not spent), the story (fits), then 5 000 bytes more (past the budget
+    // with the document counted).
+    let table = Arc::new(
+        Table::default()
+            .page("/blob", "text/plain", &"b".repeat(20_000))
+            .page(
+                "/api/story.json",
+                "application/json",
+                r#"{"title": "Tides"}"#,
+            )
+            .page("/more", "text/plain", &"m".repeat(5_000)),
+    );
+    let renderer = renderer_with(table.clone(), |c| c.max_page_bytes = 10_000);
+    let mut request = shell(
+        "const got = (p) => fetch(p).then(r => r.text()).then(t => t.length).catch(() => 'refused');          (async () => { const blob = await got('/blob');            const story = await fetch('/api/story.json').then(r => r.json()).then(s => s.title, () => 'refused');            const more = await got('/more');            document.getElementById('root').textContent = `blob:${blob} story:${story} more:${more}`; })();",
+    );
+    request.html = request
+        .html
+        .replace("</body>", &format!("<!-- {} --></body>", "d".repeat(6_000)));
+    let page = renderer.render(&request).await.expect("rendered");
+    assert!(
+        page.html.contains("blob:refused story:Tides more:refused"),
+        "{}",
+        page.html.split("<script>").next().unwrap_or_default()
+    );
+    renderer.shut_down().await;
+}
+
+#[tokio::test]
+async fn a_cors_preflight_is_answered_without_counting_as_a_request() {
+    let table = Arc::new(Table::default().page(
+        "/api/story.json",
+        "application/json",
+        r#"{"title": "Tides"}"#,
+    ));
+    let renderer = renderer(table.clone());
+    // A header that is not CORS-safelisted makes the browser ask first; the same request
+    // without it is the count to compare with.
+    let read = |headers: &'static str| {
+        shell(&format!(
+            "fetch('{ORIGIN}/api/story.json'.replace('spa.', 'api.spa.'), {{headers: {headers}}}) \
+               .then(r => r.status, () => 'failed') \
+               .then(s => document.getElementById('root').textContent = 'status:' + s);"
+        ))
+    };
+    let plain = renderer.render(&read("{}")).await.expect("rendered");
+    let asked_first = renderer
+        .render(&read("{'X-Reader': '1'}"))
+        .await
+        .expect("rendered");
+    for page in [&plain, &asked_first] {
+        assert!(page.html.contains("status:404"), "{}", page.html);
+    }
+    assert_eq!(
+        table.asked(),
+        vec!["http://api.spa.example/api/story.json".to_owned(); 2]
+    );
+    assert_eq!(
+        asked_first.requests, plain.requests,
+        "the preflight is not a request"
+    );
     renderer.shut_down().await;
 }
 
