@@ -105,6 +105,53 @@ async fn a_key_past_ascii_is_still_one_billing_task() {
     assert_eq!(balance(&app, &key).await, (999, 0));
 }
 
+/// Two keys (or two bearers) on one request would mean two things; the first used to win,
+/// silently. Refused at the edge before anything runs, on every face.
+#[tokio::test]
+async fn a_request_with_two_keys_or_two_bearers_is_refused_before_it_runs() {
+    let app = app().await;
+    let key = app.api_key.clone();
+    let body = json!({"domain": SHOP, "action": "search_products", "params": {"query": "tea"}});
+    let two_keys = app
+        .http
+        .post(app.url("/api/execute"))
+        .header("Authorization", bearer(&key))
+        .header("Idempotency-Key", "twice-1")
+        .header("Idempotency-Key", "twice-2")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let said = problem(two_keys, 400, "malformed_request").await;
+    assert!(said["detail"].as_str().unwrap().contains("idempotency-key"), "{said}");
+    let two_bearers = app
+        .http
+        .post(app.url("/api/execute"))
+        .header("Authorization", bearer(&key))
+        .header("Authorization", "Bearer svc_test_someone_else")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    problem(two_bearers, 400, "malformed_request").await;
+    let mcp = app
+        .http
+        .post(app.url("/mcp"))
+        .header("Authorization", bearer(&key))
+        .header("Authorization", bearer(&key))
+        .header("Accept", "application/json, text/event-stream")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .send()
+        .await
+        .unwrap();
+    problem(mcp, 400, "malformed_request").await;
+    assert_eq!(balance(&app, &key).await, (1000, 0));
+    // One of each is a request like any other.
+    let once = execute(&app, &key, body, Some("twice-1")).await;
+    assert_eq!(once.status(), 200);
+    assert_eq!(balance(&app, &key).await, (999, 0));
+}
+
 /// A caller that hangs up mid-execution does not stop it: the action runs to its end and is
 /// settled by what happened (dropped with the request, it was left in flight for recovery to
 /// refund as interrupted a minute later, whatever the site had done).

@@ -217,13 +217,10 @@ async fn cap_body(req: &mut Request, max: usize) -> Result<(), ApiProblem> {
         }
         buf.extend_from_slice(&chunk);
     }
-    let form = req
-        .header(header::CONTENT_TYPE)
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|v| {
-            v.trim()
-                .eq_ignore_ascii_case("application/x-www-form-urlencoded")
-        });
+    let form = crate::headers::is(
+        crate::headers::content_type(req),
+        "application/x-www-form-urlencoded",
+    );
     if form && !decodes_to_utf8(&buf) {
         return Err(not_utf8("The form"));
     }
@@ -302,6 +299,13 @@ pub async fn edge<E: Endpoint>(next: E, mut req: Request) -> poem::Result<Respon
             }
             if !decodes_to_utf8(req.uri().query().unwrap_or_default().as_bytes()) {
                 return Err(not_utf8("The query string").into());
+            }
+            if let Some(name) = crate::headers::repeated(&req) {
+                return Err(ApiProblem::new(
+                    FailureClass::MalformedRequest,
+                    format!("The request carries {name} more than once; send it once."),
+                )
+                .into());
             }
             cap_body(&mut req, edge.max_body_bytes).await?;
             next.call(req).await.map(IntoResponse::into_response)

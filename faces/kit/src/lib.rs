@@ -9,6 +9,7 @@ pub mod accept;
 pub mod context;
 pub mod edge;
 pub mod errors;
+pub mod headers;
 pub mod json_body;
 pub mod limits;
 pub mod problem;

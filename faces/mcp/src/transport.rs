@@ -12,6 +12,7 @@
 //!   predate the header, and this stateless server has no session whose version it could
 //!   assume otherwise.
 
+use kit::headers;
 use poem::{Request, Response, http::StatusCode};
 use rmcp::model::{ClientJsonRpcMessage, ErrorCode, ErrorData, ProtocolVersion};
 use serde_json::{Value, json};
@@ -41,7 +42,7 @@ pub async fn check(req: &mut Request, max_body_bytes: usize) -> Result<(), Box<R
             ),
         ));
     }
-    if !is_json(req.header(http::header::CONTENT_TYPE)) {
+    if !headers::is(headers::content_type(req), "application/json") {
         return Err(refuse(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             &Value::Null,
@@ -135,22 +136,11 @@ fn accepts_both(req: &Request) -> bool {
     let (mut json, mut sse) = (false, false);
     for value in req.headers().get_all(http::header::ACCEPT) {
         for item in value.to_str().unwrap_or_default().split(',') {
-            let essence = item.split(';').next().unwrap_or_default().trim();
-            json |= essence.eq_ignore_ascii_case("application/json");
-            sse |= essence.eq_ignore_ascii_case("text/event-stream");
+            json |= headers::is(Some(item), "application/json");
+            sse |= headers::is(Some(item), "text/event-stream");
         }
     }
     json && sse
-}
-
-fn is_json(content_type: Option<&str>) -> bool {
-    content_type.is_some_and(|c| {
-        c.split(';')
-            .next()
-            .unwrap_or_default()
-            .trim()
-            .eq_ignore_ascii_case("application/json")
-    })
 }
 
 fn refuse(status: StatusCode, id: &Value, error: ErrorData) -> Box<Response> {

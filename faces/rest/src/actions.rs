@@ -165,10 +165,10 @@ impl ActionsApi {
         idempotency_key: Header<Option<String>>,
         req: &poem::Request,
     ) -> Result<ExecuteResponse, ApiProblem> {
-        let idempotency_key = match idempotency_key.0 {
-            Some(key) => Some(key),
-            None => unparsed_idempotency_key(req)?,
-        };
+        // Declared above for the document; read raw, as sent (poem hands a key past visible
+        // ASCII over as absent, and run without its key a retry would be charged again).
+        let _ = idempotency_key;
+        let idempotency_key = kit::headers::idempotency_key(req)?;
         let request = ExecuteRequest {
             domain: body.domain.as_str().to_owned(),
             action: body.action.as_str().to_owned(),
@@ -228,21 +228,5 @@ impl ActionsApi {
         Ok(VerifyTaskResponse::Verified(Json(verification_view(
             &verified,
         )?)))
-    }
-}
-
-/// An `Idempotency-Key` header that poem-openapi handed over as absent: one with bytes past
-/// visible ASCII. Taken as UTF-8, as MCP and A2A take the key from JSON (the service judges
-/// it then); otherwise refused. Run as if no key was sent, a retry would be charged again.
-fn unparsed_idempotency_key(req: &poem::Request) -> Result<Option<String>, ApiProblem> {
-    let Some(value) = req.headers().get("idempotency-key") else {
-        return Ok(None);
-    };
-    match std::str::from_utf8(value.as_bytes()) {
-        Ok(key) => Ok(Some(key.to_owned())),
-        Err(_) => Err(ApiProblem::new(
-            FailureClass::InvalidRequest,
-            "Idempotency-Key must be UTF-8 text",
-        )),
     }
 }

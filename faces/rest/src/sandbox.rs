@@ -26,9 +26,10 @@ pub async fn sandbox_checkout(req: &poem::Request, ctx: Data<&AppContext>) -> Re
     };
     // A key past visible ASCII is not dropped (a retry would open a second checkout): the
     // service refuses it (checkout keys are printable ASCII).
-    let key = match req.headers().get("idempotency-key") {
-        Some(raw) => String::from_utf8_lossy(raw.as_bytes()).into_owned(),
-        None => format!("qa-{}", ulid::Ulid::new()),
+    let key = match kit::headers::idempotency_key(req) {
+        Ok(Some(key)) => key,
+        Ok(None) => format!("qa-{}", ulid::Ulid::new()),
+        Err(refused) => return refused.render("Bearer"),
     };
     match ctx
         .services

@@ -13,6 +13,7 @@ use super::{
 };
 use askama::Template;
 use kit::context::AppContext;
+use kit::headers;
 use kit::problem::ApiProblem;
 use poem::{
     Body, Request, Response, Route, get, handler,
@@ -335,14 +336,7 @@ async fn create_checkout_session(req: &Request, ctx: Data<&AppContext>, body: Bo
     }
     // Held to what every other JSON endpoint holds a body to: its type, UTF-8 throughout
     // (an ignored field is not checked by the parser), no field it does not know.
-    let json = req
-        .header(header::CONTENT_TYPE)
-        .and_then(|v| v.split(';').next())
-        .map(|v| v.trim().to_ascii_lowercase())
-        .is_some_and(|v| {
-            v == "application/json" || (v.starts_with("application/") && v.ends_with("+json"))
-        });
-    if !json {
+    if !headers::is_json(headers::content_type(req)) {
         return problem(
             FailureClass::UnsupportedMediaType,
             "The body must be sent as application/json.",
@@ -372,18 +366,19 @@ async fn create_checkout_session(req: &Request, ctx: Data<&AppContext>, body: Bo
             );
         }
     };
+    // As sent: poem's `header` hands a value past visible ASCII over as absent, which would
+    // read as no key; the service refuses it by name.
+    let key = match headers::idempotency_key(req) {
+        Ok(key) => key,
+        Err(refused) => return no_store(refused.render("Bearer")),
+    };
     match ctx
         .services
         .billing
         .create_checkout(
             &account,
             &parsed.sku,
-            // As sent: poem's `header` drops a value past visible ASCII, which would read as
-            // no key; the service refuses it by name.
-            req.headers()
-                .get("idempotency-key")
-                .map(|v| String::from_utf8_lossy(v.as_bytes()))
-                .as_deref(),
+            key.as_deref(),
             "create_checkout_session",
         )
         .await
