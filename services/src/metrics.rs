@@ -32,6 +32,10 @@ pub const POOL_CONNECTIONS: &str = "svc_store_pool_connections";
 pub const TELEMETRY_QUEUE: &str = "svc_telemetry_queue_depth";
 /// Readiness probes answered not ready, by `reason`.
 pub const NOT_READY: &str = "svc_readiness_failures_total";
+/// PDF parser threads alive by `state`: `running` (all of them) and `overdue` (past their
+/// time limit: their callers were answered, and each holds a parser place until it ends).
+/// Sampled at each scrape.
+pub const PDF_PARSERS: &str = "svc_pdf_parser_threads";
 /// 1 while the instance drains (after SIGTERM), else 0.
 pub const DRAINING: &str = "svc_draining";
 /// Always 1, labelled with `version` and `commit`.
@@ -102,6 +106,11 @@ pub const CATALOG: &[(&str, Kind, &str)] = &[
         NOT_READY,
         Kind::Counter,
         "Readiness probes answered not ready, by reason.",
+    ),
+    (
+        PDF_PARSERS,
+        Kind::Gauge,
+        "PDF parser threads alive by state (running, overdue: past the time limit).",
     ),
     (
         DRAINING,

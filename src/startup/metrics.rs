@@ -57,13 +57,16 @@ pub fn handle() -> &'static PrometheusHandle {
     })
 }
 
-/// Samples the gauges (pools, queue, draining) and renders every metric.
+/// Samples the gauges (pools, queue, PDF parsers, draining) and renders every metric.
 pub fn render(services: &Services) -> String {
     if let Some(usage) = services.health.pool_usage() {
         metrics::gauge!(names::POOL_CONNECTIONS, "state" => "in_use").set(f64::from(usage.in_use));
         metrics::gauge!(names::POOL_CONNECTIONS, "state" => "idle").set(f64::from(usage.idle));
     }
     metrics::gauge!(names::TELEMETRY_QUEUE).set(services.telemetry.queue_depth() as f64);
+    let parsers = svc_pdf::parser_threads();
+    metrics::gauge!(names::PDF_PARSERS, "state" => "running").set(parsers.running as f64);
+    metrics::gauge!(names::PDF_PARSERS, "state" => "overdue").set(parsers.overdue as f64);
     metrics::gauge!(names::DRAINING).set(if services.health.is_draining() {
         1.0
     } else {

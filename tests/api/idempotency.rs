@@ -123,7 +123,10 @@ async fn a_request_with_two_keys_or_two_bearers_is_refused_before_it_runs() {
         .await
         .unwrap();
     let said = problem(two_keys, 400, "malformed_request").await;
-    assert!(said["detail"].as_str().unwrap().contains("idempotency-key"), "{said}");
+    assert!(
+        said["detail"].as_str().unwrap().contains("idempotency-key"),
+        "{said}"
+    );
     let two_bearers = app
         .http
         .post(app.url("/api/execute"))

@@ -112,6 +112,13 @@ async fn metrics_on_the_main_address_answer_only_the_internal_token() {
         sample(&text, "svc_telemetry_queue_depth", &[]).is_some(),
         "{text}"
     );
+    for state in ["state=\"running\"", "state=\"overdue\""] {
+        assert_eq!(
+            sample(&text, "svc_pdf_parser_threads", &[state]),
+            Some(0.0),
+            "{text}"
+        );
+    }
     // Neither the metrics nor the probes are in the public OpenAPI document.
     let doc: Value = app.get_json("/openapi.json").await;
     for path in ["/metrics", "/health/live", "/health/ready"] {

@@ -14,7 +14,11 @@ mod info;
 use std::{
     collections::HashSet,
     panic::{AssertUnwindSafe, catch_unwind},
-    sync::{Condvar, Mutex, OnceLock, mpsc},
+    sync::{
+        Arc, Condvar, Mutex, OnceLock,
+        atomic::{AtomicU8, AtomicUsize, Ordering},
+        mpsc,
+    },
     time::Duration,
 };
 
@@ -39,32 +43,75 @@ pub struct PdfExtractReader;
 
 impl PdfReader for PdfExtractReader {
     fn read_pdf(&self, bytes: &[u8]) -> Result<PdfText, PdfRefusal> {
-        inflate::check_inflated_size(bytes, MAX_PDF_INFLATED_BYTES)?;
-        check_xref_widths(bytes)?;
-        let owned = bytes.to_vec();
-        let (done, answer) = mpsc::channel();
-        let turn = PARSERS.take(max_parsers(), PDF_TIME_LIMIT)?;
-        std::thread::Builder::new()
-            .name("pdf-reader".into())
-            .stack_size(PARSER_STACK_BYTES)
-            .spawn(move || {
-                let _turn = turn;
-                let _ = done.send(catch_unwind(AssertUnwindSafe(|| read(&owned))));
-            })
-            .map_err(|e| PdfRefusal::Damaged(format!("no thread to read it on: {e}")))?;
-        match answer.recv_timeout(PDF_TIME_LIMIT) {
-            Ok(Ok(answer)) => answer,
-            // The parser gave up on something it did not expect (a panic).
-            Ok(Err(_)) | Err(mpsc::RecvTimeoutError::Disconnected) => Err(PdfRefusal::Damaged(
-                "the parser could not make sense of its structure".into(),
-            )),
-            // The thread cannot be stopped from outside; it is left to finish on its own, and
-            // the caller gets its answer now.
-            Err(mpsc::RecvTimeoutError::Timeout) => Err(PdfRefusal::Damaged(format!(
-                "reading it took longer than {} s",
-                PDF_TIME_LIMIT.as_secs()
-            ))),
+        read_within(&PARSERS, bytes, PDF_TIME_LIMIT)
+    }
+}
+
+/// Parser threads alive now: `running` in all, `overdue` of them past their time limit (their
+/// callers answered already; each holds its place until it ends). For the metrics scrape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParserThreads {
+    pub running: usize,
+    pub overdue: usize,
+}
+
+pub fn parser_threads() -> ParserThreads {
+    PARSERS.threads()
+}
+
+/// Where a parse stands, between its thread and its caller.
+const RUNNING: u8 = 0;
+const ENDED: u8 = 1;
+const OVERDUE: u8 = 2;
+
+fn read_within(pool: &'static Pool, bytes: &[u8], limit: Duration) -> Result<PdfText, PdfRefusal> {
+    inflate::check_inflated_size(bytes, MAX_PDF_INFLATED_BYTES)?;
+    check_xref_widths(bytes)?;
+    let owned = bytes.to_vec();
+    let (done, answer) = mpsc::channel();
+    let turn = pool.take(max_parsers(), PDF_TIME_LIMIT)?;
+    let state = Arc::new(AtomicU8::new(RUNNING));
+    let ended = state.clone();
+    std::thread::Builder::new()
+        .name("pdf-reader".into())
+        .stack_size(PARSER_STACK_BYTES)
+        .spawn(move || {
+            let _turn = turn;
+            let _ = done.send(catch_unwind(AssertUnwindSafe(|| read(&owned))));
+            if ended.swap(ENDED, Ordering::SeqCst) == OVERDUE {
+                pool.overdue.fetch_sub(1, Ordering::SeqCst);
+            }
+        })
+        .map_err(|e| PdfRefusal::Damaged(format!("no thread to read it on: {e}")))?;
+    let answered = match answer.recv_timeout(limit) {
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            // Counted before it is marked, so the thread's count down never comes first.
+            pool.overdue.fetch_add(1, Ordering::SeqCst);
+            if state
+                .compare_exchange(RUNNING, OVERDUE, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                // The thread cannot be stopped from outside; it is left to finish on its own,
+                // and the caller gets its answer now.
+                return Err(PdfRefusal::Damaged(format!(
+                    "reading it took longer than {} s",
+                    limit.as_secs()
+                )));
+            }
+            // It ended just as the time ran out: its answer is there.
+            pool.overdue.fetch_sub(1, Ordering::SeqCst);
+            answer
+                .recv()
+                .map_err(|_| mpsc::RecvTimeoutError::Disconnected)
         }
+        other => other,
+    };
+    match answered {
+        Ok(Ok(answer)) => answer,
+        // The parser gave up on something it did not expect (a panic).
+        Ok(Err(_)) | Err(_) => Err(PdfRefusal::Damaged(
+            "the parser could not make sense of its structure".into(),
+        )),
     }
 }
 
@@ -79,9 +126,10 @@ fn max_parsers() -> usize {
     *MAX.get_or_init(|| std::thread::available_parallelism().map_or(4, |n| n.get().max(4)))
 }
 
-/// Threads alive, and a signal when one ends.
+/// Threads alive, those past their time limit, and a signal when one ends.
 struct Pool {
     live: Mutex<usize>,
+    overdue: AtomicUsize,
     freed: Condvar,
 }
 
@@ -89,7 +137,15 @@ impl Pool {
     const fn new() -> Self {
         Self {
             live: Mutex::new(0),
+            overdue: AtomicUsize::new(0),
             freed: Condvar::new(),
+        }
+    }
+
+    fn threads(&self) -> ParserThreads {
+        ParserThreads {
+            running: *self.live.lock().unwrap_or_else(|e| e.into_inner()),
+            overdue: self.overdue.load(Ordering::SeqCst),
         }
     }
 

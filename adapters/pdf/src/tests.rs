@@ -447,3 +447,34 @@ fn a_parser_waits_for_a_place_and_gives_it_back() {
     assert!(waiting.join().unwrap());
     drop(third);
 }
+
+#[test]
+fn a_parse_past_its_time_is_counted_overdue_until_its_thread_ends() {
+    let pool: &'static Pool = Box::leak(Box::new(Pool::new()));
+    let bytes = with_forms(4, 10, "");
+    // No time at all: the caller is answered at once, the thread goes on.
+    match read_within(pool, &bytes, Duration::ZERO) {
+        Err(PdfRefusal::Damaged(why)) => {
+            assert!(why.contains("took longer"), "{why}");
+            let now = pool.threads();
+            assert!(now.overdue <= now.running && now.running <= 1, "{now:?}");
+        }
+        // It ended before the caller looked: then its answer is given, nothing overdue.
+        Ok(_) => assert_eq!(pool.threads().overdue, 0),
+        Err(other) => panic!("{other:?}"),
+    }
+    // Once the thread ends, neither count holds it.
+    while pool.threads().running > 0 {
+        std::thread::yield_now();
+    }
+    assert_eq!(
+        pool.threads(),
+        ParserThreads {
+            running: 0,
+            overdue: 0
+        }
+    );
+    // With time enough the same file is read and nothing is left overdue.
+    assert!(read_within(pool, &bytes, PDF_TIME_LIMIT).is_ok());
+    assert_eq!(pool.threads().overdue, 0);
+}
