@@ -27,16 +27,20 @@ async fn app_with(clock: Option<Arc<TestClock>>) -> TestApp {
 }
 
 async fn start(app: &TestApp, expected: Option<&str>) -> Value {
-    let resp = app
-        .http
-        .post(app.url(&format!("/api/connections/{PROVIDER}/start")))
-        .header("Authorization", bearer(&app.api_key))
-        .json(&json!({ "expected_account": expected }))
-        .send()
-        .await
-        .unwrap();
+    let resp = start_at(app, PROVIDER, json!({ "expected_account": expected })).await;
     assert_eq!(resp.status(), 201);
     resp.json().await.unwrap()
+}
+
+/// `POST /api/connections/{provider}/start` with `body`, as the app's key, answered as it is.
+async fn start_at(app: &TestApp, provider: &str, body: Value) -> reqwest::Response {
+    app.http
+        .post(app.url(&format!("/api/connections/{provider}/start")))
+        .header("Authorization", bearer(&app.api_key))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
 }
 
 async fn poll(app: &TestApp) -> Value {
@@ -275,14 +279,7 @@ async fn unknown_providers_are_refused_and_nothing_is_created() {
         "x",
         "../etc",
     ] {
-        let resp = app
-            .http
-            .post(app.url(&format!("/api/connections/{provider}/start")))
-            .header("Authorization", bearer(&app.api_key))
-            .json(&json!({}))
-            .send()
-            .await
-            .unwrap();
+        let resp = start_at(&app, provider, json!({})).await;
         // A provider nothing declares does not exist: 404, like any unknown resource (a path
         // that is not a provider segment at all is the router's 404 `not_found`).
         assert_eq!(resp.status(), 404, "{provider}");
@@ -485,14 +482,7 @@ async fn an_expected_account_that_hides_or_turns_its_text_is_refused() {
         "ana\u{200b}@example.com",
         "ana\u{7}@example.com",
     ] {
-        let resp = app
-            .http
-            .post(app.url(&format!("/api/connections/{PROVIDER}/start")))
-            .header("Authorization", bearer(&app.api_key))
-            .json(&json!({ "expected_account": expected }))
-            .send()
-            .await
-            .unwrap();
+        let resp = start_at(&app, PROVIDER, json!({ "expected_account": expected })).await;
         problem(resp, 422, "invalid_request").await;
     }
     assert!(start(&app, Some("ana@example.com")).await.is_object());
