@@ -157,7 +157,9 @@ async fn a_request_with_two_keys_or_two_bearers_is_refused_before_it_runs() {
 
 /// A caller that hangs up mid-execution does not stop it: the action runs to its end and is
 /// settled by what happened (dropped with the request, it was left in flight for recovery to
-/// refund as interrupted a minute later, whatever the site had done).
+/// refund as interrupted a minute later, whatever the site had done). Closing the connection
+/// with a reset is what made hyper drop the handler (an attack found it: actions done on the
+/// site and refunded); a plain close did not.
 #[tokio::test]
 async fn an_execution_the_caller_hangs_up_on_is_settled_by_what_happened() {
     let app = app().await;
@@ -174,10 +176,43 @@ async fn an_execution_the_caller_hangs_up_on_is_settled_by_what_happened() {
         tokio::task::yield_now().await;
     }
     caller.abort();
-    // The site times out after the fetcher's 2 s; the answer stored for the key is that.
+    settled_by_the_site(&app, &key, &slow, "gone-1", (1000, 0)).await;
+
+    // The same, cut with a TCP reset once the credit is held.
+    let body = slow.to_string();
+    let mut socket = tokio::net::TcpStream::connect(app.base_url.trim_start_matches("http://"))
+        .await
+        .unwrap();
+    let head = format!(
+        "POST /api/execute HTTP/1.1\r\nHost: svc\r\nAuthorization: {}\r\n\
+         Content-Type: application/json\r\nIdempotency-Key: reset-1\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        bearer(&key),
+        body.len()
+    );
+    tokio::io::AsyncWriteExt::write_all(&mut socket, head.as_bytes())
+        .await
+        .unwrap();
+    while balance(&app, &key).await != (999, 1) {
+        tokio::task::yield_now().await;
+    }
+    socket.set_zero_linger().unwrap();
+    drop(socket);
+    settled_by_the_site(&app, &key, &slow, "reset-1", (1000, 0)).await;
+}
+
+/// Retries `idempotency_key` until it is no longer in flight: the site timed out after the
+/// fetcher's 2 s, and that is the answer stored for the key, refunded.
+async fn settled_by_the_site(
+    app: &TestApp,
+    key: &str,
+    body: &Value,
+    idempotency_key: &str,
+    expected_balance: (i64, i64),
+) {
     let mut tries = 0;
     let settled = loop {
-        let again = execute(&app, &key, slow.clone(), Some("gone-1")).await;
+        let again = execute(app, key, body.clone(), Some(idempotency_key)).await;
         if again.status() != StatusCode::CONFLICT {
             break again;
         }
@@ -187,7 +222,7 @@ async fn an_execution_the_caller_hangs_up_on_is_settled_by_what_happened() {
     };
     assert_eq!(settled.headers()["idempotent-replayed"], "true");
     problem(settled, 504, "upstream_timeout").await;
-    assert_eq!(balance(&app, &key).await, (1000, 0));
+    assert_eq!(balance(app, key).await, expected_balance);
 }
 
 async fn two_hundred_concurrent_requests(stores: svc::startup::Stores) {

@@ -176,12 +176,20 @@ impl ActionsApi {
             params: body.0.params,
             idempotency_key,
         };
-        let executed = self
-            .ctx
-            .services
-            .actions
-            .execute(&auth.0, request, Face::Rest)
-            .await?;
+        // Detached from the request: hyper drops a handler whose client resets the connection,
+        // and an execution dropped between its begin and its settlement is refunded later as
+        // interrupted, whatever the site had done. It runs to its end and is settled by what
+        // happened; the client's retry with the same key replays that.
+        let services = self.ctx.services.clone();
+        let principal = auth.0;
+        let executed = tokio::spawn(async move {
+            services
+                .actions
+                .execute(&principal, request, Face::Rest)
+                .await
+        })
+        .await
+        .map_err(|e| ApiProblem::internal(format!("the execution's task ended: {e}")))??;
         execute_response(executed)
     }
 
