@@ -4,7 +4,7 @@ use chrono::{DateTime, Duration, Utc};
 use futures_util::future::join_all;
 use svc_ports::{
     AccountId, ChallengeId, ChallengePurpose, DeviceDecision, DeviceGrant, DeviceGrantId,
-    DeviceGrantStatus, Email, EmailChallenge, KeyHash, Scopes, UserCode, WebSession,
+    DeviceGrantStatus, Email, EmailChallenge, KeyHash, Scopes, SessionReach, UserCode, WebSession,
     identity::MAX_CODE_ATTEMPTS,
     store::{IdentityError, KeyError},
 };
@@ -396,6 +396,7 @@ pub async fn sessions_expire_and_end_on_sign_out(b: &Backend) {
     let w = WebSession {
         token_hash: KeyHash::of("session-token"),
         account_id: owner.id.clone(),
+        reach: SessionReach::Account,
         created_at: t0(),
         expires_at: t0() + Duration::days(7),
     };
@@ -430,6 +431,20 @@ pub async fn sessions_expire_and_end_on_sign_out(b: &Backend) {
         "{}: session without account",
         b.name
     );
+    // What a session may do is read back as it was stored.
+    let checkout = WebSession {
+        token_hash: KeyHash::of("checkout-token"),
+        reach: SessionReach::Checkout,
+        ..w
+    };
+    b.identity.insert_session(&checkout).await.unwrap();
+    let (found, _) = b
+        .identity
+        .session(&checkout.token_hash, t0())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(found.reach, SessionReach::Checkout, "{}", b.name);
 }
 
 pub async fn keys_rotate_in_one_step(b: &Backend) {
@@ -549,6 +564,7 @@ pub async fn identity_purge_removes_only_expired_records(b: &Backend) {
     let w = |token: &str, expires_at| WebSession {
         token_hash: KeyHash::of(token),
         account_id: owner.id.clone(),
+        reach: SessionReach::Account,
         created_at: t0() - Duration::days(8),
         expires_at,
     };

@@ -183,6 +183,36 @@ impl EmailChallenge {
 pub struct WebSession {
     pub token_hash: KeyHash,
     pub account_id: AccountId,
+    pub reach: SessionReach,
     pub created_at: DateTime<Utc>,
     pub expires_at: DateTime<Utc>,
+}
+
+/// What a web session may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionReach {
+    /// Everything the account's person may do: signed in with a code sent to the account's
+    /// e-mail address.
+    Account,
+    /// The checkout it was opened for and its return page, nothing else: signed in by an
+    /// agent's handoff link, which any key of the account can ask for (and its agent can open
+    /// itself). Keys, payment authorities, devices and connections ask for the e-mailed code.
+    Checkout,
+}
+
+impl SessionReach {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionReach::Account => "account",
+            SessionReach::Checkout => "checkout",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "account" => Ok(SessionReach::Account),
+            "checkout" => Ok(SessionReach::Checkout),
+            other => Err(format!("unknown session reach {other:?}")),
+        }
+    }
 }

@@ -431,9 +431,19 @@ async fn an_agents_handoff_link_signs_in_and_opens_checkout_once() {
     let page = resp.text().await.unwrap();
     assert!(page.contains(&provider(&app)), "{page}");
     assert!(page.contains("http-equiv=\"refresh\""));
-    // Now signed in as the seeded account: the account page is there, with no credits added.
-    let account = browser.page("/account").await;
-    assert!(account.contains("agent@sandbox.example.com"), "{account}");
+    // Signed in for this checkout only: the account page asks for the e-mailed code.
+    let account = browser.get("/account").await;
+    assert_eq!(account.status(), 303);
+    assert!(
+        account.headers()["location"]
+            .to_str()
+            .unwrap()
+            .starts_with("/signin"),
+        "{:?}",
+        account.headers()
+    );
+    let returned = browser.page("/billing/return?checkout=chk_unknown").await;
+    assert!(returned.contains("Sign in to your account"), "{returned}");
     // The link works once: its page now says so and offers nothing; a replayed form is refused
     // (the session rotated the CSRF seed: a fresh page's token).
     let used = browser.get(path).await;
@@ -442,11 +452,119 @@ async fn an_agents_handoff_link_signs_in_and_opens_checkout_once() {
     assert!(page.contains("This link was already used"), "{page}");
     assert!(page.contains("a***@sandbox.example.com"), "{page}");
     assert!(!page.contains("Continue to checkout"), "{page}");
-    let form = [("csrf", csrf_of(&page)), ("token", token.to_owned())];
+    let form = [
+        ("csrf", csrf_of(&browser.page("/signin").await)),
+        ("token", token.to_owned()),
+    ];
     let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let again = browser.post("/billing/handoff", &form).await;
     assert_eq!(again.status(), 422);
     assert!(again.text().await.unwrap().contains("used or expired"));
+}
+
+/// Any key of the account, a read-only one too, can ask for a handoff link, and its agent can
+/// open the link itself: the session the link opens is for its checkout only. The account
+/// page, keys and payment authorities ask for the e-mailed code. (An attack on the self-serve
+/// pages found that the link opened a full session: a read-only key's way to an
+/// `execute:consequential` key and a payment authority.)
+#[tokio::test]
+async fn a_handoff_link_signs_in_for_its_checkout_and_nothing_more() {
+    let app = app().await;
+    let keys_now = || async {
+        app.http
+            .get(app.url("/api/keys"))
+            .header("Authorization", bearer(&app.api_key))
+            .send()
+            .await
+            .unwrap()
+            .json::<Value>()
+            .await
+            .unwrap()["keys"]
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    let created: Value = app
+        .http
+        .post(app.url("/api/keys"))
+        .header("Authorization", bearer(&app.api_key))
+        .json(&json!({"scopes": ["read"]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let read_only = created["api_key"].as_str().unwrap().to_owned();
+    let keys_before = keys_now().await;
+    let started = tool(
+        &app,
+        "svc_create_checkout_session",
+        json!({"plan": "starter"}),
+        Some(&read_only),
+    )
+    .await;
+    let url = started["structuredContent"]["handoff_url"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{started}"));
+    let path = url.strip_prefix(&app.base_url).unwrap();
+    let token = path.split("token=").nth(1).unwrap();
+    // The agent opens its own link.
+    let agent = Browser::new(&app);
+    let page = agent.page(path).await;
+    assert!(page.contains("for this checkout only"), "{page}");
+    let resp = agent
+        .post(
+            "/billing/handoff",
+            &[("csrf", &csrf_of(&page)), ("token", token)],
+        )
+        .await;
+    assert_eq!(resp.status(), 200);
+    let page = agent.page("/signin").await;
+    let csrf = csrf_of(&page);
+    let attempts: [(&str, Vec<(&str, &str)>); 2] = [
+        (
+            "/account/keys",
+            vec![
+                ("csrf", &csrf),
+                ("scopes_chosen", "1"),
+                ("scope_read", "1"),
+                ("scope_execute", "1"),
+                ("scope_consequential", "1"),
+                ("confirm_consequential", "1"),
+            ],
+        ),
+        (
+            "/account/payment-authorities",
+            vec![
+                ("csrf", &csrf),
+                ("scope_order", "1"),
+                ("amount", "50000"),
+                ("interval", "month"),
+                ("currency", "usd"),
+                ("expires_in_days", "30"),
+                ("agent_provider", "anthropic"),
+            ],
+        ),
+    ];
+    for (path, form) in &attempts {
+        let resp = agent.post(path, form).await;
+        assert_eq!(resp.status(), 303, "{path}");
+        assert!(
+            resp.headers()["location"]
+                .to_str()
+                .unwrap()
+                .starts_with("/signin"),
+            "{path}: {:?}",
+            resp.headers()
+        );
+    }
+    for path in ["/account", "/account/webhooks", "/account/activity"] {
+        assert_eq!(agent.get(path).await.status(), 303, "{path}");
+    }
+    assert_eq!(keys_now().await, keys_before, "no key was made");
+    let authorities = app.get_json_as_owner("/api/payment-authorities").await;
+    assert_eq!(authorities["authorities"], json!([]), "{authorities}");
 }
 
 #[tokio::test]

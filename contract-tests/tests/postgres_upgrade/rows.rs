@@ -9,8 +9,8 @@ use svc_ports::{
     ConnectionRecord, ConnectionState, Currency, DeviceGrant, DeviceGrantId, DeviceGrantStatus,
     Email, EmailChallenge, Environment, FetchedPage, KeyHash, LedgerEntry, LedgerEntryId,
     MapDocument, MapStatus, MeterEvent, MeterEventId, PaymentAuthority, PaymentFact, Plan,
-    Principal, ProviderId, Receipt, RobotsDecision, ScanReport, Scopes, SealedSecret, StoredEvent,
-    TaskId, TaskRecord, TaskStatus, UserCode, WebSession,
+    Principal, ProviderId, Receipt, RobotsDecision, ScanReport, Scopes, SealedSecret, SessionReach,
+    StoredEvent, TaskId, TaskRecord, TaskStatus, UserCode, WebSession,
     authority::{AmountLimit, AuthorityInterval, window_start},
     billing::{CheckoutHandoff, CheckoutRecord, PaymentPlan, plan_payment},
     connections::oauth_state_hash,
@@ -279,6 +279,7 @@ pub fn rows() -> Rows {
     let session = WebSession {
         token_hash: KeyHash::of("session token"),
         account_id: account.id.clone(),
+        reach: SessionReach::Account,
         created_at: t0(),
         expires_at: at(30 * 86_400_000),
     };

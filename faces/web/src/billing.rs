@@ -523,8 +523,15 @@ async fn handoff_submit(
         Ok(taken) => taken,
         Err(e) => return billing_failure_page(visit, e),
     };
+    // Signed in with a code as the link's account already: that session stays. Otherwise
+    // the link signs in for this checkout only; anything more asks for the e-mailed code.
     if visit.account.as_ref().map(|a| &a.id) != Some(&account.id) {
-        let signed_in = match ctx.services.identity.start_session(account.clone()).await {
+        let signed_in = match ctx
+            .services
+            .identity
+            .start_checkout_session(account.clone())
+            .await
+        {
             Ok(s) => s,
             Err(e) => return visit.failure(e),
         };
@@ -533,9 +540,9 @@ async fn handoff_submit(
         }
         let seed = ctx.services.identity.random_token(CSRF_SEED_LEN);
         visit.set_cookie(CSRF_COOKIE, &seed, None);
-        let ttl = ctx.services.identity.settings().session_ttl;
-        visit.set_cookie(SESSION_COOKIE, &signed_in.session_token, Some(ttl));
-        visit.account = Some(account.clone());
+        visit.set_cookie(SESSION_COOKIE, &signed_in.session_token, None);
+        visit.account = None;
+        visit.checkout_account = Some(account.clone());
     }
     // One checkout per link, also when this form is sent twice.
     let key = format!("handoff-{}", svc_ports::KeyHash::of(&form.token).to_hex());
@@ -561,7 +568,7 @@ async fn return_page(req: &Request, ctx: Data<&AppContext>, q: Query<ReturnQuery
     let visit = visit!(req, &ctx);
     let mut confirmed = None;
     if let (Some(account), Ok(Some(checkout))) = (
-        visit.account.clone(),
+        visit.account.clone().or(visit.checkout_account.clone()),
         ctx.services.billing.checkout(&q.checkout).await,
     ) && checkout.account_id == account.id
         && let Ok(b) = ctx.services.billing.billing_account(&account, 200).await

@@ -10,7 +10,7 @@ use poem::{
 };
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
-use svc_ports::{Account, FailureClass};
+use svc_ports::{Account, FailureClass, SessionReach};
 use svc_services::IdentityFailure;
 
 pub(crate) const CSRF_COOKIE: &str = "svc_csrf";
@@ -57,7 +57,11 @@ pub(crate) struct Visit {
     pub(crate) csrf_seed: String,
     pub(crate) new_seed: bool,
     pub(crate) session_token: Option<String>,
+    /// The account of a session signed in with an e-mailed code: every page's "signed in".
     pub(crate) account: Option<Account>,
+    /// The account of a checkout session (an agent's handoff link): seen only by the
+    /// checkout's own pages; everywhere else the visitor is not signed in.
+    pub(crate) checkout_account: Option<Account>,
     pub(crate) secure: bool,
     pub(crate) set_cookies: Vec<String>,
 }
@@ -74,15 +78,21 @@ impl Visit {
             None => (ctx.services.identity.random_token(CSRF_SEED_LEN), true),
         };
         let session_token = cookie_value(req, SESSION_COOKIE);
-        let account = match &session_token {
-            Some(t) => ctx.services.identity.session_account(t).await?,
+        let session = match &session_token {
+            Some(t) => ctx.services.identity.session_reach(t).await?,
             None => None,
+        };
+        let (account, checkout_account) = match session {
+            Some((account, SessionReach::Account)) => (Some(account), None),
+            Some((account, SessionReach::Checkout)) => (None, Some(account)),
+            None => (None, None),
         };
         let mut visit = Self {
             csrf_seed,
             new_seed,
             session_token,
             account,
+            checkout_account,
             secure: ctx.origins.site_url.starts_with("https://"),
             set_cookies: Vec::new(),
         };

@@ -1,38 +1,80 @@
 //! What the web pages do for a signed-in human: the session cookie, and the account owner's
 //! keys (list, create, rotate, revoke).
 
-use svc_ports::{Account, ApiKeyRecord, ApiKeySecret, KeyHash, Scopes, WebSession, keys::BASE62};
+use svc_ports::{
+    Account, ApiKeyRecord, ApiKeySecret, KeyHash, Scopes, SessionReach, WebSession, keys::BASE62,
+};
 
 use super::{IdentityFailure, IdentityService, SignedIn, chrono_of};
 use crate::{Holder, KeyServiceError, RotatedKey};
 
 const SESSION_TOKEN_LEN: usize = 43;
 
+/// How long a checkout session lasts: time to pay and come back, not a week of signed-in use.
+const CHECKOUT_SESSION_TTL: std::time::Duration = std::time::Duration::from_secs(3600);
+
 impl IdentityService {
-    /// A new web session for `account`: after an emailed code, or a checkout handoff link.
+    /// A new web session for `account`, after an e-mailed code: everything the person may do.
     pub async fn start_session(&self, account: Account) -> Result<SignedIn, IdentityFailure> {
+        self.open_session(account, SessionReach::Account).await
+    }
+
+    /// A new web session for `account` from an agent's checkout handoff link: the checkout and
+    /// its return page only ([`SessionReach::Checkout`]), for an hour at most. Any key of the
+    /// account can ask for the link, so it must not open more than a key may do.
+    pub async fn start_checkout_session(
+        &self,
+        account: Account,
+    ) -> Result<SignedIn, IdentityFailure> {
+        self.open_session(account, SessionReach::Checkout).await
+    }
+
+    async fn open_session(
+        &self,
+        account: Account,
+        reach: SessionReach,
+    ) -> Result<SignedIn, IdentityFailure> {
         let now = self.now();
         let session_token = self.ports.entropy.pick(BASE62, SESSION_TOKEN_LEN);
+        let ttl = match reach {
+            SessionReach::Account => self.settings.session_ttl,
+            SessionReach::Checkout => self.settings.session_ttl.min(CHECKOUT_SESSION_TTL),
+        };
         let session = WebSession {
             token_hash: KeyHash::of(&session_token),
             account_id: account.id.clone(),
+            reach,
             created_at: now,
-            expires_at: now + chrono_of(self.settings.session_ttl),
+            expires_at: now + chrono_of(ttl),
         };
         self.ports
             .identity
             .insert_session(&session)
             .await
             .map_err(|e| anyhow::Error::new(e).context("storing web session"))?;
-        tracing::info!(account_id = %account.id, "signed in");
+        tracing::info!(account_id = %account.id, reach = reach.as_str(), "signed in");
         Ok(SignedIn {
             session_token,
             account,
         })
     }
 
-    /// The account behind a session cookie, if it is a live session.
+    /// The account behind a session cookie, if it is a live session signed in with an e-mailed
+    /// code: what every page and call of the signed-in person asks. A checkout session is not
+    /// one (see [`Self::session_reach`]).
     pub async fn session_account(&self, token: &str) -> Result<Option<Account>, IdentityFailure> {
+        Ok(self
+            .session_reach(token)
+            .await?
+            .filter(|(_, reach)| *reach == SessionReach::Account)
+            .map(|(account, _)| account))
+    }
+
+    /// The account behind a session cookie and what the session may do, if it is live.
+    pub async fn session_reach(
+        &self,
+        token: &str,
+    ) -> Result<Option<(Account, SessionReach)>, IdentityFailure> {
         if token.is_empty() || token.len() > 128 {
             return Ok(None);
         }
@@ -41,7 +83,7 @@ impl IdentityService {
             .identity
             .session(&KeyHash::of(token), self.now())
             .await?
-            .map(|(_, account)| account))
+            .map(|(session, account)| (account, session.reach)))
     }
 
     pub async fn sign_out(&self, token: &str) -> Result<(), IdentityFailure> {

@@ -6,7 +6,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use svc_ports::{
     Account, AccountId, ApiKeyId, ApiKeyRecord, ChallengeId, DeviceDecision, DeviceGrant,
-    DeviceGrantId, DeviceGrantStatus, Email, EmailChallenge, KeyHash, UserCode, WebSession,
+    DeviceGrantId, DeviceGrantStatus, Email, EmailChallenge, KeyHash, SessionReach, UserCode,
+    WebSession,
     identity::MAX_CODE_ATTEMPTS,
     store::{IdentityError, IdentityStore, StoreError},
 };
@@ -311,11 +312,12 @@ impl IdentityStore for PostgresStore {
 
     async fn insert_session(&self, w: &WebSession) -> Result<(), IdentityError> {
         sqlx::query(
-            "INSERT INTO web_sessions (token_hash, account_id, created_at, expires_at) \
-             VALUES ($1, $2, $3, $4)",
+            "INSERT INTO web_sessions (token_hash, account_id, reach, created_at, expires_at) \
+             VALUES ($1, $2, $3, $4, $5)",
         )
         .bind(w.token_hash.as_bytes().as_slice())
         .bind(w.account_id.as_str())
+        .bind(w.reach.as_str())
         .bind(ms(w.created_at))
         .bind(ms(w.expires_at))
         .execute(&self.pool)
@@ -334,8 +336,8 @@ impl IdentityStore for PostgresStore {
         now: DateTime<Utc>,
     ) -> Result<Option<(WebSession, Account)>, StoreError> {
         let row = sqlx::query(
-            "SELECT s.token_hash, s.account_id AS s_account_id, s.created_at AS s_created_at, \
-             s.expires_at AS s_expires_at, a.id, a.email, a.plan, a.environment, a.created_at \
+            "SELECT s.token_hash, s.account_id AS s_account_id, s.reach, \
+             s.created_at AS s_created_at, s.expires_at AS s_expires_at, a.id, a.email, a.plan, a.environment, a.created_at \
              FROM web_sessions s JOIN accounts a ON a.id = s.account_id \
              WHERE s.token_hash = $1 AND s.expires_at > $2",
         )
@@ -348,6 +350,7 @@ impl IdentityStore for PostgresStore {
         let session = WebSession {
             token_hash: hash(&r, "token_hash")?,
             account_id: parsed(&r, "s_account_id", AccountId::parse)?,
+            reach: parsed(&r, "reach", SessionReach::parse)?,
             created_at: col(&r, "s_created_at")?,
             expires_at: col(&r, "s_expires_at")?,
         };

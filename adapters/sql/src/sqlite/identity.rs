@@ -7,7 +7,8 @@ use chrono::{DateTime, Utc};
 use sqlx::{Row, sqlite::SqliteRow};
 use svc_ports::{
     Account, AccountId, ApiKeyId, ApiKeyRecord, ChallengeId, DeviceDecision, DeviceGrant,
-    DeviceGrantId, DeviceGrantStatus, Email, EmailChallenge, KeyHash, UserCode, WebSession,
+    DeviceGrantId, DeviceGrantStatus, Email, EmailChallenge, KeyHash, SessionReach, UserCode,
+    WebSession,
     identity::MAX_CODE_ATTEMPTS,
     store::{IdentityError, IdentityStore, StoreError},
 };
@@ -318,11 +319,12 @@ impl IdentityStore for SqliteStore {
 
     async fn insert_session(&self, w: &WebSession) -> Result<(), IdentityError> {
         sqlx::query(
-            "INSERT INTO web_sessions (token_hash, account_id, created_at, expires_at) \
-             VALUES ($1, $2, $3, $4)",
+            "INSERT INTO web_sessions (token_hash, account_id, reach, created_at, expires_at) \
+             VALUES ($1, $2, $3, $4, $5)",
         )
         .bind(w.token_hash.to_hex())
         .bind(w.account_id.as_str())
+        .bind(w.reach.as_str())
         .bind(millis(w.created_at))
         .bind(millis(w.expires_at))
         .execute(self.writer())
@@ -342,7 +344,7 @@ impl IdentityStore for SqliteStore {
     ) -> Result<Option<(WebSession, Account)>, StoreError> {
         let err = |e| backend(e, "reading web session");
         let row = sqlx::query(
-            "SELECT s.token_hash, s.account_id, s.created_at, s.expires_at, a.email, a.plan, \
+            "SELECT s.token_hash, s.account_id, s.reach, s.created_at, s.expires_at, a.email, a.plan, \
              a.environment, a.created_at AS account_created_at \
              FROM web_sessions s JOIN accounts a ON a.id = s.account_id \
              WHERE s.token_hash = $1 AND s.expires_at > $2",
@@ -357,6 +359,8 @@ impl IdentityStore for SqliteStore {
             token_hash: hash_col(&r, "token_hash")?,
             account_id: AccountId::parse(r.try_get("account_id").map_err(err)?)
                 .map_err(corrupt("account id"))?,
+            reach: SessionReach::parse(r.try_get("reach").map_err(err)?)
+                .map_err(corrupt("session reach"))?,
             created_at: from_millis(r.try_get("created_at").map_err(err)?)?,
             expires_at: from_millis(r.try_get("expires_at").map_err(err)?)?,
         };
