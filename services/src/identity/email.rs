@@ -46,6 +46,14 @@ impl IdentityService {
                 "email: not an e-mail address (RFC 5321: name@domain, no spaces around it)".into(),
             ));
         }
+        // The address names the account and is shown back on pages (the device approval,
+        // a handoff link's masked address): it must read as what it is, so no invisible or
+        // direction-changing characters (`ana@example.com\u{202e}` was an account of its own).
+        if svc_ports::text::misleads(email.trim()) {
+            return Err(IdentityFailure::InvalidRequest(
+                "email: invisible or direction-changing characters are not allowed".into(),
+            ));
+        }
         let email = Email::parse(email.trim())
             .map_err(|e| IdentityFailure::InvalidRequest(format!("email: {e}")))?;
         let agent_name = clean_text(agent_name, MAX_AGENT_NAME_LEN, "agent name")?;
