@@ -48,6 +48,8 @@ async fn create(app: &TestApp, key: &str, body: Value) -> Response {
 async fn create_ok(app: &TestApp, key: &str, body: Value) -> Value {
     let resp = create(app, key, body).await;
     assert_eq!(resp.status(), 201);
+    // The new secret is shown once: no cache on the way keeps it.
+    assert_eq!(resp.headers()["cache-control"], "no-store");
     resp.json().await.unwrap()
 }
 

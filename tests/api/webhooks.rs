@@ -182,6 +182,7 @@ pub(crate) async fn register_ok(app: &TestApp, url: &str) -> (String, String) {
     )
     .await;
     assert_eq!(resp.status(), 201);
+    assert_eq!(resp.headers()["cache-control"], "no-store", "the secret");
     let created: Value = resp.json().await.unwrap();
     let secret = created["secret"].as_str().unwrap().to_owned();
     assert!(secret.starts_with("whsec_"), "{created}");

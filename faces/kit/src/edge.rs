@@ -133,6 +133,13 @@ pub struct Edge {
 /// and points at the protected-resource metadata (RFC 9728 section 5.1): a handler's own
 /// challenge is kept when it already names `resource_metadata`.
 fn finish_headers(resp: &mut Response, edge: &Edge) {
+    // A response that does not say how it may be cached is stored nowhere: most carry a
+    // caller's data (balances, tasks), some a secret shown once (a new key, a webhook secret);
+    // the public documents say their own (`ETag` and `max-age`).
+    if !resp.headers().contains_key(header::CACHE_CONTROL) {
+        resp.headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
     if resp.status() == poem::http::StatusCode::UNAUTHORIZED {
         let named = resp
             .headers()
