@@ -41,16 +41,27 @@ async fn key_for(scope: &str, path: &str) -> Value {
         .await;
     assert!(page.contains("Agent approved"), "{page}");
     clock.advance(Duration::from_secs(6));
-    let resp = app
-        .http
-        .post(app.url("/oauth2/token"))
-        .form(&[
-            ("grant_type", GRANT),
-            ("device_code", started["device_code"].as_str().unwrap()),
-        ])
-        .send()
-        .await
-        .unwrap();
+    let device_code = started["device_code"].as_str().unwrap();
+    let redeem = |client_id: Option<&'static str>| {
+        let mut form = vec![("grant_type", GRANT), ("device_code", device_code)];
+        form.extend(client_id.map(|c| ("client_id", c)));
+        app.http.post(app.url("/oauth2/token")).form(&form).send()
+    };
+    // Bound to the client it was issued to (RFC 6749 §5.2): another one gets nothing, and
+    // the code still works for its own.
+    let other = redeem(Some("another-client")).await.unwrap();
+    assert_eq!(other.status(), 400);
+    assert_eq!(
+        other.json::<Value>().await.unwrap()["error"],
+        "invalid_grant"
+    );
+    let resp = redeem(if scope == "read" {
+        None
+    } else {
+        Some("manual-client")
+    })
+    .await
+    .unwrap();
     assert_eq!(resp.status(), 200);
     resp.json().await.unwrap()
 }

@@ -182,7 +182,14 @@ impl SignupApi {
                 None,
             );
         };
-        match self.ctx.services.identity.poll_device(&device_code).await {
+        let client_id = form.client_id.as_deref().filter(|c| !c.is_empty());
+        match self
+            .ctx
+            .services
+            .identity
+            .poll_device(&device_code, client_id)
+            .await
+        {
             Ok(key) => TokenApiResponse::Ok(Json(key.into()), NO_STORE.into()),
             Err(e) => {
                 let interval = match &e {

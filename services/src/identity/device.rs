@@ -90,7 +90,13 @@ impl IdentityService {
 
     /// One poll of the token endpoint (RFC 8628 §3.4/3.5): pending, slow down, denied,
     /// expired, or the key (once).
-    pub async fn poll_device(&self, device_code: &str) -> Result<SignupKey, IdentityFailure> {
+    /// Redeems `device_code`. A `client_id`, when the token request names one, must be the
+    /// client the code was issued to (RFC 6749 §5.2 `invalid_grant`; RFC 8628 §3.4).
+    pub async fn poll_device(
+        &self,
+        device_code: &str,
+        client_id: Option<&str>,
+    ) -> Result<SignupKey, IdentityFailure> {
         let unknown = IdentityFailure::InvalidGrant("this device code is not known");
         if device_code.is_empty() || device_code.len() > 256 {
             return Err(unknown);
@@ -103,6 +109,11 @@ impl IdentityService {
         else {
             return Err(unknown);
         };
+        if client_id.is_some_and(|asked| !grant.client_id.is_empty() && asked != grant.client_id) {
+            return Err(IdentityFailure::InvalidGrant(
+                "this device code was issued to another client_id",
+            ));
+        }
         let now = self.now();
         match grant.status {
             DeviceGrantStatus::Issued => {

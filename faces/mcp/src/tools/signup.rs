@@ -294,7 +294,7 @@ impl SvcMcp {
         Parameters(args): Parameters<PollArgs>,
     ) -> Result<CallToolResult, McpError> {
         let identity = &self.ctx.services.identity;
-        Ok(match identity.poll_device(&args.device_code).await {
+        Ok(match identity.poll_device(&args.device_code, None).await {
             Ok(key) => answer(&ClaimLinkPoll {
                 status: PollStatus::Complete,
                 interval: None,
