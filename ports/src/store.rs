@@ -242,10 +242,12 @@ pub trait IdentityStore: Send + Sync {
 
     async fn challenge(&self, id: &ChallengeId) -> Result<Option<EmailChallenge>, StoreError>;
 
-    /// How many challenges were sent to `email` at or after `since` (to cap mail per address).
+    /// How many challenges for `purpose` were sent to `email` at or after `since` (to cap mail
+    /// per address and purpose).
     async fn challenges_sent_since(
         &self,
         email: &Email,
+        purpose: crate::ChallengePurpose,
         since: DateTime<Utc>,
     ) -> Result<u32, StoreError>;
 

@@ -150,6 +150,7 @@ impl IdentityStore for MemoryStore {
     async fn challenges_sent_since(
         &self,
         email: &Email,
+        purpose: svc_ports::ChallengePurpose,
         since: DateTime<Utc>,
     ) -> Result<u32, StoreError> {
         let s = self.lock();
@@ -157,7 +158,7 @@ impl IdentityStore for MemoryStore {
             .identity
             .challenges
             .values()
-            .filter(|c| &c.email == email && c.created_at >= since)
+            .filter(|c| &c.email == email && c.purpose == purpose && c.created_at >= since)
             .count();
         Ok(u32::try_from(n).unwrap_or(u32::MAX))
     }

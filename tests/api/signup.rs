@@ -375,6 +375,13 @@ async fn codes_per_address_are_capped() {
     problem(resp, 429, "rate_limited").await;
     let outbox = app.get_json("/sandbox/outbox?to=flood@example.com").await;
     assert_eq!(outbox["messages"].as_array().unwrap().len(), 3);
+    // Anyone may ask for signup codes, with no credentials: that must not lock the person out
+    // of signing in (an attack found it did; the cap is per purpose).
+    let browser = Browser::new(&app);
+    let page = browser
+        .sign_in(&app, "flood@example.com", "/account")
+        .await;
+    assert!(page.contains("flood@example.com"), "{page}");
 }
 
 #[tokio::test]

@@ -63,7 +63,9 @@ impl IdentityService {
         let sent = self
             .ports
             .identity
-            .challenges_sent_since(&email, hour_ago)
+            // Per purpose: an agent's signups (anyone may ask for them, with no credentials)
+            // never use up the person's own sign-in codes.
+            .challenges_sent_since(&email, purpose, hour_ago)
             .await?;
         if sent >= self.settings.codes_per_address_per_hour {
             return Err(IdentityFailure::TooManyCodes {

@@ -269,12 +269,14 @@ impl IdentityStore for SqliteStore {
     async fn challenges_sent_since(
         &self,
         email: &Email,
+        purpose: svc_ports::ChallengePurpose,
         since: DateTime<Utc>,
     ) -> Result<u32, StoreError> {
         let n: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM email_challenges WHERE email = $1 AND created_at >= $2",
+            "SELECT COUNT(*) FROM email_challenges WHERE email = $1 AND purpose = $2 AND created_at >= $3",
         )
         .bind(email.as_str())
+        .bind(purpose.as_str())
         .bind(millis(since))
         .fetch_one(&self.pool)
         .await
