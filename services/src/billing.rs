@@ -114,6 +114,8 @@ pub struct BillingSettings {
 pub struct HandoffOffer {
     /// The account it signs in, as `j***@example.com`.
     pub masked_email: String,
+    /// That account: a page compares it with the visitor's own.
+    pub account_id: svc_ports::AccountId,
     pub sku: String,
     pub state: HandoffState,
 }
@@ -475,6 +477,7 @@ impl BillingService {
         };
         Ok(HandoffOffer {
             masked_email: account.email.masked(),
+            account_id: account.id.clone(),
             sku: handoff.sku,
             state,
         })

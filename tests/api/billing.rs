@@ -565,6 +565,24 @@ async fn a_handoff_link_signs_in_for_its_checkout_and_nothing_more() {
     assert_eq!(keys_now().await, keys_before, "no key was made");
     let authorities = app.get_json_as_owner("/api/payment-authorities").await;
     assert_eq!(authorities["authorities"], json!([]), "{authorities}");
+    // A person signed in as another account is told so before the link signs them out.
+    let started = tool(
+        &app,
+        "svc_create_checkout_session",
+        json!({"plan": "starter"}),
+        Some(&app.api_key),
+    )
+    .await;
+    let url = started["structuredContent"]["handoff_url"]
+        .as_str()
+        .unwrap();
+    let other = Browser::new(&app);
+    other.sign_in(&app, "other@example.com", "/account").await;
+    let page = other.page(url.strip_prefix(&app.base_url).unwrap()).await;
+    assert!(page.contains("id=\"elsewhere\""), "{page}");
+    assert!(page.contains("other@example.com"), "{page}");
+    let own = agent.page(url.strip_prefix(&app.base_url).unwrap()).await;
+    assert!(!own.contains("id=\"elsewhere\""), "{own}");
 }
 
 #[tokio::test]

@@ -378,9 +378,7 @@ async fn codes_per_address_are_capped() {
     // Anyone may ask for signup codes, with no credentials: that must not lock the person out
     // of signing in (an attack found it did; the cap is per purpose).
     let browser = Browser::new(&app);
-    let page = browser
-        .sign_in(&app, "flood@example.com", "/account")
-        .await;
+    let page = browser.sign_in(&app, "flood@example.com", "/account").await;
     assert!(page.contains("flood@example.com"), "{page}");
 }
 

@@ -195,6 +195,8 @@ struct RedirectPage {
 #[template(path = "billing_handoff.html")]
 struct HandoffPage {
     signed_in_as: Option<String>,
+    /// Signed in as another account than the link's: continuing signs that one out.
+    signed_in_elsewhere: bool,
     csrf: String,
     email: String,
     name: String,
@@ -489,6 +491,10 @@ async fn handoff_page(req: &Request, ctx: Data<&AppContext>, q: Query<HandoffQue
     };
     let page = HandoffPage {
         signed_in_as: visit.signed_in_as(),
+        signed_in_elsewhere: visit
+            .account
+            .as_ref()
+            .is_some_and(|a| a.id != handoff.account_id),
         csrf: visit.csrf(),
         email: handoff.masked_email.clone(),
         name: offer.name.clone(),
