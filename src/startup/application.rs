@@ -227,6 +227,9 @@ impl Application {
         let grace = Duration::from_secs(self.ctx.limits.shutdown_grace_seconds);
         let delay = self.shutdown_delay;
         let draining = services.clone();
+        // When the listener closed: the grace runs from there, for requests and executions.
+        let closed_at = Arc::new(std::sync::OnceLock::new());
+        let closing = closed_at.clone();
         let signal = async move {
             stop.await;
             draining.health.drain();
@@ -241,11 +244,24 @@ impl Application {
                 grace_seconds = grace.as_secs(),
                 "closing the listener; requests in flight may finish"
             );
+            let _ = closing.set(std::time::Instant::now());
         };
         let app = app::app(self.ctx, self.mcp, self.metrics_token.as_deref());
         let served = Server::new_with_acceptor(self.acceptor)
             .run_with_graceful_shutdown(app, signal, Some(grace))
             .await;
+        // Executions run detached from their requests: one whose caller hung up may still be
+        // running. It settles by what happened, within what is left of the grace (its site
+        // call is bounded by the fetcher's time limit).
+        let left = closed_at.get().map_or(grace, |at: &std::time::Instant| {
+            grace.saturating_sub(at.elapsed())
+        });
+        if tokio::time::timeout(left, services.actions.executions_finished())
+            .await
+            .is_err()
+        {
+            tracing::warn!("executions still running at exit; recovery will settle them");
+        }
         // The jobs finish the run they are in (a recovery settling a task), bounded.
         let _ = stop_jobs.send(true);
         let aborts: Vec<_> = jobs.iter().map(|j| j.abort_handle()).collect();

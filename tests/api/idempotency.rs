@@ -201,6 +201,38 @@ async fn an_execution_the_caller_hangs_up_on_is_settled_by_what_happened() {
     settled_by_the_site(&app, &key, &slow, "reset-1", (1000, 0)).await;
 }
 
+/// The same over A2A: `message/send` used to run the step inside the request, so a reset
+/// dropped it mid-action (a review found it after the REST fix).
+#[tokio::test]
+async fn an_a2a_task_the_caller_resets_is_settled_by_what_happened() {
+    let app = app().await;
+    let key = app.api_key.clone();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": {
+        "messageId": "m-reset", "role": "user", "kind": "message",
+        "parts": [{"kind": "data", "data": {"task_type": "execute_action", "domain": FLAKY,
+            "action": "slow", "params": {}, "idempotency_key": "a2a-reset-1"}}]}}})
+    .to_string();
+    let mut socket = tokio::net::TcpStream::connect(app.base_url.trim_start_matches("http://"))
+        .await
+        .unwrap();
+    let head = format!(
+        "POST /a2a HTTP/1.1\r\nHost: svc\r\nAuthorization: {}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        bearer(&key),
+        body.len()
+    );
+    tokio::io::AsyncWriteExt::write_all(&mut socket, head.as_bytes())
+        .await
+        .unwrap();
+    while balance(&app, &key).await != (999, 1) {
+        tokio::task::yield_now().await;
+    }
+    socket.set_zero_linger().unwrap();
+    drop(socket);
+    let slow = json!({"domain": FLAKY, "action": "slow", "params": {}});
+    settled_by_the_site(&app, &key, &slow, "a2a-reset-1", (1000, 0)).await;
+}
+
 /// Retries `idempotency_key` until it is no longer in flight: the site timed out after the
 /// fetcher's 2 s, and that is the answer stored for the key, refunded.
 async fn settled_by_the_site(

@@ -23,6 +23,7 @@ use poem::{
     web::Data,
 };
 use serde_json::{Value, json};
+use tracing::Instrument;
 
 use kit::context::AppContext;
 use steps::{Caller, Outcome};
@@ -214,7 +215,10 @@ async fn visible(ctx: &AppContext, caller: &Caller, task: &Value) -> bool {
     }
 }
 
-/// Runs one step as a task; answers the full task and keeps the redacted one.
+/// Runs one step as a task; answers the full task and keeps the redacted one. Detached from
+/// the request, as on REST: hyper drops a handler whose client resets the connection, and an
+/// execution dropped between its begin and its settlement is refunded later as interrupted,
+/// whatever the site had done. The step runs to its end; GetTask answers what happened.
 async fn run_task(
     ctx: &AppContext,
     flavor: Flavor,
@@ -223,13 +227,29 @@ async fn run_task(
     history: Option<Value>,
     caller: &Caller,
 ) -> Value {
-    let task_id = new_id(ctx);
-    let context_id = context_id.unwrap_or_else(|| new_id(ctx));
-    let owner = owner_of(ctx, input, caller).await;
-    let ids = (task_id.as_str(), context_id.as_str());
-    finish_task(ctx, flavor, ids, input, history, caller, owner.as_deref())
+    let (ctx, input, caller) = (ctx.clone(), input.clone(), caller.clone());
+    let run = async move {
+        let task_id = new_id(&ctx);
+        let context_id = context_id.unwrap_or_else(|| new_id(&ctx));
+        let owner = owner_of(&ctx, &input, &caller).await;
+        let ids = (task_id.as_str(), context_id.as_str());
+        finish_task(
+            &ctx,
+            flavor,
+            ids,
+            &input,
+            history,
+            &caller,
+            owner.as_deref(),
+        )
         .await
         .0
+    };
+    match tokio::spawn(run.in_current_span()).await {
+        Ok(task) => task,
+        // As if it had run here: a panic is the request's.
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
 }
 
 /// Runs the step of a task and keeps it; answers (the full task, the kept redacted one).

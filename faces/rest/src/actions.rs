@@ -16,6 +16,7 @@ use poem_openapi::{
 use svc_ports::FailureClass;
 use svc_services::telemetry::Face;
 use svc_services::{ExecuteRequest, Executed, Principal};
+use tracing::Instrument;
 
 const REPLAYED: &str = "true";
 
@@ -182,14 +183,15 @@ impl ActionsApi {
         // happened; the client's retry with the same key replays that.
         let services = self.ctx.services.clone();
         let principal = auth.0;
-        let executed = tokio::spawn(async move {
+        let run = async move {
             services
                 .actions
                 .execute(&principal, request, Face::Rest)
                 .await
-        })
-        .await
-        .map_err(|e| ApiProblem::internal(format!("the execution's task ended: {e}")))??;
+        };
+        let executed = tokio::spawn(run.in_current_span())
+            .await
+            .map_err(|e| ApiProblem::internal(format!("the execution's task ended: {e}")))??;
         execute_response(executed)
     }
 

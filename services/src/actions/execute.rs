@@ -56,6 +56,7 @@ impl ActionService {
         request: ExecuteRequest,
         face: crate::telemetry::Face,
     ) -> Result<Executed, ExecuteRefusal> {
+        let _running = self.running.enter();
         let executed = self.run_execute(principal, request).await;
         match &executed {
             Ok(e) if !e.replayed => {

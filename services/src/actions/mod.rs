@@ -147,6 +147,45 @@ pub struct ActionService {
     funnel: crate::telemetry::Funnel,
     /// Where settlements are recorded as webhook events (`hooks.rs`).
     hooks: Option<Arc<crate::hooks::HookService>>,
+    /// Executions running now, so a stopping process lets them settle (they run detached
+    /// from their requests, and one cut off at exit would be refunded as interrupted).
+    running: Arc<Running>,
+}
+
+/// A count of executions running, and a signal when it falls.
+#[derive(Default)]
+pub(crate) struct Running {
+    count: std::sync::atomic::AtomicUsize,
+    fell: tokio::sync::Notify,
+}
+
+/// One execution's place in [`Running`], given back when dropped.
+pub(crate) struct RunningGuard(Arc<Running>);
+
+impl Running {
+    pub(crate) fn enter(self: &Arc<Self>) -> RunningGuard {
+        self.count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        RunningGuard(self.clone())
+    }
+
+    async fn none_left(&self) {
+        loop {
+            let fell = self.fell.notified();
+            if self.count.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                return;
+            }
+            fell.await;
+        }
+    }
+}
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        self.0
+            .count
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        self.0.fell.notify_waiters();
+    }
 }
 
 fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
@@ -166,7 +205,13 @@ impl ActionService {
             published: Mutex::new(HashMap::new()),
             funnel: Default::default(),
             hooks: None,
+            running: Arc::default(),
         }
+    }
+
+    /// Resolves once no execution is running (a stopping process waits for it, bounded).
+    pub async fn executions_finished(&self) {
+        self.running.none_left().await
     }
 
     /// Records `task.completed`, `task.failed`, `credits.low` and `authority.exhausted` for
