@@ -121,6 +121,46 @@ async fn a_streamed_execute_goes_submitted_working_artifact_completed_and_charge
     assert_eq!(spendable(&app, &key).await, before - 1);
 }
 
+/// A2A 1.0 spells fields in camelCase: `idempotencyKey` used to be read as no key, so the
+/// retry was charged again (found by an attack). Both spellings are one field; a field the step
+/// does not take is refused, as MCP refuses it, and runs nothing.
+#[tokio::test]
+async fn a_camel_case_idempotency_key_is_the_same_key_and_unknown_fields_are_refused() {
+    let (app, _demo) = app().await;
+    let key = app.api_key.clone();
+    let before = spendable(&app, &key).await;
+    let camel = json!({"taskType": "execute_action", "domain": SHOP, "action": "add_to_cart",
+        "params": {"sku": "TEA-GREEN", "quantity": 1}, "idempotencyKey": "camel-1"});
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let sent = result(&app, Some(&key), "SendMessage", message(camel.clone())).await;
+        let task = &sent["result"]["task"];
+        assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{sent}");
+        ids.push(task["artifacts"][0]["parts"][0]["data"]["task_id"].clone());
+    }
+    assert_eq!(ids[0], ids[1], "one billing task");
+    assert_eq!(spendable(&app, &key).await, before - 1);
+    // The snake_case spelling names the same key.
+    let snake = add_to_cart(1, "camel-1");
+    let sent = result(&app, Some(&key), "SendMessage", message(snake)).await;
+    assert_eq!(
+        sent["result"]["task"]["artifacts"][0]["parts"][0]["data"]["task_id"],
+        ids[0]
+    );
+    for odd in [
+        json!({"taskType": "execute_action", "domain": SHOP, "action": "add_to_cart",
+            "params": {"sku": "TEA-GREEN", "quantity": 1}, "idempotency_key": "a",
+            "idempotencyKey": "b"}),
+        json!({"taskType": "execute_action", "domain": SHOP, "action": "add_to_cart",
+            "params": {"sku": "TEA-GREEN", "quantity": 1}, "idempotency-key": "c"}),
+    ] {
+        let sent = result(&app, Some(&key), "SendMessage", message(odd)).await;
+        let task = &sent["result"]["task"];
+        assert_eq!(task["status"]["state"], "TASK_STATE_REJECTED", "{sent}");
+    }
+    assert_eq!(spendable(&app, &key).await, before - 1);
+}
+
 #[tokio::test]
 async fn a_failed_execute_is_a_failed_task_with_its_problem_and_nothing_charged() {
     let (app, _demo) = app().await;

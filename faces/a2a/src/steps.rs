@@ -26,6 +26,7 @@ pub(crate) const TASK_TYPES: [&str; 5] = [
 ];
 
 /// Who sent the request: the address the limits count and the credential it carried.
+#[derive(Clone)]
 pub(crate) struct Caller {
     pub ip: Option<ClientAddress>,
     pub authorization: Option<String>,
@@ -274,14 +275,36 @@ async fn discover_actions(ctx: &AppContext, input: &Value, caller: &Caller) -> O
     }
 }
 
-/// The optional string field `name`: absent (or null) is `None`; any other type is an error.
-fn optional_str(input: &Value, name: &str) -> Result<Option<String>, Outcome> {
-    match input.get(name) {
+/// The optional string field named `snake` (or its A2A 1.0 spelling `camel`): absent (or null)
+/// is `None`; any other type, or both spellings at once, is an error.
+fn optional_str(input: &Value, snake: &str, camel: &str) -> Result<Option<String>, Outcome> {
+    let read = |name: &str| match input.get(name) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
         Some(_) => Err(invalid(format!("`{name}` must be a string"))),
+    };
+    match (read(snake)?, read(camel)?) {
+        (Some(_), Some(_)) => Err(invalid(format!(
+            "`{snake}` and `{camel}` are one field: give it once"
+        ))),
+        (one, other) => Ok(one.or(other)),
     }
 }
+
+/// What an `execute_action` task may carry. Anything else is refused, as MCP's `execute`
+/// refuses it: a field read as nothing (`idempotencyKey` once was) loses what it meant, and a
+/// retry was charged again.
+const EXECUTE_FIELDS: &[&str] = &[
+    "task_type",
+    "taskType",
+    "domain",
+    "action",
+    "params",
+    "idempotency_key",
+    "idempotencyKey",
+    "authority_id",
+    "authorityId",
+];
 
 async fn execute_action(ctx: &AppContext, input: &Value, caller: &Caller) -> Outcome {
     let principal = match caller.principal(ctx).await {
@@ -289,6 +312,14 @@ async fn execute_action(ctx: &AppContext, input: &Value, caller: &Caller) -> Out
         Err(problem) => return refused(&problem),
     };
     let request = (|| {
+        if let Some(unknown) = input
+            .as_object()
+            .and_then(|o| o.keys().find(|k| !EXECUTE_FIELDS.contains(&k.as_str())))
+        {
+            return Err(invalid(format!(
+                "unknown field `{unknown}`; execute_action takes domain, action, params, idempotency_key and authority_id"
+            )));
+        }
         let (Some(domain), Some(action)) = (
             input.get("domain").and_then(Value::as_str),
             input.get("action").and_then(Value::as_str),
@@ -304,8 +335,8 @@ async fn execute_action(ctx: &AppContext, input: &Value, caller: &Caller) -> Out
             domain: domain.to_owned(),
             action: action.to_owned(),
             params,
-            idempotency_key: optional_str(input, "idempotency_key")?,
-            authority_id: optional_str(input, "authority_id")?,
+            idempotency_key: optional_str(input, "idempotency_key", "idempotencyKey")?,
+            authority_id: optional_str(input, "authority_id", "authorityId")?,
         })
     })();
     let request = match request {
