@@ -4,6 +4,7 @@
 
 mod old_layout;
 mod rows;
+mod session_reach;
 
 use std::path::Path;
 
