@@ -194,9 +194,10 @@ pub enum SessionReach {
     /// Everything the account's person may do: signed in with a code sent to the account's
     /// e-mail address.
     Account,
-    /// The checkout it was opened for and its return page, nothing else: signed in by an
-    /// agent's handoff link, which any key of the account can ask for (and its agent can open
-    /// itself). Keys, payment authorities, devices and connections ask for the e-mailed code.
+    /// The checkout's return page (it says whether the account's checkout was paid), nothing
+    /// else: signed in by an agent's handoff link, which any key of the account can ask for
+    /// (and its agent can open itself). The account page, keys, payment authorities, devices,
+    /// connections and webhooks ask for the e-mailed code.
     Checkout,
 }
 

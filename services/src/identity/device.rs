@@ -109,7 +109,10 @@ impl IdentityService {
         else {
             return Err(unknown);
         };
-        if client_id.is_some_and(|asked| !grant.client_id.is_empty() && asked != grant.client_id) {
+        // Trimmed as the client id was when the grant was stored.
+        if client_id
+            .is_some_and(|asked| !grant.client_id.is_empty() && asked.trim() != grant.client_id)
+        {
             return Err(IdentityFailure::InvalidGrant(
                 "this device code was issued to another client_id",
             ));
