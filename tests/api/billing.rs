@@ -382,6 +382,21 @@ async fn tool(app: &TestApp, name: &str, args: Value, key: Option<&str>) -> Valu
     body["result"].clone()
 }
 
+/// A handoff link for the Starter plan, asked for with `key`: its path on this site.
+async fn handoff_path(app: &TestApp, key: &str) -> String {
+    let started = tool(
+        app,
+        "svc_create_checkout_session",
+        json!({"plan": "starter"}),
+        Some(key),
+    )
+    .await;
+    let url = started["structuredContent"]["handoff_url"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{started}"));
+    url.strip_prefix(&app.base_url).unwrap().to_owned()
+}
+
 #[tokio::test]
 async fn an_agents_handoff_link_signs_in_and_opens_checkout_once() {
     let app = app().await;
@@ -497,17 +512,7 @@ async fn a_handoff_link_signs_in_for_its_checkout_and_nothing_more() {
         .unwrap();
     let read_only = created["api_key"].as_str().unwrap().to_owned();
     let keys_before = keys_now().await;
-    let started = tool(
-        &app,
-        "svc_create_checkout_session",
-        json!({"plan": "starter"}),
-        Some(&read_only),
-    )
-    .await;
-    let url = started["structuredContent"]["handoff_url"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{started}"));
-    let path = url.strip_prefix(&app.base_url).unwrap();
+    let path = &handoff_path(&app, &read_only).await;
     let token = path.split("token=").nth(1).unwrap();
     // The agent opens its own link.
     let agent = Browser::new(&app);
@@ -566,22 +571,13 @@ async fn a_handoff_link_signs_in_for_its_checkout_and_nothing_more() {
     let authorities = app.get_json_as_owner("/api/payment-authorities").await;
     assert_eq!(authorities["authorities"], json!([]), "{authorities}");
     // A person signed in as another account is told so before the link signs them out.
-    let started = tool(
-        &app,
-        "svc_create_checkout_session",
-        json!({"plan": "starter"}),
-        Some(&app.api_key),
-    )
-    .await;
-    let url = started["structuredContent"]["handoff_url"]
-        .as_str()
-        .unwrap();
+    let path = handoff_path(&app, &app.api_key).await;
     let other = Browser::new(&app);
     other.sign_in(&app, "other@example.com", "/account").await;
-    let page = other.page(url.strip_prefix(&app.base_url).unwrap()).await;
+    let page = other.page(&path).await;
     assert!(page.contains("id=\"elsewhere\""), "{page}");
     assert!(page.contains("other@example.com"), "{page}");
-    let own = agent.page(url.strip_prefix(&app.base_url).unwrap()).await;
+    let own = agent.page(&path).await;
     assert!(!own.contains("id=\"elsewhere\""), "{own}");
 }
 
@@ -595,17 +591,7 @@ async fn an_expired_handoff_link_says_so_and_offers_nothing() {
         .clock(clock.clone())
         .spawn()
         .await;
-    let started = tool(
-        &app,
-        "svc_create_checkout_session",
-        json!({"plan": "starter"}),
-        Some(&app.api_key),
-    )
-    .await;
-    let url = started["structuredContent"]["handoff_url"]
-        .as_str()
-        .unwrap();
-    let path = url.strip_prefix(&app.base_url).unwrap().to_owned();
+    let path = handoff_path(&app, &app.api_key).await;
     clock.advance(std::time::Duration::from_secs(11 * 60));
     let resp = Browser::new(&app).get(&path).await;
     assert_eq!(resp.status(), 410);

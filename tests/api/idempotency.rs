@@ -180,25 +180,38 @@ async fn an_execution_the_caller_hangs_up_on_is_settled_by_what_happened() {
 
     // The same, cut with a TCP reset once the credit is held.
     let body = slow.to_string();
-    let mut socket = tokio::net::TcpStream::connect(app.base_url.trim_start_matches("http://"))
-        .await
-        .unwrap();
+    reset_once_held(
+        &app,
+        &key,
+        "/api/execute",
+        "Idempotency-Key: reset-1\r\n",
+        &body,
+    )
+    .await;
+    settled_by_the_site(&app, &key, &slow, "reset-1", (1000, 0)).await;
+}
+
+/// Sends `body` to `path` with `key` on a raw connection and, once the key's credit is held
+/// (the execution began), closes it with a TCP reset.
+async fn reset_once_held(app: &TestApp, key: &str, path: &str, headers: &str, body: &str) {
+    let host = app.base_url.trim_start_matches("http://");
+    let mut socket = tokio::net::TcpStream::connect(host).await.unwrap();
     let head = format!(
-        "POST /api/execute HTTP/1.1\r\nHost: svc\r\nAuthorization: {}\r\n\
-         Content-Type: application/json\r\nIdempotency-Key: reset-1\r\n\
-         Content-Length: {}\r\n\r\n{body}",
-        bearer(&key),
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: {}\r\n\
+         Content-Type: application/json\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+        bearer(key),
         body.len()
     );
     tokio::io::AsyncWriteExt::write_all(&mut socket, head.as_bytes())
         .await
         .unwrap();
-    while balance(&app, &key).await != (999, 1) {
-        tokio::task::yield_now().await;
+    let mut tries = 0;
+    while balance(app, key).await != (999, 1) {
+        tries += 1;
+        assert!(tries < 500, "the execution on {path} never began");
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
     socket.set_zero_linger().unwrap();
-    drop(socket);
-    settled_by_the_site(&app, &key, &slow, "reset-1", (1000, 0)).await;
 }
 
 /// The same over A2A: `message/send` used to run the step inside the request, so a reset
@@ -212,25 +225,29 @@ async fn an_a2a_task_the_caller_resets_is_settled_by_what_happened() {
         "parts": [{"kind": "data", "data": {"task_type": "execute_action", "domain": FLAKY,
             "action": "slow", "params": {}, "idempotency_key": "a2a-reset-1"}}]}}})
     .to_string();
-    let mut socket = tokio::net::TcpStream::connect(app.base_url.trim_start_matches("http://"))
-        .await
-        .unwrap();
-    let head = format!(
-        "POST /a2a HTTP/1.1\r\nHost: svc\r\nAuthorization: {}\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        bearer(&key),
-        body.len()
-    );
-    tokio::io::AsyncWriteExt::write_all(&mut socket, head.as_bytes())
-        .await
-        .unwrap();
-    while balance(&app, &key).await != (999, 1) {
-        tokio::task::yield_now().await;
-    }
-    socket.set_zero_linger().unwrap();
-    drop(socket);
+    reset_once_held(&app, &key, "/a2a", "", &body).await;
     let slow = json!({"domain": FLAKY, "action": "slow", "params": {}});
     settled_by_the_site(&app, &key, &slow, "a2a-reset-1", (1000, 0)).await;
+}
+
+/// And over MCP, where rmcp runs each call in a task of its own: guarded here, so that a new
+/// rmcp that ran calls inside the request would be seen.
+#[tokio::test]
+async fn an_mcp_call_the_caller_resets_is_settled_by_what_happened() {
+    let app = app().await;
+    let key = app.api_key.clone();
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+        "name": "execute", "arguments": {"domain": FLAKY, "action": "slow", "params": {},
+            "idempotency_key": "mcp-reset-1"},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
+    let headers = "Accept: application/json, text/event-stream\r\n\
+                   MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n\
+                   Mcp-Name: execute\r\n";
+    reset_once_held(&app, &key, "/mcp", headers, &body).await;
+    let slow = json!({"domain": FLAKY, "action": "slow", "params": {}});
+    settled_by_the_site(&app, &key, &slow, "mcp-reset-1", (1000, 0)).await;
 }
 
 /// Retries `idempotency_key` until it is no longer in flight: the site timed out after the
