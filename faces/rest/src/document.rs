@@ -27,7 +27,12 @@ macro_rules! ws {
 }
 macro_rules! solid {
     () => {
-        r"[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+        concat!("[^", solid_excluded!(), "]")
+    };
+}
+macro_rules! solid_excluded {
+    () => {
+        r"\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
     };
 }
 /// The server trims whitespace, then refuses an empty value or any control character left.
@@ -36,6 +41,40 @@ pub const PRINTABLE_NOT_BLANK: &str = concat!(
     ws!(),
     r"*[^\x00-\x1f\x7f-\x9f]*",
     solid!(),
+    ws!(),
+    "*$"
+);
+// What draws nothing or turns the text around it (`svc_ports::text::hides_or_reorders`), in
+// the Basic Multilingual Plane: the planes above have no escape every regex dialect reads.
+macro_rules! hidden {
+    () => {
+        r"\xad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8"
+    };
+}
+/// A name a person is shown and asked to trust (an agent's client id and name, an account to
+/// connect): [`PRINTABLE_NOT_BLANK`] without invisible or direction-changing characters.
+pub const SHOWN_NOT_BLANK: &str = concat!(
+    "^",
+    ws!(),
+    r"*[^\x00-\x1f\x7f-\x9f",
+    hidden!(),
+    "]*[^",
+    solid_excluded!(),
+    hidden!(),
+    "]",
+    ws!(),
+    "*$"
+);
+/// The same for an optional value: blank means absent.
+pub const SHOWN: &str = concat!(
+    "^",
+    ws!(),
+    r"*(?:[^\x00-\x1f\x7f-\x9f",
+    hidden!(),
+    "]*[^",
+    solid_excluded!(),
+    hidden!(),
+    "])?",
     ws!(),
     "*$"
 );
@@ -189,7 +228,7 @@ fn constrain_requests(doc: &mut Value) {
         json!({
             "required": ["client_id"],
             "properties": {
-                "client_id": {"maxLength": 128, "pattern": PRINTABLE_NOT_BLANK},
+                "client_id": {"maxLength": 128, "pattern": SHOWN_NOT_BLANK},
                 "scope": {"maxLength": 256, "pattern": DEVICE_SCOPES},
             }
         }),
@@ -200,13 +239,13 @@ fn constrain_requests(doc: &mut Value) {
         &format!("{schemas}/DeviceAuthorizationJson"),
         json!({
             "properties": {
-                "client_id": {"pattern": PRINTABLE_NOT_BLANK},
-                "agent_name": {"pattern": PRINTABLE},
+                "client_id": {"pattern": SHOWN_NOT_BLANK},
+                "agent_name": {"pattern": SHOWN},
                 "scope": {"pattern": DEVICE_SCOPES},
             },
             "anyOf": [
                 {"required": ["client_id"], "properties": {"client_id": {"type": "string"}}},
-                {"required": ["agent_name"], "properties": {"agent_name": {"type": "string", "pattern": PRINTABLE_NOT_BLANK}}},
+                {"required": ["agent_name"], "properties": {"agent_name": {"type": "string", "pattern": SHOWN_NOT_BLANK}}},
             ],
         }),
     );
@@ -216,7 +255,7 @@ fn constrain_requests(doc: &mut Value) {
         json!({
             "properties": {
                 "email": {"format": "email", "pattern": EMAIL},
-                "agent_name": {"pattern": PRINTABLE},
+                "agent_name": {"pattern": SHOWN},
                 "scope": {"pattern": SIGNUP_SCOPES},
             }
         }),
@@ -235,7 +274,7 @@ fn constrain_requests(doc: &mut Value) {
     merge(
         doc,
         &format!("{schemas}/StartConnectionBody"),
-        json!({"properties": {"expected_account": {"pattern": PRINTABLE}}}),
+        json!({"properties": {"expected_account": {"pattern": SHOWN}}}),
     );
     // Event types are the six names; the description is printable; the URL http(s).
     merge(
@@ -596,6 +635,27 @@ pub(crate) mod tests {
             &["", " ", "a", "\u{b}z", "  x y  "],
             &["a\u{0}", "\u{1c}", "x\u{7f}y"],
         );
+        // Names a person is asked to trust: also no invisible or direction-changing character
+        // (`svc_ports::text::misleads`), in the Basic Multilingual Plane.
+        for (pattern, blank_ok) in [(SHOWN_NOT_BLANK, false), (SHOWN, true)] {
+            let refused = [
+                "a\u{ad}b",
+                "\u{202e}cihporhtna",
+                "shop\u{200b}agent",
+                "x\u{feff}",
+                "\u{2066}a",
+                "a\u{1}",
+            ];
+            check(pattern, &["agent", " a b ", "é", "Claude Code"], &refused);
+            for hidden in refused {
+                assert!(svc_ports::text::misleads(hidden.trim()), "{hidden:?}");
+            }
+            check(
+                pattern,
+                if blank_ok { &["", " "] } else { &[] },
+                if blank_ok { &[] } else { &["", " "] },
+            );
+        }
         check(
             SIGNUP_SCOPES,
             &[
