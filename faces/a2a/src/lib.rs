@@ -7,7 +7,8 @@
 //! `start_api_key_signup` / `complete_api_key_signup`. The task type and its inputs travel as a
 //! data part (`{"data": {"task_type": ..., "email": ...}}`) or, for `tasks/create`, as params.
 //!
-//! Tasks finish within the request; they are kept in the store for an hour for `GetTask` (any
+//! A task runs detached from its request (a caller that hangs up does not stop it) and is
+//! answered when it finishes; tasks are kept in the store for an hour for `GetTask` (any
 //! instance answers for a task another ran), with the API key removed (a key is shown once).
 //! A task run with a key belongs to that key's account: to any other caller it does not exist.
 //! `SendStreamingMessage` / `message/stream` stream the same steps as server-sent task updates,
@@ -228,7 +229,9 @@ async fn run_task(
     caller: &Caller,
 ) -> Value {
     let (ctx, input, caller) = (ctx.clone(), input.clone(), caller.clone());
+    let running = ctx.services.actions.running();
     let run = async move {
+        let _running = running;
         let task_id = new_id(&ctx);
         let context_id = context_id.unwrap_or_else(|| new_id(&ctx));
         let owner = owner_of(&ctx, &input, &caller).await;
@@ -248,7 +251,10 @@ async fn run_task(
     match tokio::spawn(run.in_current_span()).await {
         Ok(task) => task,
         // As if it had run here: a panic is the request's.
-        Err(e) => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => match e.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(e) => json!({"error": format!("the task's run was stopped: {e}")}),
+        },
     }
 }
 
@@ -501,7 +507,9 @@ async fn open_stream(
     // The step runs to its end even when the caller goes away: its result is kept for
     // GetTask and SubscribeToTask.
     let (ctx, running) = (ctx.clone(), running.clone());
+    let executing = ctx.services.actions.running();
     tokio::spawn(async move {
+        let _executing = executing;
         let working = owned(
             pending_task(
                 flavor,

@@ -183,7 +183,9 @@ impl ActionsApi {
         // happened; the client's retry with the same key replays that.
         let services = self.ctx.services.clone();
         let principal = auth.0;
+        let running = services.actions.running();
         let run = async move {
+            let _running = running;
             services
                 .actions
                 .execute(&principal, request, Face::Rest)

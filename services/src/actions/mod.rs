@@ -160,7 +160,7 @@ pub(crate) struct Running {
 }
 
 /// One execution's place in [`Running`], given back when dropped.
-pub(crate) struct RunningGuard(Arc<Running>);
+pub struct RunningGuard(Arc<Running>);
 
 impl Running {
     pub(crate) fn enter(self: &Arc<Self>) -> RunningGuard {
@@ -212,6 +212,13 @@ impl ActionService {
     /// Resolves once no execution is running (a stopping process waits for it, bounded).
     pub async fn executions_finished(&self) {
         self.running.none_left().await
+    }
+
+    /// A place among the running executions, for a face to take before it detaches a request
+    /// that may execute: its steps before [`Self::execute`] (the key, the owner) then count
+    /// too, so a stopping process does not find none running and exit under them.
+    pub fn running(&self) -> RunningGuard {
+        self.running.enter()
     }
 
     /// Records `task.completed`, `task.failed`, `credits.low` and `authority.exhausted` for
