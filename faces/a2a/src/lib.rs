@@ -24,7 +24,6 @@ use poem::{
     web::Data,
 };
 use serde_json::{Value, json};
-use tracing::Instrument;
 
 use kit::context::AppContext;
 use steps::{Caller, Outcome};
@@ -216,10 +215,8 @@ async fn visible(ctx: &AppContext, caller: &Caller, task: &Value) -> bool {
     }
 }
 
-/// Runs one step as a task; answers the full task and keeps the redacted one. Detached from
-/// the request, as on REST: hyper drops a handler whose client resets the connection, and an
-/// execution dropped between its begin and its settlement is refunded later as interrupted,
-/// whatever the site had done. The step runs to its end; GetTask answers what happened.
+/// Runs one step as a task; answers the full task and keeps the redacted one. Apart from the
+/// request ([`kit::detach`]): the step runs to its end; GetTask answers what happened.
 async fn run_task(
     ctx: &AppContext,
     flavor: Flavor,
@@ -228,10 +225,9 @@ async fn run_task(
     history: Option<Value>,
     caller: &Caller,
 ) -> Value {
-    let (ctx, input, caller) = (ctx.clone(), input.clone(), caller.clone());
-    let running = ctx.services.actions.running();
+    let (owned_ctx, input, caller) = (ctx.clone(), input.clone(), caller.clone());
     let run = async move {
-        let _running = running;
+        let ctx = owned_ctx;
         let task_id = new_id(&ctx);
         let context_id = context_id.unwrap_or_else(|| new_id(&ctx));
         let owner = owner_of(&ctx, &input, &caller).await;
@@ -248,7 +244,7 @@ async fn run_task(
         .await
         .0
     };
-    match tokio::spawn(run.in_current_span()).await {
+    match kit::detach::detached(ctx, run).await {
         Ok(task) => task,
         // As if it had run here: a panic is the request's.
         Err(e) => match e.try_into_panic() {

@@ -7,6 +7,7 @@
 
 pub mod accept;
 pub mod context;
+pub mod detach;
 pub mod edge;
 pub mod errors;
 pub mod headers;

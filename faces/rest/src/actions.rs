@@ -16,7 +16,6 @@ use poem_openapi::{
 use svc_ports::FailureClass;
 use svc_services::telemetry::Face;
 use svc_services::{ExecuteRequest, Executed, Principal};
-use tracing::Instrument;
 
 const REPLAYED: &str = "true";
 
@@ -177,21 +176,17 @@ impl ActionsApi {
             params: body.0.params,
             idempotency_key,
         };
-        // Detached from the request: hyper drops a handler whose client resets the connection,
-        // and an execution dropped between its begin and its settlement is refunded later as
-        // interrupted, whatever the site had done. It runs to its end and is settled by what
-        // happened; the client's retry with the same key replays that.
+        // Apart from the request, so a client that hangs up does not stop it: it is settled by
+        // what happened, and the retry with the same key replays that.
         let services = self.ctx.services.clone();
         let principal = auth.0;
-        let running = services.actions.running();
         let run = async move {
-            let _running = running;
             services
                 .actions
                 .execute(&principal, request, Face::Rest)
                 .await
         };
-        let executed = tokio::spawn(run.in_current_span())
+        let executed = kit::detach::detached(&self.ctx, run)
             .await
             .map_err(|e| ApiProblem::internal(format!("the execution's task ended: {e}")))??;
         execute_response(executed)
