@@ -4,7 +4,8 @@ use chrono::{DateTime, Duration, Utc};
 use futures_util::future::join_all;
 use svc_ports::{
     AccountId, ChallengeId, ChallengePurpose, DeviceDecision, DeviceGrant, DeviceGrantId,
-    DeviceGrantStatus, Email, EmailChallenge, KeyHash, Scopes, SessionReach, UserCode, WebSession,
+    DeviceGrantStatus, Email, EmailChallenge, KeyHash, KnownBrowser, Scopes, SessionReach,
+    UserCode, WebSession,
     identity::MAX_CODE_ATTEMPTS,
     store::{IdentityError, KeyError},
 };
@@ -549,6 +550,49 @@ pub async fn key_uses_are_recorded_and_never_go_back(b: &Backend) {
     b.accounts.touch_key(&stranger.id, used).await.unwrap();
 }
 
+pub async fn known_browsers_are_kept_until_they_expire(b: &Backend) {
+    let known = KnownBrowser {
+        token_hash: KeyHash::of("known-browser-token"),
+        email: Email::parse("human@example.com").unwrap(),
+        created_at: t0(),
+        expires_at: t0() + Duration::days(180),
+    };
+    b.identity.insert_known_browser(&known).await.unwrap();
+    assert!(
+        matches!(
+            b.identity.insert_known_browser(&known).await,
+            Err(IdentityError::Duplicate)
+        ),
+        "{}",
+        b.name
+    );
+    assert_eq!(
+        b.identity
+            .known_browser(&known.token_hash, t0() + Duration::days(179))
+            .await
+            .unwrap(),
+        Some(known.clone()),
+        "{}",
+        b.name
+    );
+    assert_eq!(
+        b.identity
+            .known_browser(&known.token_hash, known.expires_at)
+            .await
+            .unwrap(),
+        None,
+        "{}: at its expiry",
+        b.name
+    );
+    assert_eq!(
+        b.identity
+            .known_browser(&KeyHash::of("another-token"), t0())
+            .await
+            .unwrap(),
+        None
+    );
+}
+
 pub async fn identity_purge_removes_only_expired_records(b: &Backend) {
     let owner = new_account(b, "human@example.com").await;
     let old = device_grant(t0() - Duration::minutes(1));
@@ -574,9 +618,23 @@ pub async fn identity_purge_removes_only_expired_records(b: &Backend) {
         .insert_session(&w("fresh", t0() + Duration::days(1)))
         .await
         .unwrap();
+    let browser = |token: &str, expires_at| KnownBrowser {
+        token_hash: KeyHash::of(token),
+        email: owner.email.clone(),
+        created_at: t0() - Duration::days(181),
+        expires_at,
+    };
+    b.identity
+        .insert_known_browser(&browser("old-browser", t0() - Duration::days(1)))
+        .await
+        .unwrap();
+    b.identity
+        .insert_known_browser(&browser("fresh-browser", t0() + Duration::days(1)))
+        .await
+        .unwrap();
     assert_eq!(
         b.identity.purge_identity(t0()).await.unwrap(),
-        3,
+        4,
         "{}",
         b.name
     );
@@ -599,6 +657,14 @@ pub async fn identity_purge_removes_only_expired_records(b: &Backend) {
     assert!(
         b.identity
             .session(&KeyHash::of("fresh"), t0())
+            .await
+            .unwrap()
+            .is_some()
+    );
+    // An expired mark is never answered, so only the purge's count shows the old one went.
+    assert!(
+        b.identity
+            .known_browser(&KeyHash::of("fresh-browser"), t0())
             .await
             .unwrap()
             .is_some()

@@ -188,6 +188,18 @@ pub struct WebSession {
     pub expires_at: DateTime<Utc>,
 }
 
+/// A browser that signed in as an address with an e-mailed code: its long-lived cookie's
+/// token, hashed. It proves nothing and opens nothing; it only lets that browser ask for more
+/// sign-in codes to the address than anyone may (OWASP's device cookies), so strangers asking
+/// for codes cannot hold the person's own sign-in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KnownBrowser {
+    pub token_hash: KeyHash,
+    pub email: Email,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+}
+
 /// What a web session may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SessionReach {

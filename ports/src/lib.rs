@@ -71,8 +71,8 @@ pub use hooks::{
     EnqueueOutcome, HookError, HookEvent, HookEventType, HookStore, WebhookEndpoint,
 };
 pub use identity::{
-    ChallengePurpose, DeviceDecision, DeviceGrant, DeviceGrantStatus, EmailChallenge, SessionReach,
-    UserCode, WebSession,
+    ChallengePurpose, DeviceDecision, DeviceGrant, DeviceGrantStatus, EmailChallenge, KnownBrowser,
+    SessionReach, UserCode, WebSession,
 };
 pub use ids::{
     AccountId, ApiKeyId, ArtifactId, AuthorityId, ChallengeId, CheckoutId, ConnectionId,

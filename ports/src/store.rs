@@ -15,7 +15,7 @@ use crate::{
     },
     connections::{ConnectionFinish, ConnectionRecord, ConnectionState, ProviderId, SealedSecret},
     fetch::FetchedPage,
-    identity::{DeviceDecision, DeviceGrant, EmailChallenge, UserCode, WebSession},
+    identity::{DeviceDecision, DeviceGrant, EmailChallenge, KnownBrowser, UserCode, WebSession},
     ids::{
         AccountId, ApiKeyId, ArtifactId, AuthorityId, ChallengeId, CheckoutId, ConnectionId,
         DeviceGrantId, MeterEventId, ScanId, TaskId,
@@ -287,7 +287,20 @@ pub trait IdentityStore: Send + Sync {
     /// Signs out: deletes the session if it exists.
     async fn delete_session(&self, token_hash: &KeyHash) -> Result<(), StoreError>;
 
-    /// Deletes grants, challenges and sessions that expired before `before`; returns how many.
+    /// Remembers a browser that signed in. MUST return [`IdentityError::Duplicate`] when the
+    /// token hash exists.
+    async fn insert_known_browser(&self, browser: &KnownBrowser) -> Result<(), IdentityError>;
+
+    /// The browser with this token hash, when its mark is unexpired at `now`; `Ok(None)`
+    /// otherwise.
+    async fn known_browser(
+        &self,
+        token_hash: &KeyHash,
+        now: DateTime<Utc>,
+    ) -> Result<Option<KnownBrowser>, StoreError>;
+
+    /// Deletes grants, challenges, sessions and known browsers that expired before `before`;
+    /// returns how many.
     async fn purge_identity(&self, before: DateTime<Utc>) -> Result<u64, StoreError>;
 }
 

@@ -1,4 +1,4 @@
-//! In-memory device grants, emailed-code challenges and web sessions, under the same lock as
+//! In-memory device grants, emailed-code challenges, web sessions and known browsers, under the same lock as
 //! accounts and keys so that a key and the grant it settles change together.
 
 use std::collections::HashMap;
@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use svc_ports::{
     Account, ApiKeyRecord, ChallengeId, DeviceDecision, DeviceGrant, DeviceGrantId,
-    DeviceGrantStatus, Email, EmailChallenge, KeyHash, UserCode, WebSession,
+    DeviceGrantStatus, Email, EmailChallenge, KeyHash, KnownBrowser, UserCode, WebSession,
     identity::MAX_CODE_ATTEMPTS,
     store::{IdentityError, IdentityStore, KeyError, StoreError},
 };
@@ -19,6 +19,7 @@ pub(crate) struct IdentityState {
     grants: HashMap<DeviceGrantId, DeviceGrant>,
     challenges: HashMap<ChallengeId, EmailChallenge>,
     sessions: HashMap<KeyHash, WebSession>,
+    browsers: HashMap<KeyHash, KnownBrowser>,
 }
 
 #[async_trait]
@@ -244,14 +245,43 @@ impl IdentityStore for MemoryStore {
         Ok(())
     }
 
+    async fn insert_known_browser(&self, browser: &KnownBrowser) -> Result<(), IdentityError> {
+        let mut s = self.lock();
+        if s.identity.browsers.contains_key(&browser.token_hash) {
+            return Err(IdentityError::Duplicate);
+        }
+        s.identity
+            .browsers
+            .insert(browser.token_hash, browser.clone());
+        Ok(())
+    }
+
+    async fn known_browser(
+        &self,
+        token_hash: &KeyHash,
+        now: DateTime<Utc>,
+    ) -> Result<Option<KnownBrowser>, StoreError> {
+        Ok(self
+            .lock()
+            .identity
+            .browsers
+            .get(token_hash)
+            .filter(|b| now < b.expires_at)
+            .cloned())
+    }
+
     async fn purge_identity(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
         let mut s = self.lock();
         let id = &mut s.identity;
-        let n = id.grants.len() + id.challenges.len() + id.sessions.len();
+        let count = |id: &IdentityState| {
+            id.grants.len() + id.challenges.len() + id.sessions.len() + id.browsers.len()
+        };
+        let n = count(id);
         id.grants.retain(|_, g| g.expires_at >= before);
         id.challenges.retain(|_, c| c.expires_at >= before);
         id.sessions.retain(|_, w| w.expires_at >= before);
-        let left = id.grants.len() + id.challenges.len() + id.sessions.len();
+        id.browsers.retain(|_, b| b.expires_at >= before);
+        let left = count(id);
         Ok((n - left) as u64)
     }
 }

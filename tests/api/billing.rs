@@ -443,6 +443,15 @@ async fn an_agents_handoff_link_signs_in_and_opens_checkout_once() {
     let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let resp = browser.post("/billing/handoff", &form).await;
     assert_eq!(resp.status(), 200);
+    // Only a code sign-in marks the browser as the address's own (more codes than strangers).
+    assert!(
+        resp.headers()
+            .get_all("set-cookie")
+            .iter()
+            .all(|c| !c.to_str().unwrap().starts_with("svc_known=")),
+        "{:?}",
+        resp.headers()
+    );
     let page = resp.text().await.unwrap();
     assert!(page.contains(&provider(&app)), "{page}");
     assert!(page.contains("http-equiv=\"refresh\""));

@@ -26,6 +26,7 @@ mod read_pdf;
 mod readiness;
 mod render;
 mod shared_limits;
+mod signin;
 mod signup;
 mod site;
 mod store_outage;

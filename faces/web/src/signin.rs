@@ -2,7 +2,7 @@
 
 use askama::Template;
 use kit::context::AppContext;
-use kit::session::SESSION_COOKIE;
+use kit::session::{SESSION_COOKIE, cookie_value};
 use kit::{edge::client_ip_of, problem::ApiProblem};
 use poem::{
     Request, Response, handler,
@@ -10,10 +10,13 @@ use poem::{
     web::{Data, Form, Query},
 };
 use serde::Deserialize;
-use svc_ports::ChallengePurpose;
-use svc_services::IdentityFailure;
+use svc_services::{IdentityFailure, identity::KNOWN_BROWSER_TTL};
 
 use crate::*;
+
+/// The mark of a browser that signed in with an e-mailed code (`KnownBrowser`): it may ask
+/// for more sign-in codes to its address than strangers can, so they cannot hold its sign-in.
+pub(crate) const KNOWN_BROWSER_COOKIE: &str = "svc_known";
 
 // ---- templates ------------------------------------------------------------------------------
 
@@ -81,16 +84,11 @@ pub(crate) async fn signin_submit(
         return visit.finish(*refusal);
     }
     let next = safe_next(form.next.as_deref());
+    let known = cookie_value(req, KNOWN_BROWSER_COOKIE);
     let started = ctx
         .services
         .identity
-        .start_email(
-            ChallengePurpose::SignIn,
-            &form.email,
-            None,
-            None,
-            svc_services::telemetry::Face::Web,
-        )
+        .start_sign_in(&form.email, known.as_deref())
         .await;
     match started {
         Ok(id) => visit.redirect(&format!(
@@ -181,6 +179,9 @@ pub(crate) async fn code_submit(
             visit.set_cookie(CSRF_COOKIE, &seed, None);
             let ttl = ctx.services.identity.settings().session_ttl;
             visit.set_cookie(SESSION_COOKIE, &signed_in.session_token, Some(ttl));
+            if let Some(mark) = &signed_in.known_browser {
+                visit.set_cookie(KNOWN_BROWSER_COOKIE, mark, Some(KNOWN_BROWSER_TTL));
+            }
             visit.redirect(&next)
         }
         Err(

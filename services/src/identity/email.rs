@@ -4,8 +4,10 @@
 use std::time::Duration;
 
 use svc_ports::{
-    ChallengeId, ChallengePurpose, ClientAddress, Email, EmailChallenge, MailError, MailMessage,
+    ChallengeId, ChallengePurpose, ClientAddress, Email, EmailChallenge, KeyHash, KnownBrowser,
+    MailError, MailMessage,
     identity::{EMAIL_CODE_LEN, MAX_CODE_ATTEMPTS},
+    keys::BASE62,
     store::IdentityError,
 };
 
@@ -29,6 +31,15 @@ pub fn is_email_format(raw: &str) -> bool {
         .is_some_and(|v| v.is_valid(&serde_json::Value::from(raw)))
 }
 
+/// How long a browser that signed in with a code is remembered as the address's own.
+pub const KNOWN_BROWSER_TTL: Duration = Duration::from_secs(180 * 24 * 3600);
+
+/// How many times the per-address code cap a browser that signed in as the address before may
+/// ask for: strangers fill only the first share, so the person's own browser always gets a code.
+const KNOWN_BROWSER_CODES: u32 = 4;
+
+const KNOWN_BROWSER_TOKEN_LEN: usize = 43;
+
 impl IdentityService {
     /// Sends a 6-digit code to `email` and returns the challenge id (`deviceId`).
     pub async fn start_email(
@@ -38,6 +49,40 @@ impl IdentityService {
         agent_name: Option<&str>,
         scope: Option<&str>,
         face: crate::telemetry::Face,
+    ) -> Result<ChallengeId, IdentityFailure> {
+        self.send_code(purpose, email, agent_name, scope, face, None)
+            .await
+    }
+
+    /// The web sign-in's code. `known_browser` is the browser's mark from an earlier sign-in
+    /// (its cookie): when it is this address's, the browser may ask for
+    /// [`KNOWN_BROWSER_CODES`] times the cap. Anyone may ask for codes to any address with no
+    /// credentials, so without the mark five strangers' requests an hour would hold the
+    /// person's own sign-in.
+    pub async fn start_sign_in(
+        &self,
+        email: &str,
+        known_browser: Option<&str>,
+    ) -> Result<ChallengeId, IdentityFailure> {
+        self.send_code(
+            ChallengePurpose::SignIn,
+            email,
+            None,
+            None,
+            crate::telemetry::Face::Web,
+            known_browser,
+        )
+        .await
+    }
+
+    async fn send_code(
+        &self,
+        purpose: ChallengePurpose,
+        email: &str,
+        agent_name: Option<&str>,
+        scope: Option<&str>,
+        face: crate::telemetry::Face,
+        known_browser: Option<&str>,
     ) -> Result<ChallengeId, IdentityFailure> {
         // An agent's signup takes exactly what the OpenAPI document declares (`format: email`,
         // as JSON Schema checks it); the web form keeps trimming what a person typed.
@@ -67,7 +112,11 @@ impl IdentityService {
             // never use up the person's own sign-in codes.
             .challenges_sent_since(&email, purpose, hour_ago)
             .await?;
-        if sent >= self.settings.codes_per_address_per_hour {
+        let mut cap = self.settings.codes_per_address_per_hour;
+        if self.knows_browser(known_browser, &email).await? {
+            cap = cap.saturating_mul(KNOWN_BROWSER_CODES);
+        }
+        if sent >= cap {
             return Err(IdentityFailure::TooManyCodes {
                 retry_after: Duration::from_secs(3600),
             });
@@ -141,6 +190,45 @@ impl IdentityService {
             Err(MailError::Unavailable(reason)) => {
                 tracing::error!(challenge_id = %id, error = %reason, "mail relay unavailable");
                 Err(IdentityFailure::MailUnavailable)
+            }
+        }
+    }
+
+    /// Whether `token` marks a browser that signed in as `email` before and is still
+    /// remembered.
+    async fn knows_browser(
+        &self,
+        token: Option<&str>,
+        email: &Email,
+    ) -> Result<bool, IdentityFailure> {
+        let Some(token) = token.filter(|t| !t.is_empty() && t.len() <= 128) else {
+            return Ok(false);
+        };
+        let known = self
+            .ports
+            .identity
+            .known_browser(&KeyHash::of(token), self.now())
+            .await?;
+        Ok(known.is_some_and(|k| k.email == *email))
+    }
+
+    /// Marks this browser as one that signed in as `email`, for [`KNOWN_BROWSER_TTL`]; the
+    /// token goes in its own cookie. A mark that cannot be stored costs only the larger code
+    /// allowance, so the sign-in goes on without it.
+    async fn remember_browser(&self, email: &Email) -> Option<String> {
+        let now = self.now();
+        let token = self.ports.entropy.pick(BASE62, KNOWN_BROWSER_TOKEN_LEN);
+        let browser = KnownBrowser {
+            token_hash: KeyHash::of(&token),
+            email: email.clone(),
+            created_at: now,
+            expires_at: now + chrono_of(KNOWN_BROWSER_TTL),
+        };
+        match self.ports.identity.insert_known_browser(&browser).await {
+            Ok(()) => Some(token),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not remember the signed-in browser");
+                None
             }
         }
     }
@@ -288,7 +376,9 @@ impl IdentityService {
             }
         }
         let account = self.keys.signup_account(&challenge.email).await?;
-        self.start_session(account).await
+        let mut signed_in = self.start_session(account).await?;
+        signed_in.known_browser = self.remember_browser(&challenge.email).await;
+        Ok(signed_in)
     }
 }
 

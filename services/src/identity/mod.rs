@@ -13,6 +13,7 @@ use svc_ports::{Account, ApiKeyRecord, ApiKeySecret, Scopes, UserCode, keys::BAS
 
 use super::{KeyService, Ports};
 
+pub use email::KNOWN_BROWSER_TTL;
 pub use lockout::WrongCodeCounter;
 
 /// Lifetimes and limits of signup; each is published in the discovery files.
@@ -136,6 +137,9 @@ pub struct SignupKey {
 pub struct SignedIn {
     pub session_token: String,
     pub account: Account,
+    /// After an e-mailed code: the browser's mark as the address's own (a cookie of its own,
+    /// for [`KNOWN_BROWSER_TTL`]), which lets it ask for more codes than strangers can.
+    pub known_browser: Option<String>,
 }
 
 pub struct IdentityService {

@@ -56,6 +56,7 @@ impl IdentityService {
         Ok(SignedIn {
             session_token,
             account,
+            known_browser: None,
         })
     }
 

@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use svc_ports::{
     Account, AccountId, ApiKeyId, ApiKeyRecord, ChallengeId, DeviceDecision, DeviceGrant,
-    DeviceGrantId, DeviceGrantStatus, Email, EmailChallenge, KeyHash, SessionReach, UserCode,
-    WebSession,
+    DeviceGrantId, DeviceGrantStatus, Email, EmailChallenge, KeyHash, KnownBrowser, SessionReach,
+    UserCode, WebSession,
     identity::MAX_CODE_ATTEMPTS,
     store::{IdentityError, IdentityStore, StoreError},
 };
@@ -368,14 +368,53 @@ impl IdentityStore for PostgresStore {
         Ok(())
     }
 
+    async fn insert_known_browser(&self, b: &KnownBrowser) -> Result<(), IdentityError> {
+        sqlx::query(
+            "INSERT INTO known_browsers (token_hash, email, created_at, expires_at) \
+             VALUES ($1, $2, $3, $4)",
+        )
+        .bind(b.token_hash.as_bytes().as_slice())
+        .bind(b.email.as_str())
+        .bind(ms(b.created_at))
+        .bind(ms(b.expires_at))
+        .execute(&self.pool)
+        .await
+        .map(|_| ())
+        .map_err(refused("storing known browser"))
+    }
+
+    async fn known_browser(
+        &self,
+        token_hash: &KeyHash,
+        now: DateTime<Utc>,
+    ) -> Result<Option<KnownBrowser>, StoreError> {
+        let row = sqlx::query(
+            "SELECT token_hash, email, created_at, expires_at FROM known_browsers \
+             WHERE token_hash = $1 AND expires_at > $2",
+        )
+        .bind(token_hash.as_bytes().as_slice())
+        .bind(ms(now))
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| backend(e, "reading known browser"))?;
+        let Some(r) = row else { return Ok(None) };
+        Ok(Some(KnownBrowser {
+            token_hash: hash(&r, "token_hash")?,
+            email: parsed(&r, "email", Email::parse)?,
+            created_at: col(&r, "created_at")?,
+            expires_at: col(&r, "expires_at")?,
+        }))
+    }
+
     async fn purge_identity(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
         let n: i64 = sqlx::query_scalar(
             r#"
             WITH grants AS (DELETE FROM device_grants WHERE expires_at < $1 RETURNING 1),
             challenges AS (DELETE FROM email_challenges WHERE expires_at < $1 RETURNING 1),
-            sessions AS (DELETE FROM web_sessions WHERE expires_at < $1 RETURNING 1)
+            sessions AS (DELETE FROM web_sessions WHERE expires_at < $1 RETURNING 1),
+            browsers AS (DELETE FROM known_browsers WHERE expires_at < $1 RETURNING 1)
             SELECT (SELECT COUNT(*) FROM grants) + (SELECT COUNT(*) FROM challenges)
-                + (SELECT COUNT(*) FROM sessions)
+                + (SELECT COUNT(*) FROM sessions) + (SELECT COUNT(*) FROM browsers)
             "#,
         )
         .bind(ms(before))

@@ -7,8 +7,8 @@ use chrono::{DateTime, Utc};
 use sqlx::{Row, sqlite::SqliteRow};
 use svc_ports::{
     Account, AccountId, ApiKeyId, ApiKeyRecord, ChallengeId, DeviceDecision, DeviceGrant,
-    DeviceGrantId, DeviceGrantStatus, Email, EmailChallenge, KeyHash, SessionReach, UserCode,
-    WebSession,
+    DeviceGrantId, DeviceGrantStatus, Email, EmailChallenge, KeyHash, KnownBrowser, SessionReach,
+    UserCode, WebSession,
     identity::MAX_CODE_ATTEMPTS,
     store::{IdentityError, IdentityStore, StoreError},
 };
@@ -379,6 +379,45 @@ impl IdentityStore for SqliteStore {
         Ok(())
     }
 
+    async fn insert_known_browser(&self, b: &KnownBrowser) -> Result<(), IdentityError> {
+        sqlx::query(
+            "INSERT INTO known_browsers (token_hash, email, created_at, expires_at) \
+             VALUES ($1, $2, $3, $4)",
+        )
+        .bind(b.token_hash.to_hex())
+        .bind(b.email.as_str())
+        .bind(millis(b.created_at))
+        .bind(millis(b.expires_at))
+        .execute(self.writer())
+        .await
+        .map(|_| ())
+        .map_err(refused("storing known browser"))
+    }
+
+    async fn known_browser(
+        &self,
+        token_hash: &KeyHash,
+        now: DateTime<Utc>,
+    ) -> Result<Option<KnownBrowser>, StoreError> {
+        let err = |e| backend(e, "reading known browser");
+        let row = sqlx::query(
+            "SELECT token_hash, email, created_at, expires_at FROM known_browsers \
+             WHERE token_hash = $1 AND expires_at > $2",
+        )
+        .bind(token_hash.to_hex())
+        .bind(millis(now))
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(err)?;
+        let Some(r) = row else { return Ok(None) };
+        Ok(Some(KnownBrowser {
+            token_hash: hash_col(&r, "token_hash")?,
+            email: Email::parse(r.try_get("email").map_err(err)?).map_err(corrupt("email"))?,
+            created_at: from_millis(r.try_get("created_at").map_err(err)?)?,
+            expires_at: from_millis(r.try_get("expires_at").map_err(err)?)?,
+        }))
+    }
+
     async fn purge_identity(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
         let err = |e| backend(e, "purging identity records");
         let grants = sqlx::query("DELETE FROM device_grants WHERE expires_at < $1")
@@ -396,6 +435,14 @@ impl IdentityStore for SqliteStore {
             .execute(self.writer())
             .await
             .map_err(err)?;
-        Ok(grants.rows_affected() + challenges.rows_affected() + sessions.rows_affected())
+        let browsers = sqlx::query("DELETE FROM known_browsers WHERE expires_at < $1")
+            .bind(millis(before))
+            .execute(self.writer())
+            .await
+            .map_err(err)?;
+        Ok(grants.rows_affected()
+            + challenges.rows_affected()
+            + sessions.rows_affected()
+            + browsers.rows_affected())
     }
 }
