@@ -4,8 +4,8 @@
 #   (a) svc: `svc read --file ... --format text` over every page in one process (all cores),
 #       its JSON lines turned into score.py's input (a blocked page counts as empty);
 #   (b) trafilatura 2.3.1 (PyPI, venv .venv-bench) over the same pages in one process;
-#   (c) the corpus's own score.py on both, then a table with CPU seconds (start-up included)
-#       and peak RSS of each side.
+#   (c) the corpus's own score.py on both (with the Zyte benchmark's metric beside its own),
+#       then a table with CPU seconds (start-up included) and peak RSS of each side.
 # Usage: bench/articles.sh     Env: SVC_BIN (default: the dist build), SVC_ARTICLES_DIR,
 #   ROUNDS (side-by-side timed runs, default 3).
 set -euo pipefail
@@ -72,8 +72,10 @@ json.dump(blocked, open(f"{out}/svc-blocked.json", "w"))
 PY
 
 # (c) Scores and the table.
-python3 "$corpus/score.py" "$out/svc.json" --per-page "$out/svc-per-page.json" >"$out/svc-score.txt"
-python3 "$corpus/score.py" "$out/trafilatura.json" --per-page "$out/trafilatura-per-page.json" >"$out/trafilatura-score.txt"
+# `--zyte` adds, on the three text sets, the metric of the Zyte article-extraction benchmark
+# (zP, zR, zF1: 4-word shingles), the one the issue's held-out 181 pages are scored by.
+python3 "$corpus/score.py" "$out/svc.json" --zyte --per-page "$out/svc-per-page.json" >"$out/svc-score.txt"
+python3 "$corpus/score.py" "$out/trafilatura.json" --zyte --per-page "$out/trafilatura-per-page.json" >"$out/trafilatura-score.txt"
 cpu_model=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo 2>/dev/null || true)
 echo "machine: $(nproc) cores${cpu_model:+, $cpu_model}; commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . || echo ' (with local changes)')"
 echo "== svc (blocked: $(python3 -c "import json;print(len(json.load(open('$out/svc-blocked.json'))))"))"

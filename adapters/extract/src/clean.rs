@@ -266,6 +266,45 @@ fn trailing_headline_list(node: &NodeRef) -> bool {
         && !prose_follows(node)
 }
 
+/// Whether `node` is a list of other stories' teasers ("More Scotland politics stories"):
+/// three or more items, all but one of its children, each short and led by a heading that is
+/// all one link (the other story's headline), with a line of teaser at most. A story's own
+/// subheadings are not links, and a list of posts that is the page stays by its share of the
+/// text ([`MAX_SHARE_OF_TEXT`]).
+fn headline_teasers(node: &NodeRef) -> bool {
+    let children = node.element_children();
+    if children.len() < HEADLINE_LIST_LINKS {
+        return false;
+    }
+    let teasers = children
+        .iter()
+        .filter(|item| text_chars(item) <= TEASER_CHARS && led_by_headline(item))
+        .count();
+    teasers >= HEADLINE_LIST_LINKS && teasers + 1 >= children.len()
+}
+
+/// Whether the first text of `item` is a heading made of one link of a headline's length.
+fn led_by_headline(item: &NodeRef) -> bool {
+    let Some(first) = item
+        .descendants_it()
+        .find(|n| n.is_text() && !n.text().trim().is_empty())
+    else {
+        return false;
+    };
+    let Some(heading) = first
+        .ancestors_it(None)
+        .take_while(|a| a.id != item.id)
+        .find(is_heading)
+    else {
+        return false;
+    };
+    let links = Selection::from(heading).select("a[href]");
+    let chars = text_chars(&heading);
+    links.length() == 1
+        && link_chars(&heading) == chars
+        && heading.text().split_whitespace().count() >= HEADLINE_WORDS
+}
+
 /// Whether `node` is a row of other stories' teaser cards ("More on climate": each an
 /// `<article>` of its own with a headline, a line or two and a "read more" link): two or more
 /// cards ([`is_card`]), most of its children, each short and linking away. Unlike a list of
@@ -293,12 +332,14 @@ fn is_card(node: &NodeRef) -> bool {
     inner.length() == 1 && text_chars(node) == text_chars(&inner.nodes()[0])
 }
 
+/// A paragraph of prose: long, few links.
+fn is_prose(p: &NodeRef) -> bool {
+    let chars = text_chars(p);
+    chars >= PROSE_CHARS && link_chars(p) as f64 <= PROSE_LINK_SHARE * chars as f64
+}
+
 /// Whether a paragraph of prose (long, few links) comes after `node` in the document.
 fn prose_follows(node: &NodeRef) -> bool {
-    let is_prose = |p: &NodeRef| {
-        let chars = text_chars(p);
-        chars >= PROSE_CHARS && link_chars(p) as f64 <= PROSE_LINK_SHARE * chars as f64
-    };
     let mut at = Some(*node);
     while let Some(n) = at {
         let mut sibling = n.next_element_sibling();
@@ -313,6 +354,37 @@ fn prose_follows(node: &NodeRef) -> bool {
         at = n.parent().filter(|p| p.is_element() && !p.has_name("body"));
     }
     false
+}
+
+/// Lists of other stories' teasers ([`headline_teasers`]) on a page whose own prose outweighs
+/// them: a story's page. On a section front the teasers are the page, and stay.
+fn teasers_beside_a_story<'a>(doc: &Document, blocks: &Selection<'a>) -> Vec<NodeRef<'a>> {
+    let teasers: Vec<NodeRef> = blocks
+        .nodes()
+        .iter()
+        .filter(|n| headline_teasers(n))
+        .copied()
+        .collect();
+    if teasers.is_empty() {
+        return teasers;
+    }
+    let inside = |n: &NodeRef| {
+        n.ancestors_it(None)
+            .any(|a| teasers.iter().any(|t| t.id == a.id))
+    };
+    let teaser_chars: usize = teasers.iter().filter(|t| !inside(t)).map(text_chars).sum();
+    let prose_chars: usize = doc
+        .select("body p")
+        .nodes()
+        .iter()
+        .filter(|p| is_prose(p) && !inside(p))
+        .map(text_chars)
+        .sum();
+    if prose_chars > teaser_chars {
+        teasers
+    } else {
+        Vec::new()
+    }
 }
 
 /// Characters of `node`'s link text (other than whitespace).
@@ -346,18 +418,20 @@ pub fn strip_boilerplate(doc: &Document) -> bool {
             .filter(|n| trailing_headline_list(n)),
     );
     // Teaser cards are known by their shape, not their text: each has prose of its own.
-    let cards: Vec<NodeRef> = doc
+    let mut cards: Vec<NodeRef> = doc
         .select("body div, body section, body ul")
         .nodes()
         .iter()
         .filter(|n| teaser_cards(n))
         .copied()
         .collect();
+    let blocks = doc.select("body div, body section, body ul, body ol");
+    let total = text_chars(&body) as f64;
+    cards.extend(teasers_beside_a_story(doc, &blocks));
     candidates.extend(cards.iter().copied());
     if candidates.is_empty() {
         return removed;
     }
-    let total = text_chars(&body) as f64;
     for node in candidates {
         // Already gone with an ancestor: nothing to weigh.
         if node.ancestors_it(None).any(|a| a.is_document())
@@ -698,6 +772,31 @@ mod tests {
         ));
         assert!(text.contains("people came to read"));
         assert!(!text.contains("Pope calls"), "{text}");
+    }
+
+    /// Other stories' teasers, each a linked headline and a line (BBC's "More Scotland
+    /// politics stories"), go from a story's page; a section front made of them keeps them, and
+    /// a list whose headings are the story's own (not links) stays.
+    #[test]
+    fn other_stories_teasers_go_from_a_story_but_are_a_section_front() {
+        let item = |n: usize| {
+            format!(
+                r#"<li><h3><a href="/s{n}">Falkirk MP fined for curfew tag offence {n}</a></h3>
+                <p>The MP is fined for removing an electronic tag in breach of an order.</p></li>"#
+            )
+        };
+        let teasers = format!("<ul>{}{}{}</ul>", item(1), item(2), item(3));
+        let story = STORY.repeat(4);
+        let text = cleaned(&format!("<body><div>{story}</div>{teasers}</body>"));
+        assert!(text.contains("people came to read"), "{text}");
+        assert!(!text.contains("curfew"), "{text}");
+        let text = cleaned(&format!("<body>{teasers}{teasers}</body>"));
+        assert!(text.contains("curfew tag offence 3"), "{text}");
+        let own = teasers
+            .replace("<a href", "<span data-href")
+            .replace("</a>", "</span>");
+        let text = cleaned(&format!("<body><div>{story}</div>{own}</body>"));
+        assert!(text.contains("curfew tag offence 1"), "{text}");
     }
 
     #[test]
