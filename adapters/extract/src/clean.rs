@@ -6,6 +6,8 @@
 
 use dom_query::{Document, NodeData, NodeRef, Selection};
 
+use crate::teasers::{teaser_cards, teasers_beside_a_story, trailing_headline_list};
+
 /// Words of a class or id that name boilerplate when they are a whole word of it
 /// (`share-bar`, `related_posts`, `ad slot`).
 const BOILERPLATE_WORDS: &[&str] = &[
@@ -80,21 +82,10 @@ const KEPT_ELEMENTS: &[&str] = &["html", "body", "main", "article"];
 /// `entry-category-advertising` on the post itself.
 const SHORT_TEXT_CHARS: usize = 200;
 
-/// A row of teaser cards has at least this many, each at most this long (characters other
-/// than whitespace): a headline and a sentence or two.
-const TEASER_CARDS: usize = 2;
-const TEASER_CHARS: usize = 400;
 const LINK_DENSE: f64 = 0.5;
 /// Whatever it is named, an element holding most of the article is the article (a post whose
 /// whole body a theme wraps in `ad-wrapper`): removing it would leave nothing.
 const MAX_SHARE_OF_TEXT: f64 = 0.5;
-
-const HEADLINE_LIST_LINKS: usize = 3;
-const HEADLINE_WORDS: usize = 4;
-const HEADLINE_LIST_LINK_SHARE: f64 = 0.7;
-/// A paragraph of prose: this long, at most this share of it in links.
-const PROSE_CHARS: usize = 100;
-const PROSE_LINK_SHARE: f64 = 0.3;
 
 fn names_boilerplate(value: &str) -> bool {
     value
@@ -240,153 +231,6 @@ fn looks_like_boilerplate(node: &NodeRef) -> bool {
     link_chars(node) as f64 >= LINK_DENSE * chars as f64
 }
 
-/// Whether `node` is a list of links to other pages' headlines after the story ("Most read",
-/// "More from this section"), which Readability merges in as a sibling of the article: three
-/// or more links, most of its text theirs, four words or more per link on average (a
-/// headline, where a "See also" list or a table of contents has a term or two), and no prose
-/// after it.
-fn trailing_headline_list(node: &NodeRef) -> bool {
-    let links: Vec<NodeRef> = Selection::from(*node)
-        .select("a[href]")
-        .nodes()
-        .iter()
-        .filter(|a| !a.attr("href").is_some_and(|h| h.starts_with('#')))
-        .copied()
-        .collect();
-    if links.len() < HEADLINE_LIST_LINKS {
-        return false;
-    }
-    let words: usize = links
-        .iter()
-        .map(|a| a.text().split_whitespace().count())
-        .sum();
-    let link_chars: usize = links.iter().map(text_chars).sum();
-    words >= HEADLINE_WORDS * links.len()
-        && link_chars as f64 >= HEADLINE_LIST_LINK_SHARE * text_chars(node) as f64
-        && !prose_follows(node)
-}
-
-/// Whether `node` is a list of other stories' teasers ("More Scotland politics stories"):
-/// three or more items, all but one of its children, each short and led by a heading that is
-/// all one link (the other story's headline), with a line of teaser at most. A story's own
-/// subheadings are not links, and a list of posts that is the page stays by its share of the
-/// text ([`MAX_SHARE_OF_TEXT`]).
-fn headline_teasers(node: &NodeRef) -> bool {
-    let children = node.element_children();
-    if children.len() < HEADLINE_LIST_LINKS {
-        return false;
-    }
-    let teasers = children
-        .iter()
-        .filter(|item| text_chars(item) <= TEASER_CHARS && led_by_headline(item))
-        .count();
-    teasers >= HEADLINE_LIST_LINKS && teasers + 1 >= children.len()
-}
-
-/// Whether the first text of `item` is a heading made of one link of a headline's length.
-fn led_by_headline(item: &NodeRef) -> bool {
-    let Some(first) = item
-        .descendants_it()
-        .find(|n| n.is_text() && !n.text().trim().is_empty())
-    else {
-        return false;
-    };
-    let Some(heading) = first
-        .ancestors_it(None)
-        .take_while(|a| a.id != item.id)
-        .find(is_heading)
-    else {
-        return false;
-    };
-    let links = Selection::from(heading).select("a[href]");
-    let chars = text_chars(&heading);
-    links.length() == 1
-        && link_chars(&heading) == chars
-        && heading.text().split_whitespace().count() >= HEADLINE_WORDS
-}
-
-/// Whether `node` is a row of other stories' teaser cards ("More on climate": each an
-/// `<article>` of its own with a headline, a line or two and a "read more" link): two or more
-/// cards ([`is_card`]), most of its children, each short and linking away. Unlike a list of
-/// headlines it may sit mid-story ("Read also"): a story is not made of other articles.
-fn teaser_cards(node: &NodeRef) -> bool {
-    let children = node.element_children();
-    // Every block of every article is asked: most hold one child and need no further look.
-    if children.len() < TEASER_CARDS {
-        return false;
-    }
-    let cards: Vec<&NodeRef> = children.iter().filter(|c| is_card(c)).collect();
-    cards.len() >= TEASER_CARDS
-        && 2 * cards.len() >= children.len()
-        && cards.iter().all(|c| {
-            text_chars(c) <= TEASER_CHARS && Selection::from(**c).select("a[href]").exists()
-        })
-}
-
-/// An `<article>`, or wrappers around one that hold nothing else (a theme's card frames).
-fn is_card(node: &NodeRef) -> bool {
-    if node.has_name("article") {
-        return true;
-    }
-    let inner = Selection::from(*node).select("article");
-    inner.length() == 1 && text_chars(node) == text_chars(&inner.nodes()[0])
-}
-
-/// A paragraph of prose: long, few links.
-fn is_prose(p: &NodeRef) -> bool {
-    let chars = text_chars(p);
-    chars >= PROSE_CHARS && link_chars(p) as f64 <= PROSE_LINK_SHARE * chars as f64
-}
-
-/// Whether a paragraph of prose (long, few links) comes after `node` in the document.
-fn prose_follows(node: &NodeRef) -> bool {
-    let mut at = Some(*node);
-    while let Some(n) = at {
-        let mut sibling = n.next_element_sibling();
-        while let Some(s) = sibling {
-            if (s.has_name("p") && is_prose(&s))
-                || Selection::from(s).select("p").nodes().iter().any(is_prose)
-            {
-                return true;
-            }
-            sibling = s.next_element_sibling();
-        }
-        at = n.parent().filter(|p| p.is_element() && !p.has_name("body"));
-    }
-    false
-}
-
-/// Lists of other stories' teasers ([`headline_teasers`]) on a page whose own prose outweighs
-/// them: a story's page. On a section front the teasers are the page, and stay.
-fn teasers_beside_a_story<'a>(doc: &Document, blocks: &Selection<'a>) -> Vec<NodeRef<'a>> {
-    let teasers: Vec<NodeRef> = blocks
-        .nodes()
-        .iter()
-        .filter(|n| headline_teasers(n))
-        .copied()
-        .collect();
-    if teasers.is_empty() {
-        return teasers;
-    }
-    let inside = |n: &NodeRef| {
-        n.ancestors_it(None)
-            .any(|a| teasers.iter().any(|t| t.id == a.id))
-    };
-    let teaser_chars: usize = teasers.iter().filter(|t| !inside(t)).map(text_chars).sum();
-    let prose_chars: usize = doc
-        .select("body p")
-        .nodes()
-        .iter()
-        .filter(|p| is_prose(p) && !inside(p))
-        .map(text_chars)
-        .sum();
-    if prose_chars > teaser_chars {
-        teasers
-    } else {
-        Vec::new()
-    }
-}
-
 /// Characters of `node`'s link text (other than whitespace).
 pub(crate) fn link_chars(node: &NodeRef) -> usize {
     Selection::from(*node)
@@ -400,7 +244,7 @@ pub(crate) fn link_chars(node: &NodeRef) -> usize {
 /// Removes the elements whose class or id names them boilerplate and whose text looks it;
 /// says whether any went.
 pub fn strip_boilerplate(doc: &Document) -> bool {
-    let mut removed = strip_ad_labels(doc);
+    let mut removed = strip_ad_labels(doc) | strip_pixels(doc);
     let Some(body) = doc.body() else {
         return removed;
     };
@@ -454,6 +298,44 @@ pub fn strip_boilerplate(doc: &Document) -> bool {
         }
     }
     removed
+}
+
+/// Whether an `<img>` is a tracking pixel or hidden: a side of at most one pixel, or no
+/// display. It shows the reader nothing, and in Markdown it is a line of an ad server's URL
+/// (CNET's were 600 characters each).
+fn is_pixel(img: &NodeRef) -> bool {
+    let tiny = |a: &str| {
+        img.attr(a).is_some_and(|v| {
+            v.trim()
+                .trim_end_matches("px")
+                .trim()
+                .parse::<f32>()
+                .is_ok_and(|n| n <= 1.0)
+        })
+    };
+    let hidden = img.attr("style").is_some_and(|style| {
+        let style: String = style
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect::<String>()
+            .to_ascii_lowercase();
+        style.contains("display:none") || style.contains("visibility:hidden")
+    });
+    tiny("width") || tiny("height") || hidden
+}
+
+fn strip_pixels(doc: &Document) -> bool {
+    let pixels: Vec<NodeRef> = doc
+        .select("body img")
+        .nodes()
+        .iter()
+        .filter(|img| is_pixel(img))
+        .copied()
+        .collect();
+    for img in &pixels {
+        img.remove_from_parent();
+    }
+    !pixels.is_empty()
 }
 
 /// What an empty ad slot says, in the languages of the corpora's sites and their neighbours.
@@ -544,10 +426,26 @@ fn text_follows_in_section(node: &NodeRef) -> bool {
     false
 }
 
-fn is_heading(node: &NodeRef) -> bool {
+pub(crate) fn is_heading(node: &NodeRef) -> bool {
     ["h2", "h3", "h4", "h5", "h6"]
         .iter()
         .any(|h| node.has_name(h))
+}
+
+/// A paragraph of a story: prose, in the tests' pages.
+#[cfg(test)]
+pub(crate) const STORY: &str = "<p>The article text that people came to read, long enough to be prose in a paragraph of a story, with a second clause that carries on.</p>";
+
+/// The body's text, words joined by one space, once the boilerplate is stripped.
+#[cfg(test)]
+pub(crate) fn cleaned(html: &str) -> String {
+    let doc = Document::from(html);
+    strip_boilerplate(&doc);
+    doc.select("body")
+        .text()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[cfg(test)]
@@ -572,63 +470,6 @@ mod tests {
                 prop_assert_eq!(non_whitespace_chars(p), p.chars().filter(|c| !c.is_whitespace()).count());
             }
         }
-    }
-
-    fn cleaned(html: &str) -> String {
-        let doc = Document::from(html);
-        strip_boilerplate(&doc);
-        doc.select("body")
-            .text()
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
-
-    /// Issue 21: other stories' teaser cards after the story were kept, each with a sentence
-    /// of prose of its own.
-    #[test]
-    fn a_row_of_teaser_cards_goes_with_its_heading_but_long_articles_stay() {
-        let story = "<p>The harbour of Kirkwall was rebuilt this year, and the town now wonders \
-            what it will do with the space, the boats and the visitors it did not expect.</p>"
-            .repeat(5);
-        let card = |i: usize| {
-            format!(
-                r#"<article><h3>Other story {i}</h3><p>Oil companies swap one harm for \
-                another and make more plastic.</p><p><a href="/s/{i}">Read more</a></p></article>"#
-            )
-        };
-        let html = format!(
-            "<body><div>{story}<div><h2>More on climate</h2><div>{}{}{}</div></div>\
-             <p>Support our work: we are funded by readers like you, every month.</p></div></body>",
-            card(1),
-            card(2),
-            card(3)
-        );
-        let text = cleaned(&html);
-        assert!(text.contains("Kirkwall"), "{text}");
-        for gone in ["More on climate", "Other story", "Read more"] {
-            assert!(!text.contains(gone), "{gone}: {text}");
-        }
-        // Cards framed by a theme's wrappers, each holding nothing but its card.
-        let framed = |i: usize| format!("<div class=\"teaser\"><div>{}</div></div>", card(i));
-        let html = format!(
-            "<body><div>{story}<h2>More on this</h2><div>{}{}</div></div></body>",
-            framed(1),
-            framed(2)
-        );
-        let text = cleaned(&html);
-        assert!(text.contains("Kirkwall"), "{text}");
-        assert!(!text.contains("Other story"), "{text}");
-        // Two long articles side by side are content (a digest, a two-part story).
-        let long = |i: usize| {
-            format!("<article><h3>Part {i}</h3>{story}<a href=\"/p/{i}\">more</a></article>")
-        };
-        let text = cleaned(&format!(
-            "<body><div>{story}<div>{}{}</div></div></body>",
-            long(1),
-            long(2)
-        ));
-        assert!(text.contains("Part 2"), "{text}");
     }
 
     #[test]
@@ -736,6 +577,23 @@ mod tests {
     }
 
     #[test]
+    fn tracking_pixels_and_hidden_images_go_but_pictures_stay() {
+        let doc = Document::from(
+            r#"<body><p>Story.</p><img src="/ad/dot.gif" HEIGHT="0" WIDTH="0">
+            <img src="/t.gif" width="1px" height="1"><img src="/h.png" style="display: none">
+            <img src="/harbour.jpg" width="640" height="480" alt="The harbour"><img src="/b.png"></body>"#,
+        );
+        assert!(strip_boilerplate(&doc));
+        let kept: Vec<String> = doc
+            .select("img")
+            .nodes()
+            .iter()
+            .filter_map(|i| i.attr("src").map(|s| s.to_string()))
+            .collect();
+        assert_eq!(kept, ["/harbour.jpg", "/b.png"]);
+    }
+
+    #[test]
     fn text_for_screen_readers_and_responsive_classes_stay() {
         let story =
             "<p>The article text that people came to read, long enough to matter.</p>".repeat(5);
@@ -758,56 +616,6 @@ mod tests {
         let text = cleaned(&html);
         assert!(text.contains("Najla Bouden"), "{text}");
         assert!(!text.contains("anderer Artikel"), "{text}");
-    }
-
-    const STORY: &str = "<p>The article text that people came to read, long enough to be prose in a paragraph of a story, with a second clause that carries on.</p>";
-    const HEADLINES: &str = r#"<ul><li><a href="/a">Chinese tourists top the spending league</a></li>
-        <li><a href="/b">Pope calls for action on the abuse</a></li>
-        <li><a href="/c">Deadly building collapse near the city</a></li></ul>"#;
-
-    #[test]
-    fn a_list_of_headlines_after_the_story_goes() {
-        let text = cleaned(&format!(
-            "<body><div>{STORY}{STORY}</div><div>{HEADLINES}</div></body>"
-        ));
-        assert!(text.contains("people came to read"));
-        assert!(!text.contains("Pope calls"), "{text}");
-    }
-
-    /// Other stories' teasers, each a linked headline and a line (BBC's "More Scotland
-    /// politics stories"), go from a story's page; a section front made of them keeps them, and
-    /// a list whose headings are the story's own (not links) stays.
-    #[test]
-    fn other_stories_teasers_go_from_a_story_but_are_a_section_front() {
-        let item = |n: usize| {
-            format!(
-                r#"<li><h3><a href="/s{n}">Falkirk MP fined for curfew tag offence {n}</a></h3>
-                <p>The MP is fined for removing an electronic tag in breach of an order.</p></li>"#
-            )
-        };
-        let teasers = format!("<ul>{}{}{}</ul>", item(1), item(2), item(3));
-        let story = STORY.repeat(4);
-        let text = cleaned(&format!("<body><div>{story}</div>{teasers}</body>"));
-        assert!(text.contains("people came to read"), "{text}");
-        assert!(!text.contains("curfew"), "{text}");
-        let text = cleaned(&format!("<body>{teasers}{teasers}</body>"));
-        assert!(text.contains("curfew tag offence 3"), "{text}");
-        let own = teasers
-            .replace("<a href", "<span data-href")
-            .replace("</a>", "</span>");
-        let text = cleaned(&format!("<body><div>{story}</div>{own}</body>"));
-        assert!(text.contains("curfew tag offence 1"), "{text}");
-    }
-
-    #[test]
-    fn short_link_lists_and_headline_lists_before_prose_stay() {
-        // A "See also" list of terms, a table of contents, links within the story.
-        let see_also = r##"<ul><li><a href="/w/Tide">Tide</a></li><li><a href="/w/Moon">Moon</a></li>
-            <li><a href="/w/Sea">North Sea</a></li></ul>"##;
-        let text = cleaned(&format!("<body>{STORY}{see_also}</body>"));
-        assert!(text.contains("North Sea"), "{text}");
-        let text = cleaned(&format!("<body>{STORY}{HEADLINES}{STORY}</body>"));
-        assert!(text.contains("Pope calls"), "{text}");
     }
 
     #[test]

@@ -17,6 +17,7 @@ mod scan;
 mod sections;
 pub mod shell;
 mod tail;
+mod teasers;
 mod widen;
 
 pub use inline_code::without_inline_code;

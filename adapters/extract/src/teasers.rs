@@ -1,0 +1,270 @@
+//! Other stories on a story's page: a list of their headlines after it, a row of their teaser
+//! cards, a list of their linked headlines each with a line of teaser. A story is not made of
+//! other articles, so [`crate::clean::strip_boilerplate`] takes these out of the article
+//! Readability chose; a section front made of them keeps them.
+
+use dom_query::{Document, NodeRef, Selection};
+
+use crate::clean::{is_heading, link_chars, text_chars};
+
+/// A row of teaser cards has at least this many, each at most this long (characters other
+/// than whitespace): a headline and a sentence or two.
+const TEASER_CARDS: usize = 2;
+const TEASER_CHARS: usize = 400;
+const HEADLINE_LIST_LINKS: usize = 3;
+const HEADLINE_WORDS: usize = 4;
+const HEADLINE_LIST_LINK_SHARE: f64 = 0.7;
+/// A paragraph of prose: this long, at most this share of it in links.
+const PROSE_CHARS: usize = 100;
+const PROSE_LINK_SHARE: f64 = 0.3;
+
+/// Whether `node` is a list of links to other pages' headlines after the story ("Most read",
+/// "More from this section"), which Readability merges in as a sibling of the article: three
+/// or more links, most of its text theirs, four words or more per link on average (a
+/// headline, where a "See also" list or a table of contents has a term or two), and no prose
+/// after it.
+pub(crate) fn trailing_headline_list(node: &NodeRef) -> bool {
+    let links: Vec<NodeRef> = Selection::from(*node)
+        .select("a[href]")
+        .nodes()
+        .iter()
+        .filter(|a| !a.attr("href").is_some_and(|h| h.starts_with('#')))
+        .copied()
+        .collect();
+    if links.len() < HEADLINE_LIST_LINKS {
+        return false;
+    }
+    let words: usize = links
+        .iter()
+        .map(|a| a.text().split_whitespace().count())
+        .sum();
+    let link_chars: usize = links.iter().map(text_chars).sum();
+    words >= HEADLINE_WORDS * links.len()
+        && link_chars as f64 >= HEADLINE_LIST_LINK_SHARE * text_chars(node) as f64
+        && !prose_follows(node)
+}
+
+/// Whether `node` is a list of other stories' teasers ("More Scotland politics stories"):
+/// three or more items, all but one of its children, each short and led by a heading that is
+/// all one link (the other story's headline), with a line of teaser at most. A story's own
+/// subheadings are not links, and a list of posts that is the page stays by its share of the
+/// text ([`MAX_SHARE_OF_TEXT`]).
+fn headline_teasers(node: &NodeRef) -> bool {
+    let children = node.element_children();
+    if children.len() < HEADLINE_LIST_LINKS {
+        return false;
+    }
+    let teasers = children
+        .iter()
+        .filter(|item| text_chars(item) <= TEASER_CHARS && led_by_headline(item))
+        .count();
+    teasers >= HEADLINE_LIST_LINKS && teasers + 1 >= children.len()
+}
+
+/// Whether the first text of `item` is a heading made of one link of a headline's length.
+fn led_by_headline(item: &NodeRef) -> bool {
+    let Some(first) = item
+        .descendants_it()
+        .find(|n| n.is_text() && !n.text().trim().is_empty())
+    else {
+        return false;
+    };
+    let Some(heading) = first
+        .ancestors_it(None)
+        .take_while(|a| a.id != item.id)
+        .find(is_heading)
+    else {
+        return false;
+    };
+    let links = Selection::from(heading).select("a[href]");
+    let chars = text_chars(&heading);
+    links.length() == 1
+        && link_chars(&heading) == chars
+        && heading.text().split_whitespace().count() >= HEADLINE_WORDS
+}
+
+/// Whether `node` is a row of other stories' teaser cards ("More on climate": each an
+/// `<article>` of its own with a headline, a line or two and a "read more" link): two or more
+/// cards ([`is_card`]), most of its children, each short and linking away. Unlike a list of
+/// headlines it may sit mid-story ("Read also"): a story is not made of other articles.
+pub(crate) fn teaser_cards(node: &NodeRef) -> bool {
+    let children = node.element_children();
+    // Every block of every article is asked: most hold one child and need no further look.
+    if children.len() < TEASER_CARDS {
+        return false;
+    }
+    let cards: Vec<&NodeRef> = children.iter().filter(|c| is_card(c)).collect();
+    cards.len() >= TEASER_CARDS
+        && 2 * cards.len() >= children.len()
+        && cards.iter().all(|c| {
+            text_chars(c) <= TEASER_CHARS && Selection::from(**c).select("a[href]").exists()
+        })
+}
+
+/// An `<article>`, or wrappers around one that hold nothing else (a theme's card frames).
+fn is_card(node: &NodeRef) -> bool {
+    if node.has_name("article") {
+        return true;
+    }
+    let inner = Selection::from(*node).select("article");
+    inner.length() == 1 && text_chars(node) == text_chars(&inner.nodes()[0])
+}
+
+/// A paragraph of prose: long, few links.
+fn is_prose(p: &NodeRef) -> bool {
+    let chars = text_chars(p);
+    chars >= PROSE_CHARS && link_chars(p) as f64 <= PROSE_LINK_SHARE * chars as f64
+}
+
+/// Whether a paragraph of prose (long, few links) comes after `node` in the document.
+pub(crate) fn prose_follows(node: &NodeRef) -> bool {
+    let mut at = Some(*node);
+    while let Some(n) = at {
+        let mut sibling = n.next_element_sibling();
+        while let Some(s) = sibling {
+            if (s.has_name("p") && is_prose(&s))
+                || Selection::from(s).select("p").nodes().iter().any(is_prose)
+            {
+                return true;
+            }
+            sibling = s.next_element_sibling();
+        }
+        at = n.parent().filter(|p| p.is_element() && !p.has_name("body"));
+    }
+    false
+}
+
+/// Lists of other stories' teasers ([`headline_teasers`]) on a page whose own prose outweighs
+/// them: a story's page. On a section front the teasers are the page, and stay.
+pub(crate) fn teasers_beside_a_story<'a>(
+    doc: &Document,
+    blocks: &Selection<'a>,
+) -> Vec<NodeRef<'a>> {
+    let teasers: Vec<NodeRef> = blocks
+        .nodes()
+        .iter()
+        .filter(|n| headline_teasers(n))
+        .copied()
+        .collect();
+    if teasers.is_empty() {
+        return teasers;
+    }
+    let inside = |n: &NodeRef| {
+        n.ancestors_it(None)
+            .any(|a| teasers.iter().any(|t| t.id == a.id))
+    };
+    let teaser_chars: usize = teasers.iter().filter(|t| !inside(t)).map(text_chars).sum();
+    let prose_chars: usize = doc
+        .select("body p")
+        .nodes()
+        .iter()
+        .filter(|p| is_prose(p) && !inside(p))
+        .map(text_chars)
+        .sum();
+    if prose_chars > teaser_chars {
+        teasers
+    } else {
+        Vec::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::clean::{STORY, cleaned};
+
+    /// Issue 21: other stories' teaser cards after the story were kept, each with a sentence
+    /// of prose of its own.
+    #[test]
+    fn a_row_of_teaser_cards_goes_with_its_heading_but_long_articles_stay() {
+        let story = "<p>The harbour of Kirkwall was rebuilt this year, and the town now wonders \
+            what it will do with the space, the boats and the visitors it did not expect.</p>"
+            .repeat(5);
+        let card = |i: usize| {
+            format!(
+                r#"<article><h3>Other story {i}</h3><p>Oil companies swap one harm for \
+                another and make more plastic.</p><p><a href="/s/{i}">Read more</a></p></article>"#
+            )
+        };
+        let html = format!(
+            "<body><div>{story}<div><h2>More on climate</h2><div>{}{}{}</div></div>\
+             <p>Support our work: we are funded by readers like you, every month.</p></div></body>",
+            card(1),
+            card(2),
+            card(3)
+        );
+        let text = cleaned(&html);
+        assert!(text.contains("Kirkwall"), "{text}");
+        for gone in ["More on climate", "Other story", "Read more"] {
+            assert!(!text.contains(gone), "{gone}: {text}");
+        }
+        // Cards framed by a theme's wrappers, each holding nothing but its card.
+        let framed = |i: usize| format!("<div class=\"teaser\"><div>{}</div></div>", card(i));
+        let html = format!(
+            "<body><div>{story}<h2>More on this</h2><div>{}{}</div></div></body>",
+            framed(1),
+            framed(2)
+        );
+        let text = cleaned(&html);
+        assert!(text.contains("Kirkwall"), "{text}");
+        assert!(!text.contains("Other story"), "{text}");
+        // Two long articles side by side are content (a digest, a two-part story).
+        let long = |i: usize| {
+            format!("<article><h3>Part {i}</h3>{story}<a href=\"/p/{i}\">more</a></article>")
+        };
+        let text = cleaned(&format!(
+            "<body><div>{story}<div>{}{}</div></div></body>",
+            long(1),
+            long(2)
+        ));
+        assert!(text.contains("Part 2"), "{text}");
+    }
+
+    const HEADLINES: &str = r#"<ul><li><a href="/a">Chinese tourists top the spending league</a></li>
+        <li><a href="/b">Pope calls for action on the abuse</a></li>
+        <li><a href="/c">Deadly building collapse near the city</a></li></ul>"#;
+
+    #[test]
+    fn a_list_of_headlines_after_the_story_goes() {
+        let text = cleaned(&format!(
+            "<body><div>{STORY}{STORY}</div><div>{HEADLINES}</div></body>"
+        ));
+        assert!(text.contains("people came to read"));
+        assert!(!text.contains("Pope calls"), "{text}");
+    }
+
+    /// Other stories' teasers, each a linked headline and a line (BBC's "More Scotland
+    /// politics stories"), go from a story's page; a section front made of them keeps them, and
+    /// a list whose headings are the story's own (not links) stays.
+    #[test]
+    fn other_stories_teasers_go_from_a_story_but_are_a_section_front() {
+        let item = |n: usize| {
+            format!(
+                r#"<li><h3><a href="/s{n}">Falkirk MP fined for curfew tag offence {n}</a></h3>
+                <p>The MP is fined for removing an electronic tag in breach of an order.</p></li>"#
+            )
+        };
+        let teasers = format!("<ul>{}{}{}</ul>", item(1), item(2), item(3));
+        let story = STORY.repeat(4);
+        let text = cleaned(&format!("<body><div>{story}</div>{teasers}</body>"));
+        assert!(text.contains("people came to read"), "{text}");
+        assert!(!text.contains("curfew"), "{text}");
+        let text = cleaned(&format!("<body>{teasers}{teasers}</body>"));
+        assert!(text.contains("curfew tag offence 3"), "{text}");
+        let own = teasers
+            .replace("<a href", "<span data-href")
+            .replace("</a>", "</span>");
+        let text = cleaned(&format!("<body><div>{story}</div>{own}</body>"));
+        assert!(text.contains("curfew tag offence 1"), "{text}");
+    }
+
+    #[test]
+    fn short_link_lists_and_headline_lists_before_prose_stay() {
+        // A "See also" list of terms, a table of contents, links within the story.
+        let see_also = r##"<ul><li><a href="/w/Tide">Tide</a></li><li><a href="/w/Moon">Moon</a></li>
+            <li><a href="/w/Sea">North Sea</a></li></ul>"##;
+        let text = cleaned(&format!("<body>{STORY}{see_also}</body>"));
+        assert!(text.contains("North Sea"), "{text}");
+        let text = cleaned(&format!("<body>{STORY}{HEADLINES}{STORY}</body>"));
+        assert!(text.contains("Pope calls"), "{text}");
+    }
+}
