@@ -301,8 +301,9 @@ pub fn strip_boilerplate(doc: &Document) -> bool {
 }
 
 /// Whether an `<img>` is a tracking pixel or hidden: a side of at most one pixel, or no
-/// display. It shows the reader nothing, and in Markdown it is a line of an ad server's URL
-/// (CNET's were 600 characters each).
+/// display or visibility. It shows the reader nothing, and in Markdown it is a line of an ad
+/// server's URL (CNET's were 600 characters each). A picture sized by its style or its
+/// `sizes` says 0 in its attributes and is drawn whole (Next.js's responsive images).
 fn is_pixel(img: &NodeRef) -> bool {
     let tiny = |a: &str| {
         img.attr(a).is_some_and(|v| {
@@ -321,7 +322,13 @@ fn is_pixel(img: &NodeRef) -> bool {
             .to_ascii_lowercase();
         style.contains("display:none") || style.contains("visibility:hidden")
     });
-    tiny("width") || tiny("height") || hidden
+    let styled = img.has_attr("sizes")
+        || img.has_attr("srcset")
+        || img.attr("style").is_some_and(|style| {
+            let style = style.to_ascii_lowercase();
+            style.contains("width") || style.contains("height")
+        });
+    (!styled && (tiny("width") || tiny("height"))) || hidden
 }
 
 fn strip_pixels(doc: &Document) -> bool {
@@ -581,7 +588,9 @@ mod tests {
         let doc = Document::from(
             r#"<body><p>Story.</p><img src="/ad/dot.gif" HEIGHT="0" WIDTH="0">
             <img src="/t.gif" width="1px" height="1"><img src="/h.png" style="display: none">
-            <img src="/harbour.jpg" width="640" height="480" alt="The harbour"><img src="/b.png"></body>"#,
+            <img src="/harbour.jpg" width="640" height="480" alt="The harbour"><img src="/b.png">
+            <img src="/next.jpg" width="0" height="0" sizes="100vw" style="width:100%;height:auto">
+            <img src="/v.gif" style="visibility: hidden"></body>"#,
         );
         assert!(strip_boilerplate(&doc));
         let kept: Vec<String> = doc
@@ -590,7 +599,7 @@ mod tests {
             .iter()
             .filter_map(|i| i.attr("src").map(|s| s.to_string()))
             .collect();
-        assert_eq!(kept, ["/harbour.jpg", "/b.png"]);
+        assert_eq!(kept, ["/harbour.jpg", "/b.png", "/next.jpg"]);
     }
 
     #[test]

@@ -55,11 +55,13 @@ fn headline_teasers(node: &NodeRef) -> bool {
         return false;
     }
     // Every block of the article is asked: most fail on their first two children, cheaply.
+    // The one child that is no teaser may be a heading or a "more" link, never prose.
     let mut misses = 0;
     for item in &children {
-        if !(led_by_headline(item) && text_chars(item) <= TEASER_CHARS) {
+        let short = text_chars(item) <= TEASER_CHARS;
+        if !(short && led_by_headline(item)) {
             misses += 1;
-            if misses > 1 {
+            if misses > 1 || !short || item.has_name("p") {
                 return false;
             }
         }
@@ -82,7 +84,8 @@ fn led_by_headline(item: &NodeRef) -> bool {
     else {
         return false;
     };
-    let links = Selection::from(heading).select("a[href]");
+    // A heading wrapped in a link to itself (a FAQ's, a glossary's) is not another story's.
+    let links = Selection::from(heading).select("a[href]:not([href^='#'])");
     let chars = text_chars(&heading);
     links.length() == 1
         && link_chars(&heading) == chars
@@ -261,6 +264,15 @@ mod tests {
             .replace("</a>", "</span>");
         let text = cleaned(&format!("<body><div>{story}</div>{own}</body>"));
         assert!(text.contains("curfew tag offence 1"), "{text}");
+        // Headings that link to themselves (a FAQ), or a list holding a paragraph of prose.
+        let faq = teasers.replace("href=\"/s", "href=\"#s");
+        let text = cleaned(&format!("<body><div>{story}</div>{faq}</body>"));
+        assert!(text.contains("curfew tag offence 2"), "{text}");
+        let with_prose = format!("<div>{STORY}{}{}{}</div>", item(1), item(2), item(3))
+            .replace("<li>", "<div>")
+            .replace("</li>", "</div>");
+        let text = cleaned(&format!("<body><div>{story}</div>{with_prose}</body>"));
+        assert!(text.contains("curfew tag offence 3"), "{text}");
     }
 
     #[test]

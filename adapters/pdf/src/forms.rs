@@ -14,8 +14,9 @@ use pdf_extract::{Dictionary, Document, Object, ObjectId};
 /// Forms drawn inside forms, at most: real files nest two or three.
 const MAX_FORM_DEPTH: usize = 32;
 /// Operations interpreted inside forms over the whole document, at most. pdf-extract draws
-/// about a million text operations a second (a release build on a 2-core AMD EPYC: 6.1
-/// million in 6.5 s), so this keeps the worst file inside the parser's 10 s limit; a cap past
+/// about a million text operations a second and half a million path operations (a release
+/// build on a 2-core AMD EPYC: 6.1 million text operations in 6.5 s, a form of 4 million
+/// `m`/`l` in 8.6 s), so a file past this would hit the parser's 10 s limit anyway; a cap past
 /// it (100 million until the fuzzer found such a file) answered at the limit but left the
 /// parser drawing for minutes, holding its place. Real files stay far below: a plot of 400k
 /// points stored as a form, a letterhead of 5k operations on each of 500 pages (2.5 million).

@@ -112,11 +112,12 @@ impl IdentityService {
             // never use up the person's own sign-in codes.
             .challenges_sent_since(&email, purpose, hour_ago)
             .await?;
-        let mut cap = self.settings.codes_per_address_per_hour;
-        if self.knows_browser(known_browser, &email).await? {
-            cap = cap.saturating_mul(KNOWN_BROWSER_CODES);
-        }
-        if sent >= cap {
+        let cap = self.settings.codes_per_address_per_hour;
+        // The mark is read only once strangers could have filled the cap.
+        if sent >= cap
+            && (sent >= cap.saturating_mul(KNOWN_BROWSER_CODES)
+                || !self.knows_browser(known_browser, &email).await)
+        {
             return Err(IdentityFailure::TooManyCodes {
                 retry_after: Duration::from_secs(3600),
             });
@@ -195,21 +196,24 @@ impl IdentityService {
     }
 
     /// Whether `token` marks a browser that signed in as `email` before and is still
-    /// remembered.
-    async fn knows_browser(
-        &self,
-        token: Option<&str>,
-        email: &Email,
-    ) -> Result<bool, IdentityFailure> {
+    /// remembered. A mark that cannot be read only costs the larger allowance: the browser is
+    /// taken for a stranger's.
+    async fn knows_browser(&self, token: Option<&str>, email: &Email) -> bool {
         let Some(token) = token.filter(|t| !t.is_empty() && t.len() <= 128) else {
-            return Ok(false);
+            return false;
         };
-        let known = self
+        match self
             .ports
             .identity
             .known_browser(&KeyHash::of(token), self.now())
-            .await?;
-        Ok(known.is_some_and(|k| k.email == *email))
+            .await
+        {
+            Ok(known) => known.is_some_and(|k| k.email == *email),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read the browser's sign-in mark");
+                false
+            }
+        }
     }
 
     /// Marks this browser as one that signed in as `email`, for [`KNOWN_BROWSER_TTL`]; the
