@@ -550,6 +550,58 @@ pub async fn key_uses_are_recorded_and_never_go_back(b: &Backend) {
     b.accounts.touch_key(&stranger.id, used).await.unwrap();
 }
 
+pub async fn challenges_stop_at_the_cap_even_when_racing(b: &Backend) {
+    let hour_ago = t0() - Duration::hours(1);
+    let expires = t0() + Duration::minutes(10);
+    let racing: Vec<EmailChallenge> = (0..10)
+        .map(|_| challenge("racing@example.com", expires))
+        .collect();
+    let stored = join_all(
+        racing
+            .iter()
+            .map(|c| b.identity.insert_challenge_within(c, hour_ago, 3)),
+    )
+    .await
+    .into_iter()
+    .filter(|r| *r.as_ref().unwrap())
+    .count();
+    assert_eq!(stored, 3, "{}: stored past the cap", b.name);
+    let kept = join_all(racing.iter().map(|c| b.identity.challenge(&c.id))).await;
+    assert_eq!(
+        kept.iter()
+            .filter(|c| c.as_ref().unwrap().is_some())
+            .count(),
+        3,
+        "{}",
+        b.name
+    );
+    // Another purpose, another address and a window that starts later count apart.
+    let mut sign_in = challenge("racing@example.com", expires);
+    sign_in.purpose = ChallengePurpose::SignIn;
+    let other = challenge("other@example.com", expires);
+    let later = challenge("racing@example.com", expires);
+    for (c, since) in [
+        (&sign_in, hour_ago),
+        (&other, hour_ago),
+        (&later, t0() + Duration::seconds(1)),
+    ] {
+        assert!(
+            b.identity
+                .insert_challenge_within(c, since, 3)
+                .await
+                .unwrap(),
+            "{}",
+            b.name
+        );
+    }
+    assert!(matches!(
+        b.identity
+            .insert_challenge_within(&later, hour_ago, 100)
+            .await,
+        Err(IdentityError::Duplicate)
+    ));
+}
+
 pub async fn known_browsers_are_kept_until_they_expire(b: &Backend) {
     let known = KnownBrowser {
         token_hash: KeyHash::of("known-browser-token"),

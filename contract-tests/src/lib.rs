@@ -203,6 +203,7 @@ macro_rules! contract_suite {
             challenges_are_consumed_once_with_their_key,
             sessions_expire_and_end_on_sign_out,
             known_browsers_are_kept_until_they_expire,
+            challenges_stop_at_the_cap_even_when_racing,
             keys_rotate_in_one_step,
             key_uses_are_recorded_and_never_go_back,
             identity_purge_removes_only_expired_records

@@ -240,6 +240,17 @@ pub trait IdentityStore: Send + Sync {
     /// MUST return [`IdentityError::Duplicate`] when the id is taken.
     async fn insert_challenge(&self, challenge: &EmailChallenge) -> Result<(), IdentityError>;
 
+    /// Stores `challenge` unless `cap` or more challenges for its address and purpose were
+    /// created at or after `since`; answers whether it was stored. The count and the insert are
+    /// one step: requests racing for one address never store past the cap. MUST return
+    /// [`IdentityError::Duplicate`] when the id is taken.
+    async fn insert_challenge_within(
+        &self,
+        challenge: &EmailChallenge,
+        since: DateTime<Utc>,
+        cap: u32,
+    ) -> Result<bool, IdentityError>;
+
     async fn challenge(&self, id: &ChallengeId) -> Result<Option<EmailChallenge>, StoreError>;
 
     /// How many challenges for `purpose` were sent to `email` at or after `since` (to cap mail

@@ -144,6 +144,35 @@ impl IdentityStore for MemoryStore {
         Ok(())
     }
 
+    async fn insert_challenge_within(
+        &self,
+        challenge: &EmailChallenge,
+        since: DateTime<Utc>,
+        cap: u32,
+    ) -> Result<bool, IdentityError> {
+        let mut s = self.lock();
+        if s.identity.challenges.contains_key(&challenge.id) {
+            return Err(IdentityError::Duplicate);
+        }
+        let sent = s
+            .identity
+            .challenges
+            .values()
+            .filter(|c| {
+                c.email == challenge.email
+                    && c.purpose == challenge.purpose
+                    && c.created_at >= since
+            })
+            .count();
+        if sent >= cap as usize {
+            return Ok(false);
+        }
+        s.identity
+            .challenges
+            .insert(challenge.id.clone(), challenge.clone());
+        Ok(true)
+    }
+
     async fn challenge(&self, id: &ChallengeId) -> Result<Option<EmailChallenge>, StoreError> {
         Ok(self.lock().identity.challenges.get(id).cloned())
     }

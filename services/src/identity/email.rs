@@ -105,23 +105,6 @@ impl IdentityService {
         let scopes = self.signup_scopes(scope, false)?;
         let now = self.now();
         let hour_ago = now - chrono::Duration::hours(1);
-        let sent = self
-            .ports
-            .identity
-            // Per purpose: an agent's signups (anyone may ask for them, with no credentials)
-            // never use up the person's own sign-in codes.
-            .challenges_sent_since(&email, purpose, hour_ago)
-            .await?;
-        let cap = self.settings.codes_per_address_per_hour;
-        // The mark is read only once strangers could have filled the cap.
-        if sent >= cap
-            && (sent >= cap.saturating_mul(KNOWN_BROWSER_CODES)
-                || !self.knows_browser(known_browser, &email).await)
-        {
-            return Err(IdentityFailure::TooManyCodes {
-                retry_after: Duration::from_secs(3600),
-            });
-        }
         let id = ChallengeId::from_ulid(self.ports.entropy.ulid());
         let code = self.ports.entropy.pick(b"0123456789", EMAIL_CODE_LEN);
         let challenge = EmailChallenge {
@@ -136,11 +119,22 @@ impl IdentityService {
             expires_at: now + chrono_of(self.settings.email_code_ttl),
             consumed_at: None,
         };
-        self.ports
-            .identity
-            .insert_challenge(&challenge)
-            .await
-            .map_err(|e| anyhow::Error::new(e).context("storing email challenge"))?;
+        // Counted per purpose: an agent's signups (anyone may ask for them, with no
+        // credentials) never use up the person's own sign-in codes. The mark is read only once
+        // strangers could have filled the cap.
+        let cap = self.settings.codes_per_address_per_hour;
+        let mut stored = self.store_challenge(&challenge, hour_ago, cap).await?;
+        if !stored && self.knows_browser(known_browser, &email).await {
+            let allowance = cap.saturating_mul(KNOWN_BROWSER_CODES);
+            stored = self
+                .store_challenge(&challenge, hour_ago, allowance)
+                .await?;
+        }
+        if !stored {
+            return Err(IdentityFailure::TooManyCodes {
+                retry_after: Duration::from_secs(3600),
+            });
+        }
         let minutes = self.settings.email_code_ttl.as_secs() / 60;
         let (subject, text) = match purpose {
             ChallengePurpose::SignIn => (
@@ -193,6 +187,21 @@ impl IdentityService {
                 Err(IdentityFailure::MailUnavailable)
             }
         }
+    }
+
+    /// Stores the challenge unless `cap` were sent to its address for its purpose since `since`.
+    async fn store_challenge(
+        &self,
+        challenge: &EmailChallenge,
+        since: chrono::DateTime<chrono::Utc>,
+        cap: u32,
+    ) -> Result<bool, IdentityFailure> {
+        Ok(self
+            .ports
+            .identity
+            .insert_challenge_within(challenge, since, cap)
+            .await
+            .map_err(|e| anyhow::Error::new(e).context("storing email challenge"))?)
     }
 
     /// Whether `token` marks a browser that signed in as `email` before and is still

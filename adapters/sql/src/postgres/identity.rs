@@ -246,6 +246,53 @@ impl IdentityStore for PostgresStore {
         .map_err(refused("storing email challenge"))
     }
 
+    async fn insert_challenge_within(
+        &self,
+        c: &EmailChallenge,
+        since: DateTime<Utc>,
+        cap: u32,
+    ) -> Result<bool, IdentityError> {
+        let err = |e| IdentityError::Store(backend(e, "storing email challenge"));
+        let mut tx = self.pool.begin().await.map_err(err)?;
+        // Requests for one address and purpose take turns (on every instance): under READ
+        // COMMITTED two of them would otherwise both count under the cap.
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+            .bind(format!(
+                "email_challenges:{}:{}",
+                c.purpose.as_str(),
+                c.email.as_str()
+            ))
+            .execute(&mut *tx)
+            .await
+            .map_err(err)?;
+        let stored = sqlx::query(
+            "INSERT INTO email_challenges (id, purpose, email, code_hash, agent_name, scopes, \
+             attempts, created_at, expires_at, consumed_at) \
+             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10 \
+             WHERE (SELECT COUNT(*) FROM email_challenges \
+                    WHERE email = $3 AND purpose = $2 AND created_at >= $11) < $12",
+        )
+        .bind(c.id.as_str())
+        .bind(c.purpose.as_str())
+        .bind(c.email.as_str())
+        .bind(c.code_hash.as_bytes().as_slice())
+        .bind(c.agent_name.as_deref())
+        .bind(c.scopes.to_list_string())
+        .bind(i64::from(c.attempts))
+        .bind(ms(c.created_at))
+        .bind(ms(c.expires_at))
+        .bind(c.consumed_at.map(ms))
+        .bind(ms(since))
+        .bind(i64::from(cap))
+        .execute(&mut *tx)
+        .await
+        .map_err(refused::<IdentityError>("storing email challenge"))?
+        .rows_affected()
+            == 1;
+        tx.commit().await.map_err(err)?;
+        Ok(stored)
+    }
+
     async fn challenge(&self, id: &ChallengeId) -> Result<Option<EmailChallenge>, StoreError> {
         sqlx::query(
             "SELECT id, purpose, email, code_hash, agent_name, scopes, attempts, created_at, \

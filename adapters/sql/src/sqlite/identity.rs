@@ -253,6 +253,39 @@ impl IdentityStore for SqliteStore {
         .map_err(refused("storing email challenge"))
     }
 
+    async fn insert_challenge_within(
+        &self,
+        c: &EmailChallenge,
+        since: DateTime<Utc>,
+        cap: u32,
+    ) -> Result<bool, IdentityError> {
+        // Every write runs on the one writer connection, so the count and the insert of one
+        // statement see no other write between them.
+        sqlx::query(
+            "INSERT INTO email_challenges (id, purpose, email, code_hash, agent_name, scopes, \
+             attempts, created_at, expires_at, consumed_at) \
+             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10 \
+             WHERE (SELECT COUNT(*) FROM email_challenges \
+                    WHERE email = $3 AND purpose = $2 AND created_at >= $11) < $12",
+        )
+        .bind(c.id.as_str())
+        .bind(c.purpose.as_str())
+        .bind(c.email.as_str())
+        .bind(c.code_hash.to_hex())
+        .bind(c.agent_name.as_deref())
+        .bind(c.scopes.to_list_string())
+        .bind(i64::from(c.attempts))
+        .bind(millis(c.created_at))
+        .bind(millis(c.expires_at))
+        .bind(c.consumed_at.map(millis))
+        .bind(millis(since))
+        .bind(i64::from(cap))
+        .execute(self.writer())
+        .await
+        .map(|done| done.rows_affected() == 1)
+        .map_err(refused("storing email challenge"))
+    }
+
     async fn challenge(&self, id: &ChallengeId) -> Result<Option<EmailChallenge>, StoreError> {
         sqlx::query(
             "SELECT id, purpose, email, code_hash, agent_name, scopes, attempts, created_at, \
