@@ -237,8 +237,13 @@ pub trait IdentityStore: Send + Sync {
         key: &ApiKeyRecord,
     ) -> Result<(), IdentityError>;
 
-    /// MUST return [`IdentityError::Duplicate`] when the id is taken.
-    async fn insert_challenge(&self, challenge: &EmailChallenge) -> Result<(), IdentityError>;
+    /// Stores `challenge` whatever was sent before. MUST return [`IdentityError::Duplicate`]
+    /// when the id is taken.
+    async fn insert_challenge(&self, challenge: &EmailChallenge) -> Result<(), IdentityError> {
+        self.insert_challenge_within(challenge, challenge.created_at, u32::MAX)
+            .await
+            .map(|_| ())
+    }
 
     /// Stores `challenge` unless `cap` or more challenges for its address and purpose were
     /// created at or after `since`; answers whether it was stored. The count and the insert are
@@ -252,15 +257,6 @@ pub trait IdentityStore: Send + Sync {
     ) -> Result<bool, IdentityError>;
 
     async fn challenge(&self, id: &ChallengeId) -> Result<Option<EmailChallenge>, StoreError>;
-
-    /// How many challenges for `purpose` were sent to `email` at or after `since` (to cap mail
-    /// per address and purpose).
-    async fn challenges_sent_since(
-        &self,
-        email: &Email,
-        purpose: crate::ChallengePurpose,
-        since: DateTime<Utc>,
-    ) -> Result<u32, StoreError>;
 
     /// Takes one try before a code is compared, and returns the challenge with the count
     /// raised: at most [`crate::identity::MAX_CODE_ATTEMPTS`] comparisons ever happen, also

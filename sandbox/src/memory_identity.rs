@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use svc_ports::{
     Account, ApiKeyRecord, ChallengeId, DeviceDecision, DeviceGrant, DeviceGrantId,
-    DeviceGrantStatus, Email, EmailChallenge, KeyHash, KnownBrowser, UserCode, WebSession,
+    DeviceGrantStatus, EmailChallenge, KeyHash, KnownBrowser, UserCode, WebSession,
     identity::MAX_CODE_ATTEMPTS,
     store::{IdentityError, IdentityStore, KeyError, StoreError},
 };
@@ -133,17 +133,6 @@ impl IdentityStore for MemoryStore {
         Ok(())
     }
 
-    async fn insert_challenge(&self, challenge: &EmailChallenge) -> Result<(), IdentityError> {
-        let mut s = self.lock();
-        if s.identity.challenges.contains_key(&challenge.id) {
-            return Err(IdentityError::Duplicate);
-        }
-        s.identity
-            .challenges
-            .insert(challenge.id.clone(), challenge.clone());
-        Ok(())
-    }
-
     async fn insert_challenge_within(
         &self,
         challenge: &EmailChallenge,
@@ -175,22 +164,6 @@ impl IdentityStore for MemoryStore {
 
     async fn challenge(&self, id: &ChallengeId) -> Result<Option<EmailChallenge>, StoreError> {
         Ok(self.lock().identity.challenges.get(id).cloned())
-    }
-
-    async fn challenges_sent_since(
-        &self,
-        email: &Email,
-        purpose: svc_ports::ChallengePurpose,
-        since: DateTime<Utc>,
-    ) -> Result<u32, StoreError> {
-        let s = self.lock();
-        let n = s
-            .identity
-            .challenges
-            .values()
-            .filter(|c| &c.email == email && c.purpose == purpose && c.created_at >= since)
-            .count();
-        Ok(u32::try_from(n).unwrap_or(u32::MAX))
     }
 
     async fn attempt_challenge(

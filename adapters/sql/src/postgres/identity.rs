@@ -224,28 +224,6 @@ impl IdentityStore for PostgresStore {
         Err(outcomes::unissued_key(self.grant_by_id(id).await?))
     }
 
-    async fn insert_challenge(&self, c: &EmailChallenge) -> Result<(), IdentityError> {
-        sqlx::query(
-            "INSERT INTO email_challenges (id, purpose, email, code_hash, agent_name, scopes, \
-             attempts, created_at, expires_at, consumed_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-        )
-        .bind(c.id.as_str())
-        .bind(c.purpose.as_str())
-        .bind(c.email.as_str())
-        .bind(c.code_hash.as_bytes().as_slice())
-        .bind(c.agent_name.as_deref())
-        .bind(c.scopes.to_list_string())
-        .bind(i64::from(c.attempts))
-        .bind(ms(c.created_at))
-        .bind(ms(c.expires_at))
-        .bind(c.consumed_at.map(ms))
-        .execute(&self.pool)
-        .await
-        .map(|_| ())
-        .map_err(refused("storing email challenge"))
-    }
-
     async fn insert_challenge_within(
         &self,
         c: &EmailChallenge,
@@ -304,24 +282,6 @@ impl IdentityStore for PostgresStore {
         .map_err(|e| backend(e, "reading email challenge"))?
         .map(|r| rows::email_challenge(&r))
         .transpose()
-    }
-
-    async fn challenges_sent_since(
-        &self,
-        email: &Email,
-        purpose: svc_ports::ChallengePurpose,
-        since: DateTime<Utc>,
-    ) -> Result<u32, StoreError> {
-        let n: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM email_challenges WHERE email = $1 AND purpose = $2 AND created_at >= $3",
-        )
-        .bind(email.as_str())
-        .bind(purpose.as_str())
-        .bind(ms(since))
-        .fetch_one(&self.pool)
-        .await
-        .map_err(|e| backend(e, "counting email challenges"))?;
-        Ok(u32::try_from(n).unwrap_or(u32::MAX))
     }
 
     async fn attempt_challenge(
