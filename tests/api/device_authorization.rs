@@ -96,8 +96,8 @@ async fn the_standard_path_answers_like_agent_identity_and_is_the_advertised_one
     let body: Value = bad.json().await.unwrap();
     assert_eq!(body["error"], "invalid_scope", "{body}");
     // A client id the human is shown must read as it is: no direction override, no
-    // invisible characters.
-    for client_id in ["\u{202e}cihporhtna", "shop\u{ad}agent"] {
+    // invisible characters, in any plane (tag characters are plane 14's).
+    for client_id in ["\u{202e}cihporhtna", "shop\u{ad}agent", "agent\u{e07f8}"] {
         let spoof = app
             .http
             .post(app.url("/oauth2/device_authorization"))

@@ -44,11 +44,17 @@ pub const PRINTABLE_NOT_BLANK: &str = concat!(
     ws!(),
     "*$"
 );
-// What draws nothing or turns the text around it (`svc_ports::text::hides_or_reorders`), in
-// the Basic Multilingual Plane: the planes above have no escape every regex dialect reads.
+// What draws nothing or turns the text around it (`svc_ports::text::hides_or_reorders`). The
+// planes above the first have no escape that every regex dialect reads (`\u{E0000}` is
+// ECMAScript's, `\U000E0000` Python's, `\x{E0000}` Rust's and PCRE's), so their ranges are
+// the characters themselves, which ECMAScript's Unicode mode (JSON Schema's dialect), Python
+// and Rust all read as code points.
 macro_rules! hidden {
     () => {
-        r"\xad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8"
+        concat!(
+            r"\xad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8",
+            "\u{1bca0}-\u{1bca3}\u{1d173}-\u{1d17a}\u{e0000}-\u{e0fff}"
+        )
     };
 }
 /// A name a person is shown and asked to trust (an agent's client id and name, an account to
@@ -623,6 +629,20 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn shown_names_refuse_exactly_what_misleads_in_every_plane() {
+        let re = Regex::new(SHOWN_NOT_BLANK).unwrap();
+        for c in (0..=u32::from(char::MAX)).filter_map(char::from_u32) {
+            let name = format!("a{c}b");
+            assert_eq!(
+                re.is_match(&name),
+                !svc_ports::text::misleads(&name),
+                "U+{:04X}",
+                u32::from(c)
+            );
+        }
+    }
+
+    #[test]
     fn the_patterns_are_the_servers_rules() {
         // Trimmed, then non-empty and without a control character.
         check(
@@ -636,7 +656,7 @@ pub(crate) mod tests {
             &["a\u{0}", "\u{1c}", "x\u{7f}y"],
         );
         // Names a person is asked to trust: also no invisible or direction-changing character
-        // (`svc_ports::text::misleads`), in the Basic Multilingual Plane.
+        // (`svc_ports::text::misleads`), in every plane.
         for (pattern, blank_ok) in [(SHOWN_NOT_BLANK, false), (SHOWN, true)] {
             let refused = [
                 "a\u{ad}b",
@@ -645,6 +665,10 @@ pub(crate) mod tests {
                 "x\u{feff}",
                 "\u{2066}a",
                 "a\u{1}",
+                "tag\u{e0041}",
+                "a\u{e07f8}",
+                "\u{1d173}x",
+                "\u{1bca0}",
             ];
             check(pattern, &["agent", " a b ", "é", "Claude Code"], &refused);
             for hidden in refused {
