@@ -126,8 +126,9 @@ impl PageExtractor for HtmlExtractor {
             // a page past this size (ten times the largest real one we know) is read whole.
             None if options.main_content_only && !crate::depth::huge(html, &query) => {
                 // The page again for a second reading: as first read, without what the
-                // caller excluded.
-                let fresh = || crate::depth::parse_without(html, &exclude);
+                // caller excluded. A copy of the tree costs a tenth of parsing it again.
+                let first = query.clone();
+                let fresh = || first.clone();
                 main_content(query, html, &fresh, url.as_str(), &base, &mut metadata)
             }
             None => {
@@ -197,25 +198,20 @@ fn main_content(
     let widened = crate::widen::widen(&article_doc, &families, fresh);
     // Boilerplate Readability kept inside the article (share bars, related cards, sign-ups,
     // ad slots) goes after it chose the article, so the choice itself is not changed.
-    let removed = crate::clean::strip_boilerplate(&article_doc);
+    crate::clean::strip_boilerplate(&article_doc);
     // A lead set apart from the story's container goes back on top.
     let led = lead.is_some_and(|l| crate::lead::put_back(&article_doc, &l));
     if led || widened {
         absolutize(&article_doc, base);
     }
     // What is left at the end once the story is over: a heading over nothing, a back link.
-    let trimmed = crate::tail::trim(&article_doc);
-    let changed = removed || led || trimmed || widened;
+    crate::tail::trim(&article_doc);
     article_doc.select("[class]").remove_attr("class");
     let (html, markdown) = match article_doc.body() {
-        Some(body) if changed => (body.inner_html().to_string(), body.md(None).to_string()),
-        Some(body) => (
-            body.inner_html().to_string(),
-            article.text_content.to_string(),
-        ),
+        Some(body) => (body.inner_html().to_string(), body.md(None).to_string()),
         None => (
             article.content.to_string(),
-            article.text_content.to_string(),
+            article_doc.md(None).to_string(),
         ),
     };
     let text = article_doc.formatted_text();
@@ -242,7 +238,8 @@ pub(crate) fn readable(
     // Readability would keep its word, as it turns every `javascript:` link into its text.
     query.select(HISTORY_LINKS).remove();
     let config = Config {
-        text_mode: TextMode::Markdown,
+        // The Markdown is made once, of the reading kept and cleaned (`main_content`).
+        text_mode: TextMode::Raw,
         keep_classes: true,
         char_threshold,
         ..Config::default()

@@ -1,8 +1,8 @@
 //! Second readings of a page whose first article looks wrong. Readability scores containers
 //! by their text; on some pages the winner is not the story: the readers' comments below a
 //! short post, or a box beside the story (an advertiser disclosure, a later post of a forum
-//! thread). Each retry parses the page again without what misled the first reading and is paid
-//! only on such pages.
+//! thread). Each retry reads a copy of the page as first parsed, without what misled the
+//! first reading, and is paid only on such pages.
 
 use dom_query::{Document, NodeRef};
 
@@ -100,7 +100,7 @@ pub(crate) fn article(
         })
     };
     // Such a reading needs that much text outside links elsewhere on the page: most short
-    // articles are on short pages, and they pay no second parse and Readability run.
+    // articles are on short pages, and they pay no second copy and Readability run.
     let needed = (LONGER * (1.0 - PROSE_LINK_SHARE) + 1.0) * chars as f64;
     if (page_prose as f64) < needed {
         return found;
@@ -239,7 +239,7 @@ fn by_attributes<'a>(page: &'a Document, article: &Document, head: &str) -> Opti
 /// Characters of the page's text outside links and outside comment sections (what [`article`]
 /// is given as `page_prose`): a second reading that is mostly the readers' comments is
 /// refused, so their text cannot make one worth trying. On a long thread under a short story
-/// that saves a whole second parse and Readability run for nothing. One walk over the page,
+/// that saves a whole second copy and Readability run for nothing. One walk over the page,
 /// no selector and no copy of its text: every page pays it.
 pub(crate) fn prose_chars(doc: &Document) -> usize {
     let Some(body) = doc.body() else {
