@@ -52,6 +52,11 @@ const BOILERPLATE_WORDS: &[&str] = &[
     "crumbs",
 ];
 
+/// Words of a class or id that name a box shown over the page when something is clicked (a
+/// sign-up form, a comment form's error messages). Not on a link or a figure: there they name
+/// what opens one (Yahoo's article pictures are `go-to-slideshow-lightbox`).
+const OVERLAY_WORDS: &[&str] = &["modal", "popup", "dialog"];
+
 /// Words of a class or id that name a card linking to another page (`teaser`): boilerplate
 /// only when mostly links, since a story's own teaser (its lead) has the same name.
 const CARD_WORDS: &[&str] = &["teaser", "teasers"];
@@ -106,15 +111,22 @@ fn is_boilerplate(node: &NodeRef) -> bool {
     {
         return false;
     }
-    ["class", "id"]
-        .iter()
-        .any(|a| node.attr(a).is_some_and(|v| names_boilerplate(&v)))
-        || node.attr("class").is_some_and(|v| {
-            v.split_whitespace().any(|t| {
-                HIDDEN_CLASSES.iter().any(|h| t.eq_ignore_ascii_case(h))
-                    || t.to_ascii_lowercase().contains("hide-from-desktop")
-            })
+    let overlay = |v: &str| {
+        !["a", "figure", "img", "picture"]
+            .iter()
+            .any(|n| node.has_name(n))
+            && v.split(|c: char| !c.is_ascii_alphanumeric())
+                .any(|w| OVERLAY_WORDS.iter().any(|o| w.eq_ignore_ascii_case(o)))
+    };
+    ["class", "id"].iter().any(|a| {
+        node.attr(a)
+            .is_some_and(|v| names_boilerplate(&v) || overlay(&v))
+    }) || node.attr("class").is_some_and(|v| {
+        v.split_whitespace().any(|t| {
+            HIDDEN_CLASSES.iter().any(|h| t.eq_ignore_ascii_case(h))
+                || t.to_ascii_lowercase().contains("hide-from-desktop")
         })
+    })
 }
 
 /// Whole class names of elements no reader of the page sees: hidden by its style sheet, or
@@ -476,6 +488,28 @@ mod tests {
             for p in &parts {
                 prop_assert_eq!(non_whitespace_chars(p), p.chars().filter(|c| !c.is_whitespace()).count());
             }
+        }
+    }
+
+    /// Issue 21: boxes shown when something is clicked (a course's sign-up, a comment form's
+    /// error messages) were read as the article's last paragraphs.
+    #[test]
+    fn overlays_go_and_what_opens_one_stays() {
+        let story = STORY.repeat(3);
+        let html = format!(
+            r#"<body><article>{story}
+            <div class="ct-modal"><h3>Du möchtest glücklicher sein?</h3><p>Unser Mini-Kurs.</p></div>
+            <div id="comment-popup">Ihr Kommentar ist zu lang.</div>
+            <figure class="go-to-slideshow-lightbox modal-trigger"><img src="/a.jpg"><figcaption>The harbour at dawn.</figcaption></figure>
+            <p><a class="open-modal" href="/gallery">Twelve pictures of the harbour</a></p>
+            </article></body>"#
+        );
+        let text = cleaned(&html);
+        for gone in ["glücklicher", "Mini-Kurs", "zu lang"] {
+            assert!(!text.contains(gone), "{gone}: {text}");
+        }
+        for kept in ["The harbour at dawn.", "Twelve pictures", "carries on."] {
+            assert!(text.contains(kept), "{kept}: {text}");
         }
     }
 

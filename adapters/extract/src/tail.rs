@@ -38,9 +38,11 @@ fn last_block<'a>(body: &NodeRef<'a>) -> Option<NodeRef<'a>> {
 /// Whether the block (or the element inside it that holds all its text) is a heading or a
 /// short link.
 fn is_tail(node: &NodeRef) -> bool {
-    // A link ending a sentence is the sentence's: only a block of its own is a tail. A list
-    // item is one of a list (tags, a table of contents), judged as a list elsewhere.
-    if !BLOCKS.iter().any(|b| node.has_name(b)) {
+    // A link ending a sentence is the sentence's: only a block of its own, or a link on a
+    // line of its own (a button under a paragraph), is a tail. A list item is one of a list
+    // (tags, a table of contents), judged as a list elsewhere.
+    let own_line = is_block(node) || (node.has_name("a") && on_own_line(node));
+    if !own_line {
         return false;
     }
     let chars = text_chars(node);
@@ -61,6 +63,78 @@ fn is_tail(node: &NodeRef) -> bool {
         at = children.into_iter().find(|c| text_chars(c) == chars);
     }
     false
+}
+
+fn is_block(node: &NodeRef) -> bool {
+    BLOCKS.iter().any(|b| node.has_name(b))
+}
+
+/// Whether an inline element follows a block or a line break, with no text of its line before it.
+fn on_own_line(node: &NodeRef) -> bool {
+    let mut at = node.prev_sibling();
+    while let Some(n) = at {
+        if n.is_element() {
+            return is_block(&n) || n.has_name("br");
+        }
+        if n.is_text() && !n.text().trim().is_empty() {
+            return false;
+        }
+        at = n.prev_sibling();
+    }
+    false
+}
+
+/// How a link that sends the reader to other stories begins (lowercased): "Read more" after a
+/// teaser of another story.
+const READ_MORE: &[&str] = &[
+    "read more",
+    "continue reading",
+    "weiterlesen",
+    "mehr lesen",
+    "lire la suite",
+    "leer más",
+    "seguir leyendo",
+    "leggi tutto",
+    "lees meer",
+];
+/// ... and "More homestories" or "All reviews" under a box of them.
+const MORE: &[&str] = &["more ", "mehr ", "all ", "alle ", "see all", "view all"];
+/// A teaser of another story, or a box of them, has at most this much text (characters other
+/// than whitespace).
+const TEASER_CHARS: usize = 400;
+
+/// The block to take off the end when `last` (the article's last block) ends a teaser of other
+/// stories: a short paragraph ending in "Read more", or a box of a heading, a line and a
+/// button "More ..." on a line of its own.
+fn teaser<'a>(last: &NodeRef<'a>) -> Option<NodeRef<'a>> {
+    let chars = text_chars(last);
+    // The link holding all the block's text, or the last block's text: the block itself or
+    // the element inside it that holds all its text.
+    let mut link = Some(*last);
+    while let Some(n) = link.filter(|n| !n.has_name("a")) {
+        link = n
+            .element_children()
+            .into_iter()
+            .find(|c| text_chars(c) == chars);
+    }
+    let link = link.filter(|l| {
+        l.attr("href")
+            .is_some_and(|h| !h.trim().is_empty() && !h.trim_start().starts_with('#'))
+    })?;
+    let words = link.text().split_whitespace().collect::<Vec<_>>().join(" ");
+    let words = format!("{} ", words.to_lowercase());
+    let block = |n: &NodeRef<'a>| {
+        std::iter::successors(Some(*n), |n| n.parent()).find(|n| is_block(n) && !n.has_name("a"))
+    };
+    if READ_MORE.iter().any(|w| words.starts_with(w)) {
+        return block(&link).filter(|b| text_chars(b) <= TEASER_CHARS);
+    }
+    if MORE.iter().any(|w| words.starts_with(w)) && on_own_line(&link) {
+        let boxed = block(&link)?;
+        let led_by_heading = boxed.element_children().first().is_some_and(is_heading);
+        return (led_by_heading && text_chars(&boxed) <= TEASER_CHARS).then_some(boxed);
+    }
+    None
 }
 
 /// Elements that stand on a line of their own.
@@ -114,10 +188,14 @@ pub(crate) fn trim(doc: &Document) -> bool {
     let mut trimmed = 0;
     while trimmed < MAX_TRIMMED {
         let Some(last) = last_block(&body) else { break };
+        let (last, tail) = match teaser(&last) {
+            Some(teaser) => (teaser, true),
+            None => (last, is_tail(&last)),
+        };
         // A tail is what is left after the story, never most of the article.
         if last.id == body.id
             || 2 * text_chars(&last) > text_chars(&body)
-            || !is_tail(&last)
+            || !tail
             || media_follows(&body, &last)
         {
             break;
@@ -164,6 +242,32 @@ mod tests {
         assert!(text.ends_with("prose."), "{text}");
     }
 
+    /// Issue 21: the last lines of an article were a teaser of another story ("... Seht
+    /// selbst! Weiterlesen") or a box of a heading, a line and a button to more stories.
+    #[test]
+    fn teasers_of_other_stories_at_the_end_go() {
+        for tail in [
+            r#"<p>Summer is here, and a model visits an island. <b><a href="/stars/b">Read more</a></b></p>"#,
+            r#"<p>Sommerzeit ist Urlaubszeit. <a href="/stars/b">Weiterlesen »</a></p>"#,
+            r#"<section><h2>Entdecke weitere <em>Homestorys</em></h2><p>Wie wohnt die Community?</p>
+               <a class="btn" href="/living/homestory">Mehr Homestorys</a></section>"#,
+        ] {
+            let (done, text) = trimmed(&format!("{STORY}{STORY}{tail}"));
+            assert!(done, "{tail}");
+            assert!(text.ends_with("prose."), "{text}");
+        }
+        // A lone button under a paragraph is a tail of its own.
+        let (_, text) = trimmed(&format!(
+            r#"<div>{STORY}<p>Last words of it.</p><a class="btn" href="/list">All posts</a></div>"#
+        ));
+        assert!(text.ends_with("Last words of it."), "{text}");
+        // Under a box not led by a heading, only the button goes.
+        let (_, text) = trimmed(&format!(
+            r#"{STORY}<section><p>Our homestories.</p><a href="/h">More homestories</a></section>"#
+        ));
+        assert!(text.ends_with("Our homestories."), "{text}");
+    }
+
     #[test]
     fn the_story_its_sections_and_its_last_words_stay() {
         // A heading among the section's paragraphs is the section's.
@@ -177,6 +281,14 @@ mod tests {
             r#"<p>Follow us on <a href="/fb">Facebook</a></p>"#,
             r#"<p><a href="/more">Read the whole report of the commission here</a></p>"#,
             r#"<ul><li><a href="/t/a">Hotels</a></li><li><a href="/t/b">Hygiene</a></li></ul>"#,
+            // "Read more" that is a page's own (a footnote), or that ends a long paragraph.
+            r##"<p>A short note. <a href="#fn1">Read more</a></p>"##,
+            &*format!(
+                r#"<p>{}<a href="/b">Read more</a></p>"#,
+                "A long paragraph. ".repeat(30)
+            ),
+            // "More ..." inside a sentence.
+            r#"<section><h2>Notes</h2><p>See <a href="/n">more notes</a></p></section>"#,
         ] {
             let (done, text) = trimmed(&format!("{STORY}{tail}"));
             assert!(!done, "{tail} went: {text}");
