@@ -50,6 +50,8 @@ const BOILERPLATE_WORDS: &[&str] = &[
     "paywall",
     "crumb",
     "crumbs",
+    // WordPress themes' "This entry was posted on ... and is filed under ...".
+    "postmetadata",
 ];
 
 /// Words of a class or id that name a box shown over the page when something is clicked (a
@@ -538,11 +540,13 @@ mod tests {
             <div class="post-author-bio"><p>Jane Doe studied sport science before she wrote about swimming for twenty years.</p></div>
             <section class="box teaser"><a href="/other"><span>So kommt die Batterie durch den Winter</span></a></section>
             <figure><figcaption><span>Reklama</span></figcaption></figure><p>Anzeige:</p>
-            <div class="entryfooter"><p>Kommentare geschlossen</p></div></article></body>"##
+            <div class="entryfooter"><p>Kommentare geschlossen</p></div>
+            <p class="postmetadata alt"><small>This entry was posted on Monday and is filed under <a href="/c">News</a>.</small></p></article></body>"##
         );
         let text = cleaned(&html);
         assert!(text.contains("people came to read"));
         for gone in [
+            "filed under",
             "teilen",
             "interessieren",
             "Sign up",
