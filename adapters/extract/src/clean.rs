@@ -55,9 +55,13 @@ const BOILERPLATE_WORDS: &[&str] = &[
 ];
 
 /// Words of a class or id that name a box shown over the page when something is clicked (a
-/// sign-up form, a comment form's error messages). Not on a link or a figure: there they name
-/// what opens one (Yahoo's article pictures are `go-to-slideshow-lightbox`).
-const OVERLAY_WORDS: &[&str] = &["modal", "popup", "dialog"];
+/// sign-up form, a comment form's error messages). Only on a box ([`OVERLAY_BOXES`]) without
+/// pictures: on a link, a figure or a gallery they name what opens one (Yahoo's article
+/// pictures are `go-to-slideshow-lightbox`, Magnific Popup's galleries `popup-gallery`), and
+/// on a span a glossary's tooltip. Not "dialog": a conversation's lines are `p.dialog`.
+const OVERLAY_WORDS: &[&str] = &["modal", "popup"];
+const OVERLAY_BOXES: &[&str] = &["div", "section", "aside", "form", "dialog"];
+const PICTURES: &[&str] = &["img", "picture", "figure", "video", "iframe"];
 
 /// Words of a class or id that name a card linking to another page (`teaser`): boilerplate
 /// only when mostly links, since a story's own teaser (its lead) has the same name.
@@ -114,11 +118,12 @@ fn is_boilerplate(node: &NodeRef) -> bool {
         return false;
     }
     let overlay = |v: &str| {
-        !["a", "figure", "img", "picture"]
-            .iter()
-            .any(|n| node.has_name(n))
-            && v.split(|c: char| !c.is_ascii_alphanumeric())
-                .any(|w| OVERLAY_WORDS.iter().any(|o| w.eq_ignore_ascii_case(o)))
+        v.split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|w| OVERLAY_WORDS.iter().any(|o| w.eq_ignore_ascii_case(o)))
+            && OVERLAY_BOXES.iter().any(|n| node.has_name(n))
+            && !node
+                .descendants_it()
+                .any(|d| PICTURES.iter().any(|p| d.has_name(p)))
     };
     ["class", "id"].iter().any(|a| {
         node.attr(a)
@@ -513,6 +518,21 @@ mod tests {
         for kept in ["The harbour at dawn.", "Twelve pictures", "carries on."] {
             assert!(text.contains(kept), "{kept}: {text}");
         }
+        // A conversation's lines, a gallery that opens over the page, a glossary's tooltip.
+        let html = format!(
+            r#"<body><article>{story}
+            <p class="dialog"><strong>[M]</strong> Hello, José!</p>
+            <div class="popup-gallery"><a href="/a.jpg"><img src="/a-small.jpg"></a></div>
+            <p>The <span class="popup">ebb</span> came at noon.</p>
+            </article></body>"#
+        );
+        let text = cleaned(&html);
+        for kept in ["Hello, José!", "The ebb came at noon."] {
+            assert!(text.contains(kept), "{kept}: {text}");
+        }
+        let doc = Document::from(html.as_str());
+        strip_boilerplate(&doc);
+        assert_eq!(doc.select(".popup-gallery img").length(), 1);
     }
 
     #[test]

@@ -98,7 +98,7 @@ const READ_MORE: &[&str] = &[
     "lees meer",
 ];
 /// ... and "More homestories" or "All reviews" under a box of them.
-const MORE: &[&str] = &["more ", "mehr ", "all ", "alle ", "see all", "view all"];
+const MORE: &[&str] = &["more ", "mehr ", "all ", "alle ", "see all ", "view all "];
 /// A teaser of another story, or a box of them, has at most this much text (characters other
 /// than whitespace).
 const TEASER_CHARS: usize = 400;
@@ -117,22 +117,47 @@ fn teaser<'a>(last: &NodeRef<'a>) -> Option<NodeRef<'a>> {
             .into_iter()
             .find(|c| text_chars(c) == chars);
     }
+    // To another page: not to a place on this one, nor a script's expander.
     let link = link.filter(|l| {
-        l.attr("href")
-            .is_some_and(|h| !h.trim().is_empty() && !h.trim_start().starts_with('#'))
+        l.attr("href").is_some_and(|h| {
+            let h = h.trim().to_ascii_lowercase();
+            !h.is_empty() && !h.starts_with('#') && !h.starts_with("javascript:")
+        })
     })?;
     let words = link.text().split_whitespace().collect::<Vec<_>>().join(" ");
-    let words = format!("{} ", words.to_lowercase());
+    let words = words.to_lowercase();
     let block = |n: &NodeRef<'a>| {
         std::iter::successors(Some(*n), |n| n.parent()).find(|n| is_block(n) && !n.has_name("a"))
     };
-    if READ_MORE.iter().any(|w| words.starts_with(w)) {
+    // "Read more" and nothing else but an arrow or dots: "Lire la suite de la critique sur
+    // Liberation.fr" names a source, and ends a paragraph of the story.
+    let only_read_more = READ_MORE.iter().any(|w| {
+        words
+            .strip_prefix(w)
+            .is_some_and(|rest| !rest.chars().any(char::is_alphanumeric))
+    });
+    if only_read_more {
         return block(&link).filter(|b| text_chars(b) <= TEASER_CHARS);
     }
+    // A box of more stories says what they are twice: "Entdecke weitere Homestorys" over
+    // "Mehr Homestorys". A story's last section ("Fazit") over a shop's button is the story's.
     if MORE.iter().any(|w| words.starts_with(w)) && on_own_line(&link) {
         let boxed = block(&link)?;
-        let led_by_heading = boxed.element_children().first().is_some_and(is_heading);
-        return (led_by_heading && text_chars(&boxed) <= TEASER_CHARS).then_some(boxed);
+        let heading = boxed
+            .element_children()
+            .into_iter()
+            .next()
+            .filter(is_heading)?;
+        let heading = heading.text().to_lowercase();
+        let named_twice = words
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.chars().count() >= 4)
+            .any(|w| {
+                heading
+                    .split(|c: char| !c.is_alphanumeric())
+                    .any(|h| h == w)
+            });
+        return (named_twice && text_chars(&boxed) <= TEASER_CHARS).then_some(boxed);
     }
     None
 }
@@ -185,22 +210,20 @@ pub(crate) fn trim(doc: &Document) -> bool {
     let Some(body) = doc.body() else {
         return false;
     };
-    let mut trimmed = 0;
+    let article_chars = text_chars(&body);
+    let (mut trimmed, mut trimmed_chars) = (0, 0);
+    // A tail is what is left after the story, never most of the article, all told.
+    let removable = |n: &NodeRef, so_far: usize| {
+        n.id != body.id && 2 * (so_far + text_chars(n)) <= article_chars && !media_follows(&body, n)
+    };
     while trimmed < MAX_TRIMMED {
         let Some(last) = last_block(&body) else { break };
-        let (last, tail) = match teaser(&last) {
-            Some(teaser) => (teaser, true),
-            None => (last, is_tail(&last)),
-        };
-        // A tail is what is left after the story, never most of the article.
-        if last.id == body.id
-            || 2 * text_chars(&last) > text_chars(&body)
-            || !tail
-            || media_follows(&body, &last)
-        {
-            break;
-        }
-        last.remove_from_parent();
+        let tail = teaser(&last)
+            .filter(|t| removable(t, trimmed_chars))
+            .or_else(|| Some(last).filter(|l| is_tail(l) && removable(l, trimmed_chars)));
+        let Some(tail) = tail else { break };
+        trimmed_chars += text_chars(&tail);
+        tail.remove_from_parent();
         trimmed += 1;
     }
     trimmed > 0
@@ -261,11 +284,29 @@ mod tests {
             r#"<div>{STORY}<p>Last words of it.</p><a class="btn" href="/list">All posts</a></div>"#
         ));
         assert!(text.ends_with("Last words of it."), "{text}");
+        // A story's last section over a shop's button is the story's: only the button goes.
+        let (_, text) = trimmed(&format!(
+            r#"{STORY}<div><h3>Fazit</h3><p>Das Gerät überzeugt.</p><a class="btn" href="/shop">Alle Angebote</a></div>"#
+        ));
+        assert!(text.ends_with("Das Gerät überzeugt."), "{text}");
         // Under a box not led by a heading, only the button goes.
         let (_, text) = trimmed(&format!(
             r#"{STORY}<section><p>Our homestories.</p><a href="/h">More homestories</a></section>"#
         ));
         assert!(text.ends_with("Our homestories."), "{text}");
+    }
+
+    /// A briefing of short items, each ending in "Read more": the items are the article, and
+    /// at most half of it is ever taken as its tail.
+    #[test]
+    fn teasers_never_take_most_of_the_article() {
+        let item = r#"<p>An item of the morning's briefing, two lines of it. <a href="/i">Read more</a></p>"#;
+        let body = item.repeat(4);
+        let before = trimmed(&body).1.len();
+        let (done, text) = trimmed(&body);
+        assert!(done);
+        assert!(2 * text.len() >= before, "{text}");
+        assert_eq!(text.matches("An item").count(), 2, "{text}");
     }
 
     #[test]
@@ -289,6 +330,9 @@ mod tests {
             ),
             // "More ..." inside a sentence.
             r#"<section><h2>Notes</h2><p>See <a href="/n">more notes</a></p></section>"#,
+            // A link naming a source, or a script's expander, after the story's last words.
+            r#"<p>Une expérience unique. <a href="http://next.liberation.fr/c">Lire la suite de la critique sur Liberation.fr</a></p>"#,
+            r#"<p>The end of it. <a href="javascript:void(0)">Read more</a></p>"#,
         ] {
             let (done, text) = trimmed(&format!("{STORY}{tail}"));
             assert!(!done, "{tail} went: {text}");
