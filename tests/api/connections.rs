@@ -487,3 +487,24 @@ async fn an_expected_account_that_hides_or_turns_its_text_is_refused() {
     }
     assert!(start(&app, Some("ana@example.com")).await.is_object());
 }
+
+/// A provider's answer the site cannot read (a parameter twice) gets the connect flow's own
+/// page, saying what to do next, whatever the client accepts (the edge's generic page said
+/// "Malformed request: duplicate field `state`", and only to browsers); the pending connection
+/// is untouched.
+#[tokio::test]
+async fn a_callback_the_site_cannot_read_gets_a_page_and_changes_nothing() {
+    let app = app_with(None).await;
+    start(&app, None).await;
+    let browser = Browser::new(&app);
+    browser.sign_in(&app, SANDBOX_EMAIL, "/account").await;
+    for query in ["state=a&state=b", "state=a&code=x&code=y"] {
+        let resp = browser.get(&format!("/connect/callback?{query}")).await;
+        assert_eq!(resp.status(), 400, "{query}");
+        let kind = resp.headers()["content-type"].to_str().unwrap().to_owned();
+        assert!(kind.starts_with("text/html"), "{query}: {kind}");
+        let page = resp.text().await.unwrap();
+        assert!(page.contains("could not be read"), "{query}: {page}");
+    }
+    assert_eq!(poll(&app).await["state"], "pending");
+}

@@ -189,7 +189,7 @@ struct CallbackQuery {
 async fn connect_callback(
     req: &Request,
     ctx: Data<&AppContext>,
-    q: Query<CallbackQuery>,
+    q: poem::Result<Query<CallbackQuery>>,
 ) -> Response {
     let visit = visit!(req, &ctx);
     let Some(account) = visit.account.clone() else {
@@ -197,6 +197,16 @@ async fn connect_callback(
             StatusCode::FORBIDDEN,
             "Sign in first",
             "Open the connect link your agent gave you while signed in to your account.",
+            None,
+        );
+    };
+    // A parameter twice or a malformed query: the site's own page, and nothing is decided.
+    let Ok(q) = q else {
+        return visit.message(
+            StatusCode::BAD_REQUEST,
+            "This answer could not be read",
+            "The provider's answer could not be read, so nothing was connected. Ask your agent \
+             for a new connect link and open it again.",
             None,
         );
     };
