@@ -175,7 +175,7 @@ fn main_content(
         readable,
     );
     let Some((article, article_doc)) = found else {
-        // Readability gave up (rare); its document was consumed, so parse again.
+        // Readability gave up (rare); its document was consumed, so take the page again.
         let fallback = fresh();
         absolutize(&fallback, base);
         return body_content(&fallback);
