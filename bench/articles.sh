@@ -35,7 +35,7 @@ while read -r page; do files+=(--file "$corpus/$page/source.html"); done <"$out/
 # from the first round (both sides give the same text every round).
 rounds=${ROUNDS:-3}
 for round in $(seq 1 "$rounds"); do
-  /usr/bin/time -f '{"cpu_seconds": %U, "sys": %S, "peak_rss_kib": %M}' -o "$out/svc-time-$round.json" \
+  /usr/bin/time -q -f '{"cpu_seconds": %U, "sys": %S, "peak_rss_kib": %M}' -o "$out/svc-time-$round.json" \
     "$bin" read --format text "${files[@]}" >"$out/svc-$round.jsonl" || [ $? -eq 1 ]
   "$venv/bin/python" bench/articles_trafilatura.py "$corpus" "$out/pages.txt" "$out/trafilatura-$round.json" \
     >"$out/trafilatura-time-$round.json"

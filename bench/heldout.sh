@@ -13,10 +13,10 @@
 # its ground truth, and its evaluate.py scores both in the same run. Nothing is tuned on these
 # pages: this only measures. SVC_BIN as in bench/articles.sh (default: a dist build).
 set -euo pipefail
-# Pages listed in byte order, as Python sorts the keys.
-export LC_COLLATE=C
-cd "$(dirname "$0")/.."
+# Pages listed in byte order, as Python sorts their file names.
+export LC_ALL=C
 bench=$(realpath "${1:?usage: bench/heldout.sh BENCHMARK_CHECKOUT}")
+cd "$(dirname "$0")/.."
 for need in ground-truth.json evaluate.py html; do
   [ -e "$bench/$need" ] || { echo "$bench/$need is missing: not a checkout of the benchmark" >&2; exit 2; }
 done
@@ -40,7 +40,7 @@ for gz in "$bench"/html/*.html.gz; do
 done
 files=()
 for page in "$out"/pages/*.html; do files+=(--file "$page"); done
-/usr/bin/time -f '{"cpu_seconds": %U, "sys": %S, "peak_rss_kib": %M}' -o "$out/svc-time.json" \
+/usr/bin/time -q -f '{"cpu_seconds": %U, "sys": %S, "peak_rss_kib": %M}' -o "$out/svc-time.json" \
   "$bin" read --format text "${files[@]}" >"$out/svc.jsonl" || [ $? -eq 1 ]
 
 "$venv/bin/python" - "$bench" "$out" <<'PY'
@@ -48,7 +48,8 @@ import json, os, sys, time
 import trafilatura
 bench, out = sys.argv[1], sys.argv[2]
 truth = json.load(open(os.path.join(bench, "ground-truth.json"), encoding="utf-8"))
-keys = sorted(p[: -len(".html")] for p in os.listdir(os.path.join(out, "pages")))
+# The order the shell listed the files in: their names sorted bytewise.
+keys = [p[: -len(".html")] for p in sorted(os.listdir(os.path.join(out, "pages")))]
 if set(keys) != set(truth):
     sys.exit(f"pages and ground truth differ: {len(keys)} pages, {len(truth)} answers")
 lines = open(os.path.join(out, "svc.jsonl"), encoding="utf-8").read().rstrip("\n").split("\n")
