@@ -206,13 +206,15 @@ fn main_content(
     }
     // What is left at the end once the story is over: a heading over nothing, a back link.
     crate::tail::trim(&article_doc);
+    // Markdown while the classes are on: a code block's `language-rust` names its fence.
+    let markdown = match article_doc.body() {
+        Some(body) => body.md(None).to_string(),
+        None => article_doc.md(None).to_string(),
+    };
     article_doc.select("[class]").remove_attr("class");
-    let (html, markdown) = match article_doc.body() {
-        Some(body) => (body.inner_html().to_string(), body.md(None).to_string()),
-        None => (
-            article.content.to_string(),
-            article_doc.md(None).to_string(),
-        ),
+    let html = match article_doc.body() {
+        Some(body) => body.inner_html().to_string(),
+        None => article.content.to_string(),
     };
     let text = article_doc.formatted_text();
     MainContent {
@@ -427,6 +429,22 @@ mod tests {
         assert_eq!(e.signals, PageSignals::default());
         // Links are the page's, not only the content's.
         assert!(e.links.iter().any(|l| l.url == "https://example.com/about"));
+    }
+
+    /// The Markdown is written before the classes go: a code block keeps its language.
+    #[test]
+    fn code_blocks_keep_their_language_in_markdown() {
+        let html = ARTICLE.replace(
+            "<p>Storm surges",
+            r#"<pre><code class="language-rust">fn tide() -> u32 { 2 }</code></pre><p>Storm surges"#,
+        );
+        let e = read(&html, &ExtractOptions::default());
+        assert!(
+            e.content.markdown.contains("```rust"),
+            "{}",
+            e.content.markdown
+        );
+        assert!(!e.content.html.contains("class="), "{}", e.content.html);
     }
 
     /// Issue 21: share bars, related cards and sign-ups inside the article were kept.

@@ -99,6 +99,11 @@ const READ_MORE: &[&str] = &[
 ];
 /// ... and "More homestories" or "All reviews" under a box of them.
 const MORE: &[&str] = &["more ", "mehr ", "all ", "alle ", "see all ", "view all "];
+/// Words too common to say that a heading and a button name the same thing.
+const STOP_WORDS: &[&str] = &[
+    "from", "with", "this", "that", "more", "mehr", "alle", "über", "about", "your", "unsere",
+    "unseren", "unserer", "weitere", "other", "news",
+];
 /// A teaser of another story, or a box of them, has at most this much text (characters other
 /// than whitespace).
 const TEASER_CHARS: usize = 400;
@@ -141,7 +146,10 @@ fn teaser<'a>(last: &NodeRef<'a>) -> Option<NodeRef<'a>> {
     }
     // A box of more stories says what they are twice: "Entdecke weitere Homestorys" over
     // "Mehr Homestorys". A story's last section ("Fazit") over a shop's button is the story's.
-    if MORE.iter().any(|w| words.starts_with(w)) && on_own_line(&link) {
+    // What the button names is what follows its "More": "Mehr Sicherheit im Alltag" over
+    // "Mehr Angebote" shares only the "Mehr".
+    let more = MORE.iter().find(|w| words.starts_with(*w));
+    if let Some(more) = more.filter(|_| on_own_line(&link)) {
         let boxed = block(&link)?;
         let heading = boxed
             .element_children()
@@ -149,9 +157,9 @@ fn teaser<'a>(last: &NodeRef<'a>) -> Option<NodeRef<'a>> {
             .next()
             .filter(is_heading)?;
         let heading = heading.text().to_lowercase();
-        let named_twice = words
+        let named_twice = words[more.len()..]
             .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| w.chars().count() >= 4)
+            .filter(|w| w.chars().count() >= 4 && !STOP_WORDS.contains(w))
             .any(|w| {
                 heading
                     .split(|c: char| !c.is_alphanumeric())
@@ -284,6 +292,11 @@ mod tests {
             r#"<div>{STORY}<p>Last words of it.</p><a class="btn" href="/list">All posts</a></div>"#
         ));
         assert!(text.ends_with("Last words of it."), "{text}");
+        // Heading and button that share only their "More" name different things.
+        let (_, text) = trimmed(&format!(
+            r#"{STORY}<div><h3>Mehr Sicherheit im Alltag</h3><p>Drei Regeln helfen.</p><a href="/shop">Mehr Angebote</a></div>"#
+        ));
+        assert!(text.ends_with("Drei Regeln helfen."), "{text}");
         // A story's last section over a shop's button is the story's: only the button goes.
         let (_, text) = trimmed(&format!(
             r#"{STORY}<div><h3>Fazit</h3><p>Das Gerät überzeugt.</p><a class="btn" href="/shop">Alle Angebote</a></div>"#
