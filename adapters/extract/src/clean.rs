@@ -260,12 +260,12 @@ pub(crate) fn link_chars(node: &NodeRef) -> usize {
         .sum()
 }
 
-/// Removes the elements whose class or id names them boilerplate and whose text looks it;
-/// says whether any went.
-pub fn strip_boilerplate(doc: &Document) -> bool {
-    let mut removed = strip_ad_labels(doc) | strip_pixels(doc);
+/// Removes the elements whose class or id names them boilerplate and whose text looks it.
+pub fn strip_boilerplate(doc: &Document) {
+    strip_ad_labels(doc);
+    strip_pixels(doc);
     let Some(body) = doc.body() else {
-        return removed;
+        return;
     };
     let mut candidates: Vec<NodeRef> = doc
         .select("body [class], body [id]")
@@ -292,9 +292,6 @@ pub fn strip_boilerplate(doc: &Document) -> bool {
     let total = text_chars(&body) as f64;
     cards.extend(teasers_beside_a_story(doc, &blocks));
     candidates.extend(cards.iter().copied());
-    if candidates.is_empty() {
-        return removed;
-    }
     for node in candidates {
         // Already gone with an ancestor: nothing to weigh.
         if node.ancestors_it(None).any(|a| a.is_document())
@@ -313,10 +310,8 @@ pub fn strip_boilerplate(doc: &Document) -> bool {
                 heading.remove_from_parent();
             }
             node.remove_from_parent();
-            removed = true;
         }
     }
-    removed
 }
 
 /// Whether an `<img>` is a tracking pixel or hidden: a side of at most one pixel, or no
@@ -350,7 +345,7 @@ fn is_pixel(img: &NodeRef) -> bool {
     (!styled && (tiny("width") || tiny("height"))) || hidden
 }
 
-fn strip_pixels(doc: &Document) -> bool {
+fn strip_pixels(doc: &Document) {
     let pixels: Vec<NodeRef> = doc
         .select("body img")
         .nodes()
@@ -361,7 +356,6 @@ fn strip_pixels(doc: &Document) -> bool {
     for img in &pixels {
         img.remove_from_parent();
     }
-    !pixels.is_empty()
 }
 
 /// What an empty ad slot says, in the languages of the corpora's sites and their neighbours.
@@ -650,7 +644,7 @@ mod tests {
             <img src="/next.jpg" width="0" height="0" sizes="100vw" style="width:100%;height:auto">
             <img src="/v.gif" style="visibility: hidden"></body>"#,
         );
-        assert!(strip_boilerplate(&doc));
+        strip_boilerplate(&doc);
         let kept: Vec<String> = doc
             .select("img")
             .nodes()
