@@ -1,6 +1,7 @@
 //! The article's tail: what is left at its end once the story is over. A heading with nothing
 //! after it titles a box that is gone or was never part of the article ("Das könnte dich auch
-//! interessieren", "Related"), and a lone short link is navigation ("zurück", "Back to top").
+//! interessieren", "Related"), a lone short link is navigation ("zurück", "Back to top"), and a
+//! line "© 2012 ... All Rights Reserved" is the site's, not the story's.
 
 use dom_query::{Document, NodeRef};
 
@@ -168,6 +169,36 @@ fn teaser<'a>(last: &NodeRef<'a>) -> Option<NodeRef<'a>> {
     None
 }
 
+/// How a site's copyright line reads (lowercased): "© 2012 CBS Interactive Inc. All Rights
+/// Reserved. This material may not be published ...", "Copyright 2004".
+const RIGHTS_RESERVED: &[&str] = &[
+    "all rights reserved",
+    "alle rechte vorbehalten",
+    "tous droits réservés",
+    "todos los derechos reservados",
+    "tutti i diritti riservati",
+];
+/// A copyright line is a line, not a paragraph that cites one.
+const NOTICE_CHARS: usize = 300;
+
+/// Whether the block is the site's copyright line, standing on its own at the article's end:
+/// it starts with "©" or "Copyright" and a year or a sign, or it reserves all rights. Not a
+/// sentence about copyright, nor a clause "(c)" of a law.
+fn is_notice(node: &NodeRef) -> bool {
+    if !is_block(node) || text_chars(node) > NOTICE_CHARS {
+        return false;
+    }
+    let text = node.text().trim().to_lowercase();
+    let copyright_line = text.starts_with('©')
+        || text.strip_prefix("copyright").is_some_and(|rest| {
+            let rest = rest.trim_start();
+            rest.starts_with('©')
+                || rest.starts_with("(c)")
+                || rest.chars().take(4).filter(char::is_ascii_digit).count() == 4
+        });
+    copyright_line || RIGHTS_RESERVED.iter().any(|r| text.contains(r))
+}
+
 /// Elements that stand on a line of their own.
 const BLOCKS: &[&str] = &[
     "p",
@@ -210,8 +241,8 @@ fn media_follows(body: &NodeRef, node: &NodeRef) -> bool {
         .any(|d| MEDIA.iter().any(|m| d.has_name(m)))
 }
 
-/// Takes trailing headings and lone navigation links off the end of the article; says
-/// whether any went.
+/// Takes trailing headings, lone navigation links, teasers of other stories and copyright
+/// lines off the end of the article; says whether any went.
 pub(crate) fn trim(doc: &Document) -> bool {
     let Some(body) = doc.body() else {
         return false;
@@ -226,7 +257,9 @@ pub(crate) fn trim(doc: &Document) -> bool {
         let Some(last) = last_block(&body) else { break };
         let tail = teaser(&last)
             .filter(|t| removable(t, trimmed_chars))
-            .or_else(|| Some(last).filter(|l| is_tail(l) && removable(l, trimmed_chars)));
+            .or_else(|| {
+                Some(last).filter(|l| (is_tail(l) || is_notice(l)) && removable(l, trimmed_chars))
+            });
         let Some(tail) = tail else { break };
         trimmed_chars += text_chars(&tail);
         tail.remove_from_parent();
@@ -305,6 +338,35 @@ mod tests {
             r#"{STORY}<section><p>Our homestories.</p><a href="/h">More homestories</a></section>"#
         ));
         assert!(text.ends_with("Our homestories."), "{text}");
+    }
+
+    /// Issue 21: a site's copyright line closing the article (CBS's "© 2012 CBS Interactive
+    /// Inc. All Rights Reserved. This material may not be published ...").
+    #[test]
+    fn the_sites_copyright_line_goes_but_words_about_copyright_stay() {
+        for tail in [
+            "<p>© 2012 CBS Interactive Inc. All Rights Reserved. This material may not be published.</p>",
+            "<div>Copyright 2004</div>",
+            "<p>Copyright © National Tax Training School</p>",
+            "<p>Texte et photos : Le Journal. Tous droits réservés.</p>",
+        ] {
+            let (done, text) = trimmed(&format!("{STORY}{STORY}{tail}"));
+            assert!(done, "{tail}");
+            assert!(text.ends_with("prose."), "{text}");
+        }
+        for tail in [
+            "<p>Copyright law protects the expression of an idea, not the idea.</p>",
+            "<p>(c) any other use the court allows.</p>",
+            // A paragraph of the story that mentions the words, and a notice inside one.
+            &*format!(
+                "<p>{}all rights reserved.</p>",
+                "The label kept the masters. ".repeat(12)
+            ),
+            "<p>The last words. © 2004 The Author</p>",
+        ] {
+            let (done, text) = trimmed(&format!("{STORY}{STORY}{tail}"));
+            assert!(!done, "{tail} went: {text}");
+        }
     }
 
     /// A briefing of short items, each ending in "Read more": the items are the article, and
