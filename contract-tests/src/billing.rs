@@ -271,6 +271,63 @@ pub async fn concurrent_deliveries_apply_once(b: &Backend) {
     assert_eq!(receipts.len(), 2, "{}: {receipts:?}", b.name);
 }
 
+/// A checkout's credits are granted once, whatever ids its payment events carry: a provider
+/// naming one payment by two ids in its two announcements would otherwise credit it twice.
+pub async fn a_checkout_is_credited_once_whatever_its_payment_ids(b: &Backend) {
+    let a = new_account(b, "buyer@example.com").await;
+    let c = checkout(&a.id, Some("k"));
+    b.billing.insert_checkout(&c).await.unwrap();
+    assert!(matches!(
+        b.billing
+            .apply_payment_event(&event(paid(&c, "pay_1")))
+            .await
+            .unwrap(),
+        EventOutcome::Applied(_)
+    ));
+    for fact in [
+        paid(&c, "pay_2"),
+        paid(&c, "pay_2"),
+        refunded("pay_2", "re_2", 900),
+    ] {
+        let outcome = b.billing.apply_payment_event(&event(fact)).await.unwrap();
+        assert!(
+            matches!(&outcome, EventOutcome::Rejected(r) if r.contains("already paid by payment pay_1")),
+            "{}: {outcome:?}",
+            b.name
+        );
+    }
+    assert_eq!(books(b, &a.id).await, (1000, 0), "{}", b.name);
+    // The payment that bought it is refunded as ever.
+    b.billing
+        .apply_payment_event(&event(refunded("pay_1", "re_1", 450)))
+        .await
+        .unwrap();
+    assert_eq!(books(b, &a.id).await, (500, 0), "{}", b.name);
+    // Two payments of a new checkout at once: one buys it.
+    let c2 = checkout(&a.id, Some("k2"));
+    b.billing.insert_checkout(&c2).await.unwrap();
+    let racers: Vec<PaymentEvent> = (0..6)
+        .map(|i| event(paid(&c2, &format!("pay_race_{i}"))))
+        .collect();
+    let outcomes = join_all(racers.iter().map(|e| b.billing.apply_payment_event(e))).await;
+    let applied = outcomes
+        .iter()
+        .filter(|o| matches!(o, Ok(EventOutcome::Applied(_))))
+        .count();
+    assert_eq!(applied, 1, "{}: {outcomes:?}", b.name);
+    assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
+    assert_eq!(books(b, &a.id).await, (1500, 0), "{}", b.name);
+    let purchases = b
+        .billing
+        .receipts(&a.id, 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.kind == ReceiptKind::Purchase)
+        .count();
+    assert_eq!(purchases, 2, "{}", b.name);
+}
+
 pub async fn unknown_and_mismatched_events_move_nothing(b: &Backend) {
     let a = new_account(b, "buyer@example.com").await;
     let c = checkout(&a.id, Some("k"));

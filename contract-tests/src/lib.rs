@@ -229,6 +229,7 @@ macro_rules! contract_suite {
             payments_credit_once_and_replays_change_nothing,
             events_out_of_order_end_in_the_right_balance,
             concurrent_deliveries_apply_once,
+            a_checkout_is_credited_once_whatever_its_payment_ids,
             unknown_and_mismatched_events_move_nothing,
             handoffs_are_taken_once_and_not_after_expiry,
             meter_events_are_recorded_once,

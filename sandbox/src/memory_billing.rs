@@ -71,16 +71,36 @@ fn apply_facts(
         ),
         None => (Vec::new(), (0, 0)),
     };
-    let (checkout, moves, freeze_claim) =
-        match plan_payment(facts, &checkouts, &applied, spendable, unclaimed) {
-            PaymentPlan::Pending => return EventOutcome::Pending,
-            PaymentPlan::Rejected(reason) => return EventOutcome::Rejected(reason),
-            PaymentPlan::Moves {
-                checkout,
-                moves,
-                freeze_claim,
-            } => (checkout, moves, freeze_claim),
-        };
+    // Another payment that bought the checkout, first by when it did.
+    let bought_by = payment_checkout(facts, &checkouts).and_then(|c| {
+        s.billing
+            .receipts
+            .iter()
+            .filter(|r| {
+                r.kind == ReceiptKind::Purchase
+                    && r.account_id == c.account_id
+                    && r.checkout_id.as_ref() == Some(&c.id)
+                    && r.payment_id.as_deref() != Some(payment_id)
+            })
+            .min_by_key(|r| (r.created_at, r.id.clone()))
+            .and_then(|r| r.payment_id.clone())
+    });
+    let (checkout, moves, freeze_claim) = match plan_payment(
+        facts,
+        &checkouts,
+        &applied,
+        spendable,
+        unclaimed,
+        bought_by.as_deref(),
+    ) {
+        PaymentPlan::Pending => return EventOutcome::Pending,
+        PaymentPlan::Rejected(reason) => return EventOutcome::Rejected(reason),
+        PaymentPlan::Moves {
+            checkout,
+            moves,
+            freeze_claim,
+        } => (checkout, moves, freeze_claim),
+    };
     for e in s.billing.events.iter_mut().filter(|e| {
         e.provider == event.provider
             && e.payment_id.as_deref() == Some(payment_id)

@@ -147,6 +147,7 @@ pub fn rows() -> Rows {
         &[],
         200,
         0,
+        None,
     ) else {
         panic!("the payment moves credits")
     };

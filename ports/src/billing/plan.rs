@@ -27,7 +27,8 @@ use crate::ids::CheckoutId;
 pub enum PaymentPlan {
     /// No valid payment event yet (only refunds, disputes or refused payment events): wait.
     Pending,
-    /// The newest event is a payment event that cannot be credited: why. Nothing moves.
+    /// The newest event is a payment event that cannot be credited, or an event of a payment
+    /// that never will be (its checkout was bought by another): why. Nothing moves.
     Rejected(String),
     /// The payment's checkout, and the movements still to apply, in order (possibly none).
     Moves {
@@ -215,13 +216,16 @@ fn steps<'a>(
 /// `facts` are every event of the payment in arrival order, the newest last; `checkouts` the
 /// checkouts their payment events name (those that exist); `applied` the movements already
 /// recorded for the payment; `spendable` the account's spendable credits now; `unclaimed`
-/// its credits held by actions in flight that nothing owes yet (`held - owed`).
+/// its credits held by actions in flight that nothing owes yet (`held - owed`); `bought_by`
+/// another payment that already bought the payment's checkout (the one [`payment_checkout`]
+/// names), read under the same lock as the receipts.
 pub fn plan_payment(
     facts: &[PaymentFact],
     checkouts: &[CheckoutRecord],
     applied: &[AppliedMovement],
     spendable: i64,
     unclaimed: i64,
+    bought_by: Option<&str>,
 ) -> PaymentPlan {
     let established = facts
         .iter()
@@ -246,6 +250,19 @@ pub fn plan_payment(
     let Ok(checkout) = judge_paid(paid, checkouts) else {
         return PaymentPlan::Pending;
     };
+    // A checkout's credits are granted once. A second payment naming a checkout another one
+    // bought (a provider naming one payment by two ids in its two announcements, or taking a
+    // second payment) is refused for a person to look at, unless it was credited already:
+    // what it bought is then its own to refund.
+    let purchase = format!("payment:{payment_id}:purchase");
+    if let Some(other) = bought_by
+        && !applied.iter().any(|a| a.reference == purchase)
+    {
+        return PaymentPlan::Rejected(format!(
+            "checkout {} was already paid by payment {other}; its credits are granted once",
+            checkout.id
+        ));
+    }
 
     let done: HashSet<&str> = applied.iter().map(|a| a.reference.as_str()).collect();
     // What was applied: credits of this payment still with the customer, and frozen ones.
@@ -461,7 +478,7 @@ mod tests {
                     shortfall: m.shortfall,
                 })
                 .collect();
-            match plan_payment(&known, &checkouts, &done, spendable, 0) {
+            match plan_payment(&known, &checkouts, &done, spendable, 0, None) {
                 PaymentPlan::Moves { moves, .. } => {
                     outcomes.push(format!("moves:{}", moves.len()));
                     for m in moves {
@@ -509,15 +526,83 @@ mod tests {
         let mut other = checkout();
         other.id = CheckoutId::from_ulid(Ulid::from_parts(5, 5));
         let checkouts = vec![c.clone(), other.clone()];
-        let plan = plan_payment(&[paid(&c), paid(&other)], &checkouts, &[], 0, 0);
+        let plan = plan_payment(&[paid(&c), paid(&other)], &checkouts, &[], 0, 0, None);
         assert!(matches!(plan, PaymentPlan::Rejected(r) if r.contains("already paid")));
+    }
+
+    /// A review found one checkout credited twice when its two announcements named the
+    /// payment by different ids.
+    #[test]
+    fn a_checkout_bought_by_another_payment_is_credited_once() {
+        let c = checkout();
+        let checkouts = std::slice::from_ref(&c);
+        let second = PaymentFact::Paid {
+            payment_id: "pay_2".into(),
+            checkout_id: c.id.clone(),
+            amount: c.amount,
+            currency: c.currency.clone(),
+        };
+        let plan = plan_payment(
+            std::slice::from_ref(&second),
+            checkouts,
+            &[],
+            0,
+            0,
+            Some("pay_1"),
+        );
+        assert!(
+            matches!(&plan, PaymentPlan::Rejected(r) if r.contains("already paid by payment pay_1")),
+            "{plan:?}"
+        );
+        // Its refund has nothing to take back either.
+        let refund = PaymentFact::Refunded {
+            payment_id: "pay_2".into(),
+            refund_id: "re_9".into(),
+            amount: 900,
+        };
+        let plan = plan_payment(
+            &[second.clone(), refund.clone()],
+            checkouts,
+            &[],
+            1000,
+            0,
+            Some("pay_1"),
+        );
+        assert!(matches!(plan, PaymentPlan::Rejected(_)), "{plan:?}");
+        // One credited before the rule (two purchases on record) still has its refund applied.
+        let bought = AppliedMovement {
+            reference: "payment:pay_2:purchase".into(),
+            spendable_delta: 1000,
+            frozen_delta: 0,
+            shortfall: 0,
+        };
+        let plan = plan_payment(
+            &[second, refund],
+            checkouts,
+            std::slice::from_ref(&bought),
+            2000,
+            0,
+            Some("pay_1"),
+        );
+        let PaymentPlan::Moves { moves, .. } = plan else {
+            panic!("{plan:?}")
+        };
+        assert_eq!(moves.len(), 1);
+        assert_eq!(moves[0].spendable_delta, -1000);
     }
 
     #[test]
     fn refunds_and_disputes_before_their_payment_wait_for_it() {
         let c = checkout();
         assert_eq!(
-            plan_payment(&[refund("re_1", 900)], std::slice::from_ref(&c), &[], 0, 0),
+            plan_payment(
+                &[refund("re_1", 900)],
+                std::slice::from_ref(&c),
+                &[],
+                0,
+                0,
+                None
+            ),
             PaymentPlan::Pending
         );
         let in_order = replay(&[paid(&c), refund("re_1", 450)], 0);
@@ -575,6 +660,7 @@ mod tests {
             }],
             300,
             0,
+            None,
         );
         let PaymentPlan::Moves { moves, .. } = plan else {
             panic!("{plan:?}")
@@ -607,6 +693,7 @@ mod tests {
             std::slice::from_ref(&purchase),
             300,
             500,
+            None,
         );
         let PaymentPlan::Moves { moves, .. } = plan else {
             panic!("{plan:?}")
@@ -644,6 +731,7 @@ mod tests {
             std::slice::from_ref(&purchase),
             200,
             800,
+            None,
         );
         let PaymentPlan::Moves {
             moves,
@@ -665,7 +753,7 @@ mod tests {
                 shortfall: 0,
             },
         ];
-        let again = plan_payment(&events, std::slice::from_ref(&c), &applied, 0, 800);
+        let again = plan_payment(&events, std::slice::from_ref(&c), &applied, 0, 800, None);
         assert!(
             matches!(
                 again,
@@ -686,7 +774,7 @@ mod tests {
                 won: true,
             },
         ];
-        let plan = plan_payment(&won, std::slice::from_ref(&c), &applied, 0, 800);
+        let plan = plan_payment(&won, std::slice::from_ref(&c), &applied, 0, 800, None);
         assert!(
             matches!(
                 plan,

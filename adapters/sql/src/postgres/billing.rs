@@ -141,7 +141,7 @@ async fn apply_facts(
     .map(rows::checkout)
     .collect::<Result<Vec<_>, _>>()
     .map_err(undecodable)?;
-    let (applied, (spendable, unclaimed)) = match payment_checkout(facts, &checkouts) {
+    let (applied, (spendable, unclaimed), bought_by) = match payment_checkout(facts, &checkouts) {
         Some(c) => {
             // The account is locked before anything of it is read: settlements write what they
             // freeze for the payment's claim under this lock, so the receipts read after it
@@ -181,20 +181,35 @@ async fn apply_facts(
                 .bind(c.account_id.as_str())
                 .fetch_one(&mut **tx)
                 .await?;
-            (applied, (spendable, held - owed))
+            // Another payment that bought the checkout. Payments of one checkout are of one
+            // account, whose lock is held: a second payment applied at once waits for it, and
+            // reads the purchase it committed.
+            let bought_by: Option<String> = sqlx::query_scalar(BOUGHT_BY)
+                .bind(c.account_id.as_str())
+                .bind(c.id.as_str())
+                .bind(payment_id)
+                .fetch_optional(&mut **tx)
+                .await?;
+            (applied, (spendable, held - owed), bought_by)
         }
-        None => (Vec::new(), (0, 0)),
+        None => (Vec::new(), (0, 0), None),
     };
-    let (checkout, moves, freeze_claim) =
-        match plan_payment(facts, &checkouts, &applied, spendable, unclaimed) {
-            PaymentPlan::Pending => return Ok(EventOutcome::Pending),
-            PaymentPlan::Rejected(reason) => return Ok(EventOutcome::Rejected(reason)),
-            PaymentPlan::Moves {
-                checkout,
-                moves,
-                freeze_claim,
-            } => (checkout, moves, freeze_claim),
-        };
+    let (checkout, moves, freeze_claim) = match plan_payment(
+        facts,
+        &checkouts,
+        &applied,
+        spendable,
+        unclaimed,
+        bought_by.as_deref(),
+    ) {
+        PaymentPlan::Pending => return Ok(EventOutcome::Pending),
+        PaymentPlan::Rejected(reason) => return Ok(EventOutcome::Rejected(reason)),
+        PaymentPlan::Moves {
+            checkout,
+            moves,
+            freeze_claim,
+        } => (checkout, moves, freeze_claim),
+    };
     // Events that waited for this payment are now accounted for.
     sqlx::query(
         "UPDATE payment_events SET status = 'applied' \
@@ -294,6 +309,12 @@ async fn set_claim(
     }
     Ok(())
 }
+
+/// The first other payment that bought a checkout of the account: (account, checkout, this
+/// payment).
+const BOUGHT_BY: &str = "SELECT payment_id FROM receipts \
+     WHERE account_id = $1 AND checkout_id = $2 AND kind = 'purchase' AND payment_id <> $3 \
+     ORDER BY created_at, id LIMIT 1";
 
 /// What refunded payments claim of the account's actions in flight: the sum of their shares.
 const IN_FLIGHT_OWED: &str = "SELECT COALESCE(SUM(owed), 0)::BIGINT FROM tasks \

@@ -135,7 +135,8 @@ impl SqliteStore {
                 checkouts.push(rows::checkout(&r).map_err(undecodable)?);
             }
         }
-        let (applied, (spendable, unclaimed)) = match payment_checkout(facts, &checkouts) {
+        let (applied, (spendable, unclaimed), bought_by) = match payment_checkout(facts, &checkouts)
+        {
             Some(c) => {
                 // The payment's receipts, and what failed tasks froze for it.
                 let rows = sqlx::query(
@@ -169,20 +170,33 @@ impl SqliteStore {
                     .bind(c.account_id.as_str())
                     .fetch_one(&mut **tx)
                     .await?;
-                (applied, (spendable, held - owed))
+                // Another payment that bought the checkout (the one writer reads it alone).
+                let bought_by: Option<String> = sqlx::query_scalar(BOUGHT_BY)
+                    .bind(c.account_id.as_str())
+                    .bind(c.id.as_str())
+                    .bind(payment_id)
+                    .fetch_optional(&mut **tx)
+                    .await?;
+                (applied, (spendable, held - owed), bought_by)
             }
-            None => (Vec::new(), (0, 0)),
+            None => (Vec::new(), (0, 0), None),
         };
-        let (checkout, moves, freeze_claim) =
-            match plan_payment(facts, &checkouts, &applied, spendable, unclaimed) {
-                PaymentPlan::Pending => return Ok(EventOutcome::Pending),
-                PaymentPlan::Rejected(reason) => return Ok(EventOutcome::Rejected(reason)),
-                PaymentPlan::Moves {
-                    checkout,
-                    moves,
-                    freeze_claim,
-                } => (checkout, moves, freeze_claim),
-            };
+        let (checkout, moves, freeze_claim) = match plan_payment(
+            facts,
+            &checkouts,
+            &applied,
+            spendable,
+            unclaimed,
+            bought_by.as_deref(),
+        ) {
+            PaymentPlan::Pending => return Ok(EventOutcome::Pending),
+            PaymentPlan::Rejected(reason) => return Ok(EventOutcome::Rejected(reason)),
+            PaymentPlan::Moves {
+                checkout,
+                moves,
+                freeze_claim,
+            } => (checkout, moves, freeze_claim),
+        };
         // Events that waited for this payment are now accounted for.
         sqlx::query(
             "UPDATE payment_events SET status = 'applied' \
@@ -319,6 +333,12 @@ pub(super) async fn cap_claims(
     .await?;
     Ok(())
 }
+
+/// The first other payment that bought a checkout of the account: (account, checkout, this
+/// payment).
+const BOUGHT_BY: &str = "SELECT payment_id FROM receipts \
+     WHERE account_id = $1 AND checkout_id = $2 AND kind = 'purchase' AND payment_id <> $3 \
+     ORDER BY created_at, id LIMIT 1";
 
 /// What refunded payments claim of the account's actions in flight: the sum of their shares.
 const IN_FLIGHT_OWED: &str = "SELECT COALESCE(SUM(owed), 0) FROM tasks \
