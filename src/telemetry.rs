@@ -6,7 +6,10 @@
 //!   MCP request and response at debug (sign-in codes, new API keys, handoff links) and echoes
 //!   argument errors at warn, so it gets `error`; lettre logs SMTP commands (credentials) and
 //!   wiremock (the sandbox's fake provider) requests at debug, so they get `info`. HTML parsing
-//!   traces every token of every page: capped at `info` as noise;
+//!   traces every token of every page: capped at `info` as noise; the browser's DevTools
+//!   traffic (chromiumoxide, tungstenite) logs every URL and body at trace, so it gets `info`.
+//!   The caps are a filter of their own, so no `SVC_LOG` directive (a module's, a span's)
+//!   lifts them;
 //! - every line is written through [`Redacting`], which masks what looks like an API key, a
 //!   webhook secret or a bearer token, should any code path ever format one.
 
@@ -15,28 +18,46 @@ use std::{
     sync::LazyLock,
 };
 
-use tracing_subscriber::{EnvFilter, fmt, fmt::MakeWriter, prelude::*};
+use tracing_subscriber::{
+    EnvFilter,
+    filter::{LevelFilter, Targets},
+    fmt,
+    fmt::MakeWriter,
+    prelude::*,
+};
 
 /// Targets capped whatever `SVC_LOG` says: they log payloads (or floods) below these levels.
-const CAPS: &[&str] = &[
-    "rmcp=error",
-    "lettre=info",
-    "wiremock=info",
-    "html5ever=error",
-    "selectors=info",
+/// A target covers everything under it (`rmcp` covers `rmcp::service`).
+const CAPS: &[(&str, LevelFilter)] = &[
+    ("rmcp", LevelFilter::ERROR),
+    ("lettre", LevelFilter::INFO),
+    ("wiremock", LevelFilter::INFO),
+    ("html5ever", LevelFilter::ERROR),
+    ("selectors", LevelFilter::INFO),
     // A hostile or damaged PDF is an expected answer, reported in the read's outcome.
-    "lopdf=error",
-    "pdf_extract=error",
+    ("lopdf", LevelFilter::ERROR),
+    ("pdf_extract", LevelFilter::ERROR),
+    // The browser's DevTools traffic at trace: every URL a page loads, with its query (a
+    // token in it), and every body it is given.
+    ("chromiumoxide", LevelFilter::INFO),
+    ("tungstenite", LevelFilter::INFO),
+    ("tokio_tungstenite", LevelFilter::INFO),
 ];
 
-/// The filter: `SVC_LOG` (default `info,sqlx=warn`), then the caps, which win.
+/// The filter `SVC_LOG` asks for (default `info,sqlx=warn`).
 pub fn filter(svc_log: Option<&str>) -> EnvFilter {
     let base = svc_log
         .filter(|s| !s.trim().is_empty())
         .unwrap_or("info,sqlx=warn");
-    let spec = format!("{base},{}", CAPS.join(","));
-    EnvFilter::try_new(&spec)
-        .unwrap_or_else(|_| EnvFilter::new(format!("info,sqlx=warn,{}", CAPS.join(","))))
+    EnvFilter::try_new(base).unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn"))
+}
+
+/// The caps, a filter of their own beside `SVC_LOG`'s: an event passes only when both let it,
+/// so no directive of `SVC_LOG` (`rmcp::service=trace`, a span's `[request]=trace`) lifts them.
+pub fn caps() -> Targets {
+    Targets::new()
+        .with_default(LevelFilter::TRACE)
+        .with_targets(CAPS.iter().copied())
 }
 
 static SECRETS: LazyLock<regex::Regex> = LazyLock::new(|| {
@@ -92,7 +113,7 @@ pub fn init() {
         Ok("pretty") | Ok("text") => false,
         _ => !std::io::stderr().is_terminal(),
     };
-    let registry = tracing_subscriber::registry().with(filter);
+    let registry = tracing_subscriber::registry().with(filter).with(caps());
     let result = if json {
         registry
             .with(
@@ -154,18 +175,32 @@ mod tests {
     fn payload_logging_libraries_stay_capped_at_trace() {
         let sink = Capture(Default::default());
         let seen = sink.clone();
+        // By crate, by module (a review's `rmcp::service=trace` lifted the old caps) and
+        // inside a span.
         let subscriber = tracing_subscriber::registry()
-            .with(filter(Some("trace,rmcp=trace,lettre=trace")))
+            .with(filter(Some(
+                "trace,rmcp=trace,rmcp::service=trace,lettre::transport=trace,[request]=trace,chromiumoxide::conn=trace",
+            )))
+            .with(caps())
             .with(fmt::layer().with_writer(move || sink.clone()));
         tracing::subscriber::with_default(subscriber, || {
+            let _request = tracing::info_span!("request").entered();
             tracing::debug!(target: "rmcp::service", "rmcp payload 123456");
             tracing::warn!(target: "rmcp::service", "rmcp echoes an argument");
             tracing::error!(target: "rmcp::service", "rmcp failed");
             tracing::debug!(target: "lettre::transport::smtp", "AUTH PLAIN secret");
+            tracing::trace!(target: "chromiumoxide::conn", "Network.requestWillBeSent ?access_token=");
+            tracing::trace!(target: "tungstenite::protocol", "Fetch.fulfillRequest body");
             tracing::trace!(target: "svc::services::actions", "ours at trace");
         });
         let out = String::from_utf8(seen.0.lock().unwrap().clone()).unwrap();
-        for hidden in ["rmcp payload", "rmcp echoes", "AUTH PLAIN"] {
+        for hidden in [
+            "rmcp payload",
+            "rmcp echoes",
+            "AUTH PLAIN",
+            "access_token",
+            "fulfillRequest",
+        ] {
             assert!(!out.contains(hidden), "{hidden}: {out}");
         }
         assert!(
