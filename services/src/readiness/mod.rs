@@ -15,6 +15,8 @@ mod integration;
 mod llms;
 mod mcp;
 mod openapi;
+#[cfg(test)]
+mod origin_tests;
 mod origins;
 mod robots_ai;
 mod robots_sitemap;

@@ -59,10 +59,19 @@ impl Site<'_> {
         format!("{}{path}", self.origin)
     }
 
-    /// A GET within its origin's bound on requests in flight.
+    /// A GET within its origin's bound on requests in flight. The scanned site's own files
+    /// are read as a validator reads them (`respect_robots` says whether to ask its
+    /// robots.txt); a URL of another origin, which the site's files name (a link of
+    /// /llms.txt, a skill file, a sitemap), always asks that origin's robots.txt.
     pub(super) async fn get(&self, url: &str, accept: Option<&str>, respect_robots: bool) -> Got {
         let _slot = self.slot(url).await;
+        let respect_robots = respect_robots || !self.is_own(url);
         self.svc.get(url, accept, respect_robots).await
+    }
+
+    /// Whether `url` is of the scanned origin.
+    fn is_own(&self, url: &str) -> bool {
+        url::Url::parse(url).is_ok_and(|u| u.origin().ascii_serialization() == self.origin)
     }
 
     /// Holds one of the request slots of `url`'s origin (the MCP probe's POSTs, the render).
