@@ -118,6 +118,9 @@ impl ActionService {
                 problems.join("; ")
             )));
         }
+        if let Some(why) = super::request::path_refusal(&action, params) {
+            return Err(ExecuteRefusal::InvalidParams(why));
+        }
         let missing = action.missing_scopes(&principal.key.scopes);
         if !missing.is_empty() {
             return Err(ExecuteRefusal::MissingScopes {

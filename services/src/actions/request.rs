@@ -12,38 +12,86 @@ fn param_text(v: &Value) -> String {
     }
 }
 
-fn fill(template: &str, params: &Map<String, Value>, encode: bool) -> String {
-    let mut out = String::with_capacity(template.len());
-    let mut rest = template;
-    while let Some(start) = rest.find('{') {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 1..];
-        match after.find('}') {
-            Some(end)
-                if after[..end]
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'_')
-                    && end > 0 =>
-            {
-                let value = params
-                    .get(&after[..end])
-                    .map(param_text)
-                    .unwrap_or_default();
-                if encode {
-                    out.extend(url::form_urlencoded::byte_serialize(value.as_bytes()));
-                } else {
-                    out.push_str(&value);
-                }
-                rest = &after[end + 1..];
-            }
-            _ => {
-                out.push('{');
-                rest = after;
-            }
+/// How a placeholder's value is written where it stands.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// As it is (a header, a JSON string, a form field, which encode their own way).
+    Raw,
+    /// In a URL: a path segment before the template's `?` or `#`, a query value after it.
+    Url,
+}
+
+/// Percent-encodes all but the unreserved characters (RFC 3986): a value stays within its
+/// path segment, and a space is `%20` there (`+` is a plus in a path).
+fn path_segment(value: &str, out: &mut String) {
+    for b in value.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
         }
     }
-    out.push_str(rest);
+}
+
+/// The placeholders of a template in order: (where it starts, its name, whether it is in the
+/// URL's path, the text after it).
+fn placeholders(template: &str) -> Vec<(usize, &str, bool)> {
+    let mut found = Vec::new();
+    let mut at = 0;
+    while let Some(start) = template[at..].find('{').map(|s| at + s) {
+        let after = &template[start + 1..];
+        match after.find('}') {
+            Some(end)
+                if end > 0
+                    && after[..end]
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'_') =>
+            {
+                let in_path = !template[..start].contains(['?', '#']);
+                found.push((start, &after[..end], in_path));
+                at = start + end + 2;
+            }
+            _ => at = start + 1,
+        }
+    }
+    found
+}
+
+fn fill(template: &str, params: &Map<String, Value>, place: Place) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut copied = 0;
+    for (start, name, in_path) in placeholders(template) {
+        out.push_str(&template[copied..start]);
+        let value = params.get(name).map(param_text).unwrap_or_default();
+        match place {
+            Place::Raw => out.push_str(&value),
+            Place::Url if in_path => path_segment(&value, &mut out),
+            Place::Url => out.extend(url::form_urlencoded::byte_serialize(value.as_bytes())),
+        }
+        copied = start + name.len() + 2;
+    }
+    out.push_str(&template[copied..]);
     out
+}
+
+/// Why these params cannot fill the action's path, if they cannot: a value that is a whole
+/// path segment of `.` or `..` would be read as "this" or "the parent" folder (also
+/// percent-encoded, as URLs are parsed), and send the request to a path the map never
+/// declared (`/orders/{id}/pay` with `..` is `/pay`).
+pub fn path_refusal(action: &ActionSpec, params: &Map<String, Value>) -> Option<String> {
+    let path = &action.request.path;
+    placeholders(path)
+        .into_iter()
+        .filter(|(_, _, in_path)| *in_path)
+        .find_map(|(start, name, _)| {
+            let value = params.get(name).map(param_text).unwrap_or_default();
+            let end = start + name.len() + 2;
+            let whole_segment = path[..start].ends_with('/')
+                && (end == path.len() || path[end..].starts_with(['/', '?', '#']));
+            (whole_segment && matches!(value.as_str(), "." | "..")).then(|| {
+                format!("{name} cannot be \"{value}\": it is a segment of the action's path")
+            })
+        })
 }
 
 fn fill_json(template: &Value, params: &Map<String, Value>) -> Value {
@@ -57,7 +105,7 @@ fn fill_json(template: &Value, params: &Map<String, Value>) -> Value {
                 });
             match whole {
                 Some(name) => params.get(name).cloned().unwrap_or(Value::Null),
-                None => Value::String(fill(s, params, false)),
+                None => Value::String(fill(s, params, Place::Raw)),
             }
         }
         Value::Array(a) => Value::Array(a.iter().map(|x| fill_json(x, params)).collect()),
@@ -76,12 +124,20 @@ pub fn build_request(
     action: &ActionSpec,
     params: &Map<String, Value>,
 ) -> ActionRequest {
-    let url = format!("{base_url}{}", fill(&action.request.path, params, true));
+    let url = format!(
+        "{base_url}{}",
+        fill(&action.request.path, params, Place::Url)
+    );
     let headers = action
         .request
         .headers
         .iter()
-        .map(|(k, v)| (k.clone(), fill(v, params, false).replace(['\r', '\n'], " ")))
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                fill(v, params, Place::Raw).replace(['\r', '\n'], " "),
+            )
+        })
         .collect();
     let body = action.request.body.as_ref().map(|b| match b {
         BodyTemplate::Json { value } => (
@@ -91,7 +147,7 @@ pub fn build_request(
         BodyTemplate::Form { fields } => {
             let mut form = url::form_urlencoded::Serializer::new(String::new());
             for (k, v) in fields {
-                form.append_pair(k, &fill(v, params, false));
+                form.append_pair(k, &fill(v, params, Place::Raw));
             }
             (
                 "application/x-www-form-urlencoded".to_owned(),
@@ -138,7 +194,10 @@ mod tests {
         let params = json!({"sku": "a b/c", "qty": 3, "note": "x&y"});
         let r = build_request("https://shop.example.com", &a, params.as_object().unwrap());
         assert_eq!(r.method, HttpMethod::Post);
-        assert_eq!(r.url, "https://shop.example.com/orders/a+b%2Fc?note=x%26y");
+        assert_eq!(
+            r.url,
+            "https://shop.example.com/orders/a%20b%2Fc?note=x%26y"
+        );
         assert_eq!(
             r.headers,
             vec![("X-Ref".to_owned(), "ref-a b/c".to_owned())]
@@ -150,6 +209,51 @@ mod tests {
             body,
             json!({"sku": "a b/c", "quantity": 3, "label": "qty 3"})
         );
+    }
+
+    /// A review: `..` as a whole path segment sent `/orders/{id}/pay` to `/pay` (URLs drop
+    /// dot segments), and a space was a `+`, which a path reads as a plus.
+    #[test]
+    fn path_params_stay_in_their_segment_and_dot_segments_are_refused() {
+        let a = action(json!({"method": "POST", "path": "/orders/{id}/pay?note={note}"}));
+        let filled = |params: Value| {
+            build_request("https://shop.example.com", &a, params.as_object().unwrap()).url
+        };
+        assert_eq!(
+            filled(json!({"id": "a b+c/d?e#f%", "note": "a b"})),
+            "https://shop.example.com/orders/a%20b%2Bc%2Fd%3Fe%23f%25/pay?note=a+b"
+        );
+        for id in [".", ".."] {
+            let params = json!({"id": id, "note": ".."});
+            let why = path_refusal(&a, params.as_object().unwrap());
+            assert!(
+                why.as_deref().is_some_and(|w| w.contains("id cannot be")),
+                "{id}: {why:?}"
+            );
+        }
+        // Dots inside a segment, and in the query, are values like any other.
+        for params in [
+            json!({"id": "...", "note": ".."}),
+            json!({"id": "v1.2", "note": "."}),
+        ] {
+            assert_eq!(
+                path_refusal(&a, params.as_object().unwrap()),
+                None,
+                "{params}"
+            );
+        }
+        let glued = action(json!({"method": "GET", "path": "/files/v{id}"}));
+        let params = json!({"id": ".."});
+        assert_eq!(path_refusal(&glued, params.as_object().unwrap()), None);
+        // At the path's end, and before its query.
+        for path in ["/orders/{id}", "/orders/{id}?x=1"] {
+            let a = action(json!({"method": "GET", "path": path}));
+            let params = json!({"id": ".."});
+            assert!(
+                path_refusal(&a, params.as_object().unwrap()).is_some(),
+                "{path}"
+            );
+        }
     }
 
     #[test]

@@ -125,6 +125,11 @@ impl ActionService {
                 "the params of `{confirm_action}` no longer fit its schema: {e}"
             )));
         }
+        if let Some(why) = super::request::path_refusal(&action, params) {
+            return Err(VerifyRefusal::NotVerifiable(format!(
+                "the params of `{confirm_action}` cannot fill its path: {why}"
+            )));
+        }
         let missing = action.missing_scopes(&principal.key.scopes);
         if !missing.is_empty() {
             return Err(ExecuteRefusal::MissingScopes {
