@@ -873,3 +873,73 @@ pub async fn scan_reports_round_trip_whole(b: &Backend) {
         None
     );
 }
+
+/// Postgres, two instances: requests under one key racing for an account's last credit. A
+/// begin looks its key up in the snapshot its statement took before it waits for the account's
+/// lock, so one that waited behind the winner found no task and no credits, and answered
+/// "insufficient credits" to a request whose twin was running (a review reproduced it). The
+/// account is held locked until both wait, so the race is certain.
+pub async fn key_racers_on_two_instances_hear_in_flight_not_insufficient_credits(url: &str) {
+    use sqlx::Connection;
+    let open = || async {
+        std::sync::Arc::new(
+            svc_sql::PostgresStore::open(url, 4)
+                .await
+                .expect("open Postgres"),
+        )
+    };
+    let (one, two) = (open().await, open().await);
+    let b = Backend::all_in(one.clone(), "postgres", None);
+    let account = funded(&b, "racer@example.com", 1).await;
+    let mut locker = sqlx::PgConnection::connect(url).await.unwrap();
+    let mut lock = locker.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE")
+        .bind(account.as_str())
+        .execute(&mut *lock)
+        .await
+        .unwrap();
+    let (first, second) = (
+        new_task(&account, 1, Some("last-credit"), "fp"),
+        new_task(&account, 1, Some("last-credit"), "fp"),
+    );
+    let racing = tokio::spawn({
+        let (one, two) = (one.clone(), two.clone());
+        async move {
+            use svc_ports::TaskStore;
+            tokio::join!(one.begin_task(&first), two.begin_task(&second))
+        }
+    });
+    // Both wait for the account's lock before it is let go.
+    let mut watcher = sqlx::PgConnection::connect(url).await.unwrap();
+    for polled in 0.. {
+        assert!(
+            polled < 2_000,
+            "the two begins never both waited for the lock"
+        );
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .fetch_one(&mut watcher)
+        .await
+        .unwrap();
+        if waiting >= 2 {
+            break;
+        }
+        tokio::task::yield_now().await;
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    lock.commit().await.unwrap();
+    let (a, b2) = racing.await.unwrap();
+    let outcomes = [a.unwrap(), b2.unwrap()];
+    let started = outcomes
+        .iter()
+        .filter(|o| matches!(o, BeginOutcome::Started { .. }))
+        .count();
+    let in_flight = outcomes
+        .iter()
+        .filter(|o| matches!(o, BeginOutcome::InFlight(_)))
+        .count();
+    assert_eq!((started, in_flight), (1, 1), "{outcomes:?}");
+    assert_eq!(b.ledger.balance(&account).await.unwrap().spendable, 0);
+}

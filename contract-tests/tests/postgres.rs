@@ -49,3 +49,11 @@ async fn instances_starting_together_migrate_once() {
     assert!(rows >= 11, "{rows}");
     assert_eq!(failed, 0);
 }
+
+/// Two instances, one key, the account's last credit: the loser hears "in flight".
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn key_racers_on_two_instances_hear_in_flight_not_insufficient_credits() {
+    let url = svc_contract_tests::postgres_database().await;
+    svc_contract_tests::actions::key_racers_on_two_instances_hear_in_flight_not_insufficient_credits(&url)
+        .await;
+}

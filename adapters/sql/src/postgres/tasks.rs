@@ -246,8 +246,19 @@ impl TaskStore for PostgresStore {
             },
             Some(_) => self.begin_with_authority(task).await?,
         };
-        if let Some(outcome) = begun {
-            return Ok(outcome);
+        match (begun, task.idempotency_key.as_deref()) {
+            // The begin looked its key up in the snapshot its statement took before it waited
+            // for the account's lock: a racer with the same key (another instance) may have
+            // committed meanwhile and held the credits this one then found missing. The
+            // racer's task is the answer, as it would have been a moment later.
+            (Some(BeginOutcome::InsufficientCredits { spendable }), Some(key)) => {
+                return match self.task_by_key(&task.account_id, key).await? {
+                    Some(existing) => Ok(BeginOutcome::existing(existing, &task.fingerprint)),
+                    None => Ok(BeginOutcome::InsufficientCredits { spendable }),
+                };
+            }
+            (Some(outcome), _) => return Ok(outcome),
+            (None, _) => {}
         }
         // Lost the race for the idempotency key: the winner's task is the answer.
         let key = task.idempotency_key.as_deref().unwrap_or_default();
