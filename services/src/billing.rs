@@ -379,10 +379,12 @@ impl BillingService {
             // Scoped to the account, so two customers' keys never meet at the provider.
             idempotency_key: format!("{}:{key}", account.id),
         };
-        let hosted = provider
-            .create_checkout(&request)
-            .await
-            .map_err(BillingFailure::Provider)?;
+        let hosted = provider.create_checkout(&request).await.map_err(|e| {
+            // What the provider said is for the operators (a refused request is a key or a
+            // setting of ours); the customer is told only that it failed.
+            tracing::warn!(account_id = %account.id, error = %e, "the payment provider did not open a checkout");
+            BillingFailure::Provider(e)
+        })?;
         let record = CheckoutRecord {
             id: checkout_id,
             account_id: account.id.clone(),

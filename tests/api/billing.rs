@@ -670,6 +670,55 @@ async fn without_a_provider_checkout_is_unavailable_and_webhooks_are_refused() {
     problem(resp, 400, "webhook_rejected").await;
 }
 
+/// A review: the provider's own answer ("Invalid API Key provided: sk_live_****abcd") reached
+/// the customer as the problem's detail, with a Retry-After a refusal does not deserve. The
+/// customer is told it failed; the operators' log has what the provider said.
+#[tokio::test]
+async fn a_failing_provider_is_reported_without_its_words() {
+    use wiremock::{Mock, MockServer, ResponseTemplate, matchers::method};
+    crate::helpers::capture_logs();
+    let provider = MockServer::start().await;
+    let app = TestApp::builder()
+        .outbox()
+        .payments_at(&provider.uri())
+        .spawn()
+        .await;
+    let (browser, csrf) = signed_in(&app, "buyer@example.com").await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(401)
+                .set_body_string("Invalid API Key provided: sk_live_****abcd"),
+        )
+        .up_to_n_times(1)
+        .mount(&provider)
+        .await;
+    let refused = create_checkout(&app, &browser, &csrf, Some("k1"), "starter").await;
+    assert!(refused.headers().get("retry-after").is_none());
+    let body = problem(refused, 502, "payment_provider_unavailable").await;
+    let detail = body["detail"].as_str().unwrap();
+    assert!(
+        !detail.contains("Invalid API Key") && !detail.contains("sk_live"),
+        "{detail}"
+    );
+    assert!(
+        crate::helpers::captured_logs().contains("Invalid API Key provided"),
+        "the operators are told what the provider said"
+    );
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(503).set_body_string("upstream connect error at 10.0.0.7"),
+        )
+        .mount(&provider)
+        .await;
+    let unavailable = create_checkout(&app, &browser, &csrf, Some("k2"), "starter").await;
+    assert!(unavailable.headers().get("retry-after").is_some());
+    let body = problem(unavailable, 502, "payment_provider_unavailable").await;
+    assert!(
+        !body["detail"].as_str().unwrap().contains("10.0.0.7"),
+        "{body}"
+    );
+}
+
 #[tokio::test]
 async fn each_webhook_rejection_names_its_check_in_the_log_and_never_the_secret() {
     crate::helpers::capture_logs();

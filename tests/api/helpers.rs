@@ -288,6 +288,16 @@ impl TestAppBuilder {
         self
     }
 
+    /// A payment provider over HTTP at `base_url` (a test's own wiremock server).
+    pub fn payments_at(mut self, base_url: &str) -> Self {
+        self.world.payments = startup::Payments::Http {
+            base_url: base_url.to_owned(),
+            api_key: "sk_test_provider_key".into(),
+            webhook_secrets: vec!["whsec_dGVzdC1wcm92aWRlci13ZWJob29rLXNlY3JldC0zMmI=".into()],
+        };
+        self
+    }
+
     /// Keeps mail in the sandbox outbox (readable at `/sandbox/outbox`).
     pub fn outbox(mut self) -> Self {
         self.world.mail = svc::startup::Mail::SandboxOutbox;

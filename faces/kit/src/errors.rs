@@ -1,7 +1,7 @@
 //! The one table from a service's typed error to the problem every face answers with
 //! (problem+json in REST, a tool error in MCP, a failed task in A2A).
 
-use svc_ports::FailureClass;
+use svc_ports::{FailureClass, ProviderError};
 use svc_services::{
     ActivityError, AuthError, AuthorityFailure, BillingFailure, ExecuteRefusal, IdentityFailure,
     KeyServiceError, ReadError, VerifyRefusal, connections::ConnectionFailure, hooks::HookFailure,
@@ -320,10 +320,17 @@ impl From<BillingFailure> for ApiProblem {
             }
             BillingFailure::HandoffUnusable => ApiProblem::new(FailureClass::CodeExpired, detail),
             BillingFailure::InternalOnly => ApiProblem::new(FailureClass::InternalOnly, detail),
-            BillingFailure::Provider(_) => {
-                ApiProblem::new(FailureClass::PaymentProviderUnavailable, detail)
-                    .retry_after(std::time::Duration::from_secs(5))
-            }
+            // The provider's own words (an error about our key, its request id) stay in the
+            // log; a refusal is ours to fix, so retrying soon is no use.
+            BillingFailure::Provider(ProviderError::Unavailable(_)) => ApiProblem::new(
+                FailureClass::PaymentProviderUnavailable,
+                "The payment provider did not answer; nothing was charged. Try again in a moment.",
+            )
+            .retry_after(std::time::Duration::from_secs(5)),
+            BillingFailure::Provider(ProviderError::Rejected(_)) => ApiProblem::new(
+                FailureClass::PaymentProviderUnavailable,
+                "The payment provider could not open a checkout; nothing was charged. The service's operators were told; try again later.",
+            ),
             BillingFailure::Internal(e) => ApiProblem::failure(e.as_ref()),
         }
     }
