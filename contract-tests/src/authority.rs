@@ -407,6 +407,19 @@ pub async fn failed_settlement_gives_the_spend_back(b: &Backend) {
         .collect();
     assert_eq!(released[&failing.id], Some(at), "{}", b.name);
     assert_eq!(released[&kept.id], None);
+    // Each task's own spend reads back alone; a task that paid nothing has none.
+    for t in [&failing, &kept] {
+        let own = b.authorities.task_spend(&t.id).await.unwrap();
+        assert_eq!(
+            own.as_ref(),
+            spends.iter().find(|s| s.task_id == t.id),
+            "{}",
+            b.name
+        );
+    }
+    let unpaid = crate::actions::new_task(&acct, 1, None, "unpaid");
+    b.tasks.begin_task(&unpaid).await.unwrap();
+    assert_eq!(b.authorities.task_spend(&unpaid.id).await.unwrap(), None);
     let more = paying(&acct, None, "f3", spend(&a, 60), at);
     assert!(matches!(
         b.tasks.begin_task(&more).await.unwrap(),

@@ -4,7 +4,8 @@
 //! Windows are fixed and anchored at the authority's `created_at`: window `n` covers
 //! `[created_at + n*len, created_at + (n+1)*len)` with `len` 1, 7 or 30 days. `single_use`
 //! has one window, forever, and allows one spend of at most `value`. A spend is made with its
-//! task (in the same store transaction) and given back when that task fails; the checks are
+//! task (in the same store transaction) and given back when that task fails without paying
+//! (a failure that may hide a payment keeps it counted); the checks are
 //! the pure functions below, so every store applies exactly the same rules.
 
 use chrono::{DateTime, Duration, Utc};
@@ -192,7 +193,8 @@ pub struct AuthoritySpend {
     pub scope: String,
 }
 
-/// One stored spend: made with its task, given back (`released_at`) when the task fails.
+/// One stored spend: made with its task, given back (`released_at`) when the task fails
+/// without paying.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthoritySpendRecord {
     pub authority_id: AuthorityId,

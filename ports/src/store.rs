@@ -448,7 +448,8 @@ pub trait TaskStore: Send + Sync {
 
     /// Stores the outcome, the response and the artifact, and captures (completed) or refunds
     /// (failed) the hold, in one transaction; a failed task's authority spend is given back in
-    /// the same transaction (a completed one keeps it). Only the first settlement of a task
+    /// the same transaction when [`Settlement::release_spend`] says its payment surely did not
+    /// happen (a completed one, and one that may have paid, keep it). Only the first settlement of a task
     /// lands; a later one gets [`SettleOutcome::AlreadySettled`] and changes nothing. With
     /// [`Settlement::event`], the settlement that lands stores that event in the same
     /// transaction, exactly as [`crate::HookStore::enqueue_event`] would (subscribed endpoints'
@@ -698,7 +699,7 @@ pub enum AuthorityError {
 
 /// Delegated payment authorities and what they spent. Spending happens only in
 /// [`TaskStore::begin_task`] (with the task) and is given back by [`TaskStore::settle_task`]
-/// for a failed task.
+/// for a failed task whose payment surely did not happen ([`Settlement::release_spend`]).
 #[cfg_attr(feature = "mock", mockall::automock)]
 #[async_trait]
 pub trait AuthorityStore: Send + Sync {
@@ -725,6 +726,10 @@ pub trait AuthorityStore: Send + Sync {
         &self,
         id: &AuthorityId,
     ) -> Result<Vec<AuthoritySpendRecord>, StoreError>;
+
+    /// The spend made with the task, given back or not; `None` when the task paid nothing
+    /// under an authority (or is unknown).
+    async fn task_spend(&self, task: &TaskId) -> Result<Option<AuthoritySpendRecord>, StoreError>;
 
     /// Revokes the account's authority at `at` and returns it. Idempotent: revoking again
     /// returns it with the first `revoked_at`. MUST return [`AuthorityError::NotFound`] for an

@@ -164,6 +164,16 @@ impl AuthorityStore for MemoryStore {
         Ok(out)
     }
 
+    async fn task_spend(&self, task: &TaskId) -> Result<Option<AuthoritySpendRecord>, StoreError> {
+        Ok(self
+            .lock()
+            .authority
+            .spends
+            .iter()
+            .find(|sp| &sp.task_id == task)
+            .cloned())
+    }
+
     async fn revoke_authority(
         &self,
         account: &AccountId,

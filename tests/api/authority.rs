@@ -583,6 +583,58 @@ async fn a_payment_of_unknown_outcome_keeps_its_spend() {
     assert_eq!(pay(app, Some(&other), 300, "ord-3").await.status(), 200);
 }
 
+/// A payment task whose process died mid-action is recovered as failed: its credits are
+/// refunded, its spend stays counted (the payment may have gone through), and its artifact
+/// says so as a live settlement's does (a review found the spend kept without a word).
+#[tokio::test]
+async fn a_recovered_payment_keeps_its_spend_and_says_so() {
+    let shop = shop().await;
+    let app = &shop.app;
+    let id = create(&shop, &[("interval", "single_use"), ("amount", "500")]).await;
+    let principal = app.services.auth.authenticate(&app.api_key).await.unwrap();
+    let orphan = svc_ports::NewTask {
+        id: svc_ports::TaskId::from_ulid(ulid::Ulid::new()),
+        account_id: principal.account.id.clone(),
+        key_id: principal.key.id.clone(),
+        domain: "shop.sandbox.test".into(),
+        action: "pay_order".into(),
+        cost: 1,
+        idempotency_key: None,
+        fingerprint: "f".into(),
+        hold_entry: svc_ports::LedgerEntryId::from_ulid(ulid::Ulid::new()),
+        authority_spend: Some(svc_ports::AuthoritySpend {
+            authority_id: AuthorityId::parse(&id).unwrap(),
+            amount: 300,
+            currency: svc_ports::billing::Currency::parse("usd").unwrap(),
+            scope: "order".into(),
+        }),
+        created_at: svc_ports::Clock::now(&*shop.clock),
+    };
+    let (spendable, _, _) = money(&shop).await;
+    assert!(matches!(
+        shop.stores.tasks.begin_task(&orphan).await.unwrap(),
+        svc_ports::BeginOutcome::Started { .. }
+    ));
+    shop.clock.advance(Duration::from_secs(300));
+    assert_eq!(app.services.actions.recover(60).await.unwrap(), 1);
+    assert_eq!(money(&shop).await.0, spendable, "the credits are refunded");
+    let task = get_task(app, orphan.id.as_str()).await;
+    assert_eq!(task["artifact"]["failure_class"], "interrupted", "{task}");
+    let payment = &task["artifact"]["evidence"]["payment"];
+    assert_eq!(payment["spend"], "spent", "{task}");
+    assert_eq!(payment["authority_id"], id.as_str());
+    assert_eq!(payment["amount"], 300);
+    crate::helpers::verify_with_jwks(app, &task["artifact"]).await;
+    let kept = shop
+        .stores
+        .authorities
+        .task_spend(&orphan.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(kept.released_at, None);
+}
+
 #[tokio::test]
 async fn revocation_stops_further_payments() {
     let shop = shop().await;

@@ -103,6 +103,18 @@ async fn a_key_past_ascii_is_still_one_billing_task() {
         problem(send(b"bad\xff\xfe").await.unwrap(), 422, "invalid_request").await;
     }
     assert_eq!(balance(&app, &key).await, (999, 0));
+    // 255 characters is the limit, however many bytes they take (a review: 200 "é" were
+    // refused as too long).
+    let longest: &'static str = Box::leak("\u{e9}".repeat(255).into_boxed_str());
+    assert_eq!(send(longest.as_bytes()).await.unwrap().status(), 200);
+    let too_long: &'static str = Box::leak("\u{e9}".repeat(256).into_boxed_str());
+    problem(
+        send(too_long.as_bytes()).await.unwrap(),
+        422,
+        "invalid_request",
+    )
+    .await;
+    assert_eq!(balance(&app, &key).await, (998, 0));
 }
 
 /// Two keys (or two bearers) on one request would mean two things; the first used to win,

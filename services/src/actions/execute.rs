@@ -78,7 +78,8 @@ impl ActionService {
     ) -> Result<Executed, ExecuteRefusal> {
         if let Some(key) = &request.idempotency_key
             && (key.is_empty()
-                || key.len() > MAX_IDEMPOTENCY_KEY_LEN
+                // Characters, as the schemas say (MCP clients count them so), not bytes.
+                || key.chars().count() > MAX_IDEMPOTENCY_KEY_LEN
                 || key.chars().any(char::is_control))
         {
             return Err(ExecuteRefusal::BadIdempotencyKey(format!(
@@ -187,6 +188,7 @@ impl ActionService {
         let observed = self.run(&map, &action, params, credential.as_ref()).await;
         self.settle(&task, observed, payment.as_ref(), Some(spendable))
             .await
+            .map(|(executed, _)| executed)
     }
 
     /// The human's connection credential an action needs, if it needs one.

@@ -20,13 +20,14 @@ pub const RECOVER_AFTER_SECONDS: i64 = 60;
 impl ActionService {
     /// Signs the artifact and settles the task with it: charge or refund, in one transaction.
     /// `spendable`: the account's spendable credits right after this task's hold, when known.
+    /// Answers the execution and whether this settlement landed (not one settled first).
     pub(super) async fn settle(
         &self,
         task: &TaskRecord,
         observed: Observed,
         payment: Option<&PaymentContext>,
         spendable: Option<i64>,
-    ) -> Result<Executed, ExecuteRefusal> {
+    ) -> Result<(Executed, bool), ExecuteRefusal> {
         let artifact_id = ArtifactId::from_ulid(self.ports.entropy.ulid());
         let at = self.now();
         let mut evidence = observed.evidence.clone();
@@ -134,18 +135,21 @@ impl ActionService {
                 } else {
                     crate::metrics::execution("failed", 0, task.cost);
                 }
-                Ok(Executed {
-                    task_id: t.id,
-                    completed: observed.completed,
-                    status: http_status,
-                    body,
-                    replayed: false,
-                })
+                Ok((
+                    Executed {
+                        task_id: t.id,
+                        completed: observed.completed,
+                        status: http_status,
+                        body,
+                        replayed: false,
+                    },
+                    true,
+                ))
             }
             // Recovery settled it first (this process was too slow): that settlement stands.
             Ok(SettleOutcome::AlreadySettled(t)) => replay(&t).map(|mut e| {
                 e.replayed = false;
-                e
+                (e, false)
             }),
             Err(e) => Err(anyhow::Error::new(e).context("settling task").into()),
         }
@@ -157,6 +161,25 @@ impl ActionService {
         let orphans = self.ports.tasks.unsettled_tasks(cutoff).await?;
         let mut settled = 0;
         for task in orphans {
+            // A payment under an authority may have gone through before the process died: its
+            // spend stays counted, and the artifact says so, as a live settlement's does.
+            let spend = match self.ports.authorities.task_spend(&task.id).await {
+                Ok(spend) => spend,
+                Err(e) => {
+                    tracing::error!(task_id = %task.id, error = %e, "recovering task failed: its authority spend could not be read");
+                    continue;
+                }
+            };
+            let mut evidence = json!({"recovered": true, "began_at": task.created_at});
+            if let Some(spend) = spend {
+                evidence["payment"] = json!({
+                    "authority_id": spend.authority_id.as_str(),
+                    "amount": spend.amount,
+                    "currency": spend.currency.as_str(),
+                    "scope": spend.scope,
+                    "spend": "spent",
+                });
+            }
             let observed = Observed {
                 completed: false,
                 // The process died mid-action: whatever it sent may have been done.
@@ -166,16 +189,18 @@ impl ActionService {
                     "the service stopped while this action ran; its outcome is unknown, so it was refunded".into(),
                 )),
                 url: String::new(),
-                evidence: json!({"recovered": true, "began_at": task.created_at}),
+                evidence,
                 result: Value::Null,
             };
-            // A recovered payment task fails: the store gives its spend back.
+            // Credits are refunded; an authority's spend is kept (`nothing_happened` is false).
+            // Another instance recovering the same orphan may settle it first: only the
+            // settlement that landed is counted and told.
             match self.settle(&task, observed, None, None).await {
-                Ok(e) if !e.replayed => {
+                Ok((_, true)) => {
                     tracing::warn!(task_id = %task.id, "orphaned task settled as failed and refunded");
                     settled += 1;
                 }
-                Ok(_) => {}
+                Ok((_, false)) => {}
                 Err(e) => tracing::error!(task_id = %task.id, error = %e, "recovering task failed"),
             }
         }

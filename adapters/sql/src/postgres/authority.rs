@@ -227,6 +227,22 @@ impl AuthorityStore for PostgresStore {
         .collect()
     }
 
+    async fn task_spend(
+        &self,
+        task: &svc_ports::TaskId,
+    ) -> Result<Option<AuthoritySpendRecord>, StoreError> {
+        sqlx::query(
+            "SELECT task_id, authority_id, amount, currency, scope, window_start, spent_at, \
+             released_at FROM authority_spends WHERE task_id = $1",
+        )
+        .bind(task.as_str())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| backend(e, "reading a task's authority spend"))?
+        .map(|r| rows::authority_spend(&r))
+        .transpose()
+    }
+
     async fn revoke_authority(
         &self,
         account: &AccountId,
