@@ -244,6 +244,66 @@ async fn every_failure_is_refunded_with_an_artifact_of_the_failure() {
     }
 }
 
+/// A map whose site is at a refused address (a private one), and whose path a param fills:
+/// the refused request settles as a failure whose problem `status` is the HTTP status sent
+/// (a review found 502 sent with `status: 422`), and a param that would step out of its path
+/// segment (`..`) is refused before anything is held.
+#[tokio::test]
+async fn a_refused_site_settles_with_one_status_and_dot_segments_never_run() {
+    let app = app().await;
+    let key = app.api_key.clone();
+    let flaky = app
+        ._sites
+        .as_ref()
+        .unwrap()
+        .sites
+        .iter()
+        .find(|s| s.host == FLAKY)
+        .unwrap();
+    let mut map: Value = serde_json::from_str(&flaky.map_json()).unwrap();
+    map["domain"] = json!("private.example");
+    map["base_url"] = json!("http://10.255.255.1");
+    map["actions"][0]["request"]["path"] = json!("/orders/{id}/boom");
+    map["actions"][0]["params_schema"] = json!({
+        "type": "object",
+        "required": ["id"],
+        "additionalProperties": false,
+        "properties": {"id": {"type": "string"}}
+    });
+    let document: svc_ports::MapDocument = serde_json::from_value(map).unwrap();
+    let action = document.actions[0].name.clone();
+    app.services
+        .actions
+        .import_map(&document, "test")
+        .await
+        .unwrap();
+    app.services
+        .actions
+        .publish("private.example", None)
+        .await
+        .unwrap();
+    let run = |id: &str| {
+        execute(
+            &app,
+            &key,
+            json!({"domain": "private.example", "action": action, "params": {"id": id}}),
+            None,
+        )
+    };
+    let body = problem(run("ord-1").await, 502, "url_refused").await;
+    assert_eq!(body["artifact"]["failure_class"], "url_refused");
+    assert_eq!(balance(&app, &key).await, (1000, 0));
+    for id in ["..", "."] {
+        let said = problem(run(id).await, 422, "invalid_request").await;
+        assert!(
+            said["detail"].as_str().unwrap().contains("id cannot be"),
+            "{said}"
+        );
+        assert!(said.get("task_id").is_none(), "{said}");
+    }
+    assert_eq!(balance(&app, &key).await, (1000, 0));
+}
+
 #[tokio::test]
 async fn refusals_happen_before_any_charge() {
     let app = app().await;

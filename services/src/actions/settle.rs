@@ -76,10 +76,20 @@ impl ActionService {
                     "artifact": artifact_json,
                 }),
             ),
-            Some((class, detail)) => (
-                class.http_status(),
-                failure_body(*class, detail, task, &artifact_json),
-            ),
+            Some((class, detail)) => {
+                // A settled failure is the target's doing (502) or its silence (504), whatever
+                // the class (a redirect to a refused URL, an answer we could not store): the
+                // HTTP status and the problem's `status` agree, on replays too.
+                let status = if *class == FailureClass::UpstreamTimeout {
+                    504
+                } else {
+                    502
+                };
+                (
+                    status,
+                    failure_body(*class, detail, task, &artifact_json, status),
+                )
+            }
         };
         let mut settlement = Settlement {
             task_id: task.id.clone(),
@@ -210,11 +220,17 @@ impl ActionService {
 
 /// The problem body of a failed, settled execution: the catalog fields plus the task and its
 /// artifact.
-fn failure_body(class: FailureClass, detail: &str, task: &TaskRecord, artifact: &Value) -> Value {
+fn failure_body(
+    class: FailureClass,
+    detail: &str,
+    task: &TaskRecord,
+    artifact: &Value,
+    status: u16,
+) -> Value {
     json!({
         "type": format!("/problems/{}", class.as_str()),
         "title": class.title(),
-        "status": class.http_status(),
+        "status": status,
         "detail": detail,
         "failure_class": class.as_str(),
         "retryable": class.retryable(),
