@@ -386,6 +386,17 @@ pub async fn idempotency_keys_replay_refuse_and_conflict(b: &Backend) {
         b.tasks.begin_task(&theirs).await.unwrap(),
         BeginOutcome::Started { .. }
     ));
+    // Each account reads its own task under the key, settled as it was; none under another.
+    let mine = b.tasks.task_by_key(&a, "key-1").await.unwrap().unwrap();
+    assert_eq!(
+        (&mine.id, mine.status),
+        (&first.id, TaskStatus::Completed),
+        "{}",
+        b.name
+    );
+    let their_task = b.tasks.task_by_key(&other_account, "key-1").await.unwrap();
+    assert_eq!(their_task.map(|t| t.id), Some(theirs.id.clone()));
+    assert_eq!(b.tasks.task_by_key(&a, "key-2").await.unwrap(), None);
     assert_eq!(
         check_money(b, &a, 0).await,
         (9, 0),

@@ -474,6 +474,13 @@ pub trait TaskStore: Send + Sync {
         at: DateTime<Utc>,
     ) -> Result<VerifyOutcome, TaskError>;
 
+    /// The account's task under an idempotency key, if there is one.
+    async fn task_by_key(
+        &self,
+        account: &AccountId,
+        key: &str,
+    ) -> Result<Option<TaskRecord>, StoreError>;
+
     /// A task by id; when `account` is given, only that account's.
     async fn task(
         &self,

@@ -340,6 +340,19 @@ impl TaskStore for MemoryStore {
         Ok(VerifyOutcome::Verified(task.clone()))
     }
 
+    async fn task_by_key(
+        &self,
+        account: &AccountId,
+        key: &str,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        let s = self.lock();
+        Ok(s.actions
+            .by_key
+            .get(&(account.clone(), key.to_owned()))
+            .and_then(|id| s.actions.tasks.get(id))
+            .cloned())
+    }
+
     async fn task(
         &self,
         id: &TaskId,

@@ -342,3 +342,44 @@ async fn two_hundred_concurrent_requests_with_one_key_charge_once_on_postgres() 
     let url = svc_contract_tests::postgres_database().await;
     two_hundred_concurrent_requests(svc::startup::Stores::open(&url, 16).await.unwrap()).await;
 }
+
+/// A review: a replay depended on today's checks. With the map retired since, the same
+/// request under its key answered 404 unknown_domain about an order that went through, and an
+/// agent told so might order again under a new key. What the key got stands.
+#[tokio::test]
+async fn a_key_keeps_its_answer_after_the_map_is_retired() {
+    let clock = crate::helpers::TestClock::new();
+    let app = TestApp::builder()
+        .clock(clock.clone())
+        .action_sites()
+        .await
+        .spawn()
+        .await;
+    let key = app.api_key.clone();
+    let body = json!({"domain": SHOP, "action": "search_products", "params": {"query": "tea"}});
+    let first = execute(&app, &key, body.clone(), Some("before-retire")).await;
+    assert_eq!(first.status(), 200);
+    let first: Value = first.json().await.unwrap();
+    app.services.actions.retire(SHOP).await.unwrap();
+    // Past the published-map cache.
+    clock.advance(std::time::Duration::from_secs(60));
+    let again = execute(&app, &key, body.clone(), Some("before-retire")).await;
+    assert_eq!(again.status(), 200);
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
+    assert_eq!(again.json::<Value>().await.unwrap(), first);
+    // Another request under the key is still a conflict; a new key meets today's map.
+    let other = json!({"domain": SHOP, "action": "search_products", "params": {"query": "milk"}});
+    problem(
+        execute(&app, &key, other, Some("before-retire")).await,
+        422,
+        "idempotency_conflict",
+    )
+    .await;
+    problem(
+        execute(&app, &key, body, Some("after-retire")).await,
+        404,
+        "unknown_domain",
+    )
+    .await;
+    assert_eq!(balance(&app, &key).await, (999, 0), "charged once");
+}

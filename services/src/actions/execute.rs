@@ -44,6 +44,15 @@ fn sorted_json(v: &Value) -> String {
     }
 }
 
+/// A request that passed the checks before anything is stored.
+struct Prepared {
+    map: std::sync::Arc<AgentMap>,
+    action: ActionSpec,
+    credential: Option<crate::connections::Credential>,
+    payment: Option<PaymentContext>,
+    fingerprint: String,
+}
+
 impl ActionService {
     /// Runs one action for `principal`. Refusals happen before anything is stored; once the task
     /// has begun, the answer is always a settled task (completed and charged, or failed and
@@ -86,6 +95,85 @@ impl ActionService {
                 "Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY_LEN} printable characters"
             )));
         }
+        let Prepared {
+            map,
+            action,
+            credential,
+            payment,
+            fingerprint,
+        } = match self.prepare(principal, &request).await {
+            Ok(prepared) => prepared,
+            // What a request under this key already got stands, whatever changed since (the
+            // map retired, a schema tightened, a connection expired): told "unknown domain"
+            // about an order that went through, an agent might order again under a new key.
+            Err(refusal) if !matches!(refusal, ExecuteRefusal::Internal(_)) => {
+                return match self.earlier_answer(principal, &request).await? {
+                    Some(answer) => answer,
+                    None => Err(refusal),
+                };
+            }
+            Err(refusal) => return Err(refusal),
+        };
+        let Value::Object(params) = &request.params else {
+            return Err(ExecuteRefusal::InvalidParams(
+                "params must be a JSON object".into(),
+            ));
+        };
+        let new_task = NewTask {
+            id: TaskId::from_ulid(self.ports.entropy.ulid()),
+            account_id: principal.account.id.clone(),
+            key_id: principal.key.id.clone(),
+            domain: map.document.domain.to_string(),
+            action: action.name.clone(),
+            cost: action.cost,
+            idempotency_key: request.idempotency_key.clone(),
+            fingerprint,
+            hold_entry: LedgerEntryId::from_ulid(self.ports.entropy.ulid()),
+            authority_spend: payment.as_ref().map(|p| p.spend.clone()),
+            created_at: self.now(),
+        };
+        let (task, spendable) = match self.ports.tasks.begin_task(&new_task).await {
+            Ok(BeginOutcome::Started { task, spendable }) => (task, spendable),
+            Ok(BeginOutcome::Replay(t)) => return replay(&t),
+            Ok(BeginOutcome::InFlight(t)) => {
+                return Err(ExecuteRefusal::InFlight {
+                    task_id: t.id.to_string(),
+                });
+            }
+            Ok(BeginOutcome::Conflict(t)) => {
+                return Err(ExecuteRefusal::KeyConflict {
+                    task_id: t.id.to_string(),
+                });
+            }
+            Ok(BeginOutcome::InsufficientCredits { spendable }) => {
+                return Err(ExecuteRefusal::InsufficientCredits {
+                    cost: action.cost,
+                    spendable,
+                    top_up_url: self.account_url.clone(),
+                });
+            }
+            Ok(BeginOutcome::AuthorityRefused(reason)) => {
+                let spend = payment.as_ref().map(|p| &p.spend);
+                return Err(refused(reason, spend));
+            }
+            Err(e) => return Err(anyhow::Error::new(e).context("beginning task").into()),
+        };
+        tracing::info!(task_id = %task.id, domain = %task.domain, action = %task.action, cost = task.cost, "task begun");
+
+        let observed = self.run(&map, &action, params, credential.as_ref()).await;
+        self.settle(&task, observed, payment.as_ref(), Some(spendable))
+            .await
+            .map(|(executed, _)| executed)
+    }
+
+    /// The checks before anything is stored: the published map and action, the params, the
+    /// key's scopes, the human's connection and the payment's authority; and the request's
+    /// fingerprint.
+    async fn prepare(
+        &self,
+        principal: &Principal,
+        request: &ExecuteRequest,
+    ) -> Result<Prepared, ExecuteRefusal> {
         let map = self.published(&request.domain).await?;
         let action = map
             .document
@@ -137,58 +225,70 @@ impl ActionService {
             .credential(principal, &action, &map.document.base_url)
             .await?;
 
-        let payment = self.payment_of(&action, &request).await?;
+        let payment = self.payment_of(&action, request).await?;
         let mut canonical = json!({"domain": map.document.domain.as_str(), "action": action.name, "params": request.params});
         if let Some(p) = &payment {
             // Another authority is another request under the same Idempotency-Key.
             canonical["authority_id"] = json!(p.spend.authority_id.as_str());
         }
         let fingerprint = sha256_hex(sorted_json(&canonical).as_bytes());
-        let new_task = NewTask {
-            id: TaskId::from_ulid(self.ports.entropy.ulid()),
-            account_id: principal.account.id.clone(),
-            key_id: principal.key.id.clone(),
-            domain: map.document.domain.to_string(),
-            action: action.name.clone(),
-            cost: action.cost,
-            idempotency_key: request.idempotency_key.clone(),
+        Ok(Prepared {
+            map,
+            action,
+            credential,
+            payment,
             fingerprint,
-            hold_entry: LedgerEntryId::from_ulid(self.ports.entropy.ulid()),
-            authority_spend: payment.as_ref().map(|p| p.spend.clone()),
-            created_at: self.now(),
-        };
-        let (task, spendable) = match self.ports.tasks.begin_task(&new_task).await {
-            Ok(BeginOutcome::Started { task, spendable }) => (task, spendable),
-            Ok(BeginOutcome::Replay(t)) => return replay(&t),
-            Ok(BeginOutcome::InFlight(t)) => {
-                return Err(ExecuteRefusal::InFlight {
-                    task_id: t.id.to_string(),
-                });
-            }
-            Ok(BeginOutcome::Conflict(t)) => {
-                return Err(ExecuteRefusal::KeyConflict {
-                    task_id: t.id.to_string(),
-                });
-            }
-            Ok(BeginOutcome::InsufficientCredits { spendable }) => {
-                return Err(ExecuteRefusal::InsufficientCredits {
-                    cost: action.cost,
-                    spendable,
-                    top_up_url: self.account_url.clone(),
-                });
-            }
-            Ok(BeginOutcome::AuthorityRefused(reason)) => {
-                let spend = payment.as_ref().map(|p| &p.spend);
-                return Err(refused(reason, spend));
-            }
-            Err(e) => return Err(anyhow::Error::new(e).context("beginning task").into()),
-        };
-        tracing::info!(task_id = %task.id, domain = %task.domain, action = %task.action, cost = task.cost, "task begun");
+        })
+    }
 
-        let observed = self.run(&map, &action, params, credential.as_ref()).await;
-        self.settle(&task, observed, payment.as_ref(), Some(spendable))
+    /// The answer a request under the same Idempotency-Key already has, judged as
+    /// [`svc_ports::BeginOutcome::existing`] judges one: its stored answer (the same request,
+    /// settled), in flight, or a conflict (another request). `None`: no task has this key.
+    async fn earlier_answer(
+        &self,
+        principal: &Principal,
+        request: &ExecuteRequest,
+    ) -> Result<Option<Result<Executed, ExecuteRefusal>>, ExecuteRefusal> {
+        let Some(key) = &request.idempotency_key else {
+            return Ok(None);
+        };
+        let Some(task) = self
+            .ports
+            .tasks
+            .task_by_key(&principal.account.id, key)
             .await
-            .map(|(executed, _)| executed)
+            .map_err(|e| anyhow::Error::new(e).context("reading the task under a key"))?
+        else {
+            return Ok(None);
+        };
+        // The fingerprint this request would have had then: the task's domain when this one
+        // names it, and the authority when the task paid under one.
+        let domain = svc_ports::Domain::parse(&request.domain)
+            .map(|d| d.to_string())
+            .unwrap_or_else(|_| request.domain.clone());
+        let mut canonical =
+            json!({"domain": domain, "action": request.action, "params": request.params});
+        let spend = self
+            .ports
+            .authorities
+            .task_spend(&task.id)
+            .await
+            .map_err(|e| anyhow::Error::new(e).context("reading the task's authority spend"))?;
+        if spend.is_some() {
+            let named = request.authority_id.as_deref().map(str::trim).unwrap_or("");
+            let named =
+                AuthorityId::parse(named).map_or(named.to_owned(), |a| a.as_str().to_owned());
+            canonical["authority_id"] = json!(named);
+        }
+        let fingerprint = sha256_hex(sorted_json(&canonical).as_bytes());
+        let task_id = task.id.to_string();
+        Ok(Some(if task.fingerprint != fingerprint {
+            Err(ExecuteRefusal::KeyConflict { task_id })
+        } else if task.status == svc_ports::TaskStatus::InFlight {
+            Err(ExecuteRefusal::InFlight { task_id })
+        } else {
+            replay(&task)
+        }))
     }
 
     /// The human's connection credential an action needs, if it needs one.

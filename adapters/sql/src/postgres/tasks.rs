@@ -30,26 +30,6 @@ use super::{
 use crate::{outcomes, rows};
 
 impl PostgresStore {
-    async fn task_by_key(
-        &self,
-        account: &AccountId,
-        key: &str,
-    ) -> Result<Option<TaskRecord>, StoreError> {
-        sqlx::query(
-            "SELECT id, account_id, key_id, domain, action, cost, idempotency_key, fingerprint, \
-             status, response_status, response_body, artifact_id, artifact, created_at, \
-             settled_at, verified_artifact, verified_at \
-             FROM tasks WHERE account_id = $1 AND idempotency_key = $2",
-        )
-        .bind(account.as_str())
-        .bind(key)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(|e| backend(e, "reading task by key"))?
-        .map(|r| rows::task(&r))
-        .transpose()
-    }
-
     /// A begin under a payment authority: one transaction, in the order unknown account,
     /// authority, balance (`Ok(None)`: a begin with the same key committed first). The account
     /// row is locked first, as `begin_plain` locks it, so begins of one account take their locks in one order
@@ -314,6 +294,26 @@ impl TaskStore for PostgresStore {
             // Another verification landed in between: it stands.
             None => outcomes::unverified(self.task(task_id, None).await?),
         }
+    }
+
+    async fn task_by_key(
+        &self,
+        account: &AccountId,
+        key: &str,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        sqlx::query(
+            "SELECT id, account_id, key_id, domain, action, cost, idempotency_key, fingerprint, \
+             status, response_status, response_body, artifact_id, artifact, created_at, \
+             settled_at, verified_artifact, verified_at \
+             FROM tasks WHERE account_id = $1 AND idempotency_key = $2",
+        )
+        .bind(account.as_str())
+        .bind(key)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| backend(e, "reading task by key"))?
+        .map(|r| rows::task(&r))
+        .transpose()
     }
 
     async fn task(

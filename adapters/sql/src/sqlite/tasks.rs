@@ -443,6 +443,26 @@ impl TaskStore for SqliteStore {
         outcomes::unverified(self.task(task_id, None).await?)
     }
 
+    async fn task_by_key(
+        &self,
+        account: &AccountId,
+        key: &str,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        sqlx::query(
+            "SELECT id, account_id, key_id, domain, action, cost, idempotency_key, fingerprint, \
+             status, response_status, response_body, artifact_id, artifact, created_at, \
+             settled_at, verified_artifact, verified_at \
+             FROM tasks WHERE account_id = $1 AND idempotency_key = $2",
+        )
+        .bind(account.as_str())
+        .bind(key)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| backend(e, "reading task by key"))?
+        .map(|r| rows::task(&r))
+        .transpose()
+    }
+
     async fn task(
         &self,
         id: &TaskId,
