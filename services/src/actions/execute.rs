@@ -106,7 +106,13 @@ impl ActionService {
             // What a request under this key already got stands, whatever changed since (the
             // map retired, a schema tightened, a connection expired): told "unknown domain"
             // about an order that went through, an agent might order again under a new key.
-            Err(refusal) if !matches!(refusal, ExecuteRefusal::Internal(_)) => {
+            // Not for a key that may not execute: that is this caller's answer to hear.
+            Err(refusal)
+                if !matches!(
+                    refusal,
+                    ExecuteRefusal::Internal(_) | ExecuteRefusal::MissingScopes { .. }
+                ) =>
+            {
                 return match self.earlier_answer(principal, &request).await? {
                     Some(answer) => answer,
                     None => Err(refusal),
