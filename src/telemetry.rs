@@ -20,7 +20,7 @@ use std::{
 
 use tracing_subscriber::{
     EnvFilter,
-    filter::{LevelFilter, Targets},
+    filter::{FilterExt, LevelFilter, Targets, combinator::And},
     fmt,
     fmt::MakeWriter,
     prelude::*,
@@ -42,6 +42,7 @@ const CAPS: &[(&str, LevelFilter)] = &[
     ("chromiumoxide", LevelFilter::INFO),
     ("tungstenite", LevelFilter::INFO),
     ("tokio_tungstenite", LevelFilter::INFO),
+    ("async_tungstenite", LevelFilter::INFO),
 ];
 
 /// The filter `SVC_LOG` asks for (default `info,sqlx=warn`).
@@ -58,6 +59,16 @@ pub fn caps() -> Targets {
     Targets::new()
         .with_default(LevelFilter::TRACE)
         .with_targets(CAPS.iter().copied())
+}
+
+/// `SVC_LOG`'s filter and the caps, both: one filter on the output layer, whose most verbose
+/// level is the lower of theirs (a global `Targets` of its own would let the `log` crate's
+/// bridge pass every `trace!` of every dependency, html5ever's per character, to be dropped).
+pub fn log_filter<S>(svc_log: Option<&str>) -> And<EnvFilter, Targets, S>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    filter(svc_log).and(caps())
 }
 
 static SECRETS: LazyLock<regex::Regex> = LazyLock::new(|| {
@@ -107,15 +118,15 @@ impl<'a> MakeWriter<'a> for Redacting {
 }
 
 pub fn init() {
-    let filter = filter(std::env::var("SVC_LOG").ok().as_deref());
+    let svc_log = std::env::var("SVC_LOG").ok();
     let json = match std::env::var("SVC_LOG_FORMAT").as_deref() {
         Ok("json") => true,
         Ok("pretty") | Ok("text") => false,
         _ => !std::io::stderr().is_terminal(),
     };
-    let registry = tracing_subscriber::registry().with(filter).with(caps());
+    let filter = log_filter(svc_log.as_deref());
     let result = if json {
-        registry
+        tracing_subscriber::registry()
             .with(
                 fmt::layer()
                     .json()
@@ -123,12 +134,13 @@ pub fn init() {
                     // Every enclosing span, so the request's (its `id`) is on each line even
                     // when a line is logged inside a narrower span.
                     .with_span_list(true)
-                    .with_writer(Redacting),
+                    .with_writer(Redacting)
+                    .with_filter(filter),
             )
             .try_init()
     } else {
-        registry
-            .with(fmt::layer().with_writer(Redacting))
+        tracing_subscriber::registry()
+            .with(fmt::layer().with_writer(Redacting).with_filter(filter))
             .try_init()
     };
     // Already initialised (tests spawn several apps in one process): keep the first.
@@ -156,6 +168,19 @@ mod tests {
         );
     }
 
+    /// A review: the caps as a global filter of their own raised the most verbose level the
+    /// process logs to trace, so every dependency's `log::trace!` reached the subscriber.
+    #[test]
+    fn the_caps_never_raise_the_level_svc_log_asks_for() {
+        use tracing_subscriber::layer::Filter;
+        let hint = |svc_log| {
+            Filter::<tracing_subscriber::Registry>::max_level_hint(&log_filter(Some(svc_log)))
+        };
+        assert_eq!(hint("info,sqlx=warn"), Some(LevelFilter::INFO));
+        assert_eq!(hint("warn"), Some(LevelFilter::WARN));
+        assert_eq!(hint("debug,rmcp=trace"), Some(LevelFilter::TRACE));
+    }
+
     #[derive(Clone)]
     struct Capture(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
 
@@ -177,12 +202,14 @@ mod tests {
         let seen = sink.clone();
         // By crate, by module (a review's `rmcp::service=trace` lifted the old caps) and
         // inside a span.
-        let subscriber = tracing_subscriber::registry()
-            .with(filter(Some(
-                "trace,rmcp=trace,rmcp::service=trace,lettre::transport=trace,[request]=trace,chromiumoxide::conn=trace",
-            )))
-            .with(caps())
-            .with(fmt::layer().with_writer(move || sink.clone()));
+        let filter = log_filter(Some(
+            "trace,rmcp=trace,rmcp::service=trace,lettre::transport=trace,[request]=trace,chromiumoxide::conn=trace",
+        ));
+        let subscriber = tracing_subscriber::registry().with(
+            fmt::layer()
+                .with_writer(move || sink.clone())
+                .with_filter(filter),
+        );
         tracing::subscriber::with_default(subscriber, || {
             let _request = tracing::info_span!("request").entered();
             tracing::debug!(target: "rmcp::service", "rmcp payload 123456");

@@ -376,7 +376,26 @@ async fn a_key_keeps_its_answer_after_the_map_is_retired() {
     )
     .await;
     problem(
-        execute(&app, &key, body, Some("after-retire")).await,
+        execute(&app, &key, body.clone(), Some("after-retire")).await,
+        404,
+        "unknown_domain",
+    )
+    .await;
+    // A key of the account that may not execute hears today's answer, not the earlier one.
+    let created: Value = app
+        .http
+        .post(app.url("/api/keys"))
+        .header("Authorization", bearer(&key))
+        .json(&json!({"scopes": ["read", "discover"]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let reader = created["api_key"].as_str().unwrap().to_owned();
+    problem(
+        execute(&app, &reader, body, Some("before-retire")).await,
         404,
         "unknown_domain",
     )

@@ -182,8 +182,8 @@ const RIGHTS_RESERVED: &[&str] = &[
 const NOTICE_CHARS: usize = 300;
 
 /// Whether the block is the site's copyright line, standing on its own at the article's end:
-/// it starts with "©" or "Copyright" and a year or a sign, or it reserves all rights. Not a
-/// sentence about copyright, nor a clause "(c)" of a law.
+/// it starts with "©" or "Copyright" and a year or a sign, or it reserves all rights beside
+/// the sign or the word. Not a sentence about copyright, nor a clause "(c)" of a law.
 fn is_notice(node: &NodeRef) -> bool {
     if !is_block(node) || text_chars(node) > NOTICE_CHARS {
         return false;
@@ -196,7 +196,11 @@ fn is_notice(node: &NodeRef) -> bool {
                 || rest.starts_with("(c)")
                 || rest.chars().take(4).filter(char::is_ascii_digit).count() == 4
         });
-    copyright_line || RIGHTS_RESERVED.iter().any(|r| text.contains(r))
+    // "... all rights reserved" alone may end a sentence of the story; with the sign or the
+    // word it is the site's line.
+    copyright_line
+        || ((text.contains('©') || text.contains("copyright"))
+            && RIGHTS_RESERVED.iter().any(|r| text.contains(r)))
 }
 
 /// Elements that stand on a line of their own.
@@ -348,7 +352,7 @@ mod tests {
             "<p>© 2012 CBS Interactive Inc. All Rights Reserved. This material may not be published.</p>",
             "<div>Copyright 2004</div>",
             "<p>Copyright © National Tax Training School</p>",
-            "<p>Texte et photos : Le Journal. Tous droits réservés.</p>",
+            "<p>Texte et photos © Le Journal. Tous droits réservés.</p>",
         ] {
             let (done, text) = trimmed(&format!("{STORY}{STORY}{tail}"));
             assert!(done, "{tail}");
@@ -357,6 +361,7 @@ mod tests {
         for tail in [
             "<p>Copyright law protects the expression of an idea, not the idea.</p>",
             "<p>(c) any other use the court allows.</p>",
+            "<p>The estate keeps all rights reserved to the family.</p>",
             // A paragraph of the story that mentions the words, and a notice inside one.
             &*format!(
                 "<p>{}all rights reserved.</p>",

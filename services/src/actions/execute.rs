@@ -258,6 +258,13 @@ impl ActionService {
         let Some(key) = &request.idempotency_key else {
             return Ok(None);
         };
+        // Only a key that may execute hears an earlier answer: its own, or, holding every
+        // execution scope, another key's of its account (what the task's action asked for is
+        // not known once its map is gone).
+        let scopes = &principal.key.scopes;
+        if !scopes.contains(svc_ports::actions::EXECUTE_SCOPE) {
+            return Ok(None);
+        }
         let Some(task) = self
             .ports
             .tasks
@@ -267,6 +274,11 @@ impl ActionService {
         else {
             return Ok(None);
         };
+        if task.key_id != principal.key.id
+            && !scopes.contains(svc_ports::actions::CONSEQUENTIAL_SCOPE)
+        {
+            return Ok(None);
+        }
         // The fingerprint this request would have had then: the task's domain when this one
         // names it, and the authority when the task paid under one.
         let domain = svc_ports::Domain::parse(&request.domain)

@@ -56,24 +56,29 @@ impl Site {
     }
 }
 
+/// A site's answer to a GET of `url`.
+pub(super) fn answered(url: &str, status: u16, content_type: &str, body: &str) -> FetchedPage {
+    FetchedPage {
+        requested_url: url.to_owned(),
+        final_url: url.to_owned(),
+        status,
+        content_type: Some(content_type.into()),
+        headers: Vec::new(),
+        charset: "utf-8".into(),
+        body: body.into(),
+        raw: None,
+        truncated: false,
+        redirects: Vec::new(),
+        robots: RobotsDecision::not_checked(),
+        fetched_at: chrono::Utc::now(),
+    }
+}
+
 #[async_trait::async_trait]
 impl PageFetcher for Site {
     async fn fetch(&self, request: &FetchRequest) -> Result<FetchedPage, FetchError> {
         let (status, content_type, body) = self.answer(&request.url).await;
-        Ok(FetchedPage {
-            requested_url: request.url.clone(),
-            final_url: request.url.clone(),
-            status,
-            content_type: Some(content_type.into()),
-            headers: Vec::new(),
-            charset: "utf-8".into(),
-            body: body.into(),
-            raw: None,
-            truncated: false,
-            redirects: Vec::new(),
-            robots: RobotsDecision::not_checked(),
-            fetched_at: chrono::Utc::now(),
-        })
+        Ok(answered(&request.url, status, content_type, body))
     }
 }
 
@@ -107,11 +112,21 @@ impl PageRenderer for Stuck {
 }
 
 fn service(site: &Arc<Site>, scans: usize) -> ReadinessService {
+    service_over(site.clone(), Some(scans)).with_renderer(Arc::new(Stuck))
+}
+
+/// A scan service over `site` (its pages and its MCP endpoint), with no browser; `scans`:
+/// how many reports it must store, when that is checked.
+pub(super) fn service_over<S: PageFetcher + ActionTransport + 'static>(
+    site: Arc<S>,
+    scans: Option<usize>,
+) -> ReadinessService {
     let mut store = MockScanStore::new();
-    store
-        .expect_insert_scan()
-        .times(scans)
-        .returning(|_| Ok(()));
+    let stored = store.expect_insert_scan();
+    if let Some(n) = scans {
+        stored.times(n);
+    }
+    stored.returning(|_| Ok(()));
     let mut clock = MockClock::new();
     clock.expect_now().returning(chrono::Utc::now);
     let mut entropy = MockEntropy::new();
@@ -124,13 +139,12 @@ fn service(site: &Arc<Site>, scans: usize) -> ReadinessService {
     });
     ReadinessService::new(
         site.clone(),
-        site.clone(),
+        site,
         Arc::new(extractor),
         Arc::new(store),
         Arc::new(clock),
         Arc::new(entropy),
     )
-    .with_renderer(Arc::new(Stuck))
 }
 
 fn never(_: &str) -> Option<(u16, &'static str, &'static str)> {

@@ -4,11 +4,12 @@
 
 use std::sync::Mutex;
 
-use svc_ports::{
-    FetchedPage, RobotsDecision, page::MockPageExtractor, store::MockScanStore, system::*,
-};
+use svc_ports::FetchedPage;
 
-use super::*;
+use super::{
+    budget_tests::{answered, service_over},
+    *,
+};
 
 /// A site that records each request (its URL and whether robots.txt was to be asked).
 #[derive(Default)]
@@ -31,20 +32,7 @@ impl PageFetcher for Recorder {
             ),
             _ => ("text/markdown", "# A page\n"),
         };
-        Ok(FetchedPage {
-            requested_url: request.url.clone(),
-            final_url: request.url.clone(),
-            status: 200,
-            content_type: Some(content_type.into()),
-            headers: Vec::new(),
-            charset: "utf-8".into(),
-            body: body.into(),
-            raw: None,
-            truncated: false,
-            redirects: Vec::new(),
-            robots: RobotsDecision::not_checked(),
-            fetched_at: chrono::Utc::now(),
-        })
+        Ok(answered(&request.url, 200, content_type, body))
     }
 }
 
@@ -65,26 +53,7 @@ impl ActionTransport for Recorder {
 #[tokio::test]
 async fn urls_of_other_origins_that_the_sites_files_name_ask_their_robots_txt() {
     let site = Arc::new(Recorder::default());
-    let mut store = MockScanStore::new();
-    store.expect_insert_scan().returning(|_| Ok(()));
-    let mut clock = MockClock::new();
-    clock.expect_now().returning(chrono::Utc::now);
-    let mut entropy = MockEntropy::new();
-    entropy.expect_ulid().returning(ulid::Ulid::new);
-    let mut extractor = MockPageExtractor::new();
-    extractor.expect_extract().returning(|_, _, _| {
-        Err(svc_ports::ExtractError::InvalidSelector {
-            selector: String::new(),
-        })
-    });
-    let service = ReadinessService::new(
-        site.clone(),
-        site.clone(),
-        Arc::new(extractor),
-        Arc::new(store),
-        Arc::new(clock),
-        Arc::new(entropy),
-    );
+    let service = service_over(site.clone(), None);
     service
         .scan("https://shop.example/", &|_| {})
         .await
