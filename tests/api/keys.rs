@@ -269,6 +269,35 @@ async fn a_rotated_key_works_for_the_overlap_then_stops() {
 
     // Rotated once: not again (rotate the replacement instead).
     problem(rotate(&app, &new, &prefix).await, 409, "key_not_active").await;
+    // The old key works, but manages no key: a key rotated because it leaked must not mint
+    // one that outlives it, nor rotate or revoke its replacement (a review did all three).
+    let new_prefix = prefix_of(&new);
+    let keys_before = list(&app, &new).await.json::<Value>().await.unwrap()["keys"]
+        .as_array()
+        .unwrap()
+        .len();
+    for refused in [
+        create(
+            &app,
+            &old,
+            json!({"scopes": ["read", "discover", "execute"]}),
+        )
+        .await,
+        rotate(&app, &old, &new_prefix).await,
+        revoke(&app, &old, &new_prefix).await,
+    ] {
+        let body = problem(refused, 403, "insufficient_scope").await;
+        assert!(
+            body["detail"].as_str().unwrap().contains("was rotated"),
+            "{body}"
+        );
+    }
+    let keys_after = list(&app, &new).await.json::<Value>().await.unwrap()["keys"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(keys_before, keys_after);
+    assert!(works(&app, &new).await);
 
     clock.advance(DAY - Duration::from_secs(1));
     assert!(

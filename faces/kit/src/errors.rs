@@ -208,7 +208,7 @@ impl From<KeyServiceError> for ApiProblem {
         match e {
             // Another account's key reads as no key at all.
             KeyServiceError::NotFound(_) => ApiProblem::new(FailureClass::NotFound, detail),
-            KeyServiceError::InsufficientScope(_) => {
+            KeyServiceError::InsufficientScope(_) | KeyServiceError::KeyEnding(_) => {
                 ApiProblem::new(FailureClass::InsufficientScope, detail)
             }
             KeyServiceError::ConsequentialUnconfirmed => {

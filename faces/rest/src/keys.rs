@@ -84,7 +84,7 @@ impl KeysApi {
         body: JsonBody<CreateKeyBody>,
     ) -> Result<CreateKeyResponse, ApiProblem> {
         let scopes = requested_scopes(body.0.scopes.as_deref())?;
-        let holder = Holder::Key(auth.0.key.scopes.clone());
+        let holder = Holder::key(&auth.0.key);
         let (secret, record) = self
             .ctx
             .services
@@ -113,7 +113,7 @@ impl KeysApi {
         /// `svc_live_` (or `svc_test_`) and 8 characters, as listed.
         prefix: Path<String>,
     ) -> Result<RotateKeyResponse, ApiProblem> {
-        let holder = Holder::Key(auth.0.key.scopes.clone());
+        let holder = Holder::key(&auth.0.key);
         let rotated = self
             .ctx
             .services
@@ -139,7 +139,7 @@ impl KeysApi {
         /// `svc_live_` (or `svc_test_`) and 8 characters, as listed.
         prefix: Path<String>,
     ) -> Result<RevokeKeyResponse, ApiProblem> {
-        let holder = Holder::Key(auth.0.key.scopes.clone());
+        let holder = Holder::key(&auth.0.key);
         let record = self
             .ctx
             .services

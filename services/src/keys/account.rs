@@ -29,6 +29,10 @@ pub fn grantable_scopes() -> Scopes {
 pub enum Holder {
     /// One of the account's API keys, holding these scopes.
     Key(Scopes),
+    /// A key that was rotated and works until its overlap ends: it may use the service and
+    /// revoke itself, not manage keys (a key rotated because it leaked must not mint keys that
+    /// outlive it, nor rotate or revoke its replacement).
+    EndingKey(KeyPrefix),
     /// The signed-in human; `consequential_confirmed` when they ticked the confirmation naming
     /// what `execute:consequential` allows.
     Human { consequential_confirmed: bool },
@@ -46,6 +50,23 @@ pub struct RotatedKey {
 impl Holder {
     /// Refuses scopes beyond the holder's (or, for the human, beyond the service's, and the
     /// consequential scope without its confirmation).
+    /// The holder a calling key is.
+    pub fn key(key: &ApiKeyRecord) -> Self {
+        if key.expires_at.is_some() {
+            Holder::EndingKey(key.prefix.clone())
+        } else {
+            Holder::Key(key.scopes.clone())
+        }
+    }
+
+    /// Refuses a key that is ending any act on keys.
+    fn may_manage(&self) -> Result<(), KeyServiceError> {
+        match self {
+            Holder::EndingKey(prefix) => Err(KeyServiceError::KeyEnding(prefix.clone())),
+            _ => Ok(()),
+        }
+    }
+
     fn may_grant(&self, scopes: &Scopes) -> Result<(), KeyServiceError> {
         // A scope that does not exist is a bad request, whoever asks (not one the key lacks).
         if let Some(unknown) = scopes.beyond(&grantable_scopes()).first() {
@@ -80,6 +101,7 @@ impl Holder {
                 }
                 Ok(())
             }
+            Holder::EndingKey(_) => self.may_manage(),
         }
     }
 
@@ -90,6 +112,9 @@ impl Holder {
             // What the key acted on holds was granted already: only whether the actor holds
             // it all matters (an operator may have granted a scope no key can ask for).
             Holder::Key(_) => self.holds(&key.scopes),
+            // Only on itself: ending its own overlap early (revoking it) is always allowed.
+            Holder::EndingKey(own) if own == &key.prefix => Ok(()),
+            Holder::EndingKey(_) => self.may_manage(),
             Holder::Human { .. } => Ok(()),
         }
     }
@@ -142,15 +167,16 @@ impl KeyService {
         name: Option<&str>,
         scopes: Option<Scopes>,
     ) -> Result<(ApiKeySecret, ApiKeyRecord), KeyServiceError> {
+        holder.may_manage()?;
         let default_name = match holder {
-            Holder::Key(_) => "api",
+            Holder::Key(_) | Holder::EndingKey(_) => "api",
             Holder::Human { .. } => "web",
         };
         let name = key_name(name, default_name)?;
         let scopes = match (scopes, holder) {
             (Some(s), _) => s,
             (None, Holder::Key(held)) => Scopes::default_for_new_key().intersection(held),
-            (None, Holder::Human { .. }) => Scopes::default_for_new_key(),
+            (None, Holder::Human { .. } | Holder::EndingKey(_)) => Scopes::default_for_new_key(),
         };
         if scopes.is_empty() {
             return Err(KeyServiceError::Invalid(

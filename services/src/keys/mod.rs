@@ -46,6 +46,11 @@ pub enum KeyServiceError {
     AlreadyRevoked(KeyPrefix),
     #[error("the key {0} was already rotated; rotate its replacement instead")]
     AlreadyRotated(KeyPrefix),
+    #[error(
+        "this key ({0}) was rotated and works only until its overlap ends, so it cannot create, \
+         rotate or revoke keys; use the key that replaced it"
+    )]
+    KeyEnding(KeyPrefix),
     /// The calling key does not hold every scope asked for (or held by the key it acts on).
     #[error("this key cannot grant or act on scopes it does not hold: {}", .0.join(", "))]
     InsufficientScope(Vec<String>),

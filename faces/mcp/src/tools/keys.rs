@@ -91,7 +91,7 @@ impl SvcMcp {
             Ok(s) => s,
             Err(problem) => return Ok(tool_error(&problem)),
         };
-        let holder = Holder::Key(principal.key.scopes.clone());
+        let holder = Holder::key(&principal.key);
         let now = self.ctx.services.clock.now();
         reply(
             self.ctx
@@ -124,7 +124,7 @@ impl SvcMcp {
         Parameters(args): Parameters<PrefixArgs>,
     ) -> Result<CallToolResult, McpError> {
         let principal = principal!(&self.ctx, parts);
-        let holder = Holder::Key(principal.key.scopes.clone());
+        let holder = Holder::key(&principal.key);
         let now = self.ctx.services.clock.now();
         reply(
             self.ctx
@@ -151,7 +151,7 @@ impl SvcMcp {
         Parameters(args): Parameters<PrefixArgs>,
     ) -> Result<CallToolResult, McpError> {
         let principal = principal!(&self.ctx, parts);
-        let holder = Holder::Key(principal.key.scopes.clone());
+        let holder = Holder::key(&principal.key);
         let now = self.ctx.services.clock.now();
         reply(
             self.ctx
