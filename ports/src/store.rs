@@ -258,6 +258,14 @@ pub trait IdentityStore: Send + Sync {
 
     async fn challenge(&self, id: &ChallengeId) -> Result<Option<EmailChallenge>, StoreError>;
 
+    /// Wrong code tries on the address's challenges (every purpose) created at or after
+    /// `since`: each challenge's tries, less the one that consumed it.
+    async fn wrong_code_tries(
+        &self,
+        email: &Email,
+        since: DateTime<Utc>,
+    ) -> Result<u32, StoreError>;
+
     /// Takes one try before a code is compared, and returns the challenge with the count
     /// raised: at most [`crate::identity::MAX_CODE_ATTEMPTS`] comparisons ever happen, also
     /// under concurrent guesses. MUST return [`IdentityError::NotFound`],

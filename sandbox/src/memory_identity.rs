@@ -166,6 +166,21 @@ impl IdentityStore for MemoryStore {
         Ok(self.lock().identity.challenges.get(id).cloned())
     }
 
+    async fn wrong_code_tries(
+        &self,
+        email: &svc_ports::Email,
+        since: DateTime<Utc>,
+    ) -> Result<u32, StoreError> {
+        Ok(self
+            .lock()
+            .identity
+            .challenges
+            .values()
+            .filter(|c| &c.email == email && c.created_at >= since)
+            .map(|c| c.attempts - u32::from(c.consumed_at.is_some()))
+            .sum())
+    }
+
     async fn attempt_challenge(
         &self,
         id: &ChallengeId,

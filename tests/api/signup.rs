@@ -469,6 +469,59 @@ async fn wrong_codes_from_one_address_lock_it_out() {
     .await;
 }
 
+/// A review guessed 50 codes an hour at one address, each challenge's five tries from another
+/// client address, never locked out. Ten wrong codes a day at an address stop its codes,
+/// wherever the guesses come from; other addresses are untouched.
+#[tokio::test]
+async fn wrong_codes_at_one_email_address_stop_its_codes_for_the_day() {
+    let (app, clock) = app_with_clock().await;
+    let email = "target@example.com";
+    let mut last = None;
+    for _ in 0..3 {
+        let body: Value = register(&app, email).await.json().await.unwrap();
+        let device_id = body["deviceId"].as_str().unwrap().to_owned();
+        let code = latest_code(&app, email).await;
+        let wrong = if code == "999999" { "888888" } else { "999999" };
+        for _ in 0..5 {
+            let resp = verify(&app, &device_id, wrong).await;
+            if resp.status() == 429 {
+                last = Some(resp);
+                break;
+            }
+        }
+        if last.is_some() {
+            break;
+        }
+    }
+    let resp = last.expect("the address locked after ten wrong codes");
+    assert!(resp.headers().contains_key("retry-after"));
+    let body = problem(resp, 429, "locked_out").await;
+    assert!(
+        body["detail"].as_str().unwrap().contains("e-mail address"),
+        "{body}"
+    );
+    // Even the right code of a new challenge for it is refused, today.
+    let fresh: Value = register(&app, email).await.json().await.unwrap();
+    let code = latest_code(&app, email).await;
+    let device_id = fresh["deviceId"].as_str().unwrap().to_owned();
+    problem(verify(&app, &device_id, &code).await, 429, "locked_out").await;
+    // Another address signs up from the same client as ever.
+    let other: Value = register(&app, "bystander@example.com")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let code = latest_code(&app, "bystander@example.com").await;
+    let ok = verify(&app, other["deviceId"].as_str().unwrap(), &code).await;
+    assert_eq!(ok.status(), 200);
+    // A day after the guesses, the address's codes work again.
+    clock.advance(Duration::from_secs(24 * 3600 + 60));
+    let again: Value = register(&app, email).await.json().await.unwrap();
+    let code = latest_code(&app, email).await;
+    let ok = verify(&app, again["deviceId"].as_str().unwrap(), &code).await;
+    assert_eq!(ok.status(), 200);
+}
+
 // ---- web pages ----------------------------------------------------------------------------------
 
 #[tokio::test]

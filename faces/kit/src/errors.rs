@@ -185,6 +185,8 @@ impl From<IdentityFailure> for ApiProblem {
             }
             IdentityFailure::CodeDead(_) => ApiProblem::new(FailureClass::CodeExpired, detail)
                 .next_action(NextActionKind::SignUp, None),
+            IdentityFailure::AddressLocked => ApiProblem::new(FailureClass::LockedOut, detail)
+                .retry_after(std::time::Duration::from_secs(3600)),
             IdentityFailure::LockedOut { retry_after } => {
                 ApiProblem::new(FailureClass::LockedOut, detail).retry_after(retry_after)
             }

@@ -40,6 +40,10 @@ const KNOWN_BROWSER_CODES: u32 = 4;
 
 const KNOWN_BROWSER_TOKEN_LEN: usize = 43;
 
+/// Wrong codes on one address in a day, across its challenges, before its codes stop: a
+/// person mistypes a few; a guesser gets at most this many of a million a day.
+pub const MAX_WRONG_CODES_PER_ADDRESS_PER_DAY: u32 = 10;
+
 impl IdentityService {
     /// Sends a 6-digit code to `email` and returns the challenge id (`deviceId`).
     pub async fn start_email(
@@ -297,6 +301,25 @@ impl IdentityService {
                 return refused(anyhow::Error::new(e).context("taking a code try").into());
             }
         };
+        // Guesses at one address, whatever challenges and addresses they come from: a day's
+        // worth stops every code for it (a review spread 50 an hour over fresh challenges and
+        // /64s). The try just taken counts; nothing is compared past the limit.
+        let since = now - chrono::Duration::hours(24);
+        match self
+            .ports
+            .identity
+            .wrong_code_tries(&challenge.email, since)
+            .await
+        {
+            Ok(wrong) if wrong > MAX_WRONG_CODES_PER_ADDRESS_PER_DAY => {
+                tracing::warn!(challenge_id = %id, "codes for this address are locked for the day: too many wrong ones");
+                return refused(IdentityFailure::AddressLocked);
+            }
+            Ok(_) => {}
+            Err(e) => {
+                return refused(anyhow::Error::new(e).context("counting wrong codes").into());
+            }
+        }
         let presented = EmailChallenge::code_hash_of(&id, code.trim());
         if presented.ct_eq(&challenge.code_hash) {
             return (Ok(challenge), false);

@@ -93,6 +93,12 @@ pub enum IdentityFailure {
     CodeDead(&'static str),
     #[error("too many wrong codes from this address; try again in {}", crate::limits::wait_in_words(*.retry_after))]
     LockedOut { retry_after: Duration },
+    /// Too many wrong codes were tried for the e-mail address in the last day, from anywhere.
+    #[error(
+        "too many wrong codes were tried for this e-mail address today; its codes work again \
+         within a day"
+    )]
+    AddressLocked,
     #[error("too many codes were sent to this address; try again in {}", crate::limits::wait_in_words(*.retry_after))]
     TooManyCodes { retry_after: Duration },
     #[error("the email could not be sent; try again shortly")]

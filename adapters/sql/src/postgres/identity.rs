@@ -284,6 +284,23 @@ impl IdentityStore for PostgresStore {
         .transpose()
     }
 
+    async fn wrong_code_tries(
+        &self,
+        email: &Email,
+        since: DateTime<Utc>,
+    ) -> Result<u32, StoreError> {
+        let wrong: i64 = sqlx::query_scalar(
+            "SELECT COALESCE(SUM(attempts - CASE WHEN consumed_at IS NULL THEN 0 ELSE 1 END), 0)::BIGINT \
+             FROM email_challenges WHERE email = $1 AND created_at >= $2",
+        )
+        .bind(email.as_str())
+        .bind(ms(since))
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|e| backend(e, "counting wrong codes"))?;
+        Ok(u32::try_from(wrong.max(0)).unwrap_or(u32::MAX))
+    }
+
     async fn attempt_challenge(
         &self,
         id: &ChallengeId,
