@@ -314,6 +314,28 @@ pub async fn challenge_tries_are_capped(b: &Backend) {
         b.identity.attempt_challenge(&missing, t0()).await,
         Err(IdentityError::NotFound)
     ));
+    // Wrong tries per address: every try of a challenge not consumed, none of another
+    // address's, none before `since`; the try that consumed one is not wrong.
+    let human = Email::parse("human@example.com").unwrap();
+    let wrong = |since| b.identity.wrong_code_tries(&human, since);
+    assert_eq!(wrong(t0()).await.unwrap(), MAX_CODE_ATTEMPTS, "{}", b.name);
+    assert_eq!(wrong(t0() + Duration::seconds(1)).await.unwrap(), 0);
+    let other = Email::parse("other@example.com").unwrap();
+    assert_eq!(b.identity.wrong_code_tries(&other, t0()).await.unwrap(), 0);
+    let right = challenge("human@example.com", t0() + Duration::minutes(10));
+    b.identity.insert_challenge(&right).await.unwrap();
+    b.identity.attempt_challenge(&right.id, t0()).await.unwrap();
+    b.identity.attempt_challenge(&right.id, t0()).await.unwrap();
+    b.identity
+        .consume_challenge(&right.id, t0(), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        wrong(t0()).await.unwrap(),
+        MAX_CODE_ATTEMPTS + 1,
+        "{}",
+        b.name
+    );
 }
 
 pub async fn challenges_are_consumed_once_with_their_key(b: &Backend) {

@@ -177,7 +177,10 @@ impl IdentityStore for MemoryStore {
             .challenges
             .values()
             .filter(|c| &c.email == email && c.created_at >= since)
-            .map(|c| c.attempts - u32::from(c.consumed_at.is_some()))
+            .map(|c| {
+                c.attempts
+                    .saturating_sub(u32::from(c.consumed_at.is_some()))
+            })
             .sum())
     }
 

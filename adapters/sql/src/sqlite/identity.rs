@@ -283,7 +283,8 @@ impl IdentityStore for SqliteStore {
         since: DateTime<Utc>,
     ) -> Result<u32, StoreError> {
         let wrong: i64 = sqlx::query_scalar(
-            "SELECT COALESCE(SUM(attempts - CASE WHEN consumed_at IS NULL THEN 0 ELSE 1 END), 0) \
+            "SELECT COALESCE(SUM(CASE WHEN consumed_at IS NULL THEN attempts \
+             WHEN attempts > 0 THEN attempts - 1 ELSE 0 END), 0) \
              FROM email_challenges WHERE email = $1 AND created_at >= $2",
         )
         .bind(email.as_str())
