@@ -57,3 +57,11 @@ async fn key_racers_on_two_instances_hear_in_flight_not_insufficient_credits() {
     svc_contract_tests::actions::key_racers_on_two_instances_hear_in_flight_not_insufficient_credits(&url)
         .await;
 }
+
+/// An event enqueued while its endpoint was deleted is cancelled, never sent.
+#[tokio::test]
+async fn a_delivery_left_pending_for_a_deleted_endpoint_is_never_sent() {
+    let url = svc_contract_tests::postgres_database().await;
+    svc_contract_tests::hooks::a_delivery_left_pending_for_a_deleted_endpoint_is_never_sent(&url)
+        .await;
+}

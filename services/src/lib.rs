@@ -68,7 +68,11 @@ pub struct Ports {
     /// The payment provider; `None` when billing is not configured.
     pub payments: Option<Arc<dyn PaymentProvider>>,
     pub mailer: Arc<dyn Mailer>,
+    /// Action requests to the sites of published maps (names the operator pinned included).
     pub transport: Arc<dyn ActionTransport>,
+    /// Deliveries to customers' webhook endpoints: guarded like `transport`, without the
+    /// operator's pinned names (those are for maps; a customer's URL never reaches them).
+    pub hook_transport: Arc<dyn ActionTransport>,
     pub signer: Arc<dyn Signer>,
     pub fetcher: Arc<dyn PageFetcher>,
     pub extractor: Arc<dyn PageExtractor>,
@@ -150,7 +154,7 @@ impl Services {
             hooks::HookService::new(
                 ports.hooks.clone(),
                 ports.sealer.clone(),
-                ports.transport.clone(),
+                ports.hook_transport.clone(),
                 ports.clock.clone(),
                 ports.entropy.clone(),
             )

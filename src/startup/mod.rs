@@ -344,6 +344,17 @@ pub fn ports(stores: &Stores, world: &World) -> anyhow::Result<(Ports, Option<Ar
     if let Some(t) = world.fetch_timeout {
         config.timeout = t;
     }
+    // Customers' webhook endpoints: the sandbox's demo names only, never the operator's pins.
+    let mut hook_config = FetcherConfig {
+        sandbox_hosts: world.sandbox_hosts.clone(),
+        bot_auth: world.bot_identity.clone(),
+        ..FetcherConfig::default()
+    };
+    if let Some(t) = world.fetch_timeout {
+        hook_config.timeout = t;
+    }
+    let hook_transport =
+        Arc::new(GuardedFetcher::new(hook_config).context("building the webhook HTTP client")?);
     let fetcher = GuardedFetcher::new(config).context("building the guarded HTTP client")?;
     let clock: Arc<dyn Clock> = world.clock.clone().unwrap_or_else(|| Arc::new(SystemClock));
     let (mailer, outbox): (Arc<dyn Mailer>, Option<Arc<dyn Outbox>>) = match &world.mail {
@@ -393,6 +404,7 @@ pub fn ports(stores: &Stores, world: &World) -> anyhow::Result<(Ports, Option<Ar
         payments,
         mailer,
         transport: fetcher.clone(),
+        hook_transport,
         signer,
         fetcher,
         extractor: Arc::new(HtmlExtractor::new()),

@@ -226,6 +226,12 @@ impl TestAppBuilder {
         self
     }
 
+    /// Pins `name` to `addr` as the operator does with `SVC_PINNED_HOSTS` (for maps' sites).
+    pub fn pinned_host(mut self, name: &str, addr: SocketAddr) -> Self {
+        self.world.pinned_hosts.insert(name.to_owned(), addr);
+        self
+    }
+
     /// Starts the sandbox's action sites (shop, booking, flaky) and publishes their maps.
     pub async fn action_sites(mut self) -> Self {
         let sites = startup::ActionSites::start().await;

@@ -584,6 +584,39 @@ async fn other_accounts_see_none_of_it() {
     assert_eq!(unauthenticated.status(), 401);
 }
 
+/// A review: a name the operator pinned to a private address for a map's site
+/// (`SVC_PINNED_HOSTS`) was a webhook URL like any other, so a customer's endpoint reached the
+/// operator's internal service, path and query of its choosing. Pins are for maps alone: the
+/// name is looked up as any other (here it resolves nowhere) and nothing reaches the address.
+#[tokio::test]
+async fn names_pinned_for_maps_are_no_webhook_endpoints() {
+    let mut receiver = Receiver::start(&[]).await;
+    let app = TestApp::builder()
+        .pinned_host("crm.partner.example", *receiver.server.address())
+        .runtime(|r| r.webhook_poll_millis = 0)
+        .sealing(sealing())
+        .action_sites()
+        .await
+        .spawn()
+        .await;
+    let port = receiver.server.address().port();
+    let url = format!("http://crm.partner.example:{port}/internal/admin/reset?all=1");
+    let resp = register(&app, &app.api_key, json!({"url": url})).await;
+    assert_eq!(
+        resp.status(),
+        201,
+        "an unresolvable name is judged when it is sent to"
+    );
+    search(&app, "tea").await;
+    assert_eq!(app.services.hooks.deliver_due().await.unwrap(), 1);
+    assert!(
+        receiver.drain().is_empty(),
+        "nothing reached the pinned address"
+    );
+    let d = &deliveries(&app, &app.api_key).await[0];
+    assert_eq!(d["last_status_code"], Value::Null, "{d}");
+}
+
 #[tokio::test]
 async fn private_addresses_are_refused_at_registration_and_at_delivery() {
     let mut receiver = Receiver::start(&[]).await;

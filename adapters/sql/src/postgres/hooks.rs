@@ -134,10 +134,21 @@ impl HookStore for PostgresStore {
         limit: u32,
     ) -> Result<Vec<ClaimedDelivery>, StoreError> {
         let rows = sqlx::query(
-            "WITH due AS (\
-               SELECT id FROM webhook_deliveries WHERE status = 'pending' \
-               AND next_attempt_at <= $3 AND (lease_until IS NULL OR lease_until <= $3) \
-               ORDER BY next_attempt_at, id LIMIT $4 FOR UPDATE SKIP LOCKED), \
+            // A delivery stored while its endpoint was being deleted (the event's enqueue and
+            // the delete's cancel did not see each other under read committed) is cancelled
+            // here, never sent: the endpoint's owner was told it is gone.
+            "WITH gone AS (\
+               UPDATE webhook_deliveries d SET status = 'canceled', next_attempt_at = NULL, \
+               lease = NULL, lease_until = NULL FROM webhook_endpoints w \
+               WHERE w.id = d.endpoint_id AND w.deleted_at IS NOT NULL \
+               AND d.status = 'pending' AND d.next_attempt_at <= $3 \
+               AND (d.lease_until IS NULL OR d.lease_until <= $3)), \
+             due AS (\
+               SELECT d.id FROM webhook_deliveries d \
+               JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.deleted_at IS NULL \
+               WHERE d.status = 'pending' \
+               AND d.next_attempt_at <= $3 AND (d.lease_until IS NULL OR d.lease_until <= $3) \
+               ORDER BY d.next_attempt_at, d.id LIMIT $4 FOR UPDATE OF d SKIP LOCKED), \
              claimed AS (\
                UPDATE webhook_deliveries c SET lease = $1, lease_until = $2 FROM due \
                WHERE c.id = due.id RETURNING c.*) \
