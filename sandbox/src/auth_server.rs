@@ -4,9 +4,12 @@
 //! their account in the clear (base64url): it is a sandbox, and that keeps the server
 //! stateless. `/qa/refresh?allowed=false` makes refreshes fail, so a connection can expire.
 
-use std::sync::{
-    Arc,
-    atomic::{AtomicBool, Ordering},
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
+    time::Duration,
 };
 
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
@@ -27,6 +30,7 @@ pub const ACCESS_TOKEN_SECONDS: u64 = 3600;
 pub struct SandboxAuthServer {
     server: MockServer,
     refresh_allowed: Arc<AtomicBool>,
+    userinfo_delay_ms: Arc<AtomicU64>,
 }
 
 impl SandboxAuthServer {
@@ -36,9 +40,11 @@ impl SandboxAuthServer {
             .start()
             .await;
         let refresh_allowed = Arc::new(AtomicBool::new(true));
+        let userinfo_delay_ms = Arc::new(AtomicU64::new(0));
         Mock::given(any())
             .respond_with(Provider {
                 refresh_allowed: refresh_allowed.clone(),
+                userinfo_delay_ms: userinfo_delay_ms.clone(),
                 used_refresh_tokens: Default::default(),
             })
             .mount(&server)
@@ -46,6 +52,7 @@ impl SandboxAuthServer {
         Self {
             server,
             refresh_allowed,
+            userinfo_delay_ms,
         }
     }
 
@@ -56,6 +63,13 @@ impl SandboxAuthServer {
     /// Whether refresh tokens are honoured (tests turn it off to expire connections).
     pub fn allow_refresh(&self, allowed: bool) {
         self.refresh_allowed.store(allowed, Ordering::SeqCst);
+    }
+
+    /// How long the userinfo endpoint takes to answer (tests widen the window between a
+    /// refresh and the storing of its tokens, as a slow provider does).
+    pub fn slow_userinfo(&self, delay: Duration) {
+        let ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        self.userinfo_delay_ms.store(ms, Ordering::SeqCst);
     }
 }
 
@@ -113,6 +127,7 @@ fn tokens(account: &str) -> ResponseTemplate {
 
 struct Provider {
     refresh_allowed: Arc<AtomicBool>,
+    userinfo_delay_ms: Arc<AtomicU64>,
     /// Refresh tokens already used: like real providers, each refresh rotates the token.
     used_refresh_tokens: std::sync::Mutex<std::collections::HashSet<String>>,
 }
@@ -240,9 +255,11 @@ impl Respond for Provider {
                 .and_then(|h| h.to_str().ok())
                 .and_then(account_of_bearer)
             {
-                Some(account) => {
-                    ResponseTemplate::new(200).set_body_json(json!({"account": account}))
-                }
+                Some(account) => ResponseTemplate::new(200)
+                    .set_body_json(json!({"account": account}))
+                    .set_delay(Duration::from_millis(
+                        self.userinfo_delay_ms.load(Ordering::SeqCst),
+                    )),
                 None => oauth_error(401, "invalid_token"),
             },
             ("POST", "/qa/refresh") => {

@@ -131,11 +131,19 @@ impl std::fmt::Debug for Credential {
     }
 }
 
+/// How many times, 200 ms apart, a refused refresh looks for the tokens another instance's
+/// refresh of the same connection stores, before it ends the connection.
+const REFUSED_REFRESH_LOOKS: usize = 15;
+
 /// How long the set of declared providers is reused (maps change only when published).
 const PROVIDERS_CACHE: chrono::TimeDelta = chrono::TimeDelta::seconds(1);
 
 /// The declared providers, with when they were read (the `Clock` port's time).
 type ProvidersCache = Arc<std::sync::Mutex<Option<(DateTime<Utc>, Arc<HashSet<String>>)>>>;
+
+/// The per-connection locks refreshes take on this instance, shared by the service's clones.
+type RefreshTurns =
+    Arc<std::sync::Mutex<std::collections::HashMap<ConnectionId, Arc<tokio::sync::Mutex<()>>>>>;
 
 #[derive(Clone)]
 pub struct ConnectionService {
@@ -150,6 +158,10 @@ pub struct ConnectionService {
     site_url: String,
     /// Where `connection.expired` is recorded for the account's webhooks.
     hooks: Option<Arc<crate::hooks::HookService>>,
+    /// One refresh at a time per connection on this instance: providers rotate refresh
+    /// tokens, so a second refresh with the same token is refused and would end the
+    /// connection while the first one stores the new tokens.
+    refreshing: RefreshTurns,
 }
 
 impl ConnectionService {
@@ -164,6 +176,7 @@ impl ConnectionService {
     ) -> Self {
         Self {
             declared: Arc::default(),
+            refreshing: Arc::default(),
             store,
             maps,
             provider,
@@ -490,16 +503,39 @@ impl ConnectionService {
             });
         }
         let grant = self.open_grant(&record)?.ok_or_else(required)?;
-        let now = self.clock.now();
-        let fresh = grant
-            .expires_at
-            .is_none_or(|at| at > now + chrono::Duration::seconds(REFRESH_MARGIN_SECONDS));
-        if fresh {
+        let fresh = |grant: &ProviderGrant| {
+            let now = self.clock.now();
+            grant
+                .expires_at
+                .is_none_or(|at| at > now + chrono::Duration::seconds(REFRESH_MARGIN_SECONDS))
+        };
+        if fresh(&grant) {
             return Ok(Credential {
                 kind: grant.kind,
                 secret: grant.access_token,
             });
         }
+        // Behind the refresh another request of this instance may be running: once it is done,
+        // what it stored is the answer.
+        let turn = self.refresh_turn(&record.id);
+        let _turn = turn.lock().await;
+        let record = match self
+            .store
+            .connection(&record.id)
+            .await
+            .map_err(anyhow::Error::from)?
+        {
+            Some(r) if r.state == ConnectionState::Connected => r,
+            _ => return Err(CredentialFailure::Expired(provider.to_owned())),
+        };
+        let grant = self.open_grant(&record)?.ok_or_else(required)?;
+        if fresh(&grant) {
+            return Ok(Credential {
+                kind: grant.kind,
+                secret: grant.access_token,
+            });
+        }
+        let now = self.clock.now();
         let Some(refresh_token) = grant.refresh_token.as_deref() else {
             return Err(self.expire(&record, provider).await?);
         };
@@ -530,8 +566,9 @@ impl ConnectionService {
             // The provider refused the refresh token. Providers rotate refresh tokens, so a
             // concurrent request may have refreshed first: use what it stored, if anything.
             Err(ConnectionProviderError::Refused(_)) => {
-                // The other request may still be storing them: look a few times.
-                for _ in 0..5 {
+                // Another instance's refresh may still be asking the provider who the tokens
+                // belong to before it stores them: look for about as long as that may take.
+                for _ in 0..REFUSED_REFRESH_LOOKS {
                     let current = self
                         .store
                         .connection(&record.id)
@@ -554,7 +591,7 @@ impl ConnectionService {
                         }
                         _ => {}
                     }
-                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
                 }
                 Err(self.expire(&record, provider).await?)
             }
@@ -565,6 +602,14 @@ impl ConnectionService {
                 Err(CredentialFailure::ProviderUnavailable(provider.to_owned()))
             }
         }
+    }
+
+    /// The lock whose holder refreshes the connection on this instance.
+    fn refresh_turn(&self, id: &ConnectionId) -> Arc<tokio::sync::Mutex<()>> {
+        let mut turns = self.refreshing.lock().unwrap_or_else(|p| p.into_inner());
+        // Locks no request holds or waits for are dropped as others are handed out.
+        turns.retain(|_, turn| Arc::strong_count(turn) > 1);
+        turns.entry(id.clone()).or_default().clone()
     }
 
     /// The grant a connected record holds, opened.

@@ -407,13 +407,21 @@ async fn a_new_attempt_ends_the_old_link_and_does_not_hide_a_working_connection(
 }
 
 /// Refresh tokens rotate (each works once, as at real providers): executions racing to refresh
-/// an expired token all run, and the connection survives.
+/// an expired token all run, and the connection survives. A review made the provider's
+/// userinfo slow, so the first refresh's tokens were not stored yet when the second refresh
+/// (with the same, now spent token) was refused: the second ended the connection and the
+/// first's tokens were lost. One refresh runs at a time per connection; the others use its
+/// tokens.
 #[tokio::test]
 async fn concurrent_refreshes_keep_the_connection() {
     let clock = TestClock::new();
     let app = app_with(Some(clock.clone())).await;
     let started = start(&app, None).await;
     human_decides(&app, started["connect_url"].as_str().unwrap(), "approve").await;
+    app.auth
+        .as_ref()
+        .unwrap()
+        .slow_userinfo(Duration::from_millis(800));
     clock.advance(Duration::from_secs(svc::startup::ACCESS_TOKEN_SECONDS + 60));
     let statuses = futures_util::future::join_all((0..4).map(|_| list_bookings(&app)))
         .await
