@@ -374,6 +374,28 @@ async fn failures_are_retried_with_backoff_and_given_up_after_72_hours() {
     let log = deliveries(&app, &app.api_key).await;
     assert_eq!(log[0]["id"], replay["id"]);
     assert_eq!(log[0]["status"], "succeeded");
+
+    // A replay's retries have a window of their own: asked for days after the event, a
+    // failing one is tried again (a review saw one given up after its first attempt).
+    receiver.answer(500);
+    let second: Value = app
+        .http
+        .post(app.url(&format!(
+            "/api/webhook-deliveries/{}/replay",
+            d["id"].as_str().unwrap()
+        )))
+        .header("Authorization", bearer(&app.api_key))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(hooks.deliver_due().await.unwrap(), 1);
+    receiver.next().await;
+    let log = deliveries(&app, &app.api_key).await;
+    assert_eq!(log[0]["id"], second["id"]);
+    assert_eq!(log[0]["status"], "pending", "{}", log[0]);
 }
 
 /// A stoppable instance of the sandbox on `stores`, its sender off (the test drives it).

@@ -36,9 +36,10 @@ pub fn retry_delay(failed_attempts: u32) -> Duration {
 }
 
 /// What follows a failed attempt at `now` that was the `attempts`-th: the next try, not later
-/// than the end of the window (one last try there), or giving up once the window is over.
-fn after_failure(event_at: DateTime<Utc>, attempts: u32, now: DateTime<Utc>) -> AttemptResult {
-    let deadline = event_at + Duration::hours(GIVE_UP_AFTER_HOURS);
+/// than the end of the window that opened at `from` (one last try there), or giving up once
+/// the window is over.
+fn after_failure(from: DateTime<Utc>, attempts: u32, now: DateTime<Utc>) -> AttemptResult {
+    let deadline = from + Duration::hours(GIVE_UP_AFTER_HOURS);
     if now >= deadline {
         return AttemptResult::GaveUp;
     }
@@ -74,7 +75,16 @@ impl HookService {
         let at = self.now();
         let result = match &error {
             None => AttemptResult::Delivered,
-            Some(_) => after_failure(claimed.event_created_at, d.attempts + 1, at),
+            // A replay, asked for by a person, gets a window of its own from when it was
+            // asked; the first delivery's runs from the event.
+            Some(_) => {
+                let window_start = if d.replay_of.is_some() {
+                    d.created_at
+                } else {
+                    claimed.event_created_at
+                };
+                after_failure(window_start, d.attempts + 1, at)
+            }
         };
         let attempt = Attempt {
             at,
