@@ -508,18 +508,7 @@ async fn a_handoff_link_signs_in_for_its_checkout_and_nothing_more() {
             .unwrap()
             .len()
     };
-    let created: Value = app
-        .http
-        .post(app.url("/api/keys"))
-        .header("Authorization", bearer(&app.api_key))
-        .json(&json!({"scopes": ["read"]}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let read_only = created["api_key"].as_str().unwrap().to_owned();
+    let read_only = app.key_with_scopes(&["read"]).await;
     let keys_before = keys_now().await;
     let path = &handoff_path(&app, &read_only).await;
     let token = path.split("token=").nth(1).unwrap();

@@ -66,6 +66,22 @@ pub struct TestAppBuilder {
 }
 
 impl TestApp {
+    /// A new key of the app's account holding `scopes`, made with the app's key.
+    pub async fn key_with_scopes(&self, scopes: &[&str]) -> String {
+        let created: serde_json::Value = self
+            .http
+            .post(self.url("/api/keys"))
+            .header("Authorization", bearer(&self.api_key))
+            .json(&serde_json::json!({ "scopes": scopes }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        created["api_key"].as_str().unwrap().to_owned()
+    }
+
     pub fn builder() -> TestAppBuilder {
         TestAppBuilder {
             auth: None,

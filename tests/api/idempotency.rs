@@ -382,18 +382,7 @@ async fn a_key_keeps_its_answer_after_the_map_is_retired() {
     )
     .await;
     // A key of the account that may not execute hears today's answer, not the earlier one.
-    let created: Value = app
-        .http
-        .post(app.url("/api/keys"))
-        .header("Authorization", bearer(&key))
-        .json(&json!({"scopes": ["read", "discover"]}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let reader = created["api_key"].as_str().unwrap().to_owned();
+    let reader = app.key_with_scopes(&["read", "discover"]).await;
     problem(
         execute(&app, &reader, body, Some("before-retire")).await,
         404,

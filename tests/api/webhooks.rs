@@ -276,6 +276,16 @@ async fn a_completed_task_reaches_the_receiver_signed_per_standard_webhooks() {
     assert_eq!(after["events"], json!([]));
 }
 
+/// Asks for a delivery to be sent again, with the app's key.
+async fn replay_delivery(app: &TestApp, id: &str) -> reqwest::Response {
+    app.http
+        .post(app.url(&format!("/api/webhook-deliveries/{id}/replay")))
+        .header("Authorization", bearer(&app.api_key))
+        .send()
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn failures_are_retried_with_backoff_and_given_up_after_72_hours() {
     capture_logs();
@@ -355,16 +365,7 @@ async fn failures_are_retried_with_backoff_and_given_up_after_72_hours() {
 
     // A replay sends the event again, a new delivery with the same webhook-id.
     receiver.answer(200);
-    let replay = app
-        .http
-        .post(app.url(&format!(
-            "/api/webhook-deliveries/{}/replay",
-            d["id"].as_str().unwrap()
-        )))
-        .header("Authorization", bearer(&app.api_key))
-        .send()
-        .await
-        .unwrap();
+    let replay = replay_delivery(&app, d["id"].as_str().unwrap()).await;
     assert_eq!(replay.status(), 202);
     let replay: Value = replay.json().await.unwrap();
     assert_eq!(replay["replay_of"], d["id"]);
@@ -378,16 +379,8 @@ async fn failures_are_retried_with_backoff_and_given_up_after_72_hours() {
     // A replay's retries have a window of their own: asked for days after the event, a
     // failing one is tried again (a review saw one given up after its first attempt).
     receiver.answer(500);
-    let second: Value = app
-        .http
-        .post(app.url(&format!(
-            "/api/webhook-deliveries/{}/replay",
-            d["id"].as_str().unwrap()
-        )))
-        .header("Authorization", bearer(&app.api_key))
-        .send()
+    let second: Value = replay_delivery(&app, d["id"].as_str().unwrap())
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
