@@ -522,6 +522,53 @@ async fn wrong_codes_at_one_email_address_stop_its_codes_for_the_day() {
     assert_eq!(ok.status(), 200);
 }
 
+/// A review spent a web sign-in code's five tries through /api/verify: a challenge of the other
+/// purpose answered "not found" there but took a try each time, so the owner's right code was
+/// then dead. Another purpose's challenge is not tried at all.
+#[tokio::test]
+async fn a_sign_in_code_is_not_spent_through_the_agents_endpoint() {
+    let app = TestApp::builder().outbox().spawn().await;
+    let email = "owner@example.com";
+    let browser = crate::helpers::Browser::new(&app);
+    let page = browser
+        .get("/signin?next=%2Faccount")
+        .await
+        .text()
+        .await
+        .unwrap();
+    let sent = browser
+        .post(
+            "/signin",
+            &[
+                ("csrf", &csrf_of(&page)),
+                ("email", email),
+                ("next", "/account"),
+            ],
+        )
+        .await;
+    let (status, page) = browser.follow(sent).await;
+    assert_eq!(status, 200, "{page}");
+    let challenge = crate::helpers::attr(&page, "challenge");
+    for _ in 0..6 {
+        problem(verify(&app, &challenge, "000000").await, 404, "not_found").await;
+    }
+    let code = latest_code(&app, email).await;
+    let done = browser
+        .post(
+            "/signin/code",
+            &[
+                ("csrf", &csrf_of(&page)),
+                ("challenge", &challenge),
+                ("code", &code),
+                ("next", "/account"),
+            ],
+        )
+        .await;
+    let (status, page) = browser.follow(done).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains(email), "signed in: {page}");
+}
+
 // ---- web pages ----------------------------------------------------------------------------------
 
 #[tokio::test]

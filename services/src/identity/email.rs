@@ -156,6 +156,7 @@ impl IdentityService {
                      It expires in {minutes} minutes. Terms: {site}/terms  Privacy: {site}/privacy\n",
                     agent_name
                         .as_deref()
+                        .filter(|n| plain_name(n))
                         .map(|n| format!(" ({n})"))
                         .unwrap_or_default(),
                     site = self.settings.site_url,
@@ -281,6 +282,16 @@ impl IdentityService {
         };
         let now = self.now();
         let refused = |f: IdentityFailure| (Err(f), false);
+        // A challenge of the other purpose is no challenge here, and takes none of its tries
+        // (a review burned a sign-in code's five tries through /api/verify). A purpose never
+        // changes, so reading it first is safe.
+        match self.ports.identity.challenge(&id).await {
+            Ok(Some(c)) if c.purpose == purpose => {}
+            Ok(_) => return (Err(unknown()), true),
+            Err(e) => {
+                return refused(anyhow::Error::new(e).context("reading a challenge").into());
+            }
+        }
         let challenge = match self.ports.identity.attempt_challenge(&id, now).await {
             Ok(c) if c.purpose == purpose => c,
             Ok(_) | Err(IdentityError::NotFound) => return refused(unknown()),
@@ -418,9 +429,59 @@ impl IdentityService {
     }
 }
 
+/// Whether an agent's name may go into the mail sent to an address anyone can name: a name,
+/// not a link or an address ("Visit evil.example/claim to get 500 USD" from our own domain
+/// would be phishing). Names with a web address, an e-mail address or a path stay out.
+fn plain_name(name: &str) -> bool {
+    const MAX: usize = 40;
+    let lower = name.to_ascii_lowercase();
+    let has_domain = lower
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '-'))
+        .any(|word| {
+            let mut labels = word.split('.');
+            let first = labels.next().unwrap_or("");
+            let rest: Vec<&str> = labels.collect();
+            !first.is_empty()
+                && rest.last().is_some_and(|tld| {
+                    tld.len() >= 2 && tld.chars().all(|c| c.is_ascii_alphabetic())
+                })
+        });
+    name.chars().count() <= MAX
+        && !has_domain
+        && !["://", "www", "@", "/", "http"]
+            .iter()
+            .any(|s| lower.contains(s))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::is_email_format;
+    use super::{is_email_format, plain_name};
+
+    /// A review had the service mail "An AI agent (Visit https://evil.example/claim to get 500
+    /// USD) asked for ..." to any address.
+    #[test]
+    fn only_plain_names_go_into_the_mail() {
+        for ok in [
+            "Claude",
+            "Claude 3.5 Sonnet",
+            "my-agent_2",
+            "Agent (test)",
+            "GPT-4o mini",
+        ] {
+            assert!(plain_name(ok), "{ok}");
+        }
+        for bad in [
+            "Visit https://evil.example/claim to get 500 USD",
+            "go to evil.example now",
+            "EVIL.COM",
+            "www dot evil",
+            "mail me: a@b",
+            "see /claim",
+            "an agent whose name runs far past forty characters",
+        ] {
+            assert!(!plain_name(bad), "{bad}");
+        }
+    }
 
     /// The check JSON Schema's `format: email` makes, as the OpenAPI document's clients run it.
     #[test]
