@@ -247,9 +247,9 @@ impl ActionService {
         })
     }
 
-    /// The answer a request under the same Idempotency-Key already has, judged as
-    /// [`svc_ports::BeginOutcome::existing`] judges one: its stored answer (the same request,
-    /// settled), in flight, or a conflict (another request). `None`: no task has this key.
+    /// The answer the same request under its Idempotency-Key already has: its stored answer
+    /// (settled) or in flight. `None`: no task has this key, or its task is another request's
+    /// (a conflict the caller's refusal explains as well).
     async fn earlier_answer(
         &self,
         principal: &Principal,
@@ -299,11 +299,14 @@ impl ActionService {
             canonical["authority_id"] = json!(named);
         }
         let fingerprint = sha256_hex(sorted_json(&canonical).as_bytes());
-        let task_id = task.id.to_string();
-        Ok(Some(if task.fingerprint != fingerprint {
-            Err(ExecuteRefusal::KeyConflict { task_id })
-        } else if task.status == svc_ports::TaskStatus::InFlight {
-            Err(ExecuteRefusal::InFlight { task_id })
+        // Another request under the key is refused for what is wrong with it today, as ever.
+        if task.fingerprint != fingerprint {
+            return Ok(None);
+        }
+        Ok(Some(if task.status == svc_ports::TaskStatus::InFlight {
+            Err(ExecuteRefusal::InFlight {
+                task_id: task.id.to_string(),
+            })
         } else {
             replay(&task)
         }))
