@@ -407,9 +407,14 @@ pub trait ConnectionProvider: Send + Sync {
         redirect_uri: &str,
     ) -> Result<ProviderGrant, ConnectionProviderError>;
 
+    /// New tokens for a connection of `account` (the upstream account it holds). Providers
+    /// rotate refresh tokens, so tokens the provider gave MUST be answered, not lost: when it
+    /// cannot say whose they are just then (its userinfo fails), they are answered as
+    /// `account`'s.
     async fn refresh(
         &self,
         provider: &ProviderId,
         refresh_token: &str,
+        account: &str,
     ) -> Result<ProviderGrant, ConnectionProviderError>;
 }

@@ -539,7 +539,11 @@ impl ConnectionService {
         let Some(refresh_token) = grant.refresh_token.as_deref() else {
             return Err(self.expire(&record, provider).await?);
         };
-        match self.provider.refresh(&id, refresh_token).await {
+        match self
+            .provider
+            .refresh(&id, refresh_token, &grant.upstream_account)
+            .await
+        {
             Ok(new)
                 if new
                     .upstream_account

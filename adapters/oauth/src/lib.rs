@@ -93,12 +93,23 @@ impl OAuthProviders {
     async fn grant<R: TokenResponse>(
         &self,
         config: &ProviderConfig,
-        token: R,
+        token: &R,
         previous_refresh: Option<&str>,
     ) -> Result<ProviderGrant, ConnectionProviderError> {
-        let access_token = token.access_token().secret().to_owned();
-        let upstream_account = self.upstream_account(config, &access_token).await?;
-        Ok(ProviderGrant {
+        let access_token = token.access_token().secret();
+        let upstream_account = self.upstream_account(config, access_token).await?;
+        Ok(self.grant_as(config, token, previous_refresh, upstream_account))
+    }
+
+    /// The grant of a token response, as `upstream_account`'s.
+    fn grant_as<R: TokenResponse>(
+        &self,
+        config: &ProviderConfig,
+        token: &R,
+        previous_refresh: Option<&str>,
+        upstream_account: String,
+    ) -> ProviderGrant {
+        ProviderGrant {
             kind: config.credential,
             refresh_token: token
                 .refresh_token()
@@ -108,9 +119,9 @@ impl OAuthProviders {
                 .expires_in()
                 .and_then(|d| chrono::Duration::from_std(d).ok())
                 .map(|d| Utc::now() + d),
-            access_token,
+            access_token: token.access_token().secret().to_owned(),
             upstream_account,
-        })
+        }
     }
 
     /// Who the token belongs to, as the provider says.
@@ -248,13 +259,14 @@ impl ConnectionProvider for OAuthProviders {
             .request_async(&self.http)
             .await
             .map_err(token_error)?;
-        self.grant(config, token, None).await
+        self.grant(config, &token, None).await
     }
 
     async fn refresh(
         &self,
         provider: &ProviderId,
         refresh_token: &str,
+        account: &str,
     ) -> Result<ProviderGrant, ConnectionProviderError> {
         let config = self.config(provider)?;
         let token = client(config)?
@@ -262,7 +274,14 @@ impl ConnectionProvider for OAuthProviders {
             .request_async(&self.http)
             .await
             .map_err(token_error)?;
-        self.grant(config, token, Some(refresh_token)).await
+        match self.grant(config, &token, Some(refresh_token)).await {
+            // The refresh token is spent at the provider: keep what it gave.
+            Err(ConnectionProviderError::Unavailable(why)) => {
+                tracing::warn!(provider = %provider, reason = %why, "userinfo failed after a refresh: the new tokens are kept as the connection's account's");
+                Ok(self.grant_as(config, &token, Some(refresh_token), account.to_owned()))
+            }
+            other => other,
+        }
     }
 }
 

@@ -118,11 +118,46 @@ async fn only_invalid_grant_is_a_refusal() {
             .await;
         let providers = OAuthProviders::new(vec![config(&server)]).unwrap();
         let id = ProviderId::parse("shop-example").unwrap();
-        let got = providers.refresh(&id, "rt-1").await;
+        let got = providers.refresh(&id, "rt-1", "ann@shop.example").await;
         match (refused, got) {
             (true, Err(ConnectionProviderError::Refused(_))) => {}
             (false, Err(ConnectionProviderError::Unavailable(_))) => {}
             (_, other) => panic!("{error}: {other:?}"),
         }
     }
+}
+
+/// A review: the provider rotated the refresh token, then its userinfo failed once, and the
+/// new tokens were thrown away, so the next use of the spent token ended the connection. The
+/// tokens are kept as the connection's account's; a failing code exchange is still refused.
+#[tokio::test]
+async fn tokens_of_a_refresh_are_kept_when_userinfo_fails() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/token"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "access_token": "at-2", "token_type": "bearer", "expires_in": 600, "refresh_token": "rt-2"})))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/userinfo"))
+        .respond_with(ResponseTemplate::new(503))
+        .mount(&server)
+        .await;
+    let providers = OAuthProviders::new(vec![config(&server)]).unwrap();
+    let id = ProviderId::parse("shop-example").unwrap();
+    let grant = providers
+        .refresh(&id, "rt-1", "ann@shop.example")
+        .await
+        .expect("the rotated tokens are answered");
+    assert_eq!(grant.access_token, "at-2");
+    assert_eq!(grant.refresh_token.as_deref(), Some("rt-2"));
+    assert_eq!(grant.upstream_account, "ann@shop.example");
+    // A code exchange names its account or nothing: who the human is must be known.
+    assert!(matches!(
+        providers
+            .exchange_code(&id, "c", "v", "https://svc.example/connect/callback")
+            .await,
+        Err(ConnectionProviderError::Unavailable(_))
+    ));
 }
