@@ -9,13 +9,15 @@
 //! has a reference unique per account (`payment:{id}:...`), so the database refuses to apply
 //! one twice.
 
+mod judge;
 mod plan;
+mod target;
 
 use std::fmt;
 
-pub use plan::{
-    PaymentPlan, judge_paid, named_checkouts, payment_checkout, plan_payment, share, target,
-};
+pub use judge::{judge_paid, named_checkouts, payment_checkout};
+pub use plan::{PaymentPlan, plan_payment};
+pub use target::{share, target};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

@@ -1,12 +1,12 @@
 //! What a payment's verified events mean for the account, worked out the same way by every store.
 //!
-//! Each event is judged on its own: a payment event (`checkout.completed`,
+//! Each event is judged on its own (`judge.rs`): a payment event (`checkout.completed`,
 //! `payment.succeeded`) counts only when the checkout it names exists and its amount and
 //! currency match that checkout. The first payment event that passes establishes the payment;
 //! one that fails is refused with its reason and never stands in the way of a later valid one.
 //!
 //! What the payment's credits should be is a pure function of the *set* of its events (the
-//! target): refunds and lost disputes take their share of the credits, open disputes freeze
+//! target, `target.rs`): refunds and lost disputes take their share of the credits, open disputes freeze
 //! their share. Movements bring what was applied so far (read back from the receipts) to that
 //! target, one receipt per event that moved something, so the books end the same whatever the
 //! order, duplication or interleaving of the events. Credits never go below zero: what should
@@ -19,8 +19,10 @@
 
 use std::collections::HashSet;
 
-use super::{AppliedMovement, CheckoutRecord, Movement, PaymentFact, ReceiptKind};
-use crate::ids::CheckoutId;
+use super::{
+    AppliedMovement, CheckoutRecord, Movement, PaymentFact, ReceiptKind, judge::judge_paid,
+    target::target,
+};
 
 /// What a payment's events call for now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,120 +44,6 @@ pub enum PaymentPlan {
         /// (`billing::serve_claims`). `None`: nothing new, the claim stands.
         freeze_claim: Option<i64>,
     },
-}
-
-/// The checkouts the payment events among `facts` name: what a store looks up before
-/// [`plan_payment`].
-pub fn named_checkouts(facts: &[PaymentFact]) -> Vec<CheckoutId> {
-    let mut ids: Vec<CheckoutId> = Vec::new();
-    for f in facts {
-        if let PaymentFact::Paid { checkout_id, .. } = f
-            && !ids.contains(checkout_id)
-        {
-            ids.push(checkout_id.clone());
-        }
-    }
-    ids
-}
-
-/// Judges one payment event against the checkouts known: the checkout it pays, or why not.
-pub fn judge_paid<'a>(
-    fact: &PaymentFact,
-    checkouts: &'a [CheckoutRecord],
-) -> Result<&'a CheckoutRecord, String> {
-    let PaymentFact::Paid {
-        checkout_id,
-        amount,
-        currency,
-        ..
-    } = fact
-    else {
-        return Err("not a payment event".into());
-    };
-    let Some(checkout) = checkouts.iter().find(|c| &c.id == checkout_id) else {
-        return Err(format!(
-            "the payment names {checkout_id}, which is no checkout of this service"
-        ));
-    };
-    if *amount != checkout.amount || currency != &checkout.currency {
-        return Err(format!(
-            "paid {amount} {currency}, but checkout {} costs {} {}",
-            checkout.id, checkout.amount, checkout.currency
-        ));
-    }
-    Ok(checkout)
-}
-
-/// The checkout of the first payment event among `facts` that passes [`judge_paid`]: the
-/// payment's, whose account the store reads before [`plan_payment`].
-pub fn payment_checkout<'a>(
-    facts: &[PaymentFact],
-    checkouts: &'a [CheckoutRecord],
-) -> Option<&'a CheckoutRecord> {
-    facts
-        .iter()
-        .filter(|f| matches!(f, PaymentFact::Paid { .. }))
-        .find_map(|f| judge_paid(f, checkouts).ok())
-}
-
-/// Credits of `part` of a payment of `price` that bought `credits`, rounded up (a partial
-/// refund never leaves a fraction of a credit with the customer).
-pub fn share(credits: i64, part: i64, price: i64) -> i64 {
-    if price <= 0 || part <= 0 {
-        return 0;
-    }
-    let n = i128::from(credits) * i128::from(part.min(price));
-    i64::try_from((n + i128::from(price) - 1) / i128::from(price)).unwrap_or(credits)
-}
-
-/// What the payment's credits should be, given some of its events: `(owned, frozen)`, the
-/// credits still with the customer and the part of them frozen by open disputes.
-///
-/// Refunds and lost disputes together take at most the whole price; an open dispute freezes
-/// its share of what is still owned. The first event of each refund or dispute id counts; a
-/// dispute's closing counts once its opening is known.
-pub fn target(checkout: &CheckoutRecord, facts: &[&PaymentFact]) -> (i64, i64) {
-    let (credits, price) = (checkout.credits, checkout.amount);
-    let mut refunds = HashSet::new();
-    let mut refunded = 0i64;
-    // (dispute id, amount, closing: None open, Some(won))
-    let mut disputes: Vec<(&str, i64, Option<bool>)> = Vec::new();
-    for f in facts {
-        match f {
-            PaymentFact::Refunded {
-                refund_id, amount, ..
-            } if refunds.insert(refund_id.as_str()) => refunded = refunded.saturating_add(*amount),
-            PaymentFact::DisputeOpened {
-                dispute_id, amount, ..
-            } if !disputes.iter().any(|(d, _, _)| d == dispute_id) => {
-                disputes.push((dispute_id, *amount, None))
-            }
-            _ => {}
-        }
-    }
-    for f in facts {
-        if let PaymentFact::DisputeClosed {
-            dispute_id, won, ..
-        } = f
-            && let Some(d) = disputes.iter_mut().find(|(d, _, _)| d == dispute_id)
-            && d.2.is_none()
-        {
-            d.2 = Some(*won);
-        }
-    }
-    let lost: i64 = disputes
-        .iter()
-        .filter(|d| d.2 == Some(false))
-        .map(|d| d.1)
-        .fold(0, i64::saturating_add);
-    let open: i64 = disputes
-        .iter()
-        .filter(|d| d.2.is_none())
-        .map(|d| d.1)
-        .fold(0, i64::saturating_add);
-    let owned = credits - share(credits, refunded.saturating_add(lost).min(price), price);
-    let frozen = share(credits, open.min(price), price).min(owned);
-    (owned, frozen)
 }
 
 /// The order movements are attributed in: the payment first, then refunds and dispute
@@ -217,7 +105,7 @@ fn steps<'a>(
 /// checkouts their payment events name (those that exist); `applied` the movements already
 /// recorded for the payment; `spendable` the account's spendable credits now; `unclaimed`
 /// its credits held by actions in flight that nothing owes yet (`held - owed`); `bought_by`
-/// another payment that already bought the payment's checkout (the one [`payment_checkout`]
+/// another payment that already bought the payment's checkout (the one [`super::payment_checkout`]
 /// names), read under the same lock as the receipts.
 pub fn plan_payment(
     facts: &[PaymentFact],
@@ -403,7 +291,11 @@ mod tests {
     use ulid::Ulid;
 
     use super::*;
-    use crate::{account::Plan, billing::Currency, ids::AccountId};
+    use crate::{
+        account::Plan,
+        billing::Currency,
+        ids::{AccountId, CheckoutId},
+    };
 
     fn checkout() -> CheckoutRecord {
         CheckoutRecord {
