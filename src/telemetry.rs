@@ -46,7 +46,7 @@ const CAPS: &[(&str, LevelFilter)] = &[
 ];
 
 /// The filter `SVC_LOG` asks for (default `info,sqlx=warn`).
-pub fn filter(svc_log: Option<&str>) -> EnvFilter {
+fn filter(svc_log: Option<&str>) -> EnvFilter {
     let base = svc_log
         .filter(|s| !s.trim().is_empty())
         .unwrap_or("info,sqlx=warn");
@@ -55,7 +55,7 @@ pub fn filter(svc_log: Option<&str>) -> EnvFilter {
 
 /// The caps, a filter of their own beside `SVC_LOG`'s: an event passes only when both let it,
 /// so no directive of `SVC_LOG` (`rmcp::service=trace`, a span's `[request]=trace`) lifts them.
-pub fn caps() -> Targets {
+fn caps() -> Targets {
     Targets::new()
         .with_default(LevelFilter::TRACE)
         .with_targets(CAPS.iter().copied())

@@ -334,28 +334,27 @@ impl World {
 
 /// The driven ports, and the outbox when mail stays in the sandbox.
 pub fn ports(stores: &Stores, world: &World) -> anyhow::Result<(Ports, Option<Arc<dyn Outbox>>)> {
+    // The guarded client reaching `hosts` (exact names pinned to addresses it would refuse).
+    let guarded = |hosts: HashMap<String, SocketAddr>, what: &'static str| {
+        let mut config = FetcherConfig {
+            sandbox_hosts: hosts,
+            bot_auth: world.bot_identity.clone(),
+            ..FetcherConfig::default()
+        };
+        if let Some(t) = world.fetch_timeout {
+            config.timeout = t;
+        }
+        GuardedFetcher::new(config).context(what)
+    };
+    // Customers' webhook endpoints: the sandbox's demo names only, never the operator's pins
+    // (those are for maps' sites).
+    let hook_transport = Arc::new(guarded(
+        world.sandbox_hosts.clone(),
+        "building the webhook HTTP client",
+    )?);
     let mut pinned = world.pinned_hosts.clone();
     pinned.extend(world.sandbox_hosts.clone());
-    let mut config = FetcherConfig {
-        sandbox_hosts: pinned,
-        bot_auth: world.bot_identity.clone(),
-        ..FetcherConfig::default()
-    };
-    if let Some(t) = world.fetch_timeout {
-        config.timeout = t;
-    }
-    // Customers' webhook endpoints: the sandbox's demo names only, never the operator's pins.
-    let mut hook_config = FetcherConfig {
-        sandbox_hosts: world.sandbox_hosts.clone(),
-        bot_auth: world.bot_identity.clone(),
-        ..FetcherConfig::default()
-    };
-    if let Some(t) = world.fetch_timeout {
-        hook_config.timeout = t;
-    }
-    let hook_transport =
-        Arc::new(GuardedFetcher::new(hook_config).context("building the webhook HTTP client")?);
-    let fetcher = GuardedFetcher::new(config).context("building the guarded HTTP client")?;
+    let fetcher = guarded(pinned, "building the guarded HTTP client")?;
     let clock: Arc<dyn Clock> = world.clock.clone().unwrap_or_else(|| Arc::new(SystemClock));
     let (mailer, outbox): (Arc<dyn Mailer>, Option<Arc<dyn Outbox>>) = match &world.mail {
         Mail::Log => (Arc::new(LogMailer), None),

@@ -44,10 +44,21 @@ fn sorted_json(v: &Value) -> String {
     }
 }
 
+/// A request's fingerprint: its map's domain, the action, the params and, for a payment, the
+/// authority (another authority is another request under the same Idempotency-Key).
+fn fingerprint(domain: &str, action: &str, params: &Value, authority: Option<&str>) -> String {
+    let mut canonical = json!({"domain": domain, "action": action, "params": params});
+    if let Some(authority) = authority {
+        canonical["authority_id"] = json!(authority);
+    }
+    sha256_hex(sorted_json(&canonical).as_bytes())
+}
+
 /// A request that passed the checks before anything is stored.
-struct Prepared {
+struct Prepared<'r> {
     map: std::sync::Arc<AgentMap>,
     action: ActionSpec,
+    params: &'r Map<String, Value>,
     credential: Option<crate::connections::Credential>,
     payment: Option<PaymentContext>,
     fingerprint: String,
@@ -98,6 +109,7 @@ impl ActionService {
         let Prepared {
             map,
             action,
+            params,
             credential,
             payment,
             fingerprint,
@@ -119,11 +131,6 @@ impl ActionService {
                 };
             }
             Err(refusal) => return Err(refusal),
-        };
-        let Value::Object(params) = &request.params else {
-            return Err(ExecuteRefusal::InvalidParams(
-                "params must be a JSON object".into(),
-            ));
         };
         let new_task = NewTask {
             id: TaskId::from_ulid(self.ports.entropy.ulid()),
@@ -175,11 +182,11 @@ impl ActionService {
     /// The checks before anything is stored: the published map and action, the params, the
     /// key's scopes, the human's connection and the payment's authority; and the request's
     /// fingerprint.
-    async fn prepare(
+    async fn prepare<'r>(
         &self,
         principal: &Principal,
-        request: &ExecuteRequest,
-    ) -> Result<Prepared, ExecuteRefusal> {
+        request: &'r ExecuteRequest,
+    ) -> Result<Prepared<'r>, ExecuteRefusal> {
         let map = self.published(&request.domain).await?;
         let action = map
             .document
@@ -232,15 +239,16 @@ impl ActionService {
             .await?;
 
         let payment = self.payment_of(&action, request).await?;
-        let mut canonical = json!({"domain": map.document.domain.as_str(), "action": action.name, "params": request.params});
-        if let Some(p) = &payment {
-            // Another authority is another request under the same Idempotency-Key.
-            canonical["authority_id"] = json!(p.spend.authority_id.as_str());
-        }
-        let fingerprint = sha256_hex(sorted_json(&canonical).as_bytes());
+        let fingerprint = fingerprint(
+            map.document.domain.as_str(),
+            &action.name,
+            &request.params,
+            payment.as_ref().map(|p| p.spend.authority_id.as_str()),
+        );
         Ok(Prepared {
             map,
             action,
+            params,
             credential,
             payment,
             fingerprint,
@@ -284,23 +292,24 @@ impl ActionService {
         let domain = svc_ports::Domain::parse(&request.domain)
             .map(|d| d.to_string())
             .unwrap_or_else(|_| request.domain.clone());
-        let mut canonical =
-            json!({"domain": domain, "action": request.action, "params": request.params});
         let spend = self
             .ports
             .authorities
             .task_spend(&task.id)
             .await
             .map_err(|e| anyhow::Error::new(e).context("reading the task's authority spend"))?;
-        if spend.is_some() {
+        let authority = spend.map(|_| {
             let named = request.authority_id.as_deref().map(str::trim).unwrap_or("");
-            let named =
-                AuthorityId::parse(named).map_or(named.to_owned(), |a| a.as_str().to_owned());
-            canonical["authority_id"] = json!(named);
-        }
-        let fingerprint = sha256_hex(sorted_json(&canonical).as_bytes());
+            AuthorityId::parse(named).map_or(named.to_owned(), |a| a.as_str().to_owned())
+        });
+        let then = fingerprint(
+            &domain,
+            &request.action,
+            &request.params,
+            authority.as_deref(),
+        );
         // Another request under the key is refused for what is wrong with it today, as ever.
-        if task.fingerprint != fingerprint {
+        if task.fingerprint != then {
             return Ok(None);
         }
         Ok(Some(if task.status == svc_ports::TaskStatus::InFlight {

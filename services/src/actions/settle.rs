@@ -182,13 +182,13 @@ impl ActionService {
             };
             let mut evidence = json!({"recovered": true, "began_at": task.created_at});
             if let Some(spend) = spend {
-                evidence["payment"] = json!({
-                    "authority_id": spend.authority_id.as_str(),
-                    "amount": spend.amount,
-                    "currency": spend.currency.as_str(),
-                    "scope": spend.scope,
-                    "spend": "spent",
-                });
+                evidence["payment"] = spend_evidence(
+                    &spend.authority_id,
+                    spend.amount,
+                    &spend.currency,
+                    &spend.scope,
+                    false,
+                );
             }
             let observed = Observed {
                 completed: false,
@@ -241,6 +241,24 @@ fn failure_body(
     })
 }
 
+/// The `payment` block of an artifact's evidence: the authority's spend, and whether it was
+/// given back.
+fn spend_evidence(
+    authority: &svc_ports::AuthorityId,
+    amount: i64,
+    currency: &svc_ports::billing::Currency,
+    scope: &str,
+    released: bool,
+) -> Value {
+    json!({
+        "authority_id": authority.as_str(),
+        "amount": amount,
+        "currency": currency.as_str(),
+        "scope": scope,
+        "spend": if released { "released" } else { "spent" },
+    })
+}
+
 /// What a payment artifact's evidence says about the money: always the spend (and whether it
 /// was given back); on completion, when the authority asks for one, a receipt with the site's
 /// payment id.
@@ -255,17 +273,13 @@ fn payment_evidence(
     };
     map.insert(
         "payment".into(),
-        json!({
-            "authority_id": p.spend.authority_id.as_str(),
-            "amount": p.spend.amount,
-            "currency": p.spend.currency.as_str(),
-            "scope": p.spend.scope,
-            "spend": if !observed.completed && observed.nothing_happened {
-                "released"
-            } else {
-                "spent"
-            },
-        }),
+        spend_evidence(
+            &p.spend.authority_id,
+            p.spend.amount,
+            &p.spend.currency,
+            &p.spend.scope,
+            !observed.completed && observed.nothing_happened,
+        ),
     );
     if observed.completed
         && p.verification_required
