@@ -17,6 +17,7 @@ pub mod hooks;
 pub mod identity;
 pub mod limits;
 pub mod money_model;
+pub mod postgres_races;
 pub mod property;
 pub mod samples;
 pub mod scenarios;

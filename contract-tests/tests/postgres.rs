@@ -54,7 +54,7 @@ async fn instances_starting_together_migrate_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn key_racers_on_two_instances_hear_in_flight_not_insufficient_credits() {
     let url = svc_contract_tests::postgres_database().await;
-    svc_contract_tests::actions::key_racers_on_two_instances_hear_in_flight_not_insufficient_credits(&url)
+    svc_contract_tests::postgres_races::key_racers_on_two_instances_hear_in_flight_not_insufficient_credits(&url)
         .await;
 }
 
@@ -62,6 +62,6 @@ async fn key_racers_on_two_instances_hear_in_flight_not_insufficient_credits() {
 #[tokio::test]
 async fn a_delivery_left_pending_for_a_deleted_endpoint_is_never_sent() {
     let url = svc_contract_tests::postgres_database().await;
-    svc_contract_tests::hooks::a_delivery_left_pending_for_a_deleted_endpoint_is_never_sent(&url)
+    svc_contract_tests::postgres_races::a_delivery_left_pending_for_a_deleted_endpoint_is_never_sent(&url)
         .await;
 }
