@@ -18,6 +18,13 @@ use crate::{
     scenarios::{new_account, t0},
 };
 
+mod fairness;
+pub(crate) use fairness::UNCAPPED;
+pub use fairness::{
+    an_endpoint_has_at_most_its_cap_of_replays_waiting,
+    claims_keep_each_endpoint_and_account_within_its_caps,
+};
+
 pub(crate) fn at(seconds: i64) -> DateTime<Utc> {
     t0() + Duration::seconds(seconds)
 }
@@ -45,7 +52,7 @@ pub(crate) fn event(account: &AccountId, source: &str, seconds: i64) -> HookEven
     }
 }
 
-fn new_delivery() -> WebhookDeliveryId {
+pub(crate) fn new_delivery() -> WebhookDeliveryId {
     WebhookDeliveryId::from_ulid(Ulid::new())
 }
 
@@ -53,7 +60,7 @@ pub(crate) fn new_ids() -> DeliveryIds {
     DeliveryIds::new(Ulid::new())
 }
 
-fn attempt(seconds: i64, result: AttemptResult) -> Attempt {
+pub(crate) fn attempt(seconds: i64, result: AttemptResult) -> Attempt {
     Attempt {
         at: at(seconds),
         status_code: Some(500),
@@ -349,7 +356,7 @@ pub async fn events_go_to_subscribed_endpoints_oldest_first(b: &Backend) {
 }
 
 /// The account's deliveries as (id, event, endpoint), by id.
-async fn delivered(
+pub(crate) async fn delivered(
     b: &Backend,
     account: &AccountId,
 ) -> Vec<(WebhookDeliveryId, WebhookEventId, WebhookEndpointId)> {
@@ -404,12 +411,16 @@ pub async fn attempts_are_recorded_only_under_their_lease(b: &Backend) {
     b.hooks.enqueue_event(&e, new_ids()).await.unwrap();
     assert!(
         b.hooks
-            .claim_due(at(9), "early", at(70), 10)
+            .claim_due(at(9), "early", at(70), 10, UNCAPPED)
             .await
             .unwrap()
             .is_empty()
     );
-    let claimed = b.hooks.claim_due(at(10), "one", at(70), 10).await.unwrap();
+    let claimed = b
+        .hooks
+        .claim_due(at(10), "one", at(70), 10, UNCAPPED)
+        .await
+        .unwrap();
     assert_eq!(claimed.len(), 1, "{}", b.name);
     let c = &claimed[0];
     assert_eq!(
@@ -424,7 +435,7 @@ pub async fn attempts_are_recorded_only_under_their_lease(b: &Backend) {
     // Leased: nobody else gets it before the lease ends.
     assert!(
         b.hooks
-            .claim_due(at(11), "two", at(71), 10)
+            .claim_due(at(11), "two", at(71), 10, UNCAPPED)
             .await
             .unwrap()
             .is_empty()
@@ -466,14 +477,14 @@ pub async fn attempts_are_recorded_only_under_their_lease(b: &Backend) {
     ));
     assert!(
         b.hooks
-            .claim_due(at(16), "three", at(80), 10)
+            .claim_due(at(16), "three", at(80), 10, UNCAPPED)
             .await
             .unwrap()
             .is_empty()
     );
     assert_eq!(
         b.hooks
-            .claim_due(at(17), "three", at(80), 10)
+            .claim_due(at(17), "three", at(80), 10, UNCAPPED)
             .await
             .unwrap()
             .len(),
@@ -482,7 +493,7 @@ pub async fn attempts_are_recorded_only_under_their_lease(b: &Backend) {
     // The claimant died: once its lease ends, another claims it; the dead one cannot record.
     assert_eq!(
         b.hooks
-            .claim_due(at(80), "four", at(140), 10)
+            .claim_due(at(80), "four", at(140), 10, UNCAPPED)
             .await
             .unwrap()
             .len(),
@@ -519,7 +530,7 @@ pub async fn attempts_are_recorded_only_under_their_lease(b: &Backend) {
     );
     assert!(
         b.hooks
-            .claim_due(at(999), "five", at(1100), 10)
+            .claim_due(at(999), "five", at(1100), 10, UNCAPPED)
             .await
             .unwrap()
             .is_empty()
@@ -546,7 +557,7 @@ pub async fn concurrent_claims_hand_out_each_delivery_once(b: &Backend) {
         let hooks = b.hooks.clone();
         async move {
             hooks
-                .claim_due(at(1), &format!("lease-{i}"), at(60), 5)
+                .claim_due(at(1), &format!("lease-{i}"), at(60), 5, UNCAPPED)
                 .await
                 .unwrap()
         }
@@ -577,7 +588,11 @@ pub async fn replays_are_new_deliveries_and_deletion_cancels(b: &Backend) {
     b.hooks.insert_endpoint(&ep).await.unwrap();
     let e = event(&alice.id, "task:3", 1);
     b.hooks.enqueue_event(&e, new_ids()).await.unwrap();
-    let claimed = b.hooks.claim_due(at(1), "l", at(60), 1).await.unwrap();
+    let claimed = b
+        .hooks
+        .claim_due(at(1), "l", at(60), 1, UNCAPPED)
+        .await
+        .unwrap();
     let first = b
         .hooks
         .record_attempt(
@@ -591,13 +606,13 @@ pub async fn replays_are_new_deliveries_and_deletion_cancels(b: &Backend) {
     let new_id = new_delivery();
     assert!(matches!(
         b.hooks
-            .replay_delivery(&bob.id, &first.id, &new_id, at(5))
+            .replay_delivery(&bob.id, &first.id, &new_id, at(5), 10)
             .await,
         Err(HookError::NotFound)
     ));
     let replay = b
         .hooks
-        .replay_delivery(&alice.id, &first.id, &new_id, at(5))
+        .replay_delivery(&alice.id, &first.id, &new_id, at(5), 10)
         .await
         .unwrap();
     assert_eq!(
@@ -637,14 +652,14 @@ pub async fn replays_are_new_deliveries_and_deletion_cancels(b: &Backend) {
     );
     assert!(
         b.hooks
-            .claim_due(at(99), "m", at(160), 10)
+            .claim_due(at(99), "m", at(160), 10, UNCAPPED)
             .await
             .unwrap()
             .is_empty()
     );
     assert!(matches!(
         b.hooks
-            .replay_delivery(&alice.id, &first.id, &new_delivery(), at(7))
+            .replay_delivery(&alice.id, &first.id, &new_delivery(), at(7), 10)
             .await,
         Err(HookError::NotFound)
     ));

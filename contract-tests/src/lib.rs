@@ -284,6 +284,8 @@ macro_rules! contract_suite {
             many_endpoints_get_the_ids_nth_spells,
             attempts_are_recorded_only_under_their_lease,
             concurrent_claims_hand_out_each_delivery_once,
+            claims_keep_each_endpoint_and_account_within_its_caps,
+            an_endpoint_has_at_most_its_cap_of_replays_waiting,
             replays_are_new_deliveries_and_deletion_cancels,
             settled_tasks_without_their_event_are_found,
             credited_payments_without_their_event_are_found

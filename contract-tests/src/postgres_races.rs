@@ -107,7 +107,7 @@ pub async fn a_delivery_left_pending_for_a_deleted_endpoint_is_never_sent(url: &
         .unwrap();
     assert!(
         b.hooks
-            .claim_due(at(3), "l", at(60), 10)
+            .claim_due(at(3), "l", at(60), 10, crate::hooks::UNCAPPED)
             .await
             .unwrap()
             .is_empty()

@@ -249,11 +249,22 @@ pub enum HookError {
     /// No such endpoint or delivery, or another account's, or its endpoint was deleted.
     #[error("not found")]
     NotFound,
+    /// The endpoint has as many replays waiting to be sent as it may.
+    #[error("the endpoint has {0} replays waiting to be sent")]
+    TooManyReplays(u32),
     /// The lease ended and another claim holds the delivery, or it is no longer pending.
     #[error("the delivery's lease was lost")]
     LeaseLost,
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// The most deliveries in flight at once (under a live lease) for one endpoint and for one
+/// account; see [`HookStore::claim_due`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClaimCaps {
+    pub per_endpoint: u32,
+    pub per_account: u32,
 }
 
 /// Endpoints, events and the delivery outbox of the customer's webhooks.
@@ -294,12 +305,19 @@ pub trait HookStore: Send + Sync {
     /// Claims at most `limit` pending deliveries due at `now` whose lease is free (never
     /// taken, or ended at or before `now`), oldest due first, giving each the lease `lease`
     /// until `lease_until`. Concurrent claims MUST never hand out one delivery twice.
+    ///
+    /// Fairness: an endpoint, and an account, get at most `caps` deliveries under a live
+    /// lease (one that ends after `now`), counting those they had before this claim, so one
+    /// slow or flooded endpoint or tenant never takes every sender. A delivery over its
+    /// endpoint's cap takes none of its account's. Claims racing on other instances may each
+    /// see the other's leases late; the caps then hold per claim.
     async fn claim_due(
         &self,
         now: DateTime<Utc>,
         lease: &str,
         lease_until: DateTime<Utc>,
         limit: u32,
+        caps: ClaimCaps,
     ) -> Result<Vec<ClaimedDelivery>, StoreError>;
 
     /// Records an attempt of a delivery claimed under `lease` and frees the lease: attempts
@@ -330,13 +348,16 @@ pub trait HookStore: Send + Sync {
 
     /// Stores a new pending delivery `new_id` of the same event to the same endpoint, due at
     /// `at`, replaying `id`. MUST return [`HookError::NotFound`] for an unknown delivery,
-    /// another account's, or one whose endpoint was deleted.
+    /// another account's, or one whose endpoint was deleted, and
+    /// [`HookError::TooManyReplays`] when the endpoint already has `max_pending` replays
+    /// pending, also when replays race; then nothing is stored.
     async fn replay_delivery(
         &self,
         account: &AccountId,
         id: &WebhookDeliveryId,
         new_id: &WebhookDeliveryId,
         at: DateTime<Utc>,
+        max_pending: u32,
     ) -> Result<DeliveryRecord, HookError>;
 
     /// Tasks settled (completed or failed) at or after `since` whose account has no event with

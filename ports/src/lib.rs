@@ -67,8 +67,9 @@ pub use fetch::{
 };
 pub use health::{PoolUsage, StoreHealth};
 pub use hooks::{
-    Attempt, AttemptResult, ClaimedDelivery, DeliveryIds, DeliveryRecord, DeliveryStatus,
-    EnqueueOutcome, HookError, HookEvent, HookEventType, HookStore, WebhookEndpoint,
+    Attempt, AttemptResult, ClaimCaps, ClaimedDelivery, DeliveryIds, DeliveryRecord,
+    DeliveryStatus, EnqueueOutcome, HookError, HookEvent, HookEventType, HookStore,
+    WebhookEndpoint,
 };
 pub use identity::{
     ChallengePurpose, DeviceDecision, DeviceGrant, DeviceGrantStatus, EmailChallenge, KnownBrowser,

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use svc_ports::{
-    AccountId, Attempt, AttemptResult, ClaimedDelivery, DeliveryIds, DeliveryRecord,
+    AccountId, Attempt, AttemptResult, ClaimCaps, ClaimedDelivery, DeliveryIds, DeliveryRecord,
     DeliveryStatus, EnqueueOutcome, HookError, HookEvent, HookStore, Receipt, StoreError,
     TaskRecord, TaskStatus, WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId, WebhookEventId,
 };
@@ -113,9 +113,25 @@ impl HookStore for MemoryStore {
         lease: &str,
         lease_until: DateTime<Utc>,
         limit: u32,
+        caps: ClaimCaps,
     ) -> Result<Vec<ClaimedDelivery>, StoreError> {
         let mut s = self.lock();
         let state = &mut s.hooks;
+        // What each endpoint and account has under a live lease: its turns already taken.
+        let mut endpoint_turns: HashMap<WebhookEndpointId, u32> = HashMap::new();
+        let mut account_turns: HashMap<AccountId, u32> = HashMap::new();
+        for d in &state.deliveries {
+            if d.record.status == DeliveryStatus::Pending
+                && d.lease.as_ref().is_some_and(|(_, until)| *until > now)
+            {
+                *endpoint_turns
+                    .entry(d.record.endpoint_id.clone())
+                    .or_default() += 1;
+                *account_turns
+                    .entry(d.record.account_id.clone())
+                    .or_default() += 1;
+            }
+        }
         let mut due: Vec<usize> = state
             .deliveries
             .iter()
@@ -130,6 +146,21 @@ impl HookStore for MemoryStore {
         due.sort_by(|a, b| {
             let (a, b) = (&state.deliveries[*a].record, &state.deliveries[*b].record);
             (a.next_attempt_at, &a.id).cmp(&(b.next_attempt_at, &b.id))
+        });
+        // Oldest first, each takes its endpoint's next turn, then (if it got one) its
+        // account's.
+        due.retain(|i| {
+            let record = &state.deliveries[*i].record;
+            let turn = endpoint_turns
+                .entry(record.endpoint_id.clone())
+                .or_default();
+            *turn += 1;
+            if *turn > caps.per_endpoint {
+                return false;
+            }
+            let turn = account_turns.entry(record.account_id.clone()).or_default();
+            *turn += 1;
+            *turn <= caps.per_account
         });
         due.truncate(limit as usize);
         let mut claimed = Vec::new();
@@ -222,6 +253,7 @@ impl HookStore for MemoryStore {
         id: &WebhookDeliveryId,
         new_id: &WebhookDeliveryId,
         at: DateTime<Utc>,
+        max_pending: u32,
     ) -> Result<DeliveryRecord, HookError> {
         let mut s = self.lock();
         let state = &mut s.hooks;
@@ -231,6 +263,18 @@ impl HookStore for MemoryStore {
             || !matches!(state.endpoint(&original.endpoint_id), Some((_, None)))
         {
             return Err(HookError::NotFound);
+        }
+        let pending = state
+            .deliveries
+            .iter()
+            .filter(|d| {
+                d.record.endpoint_id == original.endpoint_id
+                    && d.record.status == DeliveryStatus::Pending
+                    && d.record.replay_of.is_some()
+            })
+            .count();
+        if pending >= max_pending as usize {
+            return Err(HookError::TooManyReplays(max_pending));
         }
         if state.by_id.contains_key(new_id) {
             return Err(HookError::Duplicate);

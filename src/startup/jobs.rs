@@ -8,7 +8,7 @@ use std::{sync::Arc, time::Duration};
 
 use kit::limits::RateLimits;
 use svc_ports::PageCache;
-use svc_services::Services;
+use svc_services::{Services, hooks::SENDERS};
 use tokio::{sync::watch, time::Interval};
 
 /// Waits for the next tick; `false` once the service stops.
@@ -100,31 +100,51 @@ pub async fn recover_tasks(
     }
 }
 
-/// Sends due webhook deliveries: at once when this instance stores an event or a replay, and
-/// every `every` for retries that came due and events other instances stored. A round that
-/// filled its batch is followed by another at once. Deliveries in flight at shutdown keep
-/// their lease; when it ends, this or another instance sends them again (at least once).
+/// Sends due webhook deliveries, at most `SENDERS` at once on this instance: at once when it
+/// stores an event or a replay, when a send ends and frees a sender, and every `every` for
+/// retries that came due and events other instances stored. Sends do not wait for each other,
+/// so a slow endpoint holds only its own senders (at most `CAPS`) and every other
+/// endpoint's deliveries go on. At shutdown the sends in flight finish (within the jobs' stop
+/// wait); one cut off keeps its lease, and when that ends this or another instance sends it
+/// again (at least once).
 pub async fn deliver_webhooks(
     services: Arc<Services>,
     every: Duration,
     mut stop: watch::Receiver<bool>,
 ) {
-    let wake = services.hooks.wake_signal();
+    let hooks = services.hooks.clone();
+    let wake = hooks.wake_signal();
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut sending = tokio::task::JoinSet::new();
     loop {
         if *stop.borrow_and_update() {
-            return;
+            break;
         }
         tokio::select! {
             _ = tick.tick() => {}
             _ = wake.notified() => {}
-            _ = stop.changed() => return,
+            Some(_) = sending.join_next(), if !sending.is_empty() => {}
+            _ = stop.changed() => break,
         }
+        while sending.try_join_next().is_some() {}
+        // Fill the free senders; a claim that filled its room may leave more due.
         loop {
-            match services.hooks.deliver_due().await {
-                Ok(n) if n >= svc_services::hooks::BATCH as usize && !*stop.borrow() => {}
-                Ok(_) => break,
+            let room = SENDERS.saturating_sub(u32::try_from(sending.len()).unwrap_or(SENDERS));
+            if room == 0 {
+                break;
+            }
+            match hooks.claim_due(room).await {
+                Ok(claimed) => {
+                    let full = claimed.len() >= room as usize;
+                    for delivery in claimed {
+                        let hooks = hooks.clone();
+                        sending.spawn(async move { hooks.attempt(delivery).await });
+                    }
+                    if !full {
+                        break;
+                    }
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "webhook deliveries could not be claimed");
                     break;
@@ -132,6 +152,7 @@ pub async fn deliver_webhooks(
             }
         }
     }
+    while sending.join_next().await.is_some() {}
 }
 
 /// Every minute, forgets idle clients of the rate limiters.

@@ -35,5 +35,6 @@ mod usage;
 mod verdicts;
 mod webhooks;
 mod webhooks_billing;
+mod webhooks_fairness;
 mod webhooks_listen;
 mod webhooks_sweep;

@@ -205,12 +205,12 @@ pub(crate) async fn search(app: &TestApp, query: &str) -> Value {
     resp.json().await.unwrap()
 }
 
-async fn deliveries(app: &TestApp, key: &str) -> Vec<Value> {
+pub(crate) async fn deliveries(app: &TestApp, key: &str) -> Vec<Value> {
     let log = app.get_json_with_key("/api/webhook-deliveries", key).await;
     log["deliveries"].as_array().unwrap().clone()
 }
 
-fn sealing() -> Sealing {
+pub(crate) fn sealing() -> Sealing {
     Sealing::Key {
         active: base64::engine::general_purpose::URL_SAFE_NO_PAD.encode([7u8; 32]),
         retired: Vec::new(),
@@ -277,7 +277,7 @@ async fn a_completed_task_reaches_the_receiver_signed_per_standard_webhooks() {
 }
 
 /// Asks for a delivery to be sent again, with the app's key.
-async fn replay_delivery(app: &TestApp, id: &str) -> reqwest::Response {
+pub(crate) async fn replay_delivery(app: &TestApp, id: &str) -> reqwest::Response {
     app.http
         .post(app.url(&format!("/api/webhook-deliveries/{id}/replay")))
         .header("Authorization", bearer(&app.api_key))
@@ -472,7 +472,13 @@ async fn restart_during_retries(open: OpenStores) {
     let now = clock.now();
     let leased = stores
         .hooks
-        .claim_due(now, "dead-sender", now + chrono::Duration::seconds(60), 16)
+        .claim_due(
+            now,
+            "dead-sender",
+            now + chrono::Duration::seconds(60),
+            16,
+            svc_services::hooks::CAPS,
+        )
         .await
         .unwrap();
     assert_eq!(leased.len(), 1);

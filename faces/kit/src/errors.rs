@@ -249,6 +249,10 @@ impl From<HookFailure> for ApiProblem {
     fn from(e: HookFailure) -> Self {
         match e {
             HookFailure::NotFound => ApiProblem::new(FailureClass::NotFound, e.to_string()),
+            HookFailure::TooManyReplays(_) => {
+                ApiProblem::new(FailureClass::RateLimited, e.to_string())
+                    .retry_after(std::time::Duration::from_secs(60))
+            }
             HookFailure::Invalid(d) => ApiProblem::new(FailureClass::InvalidRequest, d),
             HookFailure::UrlRefused(r) => ApiProblem::new(
                 FailureClass::UrlRefused,

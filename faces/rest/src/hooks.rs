@@ -155,7 +155,8 @@ impl HooksApi {
     ///
     /// Sends the delivery's event to its endpoint again, as a new delivery with the same
     /// `webhook-id` (a receiver that deduplicates on it sees the event once). Another
-    /// account's delivery, or one whose endpoint was deleted, is 404.
+    /// account's delivery, or one whose endpoint was deleted, is 404. An endpoint has at most
+    /// 100 replays waiting to be sent; past that, 429 `rate_limited` until some are sent.
     #[oai(path = "/api/webhook-deliveries/:delivery_id/replay", method = "post")]
     async fn replay(
         &self,

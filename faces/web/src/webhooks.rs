@@ -230,9 +230,9 @@ async fn create(
             );
             refuse(visit, message).await
         }
-        Err(e @ (HookFailure::Invalid(_) | HookFailure::NotFound)) => {
-            refuse(visit, e.to_string()).await
-        }
+        Err(
+            e @ (HookFailure::Invalid(_) | HookFailure::NotFound | HookFailure::TooManyReplays(_)),
+        ) => refuse(visit, e.to_string()).await,
         Err(HookFailure::Internal(e)) => visit.failure(IdentityFailure::Internal(e)),
     }
 }

@@ -6,8 +6,8 @@
 use chrono::{DateTime, Duration, Utc};
 use futures_util::future::join_all;
 use svc_ports::{
-    ActionRequest, Attempt, AttemptResult, ClaimedDelivery, HookError, actions::HttpMethod,
-    webhooks::WebhookSecret,
+    ActionRequest, Attempt, AttemptResult, ClaimCaps, ClaimedDelivery, HookError,
+    actions::HttpMethod, webhooks::WebhookSecret,
 };
 
 use super::HookService;
@@ -17,8 +17,17 @@ pub const GIVE_UP_AFTER_HOURS: i64 = 72;
 /// How long a claimed delivery is this instance's: longer than one request may take (15 s),
 /// so a live sender always records before another instance may claim it again.
 pub const LEASE_SECONDS: i64 = 60;
-/// Deliveries claimed per round.
+/// Deliveries claimed by one [`HookService::deliver_due`].
 pub const BATCH: u32 = 16;
+/// The most deliveries one instance sends at once.
+pub const SENDERS: u32 = 64;
+/// The most deliveries in flight at once, on all instances, to one endpoint and for one
+/// account: a slow or flooded endpoint holds at most 4 senders, and an account (up to 16
+/// endpoints) at most 16, so every other tenant's deliveries go on.
+pub const CAPS: ClaimCaps = ClaimCaps {
+    per_endpoint: 4,
+    per_account: 16,
+};
 /// The most of an endpoint's answer kept in the log.
 const MAX_ERROR_LEN: usize = 200;
 
@@ -47,21 +56,37 @@ fn after_failure(from: DateTime<Utc>, attempts: u32, now: DateTime<Utc>) -> Atte
 }
 
 impl HookService {
-    /// Claims and sends the deliveries due now, at most one batch; answers how many it tried.
-    /// Safe to run on every instance at once: each delivery is claimed by one.
+    /// Claims and sends the deliveries due now, at most one batch, and waits for every send;
+    /// answers how many it tried. Safe to run on every instance at once: each delivery is
+    /// claimed by one.
     pub async fn deliver_due(&self) -> Result<usize, svc_ports::StoreError> {
-        let now = self.now();
-        let lease = self.entropy.base62(24);
-        let claimed = self
-            .store
-            .claim_due(now, &lease, now + Duration::seconds(LEASE_SECONDS), BATCH)
-            .await?;
+        let claimed = self.claim_due(BATCH).await?;
         let tried = claimed.len();
         join_all(claimed.into_iter().map(|c| self.attempt(c))).await;
         Ok(tried)
     }
 
-    async fn attempt(&self, claimed: ClaimedDelivery) {
+    /// Claims at most `room` deliveries due now, within [`CAPS`]; the caller sends each with
+    /// [`Self::attempt`] within the lease.
+    pub async fn claim_due(
+        &self,
+        room: u32,
+    ) -> Result<Vec<ClaimedDelivery>, svc_ports::StoreError> {
+        let now = self.now();
+        let lease = self.entropy.base62(24);
+        self.store
+            .claim_due(
+                now,
+                &lease,
+                now + Duration::seconds(LEASE_SECONDS),
+                room,
+                CAPS,
+            )
+            .await
+    }
+
+    /// Sends one claimed delivery and records the attempt under its lease.
+    pub async fn attempt(&self, claimed: ClaimedDelivery) {
         let d = &claimed.delivery;
         let sent_at = self.now();
         let (status_code, error) = match self.send(&claimed, sent_at).await {

@@ -16,7 +16,7 @@ use svc_ports::{
 };
 use tokio::sync::Notify;
 
-pub use deliver::{BATCH, GIVE_UP_AFTER_HOURS, LEASE_SECONDS, retry_delay};
+pub use deliver::{BATCH, CAPS, GIVE_UP_AFTER_HOURS, LEASE_SECONDS, SENDERS, retry_delay};
 
 /// Most endpoints one account may register (Stripe's figure), and in the sandbox, where test
 /// runs and fuzzers register them by the hundred.
@@ -29,6 +29,9 @@ const _: () = assert!(
 /// Longest endpoint URL and description.
 pub const MAX_URL_LEN: usize = 2048;
 pub const MAX_DESCRIPTION_LEN: usize = 200;
+/// Most replays of one endpoint waiting to be sent: replays are free, and the outbox is not
+/// a queue anyone may fill.
+pub const MAX_PENDING_REPLAYS: u32 = 100;
 /// Longest page of the delivery log and of the event feed.
 pub const MAX_PAGE: u32 = 100;
 /// How far back the sweeps look for facts recorded without their event (a settlement, a
@@ -45,6 +48,10 @@ pub enum HookFailure {
     /// Unknown, deleted, or another account's.
     #[error("no webhook endpoint or delivery of this account has that id")]
     NotFound,
+    #[error(
+        "this endpoint already has {0} replays waiting to be sent; replay more once they are sent"
+    )]
+    TooManyReplays(u32),
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
 }
@@ -59,6 +66,7 @@ impl From<HookError> for HookFailure {
     fn from(e: HookError) -> Self {
         match e {
             HookError::NotFound => Self::NotFound,
+            HookError::TooManyReplays(n) => Self::TooManyReplays(n),
             other => Self::Internal(anyhow::Error::new(other)),
         }
     }
@@ -226,7 +234,7 @@ impl HookService {
         let new_id = WebhookDeliveryId::from_ulid(self.entropy.ulid());
         let replay = self
             .store
-            .replay_delivery(account, &id, &new_id, self.now())
+            .replay_delivery(account, &id, &new_id, self.now(), MAX_PENDING_REPLAYS)
             .await?;
         tracing::info!(delivery_id = %new_id, replay_of = %id, "webhook delivery replayed");
         self.wake.notify_one();

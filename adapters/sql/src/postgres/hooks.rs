@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use sqlx::postgres::PgRow;
 use svc_ports::{
-    AccountId, Attempt, AttemptResult, ClaimedDelivery, DeliveryIds, DeliveryRecord,
+    AccountId, Attempt, AttemptResult, ClaimCaps, ClaimedDelivery, DeliveryIds, DeliveryRecord,
     DeliveryStatus, EnqueueOutcome, HookError, HookEvent, HookEventType, HookStore, Receipt,
     StoreError, TaskRecord, WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId, WebhookEventId,
 };
@@ -132,6 +132,7 @@ impl HookStore for PostgresStore {
         lease: &str,
         lease_until: DateTime<Utc>,
         limit: u32,
+        caps: ClaimCaps,
     ) -> Result<Vec<ClaimedDelivery>, StoreError> {
         let rows = sqlx::query(
             // A delivery stored while its endpoint was being deleted (the event's enqueue and
@@ -143,10 +144,31 @@ impl HookStore for PostgresStore {
                WHERE w.id = d.endpoint_id AND w.deleted_at IS NOT NULL \
                AND d.status = 'pending' AND d.next_attempt_at <= $3 \
                AND (d.lease_until IS NULL OR d.lease_until <= $3)), \
+             leased AS (\
+               SELECT endpoint_id, account_id FROM webhook_deliveries \
+               WHERE status = 'pending' AND lease_until > $3), \
+             endpoint_busy AS (SELECT endpoint_id, count(*) AS n FROM leased GROUP BY endpoint_id), \
+             account_busy AS (SELECT account_id, count(*) AS n FROM leased GROUP BY account_id), \
+             turns AS (\
+               SELECT id, account_id, endpoint_id, next_attempt_at, row_number() OVER (\
+                 PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS turn \
+               FROM webhook_deliveries WHERE status = 'pending' \
+               AND next_attempt_at <= $3 AND (lease_until IS NULL OR lease_until <= $3)), \
+             endpoint_fair AS (\
+               SELECT t.id, t.account_id, t.next_attempt_at FROM turns t \
+               LEFT JOIN endpoint_busy b ON b.endpoint_id = t.endpoint_id \
+               WHERE t.turn + coalesce(b.n, 0) <= $5), \
+             fair AS (\
+               SELECT e.id FROM (\
+                 SELECT id, account_id, row_number() OVER (\
+                   PARTITION BY account_id ORDER BY next_attempt_at, id) AS turn \
+                 FROM endpoint_fair) e \
+               LEFT JOIN account_busy b ON b.account_id = e.account_id \
+               WHERE e.turn + coalesce(b.n, 0) <= $6), \
              due AS (\
                SELECT d.id FROM webhook_deliveries d \
                JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.deleted_at IS NULL \
-               WHERE d.status = 'pending' \
+               WHERE d.id IN (SELECT id FROM fair) AND d.status = 'pending' \
                AND d.next_attempt_at <= $3 AND (d.lease_until IS NULL OR d.lease_until <= $3) \
                ORDER BY d.next_attempt_at, d.id LIMIT $4 FOR UPDATE OF d SKIP LOCKED), \
              claimed AS (\
@@ -164,6 +186,8 @@ impl HookStore for PostgresStore {
         .bind(ms(lease_until))
         .bind(ms(now))
         .bind(i64::from(limit))
+        .bind(i64::from(caps.per_endpoint))
+        .bind(i64::from(caps.per_account))
         .fetch_all(&self.pool)
         .await
         .map_err(|e| backend(e, "claiming webhook deliveries"))?;
@@ -242,31 +266,53 @@ impl HookStore for PostgresStore {
         id: &WebhookDeliveryId,
         new_id: &WebhookDeliveryId,
         at: DateTime<Utc>,
+        max_pending: u32,
     ) -> Result<DeliveryRecord, HookError> {
-        let done = sqlx::query(
+        let err = |e| backend(e, "replaying a webhook delivery");
+        let mut tx = self.pool.begin().await.map_err(err)?;
+        // The endpoint's row is locked, so racing replays count each other's.
+        let endpoint: Option<String> = sqlx::query_scalar(
+            "SELECT w.id FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id \
+             WHERE d.id = $1 AND d.account_id = $2 AND w.deleted_at IS NULL FOR UPDATE OF w",
+        )
+        .bind(id.as_str())
+        .bind(account.as_str())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(err)?;
+        let Some(endpoint) = endpoint else {
+            return Err(HookError::NotFound);
+        };
+        let pending: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM webhook_deliveries \
+             WHERE endpoint_id = $1 AND status = 'pending' AND replay_of IS NOT NULL",
+        )
+        .bind(&endpoint)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(err)?;
+        if pending >= i64::from(max_pending) {
+            return Err(HookError::TooManyReplays(max_pending));
+        }
+        sqlx::query(
             "INSERT INTO webhook_deliveries \
              (id, account_id, event_id, endpoint_id, status, attempts, next_attempt_at, replay_of, created_at) \
-             SELECT $1::text, d.account_id, d.event_id, d.endpoint_id, 'pending', 0, $2::timestamptz, d.id, \
-             $2::timestamptz \
-             FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id \
-             WHERE d.id = $3 AND d.account_id = $4 AND w.deleted_at IS NULL",
+             SELECT $1::text, account_id, event_id, endpoint_id, 'pending', 0, $2::timestamptz, id, \
+             $2::timestamptz FROM webhook_deliveries WHERE id = $3",
         )
         .bind(new_id.as_str())
         .bind(ms(at))
         .bind(id.as_str())
-        .bind(account.as_str())
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await
         .map_err(|e| {
             if is_unique_violation(&e) {
                 HookError::Duplicate
             } else {
-                backend(e, "replaying a webhook delivery").into()
+                err(e).into()
             }
         })?;
-        if done.rows_affected() == 0 {
-            return Err(HookError::NotFound);
-        }
+        tx.commit().await.map_err(err)?;
         self.delivery_by_id(new_id)
             .await?
             .ok_or(HookError::NotFound)

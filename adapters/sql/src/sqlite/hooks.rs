@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::{Row, SqliteConnection};
 use svc_ports::{
-    AccountId, Attempt, AttemptResult, ClaimedDelivery, DeliveryIds, DeliveryRecord,
+    AccountId, Attempt, AttemptResult, ClaimCaps, ClaimedDelivery, DeliveryIds, DeliveryRecord,
     DeliveryStatus, EnqueueOutcome, HookError, HookEvent, HookEventType, HookStore, Receipt,
     StoreError, TaskRecord, WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId, WebhookEventId,
 };
@@ -129,19 +129,41 @@ impl HookStore for SqliteStore {
         lease: &str,
         lease_until: DateTime<Utc>,
         limit: u32,
+        caps: ClaimCaps,
     ) -> Result<Vec<ClaimedDelivery>, StoreError> {
         let err = |e| backend(e, "claiming webhook deliveries");
         let mut tx = self.begin_write().await.map_err(err)?;
         sqlx::query(
-            "UPDATE webhook_deliveries SET lease = $1, lease_until = $2 WHERE id IN (\
-               SELECT id FROM webhook_deliveries WHERE status = 'pending' \
-               AND next_attempt_at <= $3 AND (lease_until IS NULL OR lease_until <= $3) \
-               ORDER BY next_attempt_at, id LIMIT $4)",
+            // Due deliveries take turns after what their endpoint, then their account, has
+            // in flight.
+            "WITH leased AS (\
+               SELECT endpoint_id, account_id FROM webhook_deliveries \
+               WHERE status = 'pending' AND lease_until > $3), \
+             endpoint_busy AS (SELECT endpoint_id, count(*) AS n FROM leased GROUP BY endpoint_id), \
+             account_busy AS (SELECT account_id, count(*) AS n FROM leased GROUP BY account_id), \
+             due AS (\
+               SELECT id, account_id, endpoint_id, next_attempt_at, row_number() OVER (\
+                 PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS turn \
+               FROM webhook_deliveries WHERE status = 'pending' \
+               AND next_attempt_at <= $3 AND (lease_until IS NULL OR lease_until <= $3)), \
+             endpoint_fair AS (\
+               SELECT due.id, due.account_id, due.next_attempt_at FROM due \
+               LEFT JOIN endpoint_busy b ON b.endpoint_id = due.endpoint_id \
+               WHERE due.turn + coalesce(b.n, 0) <= $5), \
+             fair AS (\
+               SELECT e.id, e.next_attempt_at, row_number() OVER (\
+                 PARTITION BY e.account_id ORDER BY e.next_attempt_at, e.id) \
+                 + coalesce(b.n, 0) AS turn \
+               FROM endpoint_fair e LEFT JOIN account_busy b ON b.account_id = e.account_id) \
+             UPDATE webhook_deliveries SET lease = $1, lease_until = $2 WHERE id IN (\
+               SELECT id FROM fair WHERE turn <= $6 ORDER BY next_attempt_at, id LIMIT $4)",
         )
         .bind(lease)
         .bind(millis(lease_until))
         .bind(millis(now))
         .bind(i64::from(limit))
+        .bind(i64::from(caps.per_endpoint))
+        .bind(i64::from(caps.per_account))
         .execute(&mut *tx)
         .await
         .map_err(err)?;
@@ -230,30 +252,49 @@ impl HookStore for SqliteStore {
         id: &WebhookDeliveryId,
         new_id: &WebhookDeliveryId,
         at: DateTime<Utc>,
+        max_pending: u32,
     ) -> Result<DeliveryRecord, HookError> {
-        let done = sqlx::query(
+        let err = |e| backend(e, "replaying a webhook delivery");
+        // One writer at a time: the count and the insert see the same replays.
+        let mut tx = self.begin_write().await.map_err(err)?;
+        let pending: Option<i64> = sqlx::query_scalar(
+            "SELECT (SELECT count(*) FROM webhook_deliveries p \
+               WHERE p.endpoint_id = d.endpoint_id AND p.status = 'pending' \
+               AND p.replay_of IS NOT NULL) \
+             FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id \
+             WHERE d.id = $1 AND d.account_id = $2 AND w.deleted_at IS NULL",
+        )
+        .bind(id.as_str())
+        .bind(account.as_str())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(err)?;
+        match pending {
+            None => return Err(HookError::NotFound),
+            Some(n) if n >= i64::from(max_pending) => {
+                return Err(HookError::TooManyReplays(max_pending));
+            }
+            Some(_) => {}
+        }
+        sqlx::query(
             "INSERT INTO webhook_deliveries \
              (id, account_id, event_id, endpoint_id, status, attempts, next_attempt_at, replay_of, created_at) \
-             SELECT $1, d.account_id, d.event_id, d.endpoint_id, 'pending', 0, $2, d.id, $2 \
-             FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id \
-             WHERE d.id = $3 AND d.account_id = $4 AND w.deleted_at IS NULL",
+             SELECT $1, account_id, event_id, endpoint_id, 'pending', 0, $2, id, $2 \
+             FROM webhook_deliveries WHERE id = $3",
         )
         .bind(new_id.as_str())
         .bind(millis(at))
         .bind(id.as_str())
-        .bind(account.as_str())
-        .execute(self.writer())
+        .execute(&mut *tx)
         .await
         .map_err(|e| {
             if is_unique_violation(&e) {
                 HookError::Duplicate
             } else {
-                backend(e, "replaying a webhook delivery").into()
+                err(e).into()
             }
         })?;
-        if done.rows_affected() == 0 {
-            return Err(HookError::NotFound);
-        }
+        tx.commit().await.map_err(err)?;
         self.delivery_by_id(new_id)
             .await?
             .ok_or(HookError::NotFound)

@@ -1,0 +1,137 @@
+//! One stalled endpoint does not hold up anyone else's deliveries: the sender takes at most
+//! `CAPS.per_endpoint` of its deliveries at once and sends the others' meanwhile, instead of
+//! waiting for a round's slowest send; and replays, which are free, wait at most
+//! `MAX_PENDING_REPLAYS` per endpoint.
+
+use std::{
+    net::SocketAddr,
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use tokio::{io::AsyncReadExt, net::TcpListener, sync::watch};
+
+use svc_services::hooks::MAX_PENDING_REPLAYS;
+
+use crate::{
+    helpers::{TestApp, problem},
+    webhooks::{Receiver, app_with, deliveries, register_ok, replay_delivery, sealing, search},
+};
+
+/// An endpoint that accepts connections, reads what comes and never answers; it counts the
+/// connections open and those the sender gave up on.
+#[derive(Clone)]
+struct Stalled {
+    open: Arc<AtomicUsize>,
+    most_open: Arc<AtomicUsize>,
+    hung_up: Arc<AtomicUsize>,
+    /// The connections accepted so far, for waiting without sleeps.
+    accepted: Arc<watch::Sender<usize>>,
+}
+
+impl Stalled {
+    async fn start() -> (Self, SocketAddr) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stalled = Self {
+            open: Arc::default(),
+            most_open: Arc::default(),
+            hung_up: Arc::default(),
+            accepted: Arc::new(watch::channel(0).0),
+        };
+        let counts = stalled.clone();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let now = counts.open.fetch_add(1, Ordering::SeqCst) + 1;
+                counts.most_open.fetch_max(now, Ordering::SeqCst);
+                counts.accepted.send_modify(|n| *n += 1);
+                let counts = counts.clone();
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 4096];
+                    while matches!(socket.read(&mut buf).await, Ok(n) if n > 0) {}
+                    counts.open.fetch_sub(1, Ordering::SeqCst);
+                    counts.hung_up.fetch_add(1, Ordering::SeqCst);
+                });
+            }
+        });
+        (stalled, addr)
+    }
+}
+
+#[tokio::test]
+async fn a_stalled_endpoint_holds_its_own_senders_only() {
+    let (stalled, stalled_addr) = Stalled::start().await;
+    let mut receiver = Receiver::start(&[]).await;
+    let app = TestApp::builder()
+        .sandbox_host("hooks.sandbox.test", *receiver.server.address())
+        .sandbox_host("stalled.sandbox.test", stalled_addr)
+        .runtime(|r| r.webhook_poll_millis = 1000)
+        .sealing(sealing())
+        .action_sites()
+        .await
+        .spawn()
+        .await;
+    register_ok(
+        &app,
+        &format!("http://stalled.sandbox.test:{}/hooks", stalled_addr.port()),
+    )
+    .await;
+    register_ok(&app, &receiver.url()).await;
+
+    const TASKS: usize = 10;
+    for i in 0..TASKS {
+        search(&app, &format!("tea {i}")).await;
+    }
+    for _ in 0..TASKS {
+        receiver.next().await;
+    }
+    assert_eq!(
+        stalled.hung_up.load(Ordering::SeqCst),
+        0,
+        "every task reached the working endpoint while the stalled one's sends were still waiting"
+    );
+    let cap = svc_services::hooks::CAPS.per_endpoint as usize;
+    let mut accepted = stalled.accepted.subscribe();
+    tokio::time::timeout(Duration::from_secs(20), accepted.wait_for(|n| *n >= cap))
+        .await
+        .expect("the stalled endpoint gets its turns")
+        .unwrap();
+    assert_eq!(
+        stalled.most_open.load(Ordering::SeqCst),
+        cap,
+        "the stalled endpoint gets its cap of senders and no more, with {TASKS} due"
+    );
+}
+
+#[tokio::test]
+async fn replays_waiting_to_be_sent_are_capped_per_endpoint() {
+    let mut receiver = Receiver::start(&[]).await;
+    // The sender is off: the replays stay waiting.
+    let app = app_with(&receiver, None, false, None).await;
+    register_ok(&app, &receiver.url()).await;
+    search(&app, "tea").await;
+    assert_eq!(app.services.hooks.deliver_due().await.unwrap(), 1);
+    receiver.next().await;
+    let sent = deliveries(&app, &app.api_key).await;
+    let id = sent[0]["id"].as_str().unwrap().to_owned();
+    for _ in 0..MAX_PENDING_REPLAYS {
+        assert_eq!(replay_delivery(&app, &id).await.status(), 202);
+    }
+    let refused = replay_delivery(&app, &id).await;
+    assert_eq!(refused.headers()["retry-after"], "60");
+    let body = problem(refused, 429, "rate_limited").await;
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("{MAX_PENDING_REPLAYS} replays waiting")),
+        "{body}"
+    );
+    // Once some are sent (an endpoint's cap of them at once), as many more may wait.
+    let cap = svc_services::hooks::CAPS.per_endpoint as usize;
+    assert_eq!(app.services.hooks.deliver_due().await.unwrap(), cap);
+    assert_eq!(replay_delivery(&app, &id).await.status(), 202);
+}
