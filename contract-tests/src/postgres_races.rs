@@ -119,3 +119,64 @@ pub async fn a_delivery_left_pending_for_a_deleted_endpoint_is_never_sent(url: &
         (DeliveryStatus::Canceled, None)
     );
 }
+
+/// Postgres: an account's event stored while an earlier one's transaction is still running
+/// waits for it to commit, so a reader never sees the later one first and steps over the
+/// earlier one (its id is older) with its cursor. The earlier transaction is held open until
+/// the later store waits, or, as before, stored.
+pub async fn the_feed_waits_for_an_event_still_being_committed(url: &str) {
+    use sqlx::Connection;
+    let store = std::sync::Arc::new(
+        svc_sql::PostgresStore::open(url, 4)
+            .await
+            .expect("open Postgres"),
+    );
+    let b = Backend::all_in(store, "postgres", None);
+    let alice = new_account(&b, "hooks-feed-race@example.com").await;
+    let mut writer = sqlx::PgConnection::connect(url).await.unwrap();
+    let mut slow = writer.begin().await.unwrap();
+    let first = event(&alice.id, "slow", 1);
+    let item = serde_json::json!({
+        "id": first.id.as_str(), "account_id": alice.id.as_str(), "type": "task.completed",
+        "source": first.source, "payload": first.payload, "created_at": first.created_at,
+        "head": "", "tail": "", "digits": "", "max": 0,
+    });
+    sqlx::query("SELECT * FROM svc_store_event($1)")
+        .bind(item)
+        .execute(&mut *slow)
+        .await
+        .unwrap();
+    let quick = tokio::spawn({
+        let hooks = b.hooks.clone();
+        let second = event(&alice.id, "quick", 2);
+        async move { hooks.enqueue_event(&second, new_ids()).await.unwrap() }
+    });
+    let mut watcher = sqlx::PgConnection::connect(url).await.unwrap();
+    for polled in 0.. {
+        assert!(
+            polled < 2_000,
+            "the second store neither waited nor finished"
+        );
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .fetch_one(&mut watcher)
+        .await
+        .unwrap();
+        if waiting > 0 || quick.is_finished() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let seen = b.hooks.events_after(&alice.id, None, 10).await.unwrap();
+    assert!(
+        seen.is_empty(),
+        "the later event is not shown before the earlier one commits: {seen:?}"
+    );
+    slow.commit().await.unwrap();
+    quick.await.unwrap();
+    let feed = b.hooks.events_after(&alice.id, None, 10).await.unwrap();
+    let sources: Vec<_> = feed.iter().map(|e| e.source.as_str()).collect();
+    assert_eq!(sources, ["slow", "quick"]);
+}

@@ -65,3 +65,11 @@ async fn a_delivery_left_pending_for_a_deleted_endpoint_is_never_sent() {
     svc_contract_tests::postgres_races::a_delivery_left_pending_for_a_deleted_endpoint_is_never_sent(&url)
         .await;
 }
+
+/// An event still being committed holds back the feed after it.
+#[tokio::test]
+async fn the_feed_waits_for_an_event_still_being_committed() {
+    let url = svc_contract_tests::postgres_database().await;
+    svc_contract_tests::postgres_races::the_feed_waits_for_an_event_still_being_committed(&url)
+        .await;
+}

@@ -379,8 +379,12 @@ pub trait HookStore: Send + Sync {
         limit: u32,
     ) -> Result<Vec<Receipt>, StoreError>;
 
-    /// The account's events with an id after `after` (all when `None`), oldest first, at
-    /// most `limit`.
+    /// The account's events stored after the event `after` (all when `None`), in the order
+    /// their transactions committed, at most `limit`: a reader paging with the last event it
+    /// got as `after` MUST never step over an event, also one whose id is older than the
+    /// cursor's or whose transaction is still running while it reads (such an event comes in
+    /// a later page). An `after` that is not one of the account's events is compared as an id.
+    /// Events in one transaction come in the order they were stored.
     async fn events_after(
         &self,
         account: &AccountId,

@@ -351,16 +351,21 @@ impl HookStore for MemoryStore {
         after: Option<WebhookEventId>,
         limit: u32,
     ) -> Result<Vec<HookEvent>, StoreError> {
+        // In the order they were stored, after the cursor's event; an id that is not one of
+        // the account's events is compared as an id.
         let s = self.lock();
-        let mut list: Vec<HookEvent> = s
-            .hooks
-            .events
-            .iter()
-            .filter(|e| &e.account_id == account && after.as_ref().is_none_or(|a| &e.id > a))
-            .cloned()
-            .collect();
-        list.sort_by(|a, b| a.id.cmp(&b.id));
-        list.truncate(limit as usize);
+        let mine = s.hooks.events.iter().filter(|e| &e.account_id == account);
+        let list: Vec<HookEvent> = match &after {
+            None => mine.take(limit as usize).cloned().collect(),
+            Some(a) => match mine.clone().position(|e| &e.id == a) {
+                Some(at) => mine.skip(at + 1).take(limit as usize).cloned().collect(),
+                None => mine
+                    .filter(|e| &e.id > a)
+                    .take(limit as usize)
+                    .cloned()
+                    .collect(),
+            },
+        };
         Ok(list)
     }
 }

@@ -368,9 +368,13 @@ impl HookStore for PostgresStore {
         after: Option<WebhookEventId>,
         limit: u32,
     ) -> Result<Vec<HookEvent>, StoreError> {
+        // In commit order (`seq`, migration 0026), after the cursor's event; an id that is
+        // not one of the account's events is compared as an id.
         let rows = sqlx::query(
             "SELECT id, account_id, type, source, payload, created_at FROM webhook_events \
-             WHERE account_id = $1 AND id > $2 ORDER BY id LIMIT $3",
+             WHERE account_id = $1 AND coalesce(seq > (\
+               SELECT seq FROM webhook_events WHERE id = $2 AND account_id = $1), id > $2) \
+             ORDER BY seq LIMIT $3",
         )
         .bind(account.as_str())
         .bind(after.as_ref().map(|a| a.as_str()).unwrap_or(""))

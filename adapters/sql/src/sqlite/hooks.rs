@@ -350,9 +350,13 @@ impl HookStore for SqliteStore {
         after: Option<WebhookEventId>,
         limit: u32,
     ) -> Result<Vec<HookEvent>, StoreError> {
+        // In the order they were stored (`seq`, migration 0026), after the cursor's event; an
+        // id that is not one of the account's events is compared as an id.
         let rows = sqlx::query(
             "SELECT id, account_id, type, source, payload, created_at FROM webhook_events \
-             WHERE account_id = $1 AND id > $2 ORDER BY id LIMIT $3",
+             WHERE account_id = $1 AND coalesce(seq > (\
+               SELECT seq FROM webhook_events WHERE id = $2 AND account_id = $1), id > $2) \
+             ORDER BY seq LIMIT $3",
         )
         .bind(account.as_str())
         .bind(after.as_ref().map(|a| a.as_str()).unwrap_or(""))
@@ -389,8 +393,9 @@ pub(super) async fn event_in_item(
     let (head, tail) = ids.around();
     let rows = sqlx::query(
         r#"
-        INSERT INTO webhook_events (id, account_id, type, source, payload, created_at)
-        VALUES ($1, $2, $3, $4, $5, $6)
+        INSERT INTO webhook_events (id, account_id, type, source, payload, created_at, seq)
+        VALUES ($1, $2, $3, $4, $5, $6,
+            (SELECT coalesce(max(seq), 0) + 1 FROM webhook_events))
         ON CONFLICT (account_id, source) DO NOTHING;
 
         SELECT changes() AS inserted;
