@@ -133,6 +133,8 @@ failure_classes! {
         "The site's authorization server is not reachable or not configured here; retry later."),
     PaymentProviderUnavailable => ("payment_provider_unavailable", 502, true, "Payment provider unavailable",
         "The payment provider did not answer; nothing was charged. Retry with the same Idempotency-Key."),
+    PaymentProviderRefused => ("payment_provider_refused", 502, false, "Payment provider refused",
+        "The payment provider refused the service's request; nothing was charged. The operators must fix it: tell the human, do not retry soon."),
     Internal => ("internal", 500, true, "Internal error",
         "Retry later; if it persists, report the request id."),
     UpstreamUnreachable => ("upstream_unreachable", 502, true, "Target site unreachable",

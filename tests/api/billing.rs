@@ -660,8 +660,9 @@ async fn without_a_provider_checkout_is_unavailable_and_webhooks_are_refused() {
 }
 
 /// A review: the provider's own answer ("Invalid API Key provided: sk_live_****abcd") reached
-/// the customer as the problem's detail, with a Retry-After a refusal does not deserve. The
-/// customer is told it failed; the operators' log has what the provider said.
+/// the customer as the problem's detail, with a Retry-After a refusal does not deserve, and as
+/// "unavailable, retryable" though retrying cannot help. The customer is told it failed; the
+/// operators' log has what the provider said.
 #[tokio::test]
 async fn a_failing_provider_is_reported_without_its_words() {
     use wiremock::{Mock, MockServer, ResponseTemplate, matchers::method};
@@ -683,7 +684,13 @@ async fn a_failing_provider_is_reported_without_its_words() {
         .await;
     let refused = create_checkout(&app, &browser, &csrf, Some("k1"), "starter").await;
     assert!(refused.headers().get("retry-after").is_none());
-    let body = problem(refused, 502, "payment_provider_unavailable").await;
+    // A refusal is the operators' to fix: not retryable, and not told "did not answer".
+    let body = problem(refused, 502, "payment_provider_refused").await;
+    assert_eq!(body["retryable"], false, "{body}");
+    assert!(
+        !body["hint"].as_str().unwrap().contains("did not answer"),
+        "{body}"
+    );
     let detail = body["detail"].as_str().unwrap();
     assert!(
         !detail.contains("Invalid API Key") && !detail.contains("sk_live"),
@@ -702,6 +709,7 @@ async fn a_failing_provider_is_reported_without_its_words() {
     let unavailable = create_checkout(&app, &browser, &csrf, Some("k2"), "starter").await;
     assert!(unavailable.headers().get("retry-after").is_some());
     let body = problem(unavailable, 502, "payment_provider_unavailable").await;
+    assert_eq!(body["retryable"], true, "{body}");
     assert!(
         !body["detail"].as_str().unwrap().contains("10.0.0.7"),
         "{body}"

@@ -334,7 +334,7 @@ impl From<BillingFailure> for ApiProblem {
             )
             .retry_after(std::time::Duration::from_secs(5)),
             BillingFailure::Provider(ProviderError::Rejected(_)) => ApiProblem::new(
-                FailureClass::PaymentProviderUnavailable,
+                FailureClass::PaymentProviderRefused,
                 "The payment provider could not open a checkout; nothing was charged. The service's operators were told; try again later.",
             ),
             BillingFailure::Internal(e) => ApiProblem::failure(e.as_ref()),
