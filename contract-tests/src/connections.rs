@@ -16,7 +16,7 @@ use crate::{
     scenarios::{new_account, t0},
 };
 
-fn pending(account: &AccountId, provider: &str, at: DateTime<Utc>) -> ConnectionRecord {
+pub(crate) fn pending(account: &AccountId, provider: &str, at: DateTime<Utc>) -> ConnectionRecord {
     ConnectionRecord {
         id: ConnectionId::from_ulid(Ulid::new()),
         account_id: account.clone(),
@@ -34,7 +34,7 @@ fn pending(account: &AccountId, provider: &str, at: DateTime<Utc>) -> Connection
     }
 }
 
-fn connected(upstream: &str) -> ConnectionFinish {
+pub(crate) fn connected(upstream: &str) -> ConnectionFinish {
     ConnectionFinish::Connected {
         upstream_account: upstream.into(),
         credentials: SealedSecret::new(format!("sealed:{upstream}").into_bytes()),

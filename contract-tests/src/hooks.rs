@@ -20,12 +20,14 @@ use crate::{
 
 mod fairness;
 mod feed;
+mod sweeps;
 pub(crate) use fairness::UNCAPPED;
 pub use fairness::{
     an_endpoint_has_at_most_its_cap_of_replays_waiting,
     claims_keep_each_endpoint_and_account_within_its_caps,
 };
 pub use feed::the_feed_never_steps_over_an_event_committed_after_a_newer_id;
+pub use sweeps::expired_connections_without_their_event_are_found;
 
 pub(crate) fn at(seconds: i64) -> DateTime<Utc> {
     t0() + Duration::seconds(seconds)

@@ -289,7 +289,8 @@ macro_rules! contract_suite {
             the_feed_never_steps_over_an_event_committed_after_a_newer_id,
             replays_are_new_deliveries_and_deletion_cancels,
             settled_tasks_without_their_event_are_found,
-            credited_payments_without_their_event_are_found
+            credited_payments_without_their_event_are_found,
+            expired_connections_without_their_event_are_found
         );
         $crate::contract_suite!(@authority $backend;
             authorities_are_stored_listed_and_revoked,

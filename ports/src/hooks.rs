@@ -369,6 +369,17 @@ pub trait HookStore: Send + Sync {
         limit: u32,
     ) -> Result<Vec<TaskRecord>, StoreError>;
 
+    /// Connections that were connected (the provider named their upstream account) and
+    /// expired at or after `since` (their `updated_at`), whose account has no event with the
+    /// source `connection:{id}:expired`, oldest first, at most `limit`: the
+    /// `connection.expired` of a process that died between ending the connection and
+    /// recording the event.
+    async fn connections_missing_events(
+        &self,
+        since: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<crate::ConnectionRecord>, StoreError>;
+
     /// Receipts of verified payment events created at or after `since` that added spendable
     /// credits and whose account has no event with their `reference` as source, oldest first,
     /// at most `limit`: the `credits.added` of a process that died between crediting the

@@ -13,7 +13,7 @@ use crate::MemoryStore;
 
 #[derive(Default)]
 pub(crate) struct ConnectionsState {
-    connections: Vec<ConnectionRecord>,
+    pub(crate) connections: Vec<ConnectionRecord>,
 }
 
 fn find<'a>(

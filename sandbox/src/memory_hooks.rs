@@ -6,9 +6,10 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use svc_ports::{
-    AccountId, Attempt, AttemptResult, ClaimCaps, ClaimedDelivery, DeliveryIds, DeliveryRecord,
-    DeliveryStatus, EnqueueOutcome, HookError, HookEvent, HookStore, Receipt, StoreError,
-    TaskRecord, TaskStatus, WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId, WebhookEventId,
+    AccountId, Attempt, AttemptResult, ClaimCaps, ClaimedDelivery, ConnectionRecord,
+    ConnectionState, DeliveryIds, DeliveryRecord, DeliveryStatus, EnqueueOutcome, HookError,
+    HookEvent, HookStore, Receipt, StoreError, TaskRecord, TaskStatus, WebhookDeliveryId,
+    WebhookEndpoint, WebhookEndpointId, WebhookEventId,
 };
 
 use crate::{MemoryStore, memory::State};
@@ -315,6 +316,34 @@ impl HookStore for MemoryStore {
             .cloned()
             .collect();
         list.sort_by(|a, b| (a.settled_at, &a.id).cmp(&(b.settled_at, &b.id)));
+        list.truncate(limit as usize);
+        Ok(list)
+    }
+
+    async fn connections_missing_events(
+        &self,
+        since: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<ConnectionRecord>, StoreError> {
+        let s = self.lock();
+        let mut list: Vec<ConnectionRecord> = s
+            .connections
+            .connections
+            .iter()
+            .filter(|c| {
+                let source = format!("connection:{}:expired", c.id);
+                c.state == ConnectionState::Expired
+                    && c.upstream_account.is_some()
+                    && c.updated_at >= since
+                    && !s
+                        .hooks
+                        .events
+                        .iter()
+                        .any(|e| e.account_id == c.account_id && e.source == source)
+            })
+            .cloned()
+            .collect();
+        list.sort_by(|a, b| (a.updated_at, &a.id).cmp(&(b.updated_at, &b.id)));
         list.truncate(limit as usize);
         Ok(list)
     }

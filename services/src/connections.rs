@@ -642,21 +642,25 @@ impl ConnectionService {
             .await
             .map_err(|e| anyhow::anyhow!("expiring connection {}: {e}", record.id))?;
         if let Some(hooks) = &self.hooks {
-            hooks
-                .emit(
-                    &record.account_id,
-                    svc_ports::HookEventType::ConnectionExpired,
-                    format!("connection:{}:expired", record.id),
-                    serde_json::json!({
-                        "connection_id": record.id.as_str(),
-                        "provider": provider,
-                        "state": expired.state.as_str(),
-                        "next_action": {"kind": "connect"},
-                    }),
-                )
-                .await;
+            expired_event(hooks, &expired).await;
         }
         Ok(CredentialFailure::Expired(provider.to_owned()))
+    }
+
+    /// Records the `connection.expired` of connections whose process died between ending them
+    /// and recording the event (once per connection, so a live process recording it too adds
+    /// nothing). Answers how many.
+    pub async fn recover_expired_events(&self) -> Result<usize, svc_ports::StoreError> {
+        let Some(hooks) = &self.hooks else {
+            return Ok(0);
+        };
+        let since =
+            self.clock.now() - chrono::Duration::minutes(crate::hooks::SWEEP_WINDOW_MINUTES);
+        let missing = hooks.connections_missing_events(since, 100).await?;
+        for c in &missing {
+            expired_event(hooks, c).await;
+        }
+        Ok(missing.len())
     }
 
     fn seal_grant(&self, grant: &ProviderGrant) -> anyhow::Result<svc_ports::SealedSecret> {
@@ -667,6 +671,24 @@ impl ConnectionService {
         let bytes = self.sealer.open(sealed)?;
         Ok(String::from_utf8(bytes)?)
     }
+}
+
+/// `connection.expired` for the connection as its expiry left it: the same from the live path
+/// and from the sweep.
+async fn expired_event(hooks: &crate::hooks::HookService, expired: &ConnectionRecord) {
+    hooks
+        .emit(
+            &expired.account_id,
+            svc_ports::HookEventType::ConnectionExpired,
+            format!("connection:{}:expired", expired.id),
+            serde_json::json!({
+                "connection_id": expired.id.as_str(),
+                "provider": expired.provider.as_str(),
+                "state": expired.state.as_str(),
+                "next_action": {"kind": "connect"},
+            }),
+        )
+        .await;
 }
 
 #[cfg(test)]

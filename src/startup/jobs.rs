@@ -65,7 +65,8 @@ pub async fn purge_limits(services: Arc<Services>, mut stop: watch::Receiver<boo
 
 /// At start and every third of the window: tasks that began but never settled (their process
 /// died) are settled as failed and refunded once they are older than any action may run; and
-/// tasks settled by a process that died before recording their webhook event get it.
+/// tasks settled, payments credited and connections ended by a process that died before
+/// recording their webhook event get it.
 pub async fn recover_tasks(
     services: Arc<Services>,
     after_seconds: i64,
@@ -94,6 +95,14 @@ pub async fn recover_tasks(
             Ok(n) => tracing::warn!(
                 recorded = n,
                 "webhook events of credited payments recorded late"
+            ),
+            Err(e) => tracing::warn!(error = %e, "webhook event sweep failed"),
+        }
+        match services.connections.recover_expired_events().await {
+            Ok(0) => {}
+            Ok(n) => tracing::warn!(
+                recorded = n,
+                "webhook events of expired connections recorded late"
             ),
             Err(e) => tracing::warn!(error = %e, "webhook event sweep failed"),
         }

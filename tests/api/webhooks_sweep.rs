@@ -1,6 +1,6 @@
-//! The recovery job's sweep of webhook events that were never recorded: a settlement or a
-//! credited payment stored without its event (by an earlier version that recorded it after,
-//! and could die between) gets it once, and it is delivered.
+//! The recovery job's sweep of webhook events that were never recorded: a settlement, a
+//! credited payment or an expired connection stored without its event (by a process that
+//! recorded it after, and died between) gets it once, and it is delivered.
 
 use serde_json::{Value, json};
 use svc::startup::Stores;
@@ -157,4 +157,90 @@ async fn a_credited_payment_whose_event_was_never_recorded_is_swept_up() {
     assert_eq!(body["data"]["credits"], 1000);
     assert_eq!(body["data"]["receipt_id"], receipts[0].id.as_str());
     assert_eq!(body["data"]["payment_id"], "pay_swept");
+}
+
+/// A process that died between ending a connection it could not refresh and recording
+/// `connection.expired`: the same sweep records it (once), and it is delivered; a pending
+/// connection that ended without ever connecting tells nothing.
+#[tokio::test]
+async fn an_expired_connection_whose_event_was_never_recorded_is_swept_up() {
+    use svc_ports::{
+        ConnectionFinish, ConnectionId, ConnectionRecord, ConnectionState, ProviderId, SealedSecret,
+    };
+    let mut receiver = Receiver::start(&[]).await;
+    let stores = Stores::memory();
+    let app = app_with(&receiver, None, false, Some(stores.clone())).await;
+    let resp = register(
+        &app,
+        &app.api_key,
+        json!({"url": receiver.url(), "events": ["connection.expired"]}),
+    )
+    .await;
+    assert_eq!(resp.status(), 201);
+    let secret = resp.json::<Value>().await.unwrap()["secret"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let account = app
+        .services
+        .auth
+        .authenticate_header(Some(&bearer(&app.api_key)))
+        .await
+        .unwrap()
+        .account
+        .id;
+    let now = app.services.clock.now();
+    let connection = |expected: &str| ConnectionRecord {
+        id: ConnectionId::from_ulid(ulid::Ulid::new()),
+        account_id: account.clone(),
+        provider: ProviderId::parse("shop-example").unwrap(),
+        expected_account: Some(expected.into()),
+        upstream_account: None,
+        state: ConnectionState::Pending,
+        oauth_state_hash: svc_ports::connections::oauth_state_hash(expected),
+        pkce_verifier: SealedSecret::new(vec![1, 2, 3]),
+        credentials: None,
+        credentials_expire_at: None,
+        link_expires_at: now + chrono::Duration::minutes(10),
+        created_at: now,
+        updated_at: now,
+    };
+    let (ended, never) = (connection("guest-1"), connection("guest-2"));
+    for c in [&ended, &never] {
+        stores.connections.insert_connection(c).await.unwrap();
+    }
+    stores
+        .connections
+        .finish_connection(
+            &ended.id,
+            ConnectionFinish::Connected {
+                upstream_account: "guest-1".into(),
+                credentials: SealedSecret::new(vec![9]),
+                credentials_expire_at: Some(now),
+            },
+            now,
+        )
+        .await
+        .unwrap();
+    // Ended straight in the store, as a process that died before recording the event left it.
+    for c in [&ended, &never] {
+        stores
+            .connections
+            .expire_connection(&c.id, now)
+            .await
+            .unwrap();
+    }
+    let connections = &app.services.connections;
+    assert_eq!(connections.recover_expired_events().await.unwrap(), 1);
+    assert_eq!(
+        connections.recover_expired_events().await.unwrap(),
+        0,
+        "once"
+    );
+    assert_eq!(app.services.hooks.deliver_due().await.unwrap(), 1);
+    let body = verify_independently(&secret, &receiver.next().await);
+    assert_eq!(body["type"], "connection.expired");
+    assert_eq!(body["data"]["connection_id"], ended.id.as_str());
+    assert_eq!(body["data"]["provider"], "shop-example");
+    assert_eq!(body["data"]["state"], "expired");
 }

@@ -271,6 +271,15 @@ impl HookService {
         self.store.credits_missing_events(since, limit).await
     }
 
+    /// Connections that expired without their event ([`HookStore::connections_missing_events`]).
+    pub async fn connections_missing_events(
+        &self,
+        since: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<svc_ports::ConnectionRecord>, svc_ports::StoreError> {
+        self.store.connections_missing_events(since, limit).await
+    }
+
     /// Records an event for the account, once per `source` (what it is about), with a
     /// delivery to each endpoint subscribed to its type. Never fails its caller: the fact it
     /// reports already happened, so a store failure is logged, not passed on.

@@ -7,9 +7,10 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use sqlx::postgres::PgRow;
 use svc_ports::{
-    AccountId, Attempt, AttemptResult, ClaimCaps, ClaimedDelivery, DeliveryIds, DeliveryRecord,
-    DeliveryStatus, EnqueueOutcome, HookError, HookEvent, HookEventType, HookStore, Receipt,
-    StoreError, TaskRecord, WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId, WebhookEventId,
+    AccountId, Attempt, AttemptResult, ClaimCaps, ClaimedDelivery, ConnectionRecord, DeliveryIds,
+    DeliveryRecord, DeliveryStatus, EnqueueOutcome, HookError, HookEvent, HookEventType, HookStore,
+    Receipt, StoreError, TaskRecord, WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId,
+    WebhookEventId,
 };
 
 use super::{
@@ -338,6 +339,29 @@ impl HookStore for PostgresStore {
         .await
         .map_err(|e| backend(e, "listing tasks without their webhook event"))?;
         rows.iter().map(crate::rows::task).collect()
+    }
+
+    async fn connections_missing_events(
+        &self,
+        since: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<ConnectionRecord>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, account_id, provider, expected_account, upstream_account, state, \
+             oauth_state_hash, pkce_verifier, credentials, credentials_expire_at, \
+             link_expires_at, created_at, updated_at FROM connections c \
+             WHERE state = 'expired' AND upstream_account IS NOT NULL AND updated_at >= $1 \
+             AND NOT EXISTS (\
+               SELECT 1 FROM webhook_events e \
+               WHERE e.account_id = c.account_id AND e.source = 'connection:' || c.id || ':expired') \
+             ORDER BY updated_at, id LIMIT $2",
+        )
+        .bind(ms(since))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| backend(e, "listing expired connections without their webhook event"))?;
+        rows.iter().map(crate::rows::connection).collect()
     }
 
     async fn credits_missing_events(
