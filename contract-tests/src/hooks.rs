@@ -27,7 +27,10 @@ pub use fairness::{
     claims_keep_each_endpoint_and_account_within_its_caps,
 };
 pub use feed::the_feed_never_steps_over_an_event_committed_after_a_newer_id;
-pub use sweeps::expired_connections_without_their_event_are_found;
+pub use sweeps::{
+    charges_that_crossed_the_low_mark_without_their_event_are_found,
+    expired_connections_without_their_event_are_found,
+};
 
 pub(crate) fn at(seconds: i64) -> DateTime<Utc> {
     t0() + Duration::seconds(seconds)

@@ -259,6 +259,14 @@ pub enum HookError {
     Store(#[from] StoreError),
 }
 
+/// A completed task whose charge took the account below the low-credits mark, and the
+/// spendable balance its capture left (see [`HookStore::low_charges_missing_events`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LowCharge {
+    pub task: TaskRecord,
+    pub spendable: i64,
+}
+
 /// The most deliveries in flight at once (under a live lease) for one endpoint and for one
 /// account; see [`HookStore::claim_due`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -368,6 +376,20 @@ pub trait HookStore: Send + Sync {
         since: DateTime<Utc>,
         limit: u32,
     ) -> Result<Vec<TaskRecord>, StoreError>;
+
+    /// Tasks settled completed at or after `settled_since` whose charge took the account's
+    /// spendable credits below `low`: their `capture` ledger entry (reference
+    /// `task:{id}:capture`) left a balance under `low` that its cost would have kept at or
+    /// above it. Only those whose account has no event with the source
+    /// `task:{id}:credits.low`, oldest settled first, at most `limit`, each with the balance
+    /// its capture left: the `credits.low` of a process that died between settling the task
+    /// and recording the event.
+    async fn low_charges_missing_events(
+        &self,
+        settled_since: DateTime<Utc>,
+        low: i64,
+        limit: u32,
+    ) -> Result<Vec<LowCharge>, StoreError>;
 
     /// Connections that were connected (the provider named their upstream account) and
     /// expired at or after `since` (their `updated_at`), whose account has no event with the

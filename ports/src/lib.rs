@@ -68,7 +68,7 @@ pub use fetch::{
 pub use health::{PoolUsage, StoreHealth};
 pub use hooks::{
     Attempt, AttemptResult, ClaimCaps, ClaimedDelivery, DeliveryIds, DeliveryRecord,
-    DeliveryStatus, EnqueueOutcome, HookError, HookEvent, HookEventType, HookStore,
+    DeliveryStatus, EnqueueOutcome, HookError, HookEvent, HookEventType, HookStore, LowCharge,
     WebhookEndpoint,
 };
 pub use identity::{

@@ -7,9 +7,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use svc_ports::{
     AccountId, Attempt, AttemptResult, ClaimCaps, ClaimedDelivery, ConnectionRecord,
-    ConnectionState, DeliveryIds, DeliveryRecord, DeliveryStatus, EnqueueOutcome, HookError,
-    HookEvent, HookStore, Receipt, StoreError, TaskRecord, TaskStatus, WebhookDeliveryId,
-    WebhookEndpoint, WebhookEndpointId, WebhookEventId,
+    ConnectionState, DeliveryIds, DeliveryRecord, DeliveryStatus, EnqueueOutcome, EntryKind,
+    HookError, HookEvent, HookStore, LedgerEntry, LowCharge, Receipt, StoreError, TaskRecord,
+    TaskStatus, WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId, WebhookEventId,
 };
 
 use crate::{MemoryStore, memory::State};
@@ -316,6 +316,44 @@ impl HookStore for MemoryStore {
             .cloned()
             .collect();
         list.sort_by(|a, b| (a.settled_at, &a.id).cmp(&(b.settled_at, &b.id)));
+        list.truncate(limit as usize);
+        Ok(list)
+    }
+
+    async fn low_charges_missing_events(
+        &self,
+        settled_since: DateTime<Utc>,
+        low: i64,
+        limit: u32,
+    ) -> Result<Vec<LowCharge>, StoreError> {
+        let s = self.lock();
+        let mut list: Vec<LowCharge> = s
+            .actions
+            .tasks
+            .values()
+            .filter(|t| {
+                t.status == TaskStatus::Completed
+                    && t.settled_at.is_some_and(|at| at >= settled_since)
+            })
+            .filter_map(|t| {
+                let (reference, _) = LedgerEntry::task_reference(&t.id, EntryKind::Capture);
+                let capture = s.entries.iter().find(|e| {
+                    e.account_id == t.account_id && e.reference.as_deref() == Some(&reference)
+                })?;
+                let source = format!("task:{}:credits.low", t.id);
+                let crossed = capture.balance_after < low && capture.balance_after + t.cost >= low;
+                let recorded = s
+                    .hooks
+                    .events
+                    .iter()
+                    .any(|e| e.account_id == t.account_id && e.source == source);
+                (crossed && !recorded).then(|| LowCharge {
+                    task: t.clone(),
+                    spendable: capture.balance_after,
+                })
+            })
+            .collect();
+        list.sort_by(|a, b| (a.task.settled_at, &a.task.id).cmp(&(b.task.settled_at, &b.task.id)));
         list.truncate(limit as usize);
         Ok(list)
     }

@@ -244,3 +244,81 @@ async fn an_expired_connection_whose_event_was_never_recorded_is_swept_up() {
     assert_eq!(body["data"]["provider"], "shop-example");
     assert_eq!(body["data"]["state"], "expired");
 }
+
+/// A process that died between settling the charge that took the account below the low mark
+/// and recording `credits.low`: the sweep records it (once), with the balance the charge left.
+#[tokio::test]
+async fn a_low_credits_event_never_recorded_is_swept_up() {
+    let mut receiver = Receiver::start(&[]).await;
+    let stores = Stores::memory();
+    let app = app_with(&receiver, None, false, Some(stores.clone())).await;
+    let resp = register(
+        &app,
+        &app.api_key,
+        json!({"url": receiver.url(), "events": ["credits.low"]}),
+    )
+    .await;
+    assert_eq!(resp.status(), 201);
+    let secret = resp.json::<Value>().await.unwrap()["secret"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let account = app
+        .services
+        .auth
+        .authenticate_header(Some(&bearer(&app.api_key)))
+        .await
+        .unwrap()
+        .account
+        .id;
+    let spendable = stores.ledger.balance(&account).await.unwrap().spendable;
+    let cost = spendable - 4;
+    assert!(cost > 0, "the sandbox account starts with credits");
+    let now = app.services.clock.now();
+    let task = svc_ports::NewTask {
+        id: svc_ports::TaskId::from_ulid(ulid::Ulid::new()),
+        account_id: account,
+        key_id: svc_ports::ApiKeyId::from_ulid(ulid::Ulid::new()),
+        domain: SHOP.into(),
+        action: "search_products".into(),
+        cost,
+        idempotency_key: None,
+        fingerprint: "low".into(),
+        hold_entry: svc_ports::LedgerEntryId::from_ulid(ulid::Ulid::new()),
+        authority_spend: None,
+        created_at: now,
+    };
+    stores.tasks.begin_task(&task).await.unwrap();
+    stores
+        .tasks
+        .settle_task(&svc_ports::Settlement {
+            task_id: task.id.clone(),
+            completed: true,
+            release_spend: false,
+            response_status: 200,
+            response_body: "{}".into(),
+            artifact_id: svc_ports::ArtifactId::from_ulid(ulid::Ulid::new()),
+            artifact: r#"{"status":"completed"}"#.into(),
+            entry: svc_ports::LedgerEntryId::from_ulid(ulid::Ulid::new()),
+            clawback_entry: svc_ports::LedgerEntryId::from_ulid(ulid::Ulid::new()),
+            freeze_entry: svc_ports::LedgerEntryId::from_ulid(ulid::Ulid::new()),
+            at: now,
+            event: None,
+        })
+        .await
+        .unwrap();
+
+    let actions = &app.services.actions;
+    assert_eq!(
+        actions.recover_task_events().await.unwrap(),
+        2,
+        "task.completed and credits.low"
+    );
+    assert_eq!(actions.recover_task_events().await.unwrap(), 0, "once");
+    assert_eq!(app.services.hooks.deliver_due().await.unwrap(), 1);
+    let body = verify_independently(&secret, &receiver.next().await);
+    assert_eq!(body["type"], "credits.low");
+    assert_eq!(body["data"]["task_id"], task.id.as_str());
+    assert_eq!(body["data"]["spendable"], 4);
+    assert_eq!(body["data"]["threshold"], 10);
+}

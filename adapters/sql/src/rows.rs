@@ -253,6 +253,14 @@ pub(crate) fn meter_event(r: &impl Columns) -> Result<MeterEvent, StoreError> {
 /// `id, account_id, provider, expected_account, upstream_account, state, oauth_state_hash,
 /// pkce_verifier, credentials, credentials_expire_at, link_expires_at, created_at,
 /// updated_at`.
+/// A task row with the `balance_after` of its capture entry.
+pub(crate) fn low_charge(r: &impl Columns) -> Result<svc_ports::LowCharge, StoreError> {
+    Ok(svc_ports::LowCharge {
+        task: task(r)?,
+        spendable: r.int("balance_after")?,
+    })
+}
+
 pub(crate) fn connection(r: &impl Columns) -> Result<ConnectionRecord, StoreError> {
     Ok(ConnectionRecord {
         id: r.parsed("id", ConnectionId::parse)?,

@@ -1,6 +1,7 @@
-//! The sweep for `connection.expired`: connections that were connected and expired, without
-//! their event, are found; pending ones that ended, and those whose event was recorded, are
-//! not.
+//! The sweeps for `connection.expired` and `credits.low`: connections that were connected
+//! and expired, and charges that took the account below the mark, without their event, are
+//! found; pending connections that ended, other charges, and those whose event was recorded,
+//! are not.
 
 use chrono::Duration;
 use svc_ports::{ConnectionFinish, HookEvent, HookEventType};
@@ -68,6 +69,63 @@ pub async fn expired_connections_without_their_event_are_found(b: &Backend) {
     assert!(
         b.hooks
             .connections_missing_events(at, 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "{}: once its event is recorded",
+        b.name
+    );
+}
+
+pub async fn charges_that_crossed_the_low_mark_without_their_event_are_found(b: &Backend) {
+    use crate::actions::{funded, new_task, settlement};
+    let a = funded(b, "hooks-low@example.com", 12).await;
+    let settled_at = t0() + Duration::minutes(1);
+    // Each costs 2: the account holds 10 after the first, 8 after the second (the charge that
+    // crossed a mark of 10), 6 after the third; the fourth fails and is refunded.
+    let mut tasks = Vec::new();
+    for completed in [true, true, true, false] {
+        let task = new_task(&a, 2, None, "low");
+        b.tasks.begin_task(&task).await.unwrap();
+        b.tasks
+            .settle_task(&settlement(&task.id, completed, settled_at))
+            .await
+            .unwrap();
+        tasks.push(task);
+    }
+    let missing = b
+        .hooks
+        .low_charges_missing_events(settled_at, 10, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        missing
+            .iter()
+            .map(|c| (&c.task.id, c.spendable))
+            .collect::<Vec<_>>(),
+        [(&tasks[1].id, 8)],
+        "{}: only the charge that crossed, with the balance its capture left",
+        b.name
+    );
+    assert_eq!(missing[0].task.cost, 2);
+    assert!(
+        b.hooks
+            .low_charges_missing_events(settled_at + Duration::seconds(1), 10, 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "{}: settled before the window",
+        b.name
+    );
+    let recorded = HookEvent {
+        event_type: HookEventType::CreditsLow,
+        source: format!("task:{}:credits.low", tasks[1].id),
+        ..event(&a, "unused", 60)
+    };
+    b.hooks.enqueue_event(&recorded, new_ids()).await.unwrap();
+    assert!(
+        b.hooks
+            .low_charges_missing_events(settled_at, 10, 10)
             .await
             .unwrap()
             .is_empty(),

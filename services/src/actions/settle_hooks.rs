@@ -1,13 +1,14 @@
 //! What a settlement tells the account's webhooks: `task.completed` or `task.failed` (stored
 //! with the settlement itself, `settle.rs`), and
 //! `credits.low` when this task's charge left spendable credits below the mark and they were
-//! not below it before the charge, and
+//! not below it before the charge (as its capture entry records the balance; the recovery
+//! sweep records the event a dead process did not), and
 //! `authority.exhausted` when its payment spent what the authority had left. Each is recorded
 //! once per task (its `source`), so a retried settlement or a second instance adds nothing.
 
 use chrono::Duration;
 use serde_json::{Value, json};
-use svc_ports::{AuthorityStatus, HookEventType, TaskRecord, TaskStatus};
+use svc_ports::{AuthorityStatus, EntryKind, HookEventType, LedgerEntry, TaskRecord, TaskStatus};
 
 use super::{ActionService, Observed, PaymentContext};
 
@@ -19,6 +20,9 @@ pub const LOW_CREDITS: i64 = 10;
 const LOW_CREDITS_HORIZON: i64 = 1_000;
 
 use crate::hooks::SWEEP_WINDOW_MINUTES;
+
+/// How many of the account's newest ledger entries a settlement looks through for its capture.
+const RECENT_ENTRIES: u32 = 16;
 
 /// `task.completed` or `task.failed` with what the customer's systems need, from the settled
 /// task alone (so the sweep writes the same as the settlement).
@@ -50,8 +54,9 @@ pub(super) fn task_event(task: &TaskRecord) -> (HookEventType, Value) {
 }
 
 impl ActionService {
-    /// Records the task event of settlements whose process died before it could (the event is
-    /// once per task, so a live process that records it too adds nothing). Answers how many.
+    /// Records the task event, and `credits.low` for a charge that crossed the mark, of
+    /// settlements whose process died before it could (each is once per task, so a live
+    /// process that records it too adds nothing). Answers how many.
     pub async fn recover_task_events(&self) -> Result<usize, svc_ports::StoreError> {
         let Some(hooks) = &self.hooks else {
             return Ok(0);
@@ -69,7 +74,39 @@ impl ActionService {
                 )
                 .await;
         }
-        Ok(missing.len())
+        let low = self
+            .ports
+            .hooks
+            .low_charges_missing_events(since, LOW_CREDITS, 100)
+            .await?;
+        for charge in &low {
+            self.credits_low(hooks, &charge.task, charge.spendable)
+                .await;
+        }
+        Ok(missing.len() + low.len())
+    }
+
+    /// `credits.low` for a charge that took the account below the mark, with the balance its
+    /// capture left: the same from the live path and from the sweep.
+    async fn credits_low(
+        &self,
+        hooks: &crate::hooks::HookService,
+        task: &TaskRecord,
+        spendable: i64,
+    ) {
+        hooks
+            .emit(
+                &task.account_id,
+                HookEventType::CreditsLow,
+                format!("task:{}:credits.low", task.id),
+                json!({
+                    "spendable": spendable,
+                    "threshold": LOW_CREDITS,
+                    "task_id": task.id.as_str(),
+                    "next_action": {"kind": "top_up", "url": self.account_url},
+                }),
+            )
+            .await;
     }
 
     pub(super) async fn settled_hooks(
@@ -84,26 +121,22 @@ impl ActionService {
         let account = &task.account_id;
         // Only a balance near the mark is read: with more than `LOW_CREDITS_HORIZON` above it
         // after this task's hold, other executions would have to hold that much while this
-        // one ran for its charge to be the one that crossed.
+        // one ran for its charge to be the one that crossed. The balance is the one the
+        // charge left, as its capture entry records it, which the sweep reads too; a capture
+        // already past the newest entries is left to the sweep.
         if observed.completed
             && spendable.is_none_or(|s| s < LOW_CREDITS + LOW_CREDITS_HORIZON)
-            && let Ok(balance) = self.ports.ledger.balance(account).await
-            && balance.spendable < LOW_CREDITS
-            && balance.spendable + task.cost >= LOW_CREDITS
+            && let Ok(entries) = self.ports.ledger.entries(account, RECENT_ENTRIES).await
         {
-            hooks
-                .emit(
-                    account,
-                    HookEventType::CreditsLow,
-                    format!("task:{}:credits.low", task.id),
-                    json!({
-                        "spendable": balance.spendable,
-                        "threshold": LOW_CREDITS,
-                        "task_id": task.id.as_str(),
-                        "next_action": {"kind": "top_up", "url": self.account_url},
-                    }),
-                )
-                .await;
+            let (reference, _) = LedgerEntry::task_reference(&task.id, EntryKind::Capture);
+            if let Some(capture) = entries
+                .iter()
+                .find(|e| e.reference.as_deref() == Some(reference.as_str()))
+                && capture.balance_after < LOW_CREDITS
+                && capture.balance_after + task.cost >= LOW_CREDITS
+            {
+                self.credits_low(hooks, task, capture.balance_after).await;
+            }
         }
         if let Some(p) = payment
             && observed.completed

@@ -9,8 +9,8 @@ use sqlx::postgres::PgRow;
 use svc_ports::{
     AccountId, Attempt, AttemptResult, ClaimCaps, ClaimedDelivery, ConnectionRecord, DeliveryIds,
     DeliveryRecord, DeliveryStatus, EnqueueOutcome, HookError, HookEvent, HookEventType, HookStore,
-    Receipt, StoreError, TaskRecord, WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId,
-    WebhookEventId,
+    LowCharge, Receipt, StoreError, TaskRecord, WebhookDeliveryId, WebhookEndpoint,
+    WebhookEndpointId, WebhookEventId,
 };
 
 use super::{
@@ -339,6 +339,34 @@ impl HookStore for PostgresStore {
         .await
         .map_err(|e| backend(e, "listing tasks without their webhook event"))?;
         rows.iter().map(crate::rows::task).collect()
+    }
+
+    async fn low_charges_missing_events(
+        &self,
+        settled_since: DateTime<Utc>,
+        low: i64,
+        limit: u32,
+    ) -> Result<Vec<LowCharge>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT t.id, t.account_id, t.key_id, t.domain, t.action, t.cost, \
+             t.idempotency_key, t.fingerprint, t.status, t.response_status, t.response_body, \
+             t.artifact_id, t.artifact, t.created_at, t.settled_at, t.verified_artifact, \
+             t.verified_at, l.balance_after FROM tasks t \
+             JOIN ledger_entries l ON l.account_id = t.account_id \
+               AND l.reference = 'task:' || t.id || ':capture' \
+             WHERE t.settled_at >= $1 AND t.status = 'completed' \
+             AND l.balance_after < $2 AND l.balance_after + t.cost >= $2 AND NOT EXISTS (\
+               SELECT 1 FROM webhook_events e \
+               WHERE e.account_id = t.account_id AND e.source = 'task:' || t.id || ':credits.low') \
+             ORDER BY t.settled_at, t.id LIMIT $3",
+        )
+        .bind(ms(settled_since))
+        .bind(low)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| backend(e, "listing low charges without their webhook event"))?;
+        rows.iter().map(crate::rows::low_charge).collect()
     }
 
     async fn connections_missing_events(
