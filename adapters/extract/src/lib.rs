@@ -4,6 +4,7 @@
 //! services.
 
 mod clean;
+mod comments;
 mod depth;
 pub mod evaluation;
 mod inline_code;

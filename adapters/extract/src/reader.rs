@@ -204,7 +204,9 @@ fn main_content(
     if led || widened {
         absolutize(&article_doc, base);
     }
-    // What is left at the end once the story is over: a heading over nothing, a back link.
+    // Readers' comments under a heading that says so, then what is left at the end once the
+    // story is over: a heading over nothing, a back link.
+    crate::comments::cut(&article_doc);
     crate::tail::trim(&article_doc);
     // Markdown while the classes are on: a code block's `language-rust` names its fence.
     let markdown = match article_doc.body() {
