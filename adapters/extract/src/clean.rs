@@ -6,7 +6,9 @@
 
 use dom_query::{Document, NodeData, NodeRef, Selection};
 
-use crate::teasers::{teaser_cards, teasers_beside_a_story, trailing_headline_list};
+use crate::teasers::{
+    teaser_cards, teasers_beside_a_story, titled_link_box, trailing_headline_list,
+};
 
 /// Words of a class or id that name boilerplate when they are a whole word of it
 /// (`share-bar`, `related_posts`, `ad slot`).
@@ -291,6 +293,12 @@ pub fn strip_boilerplate(doc: &Document) {
     let blocks = doc.select("body div, body section, body ul, body ol");
     let total = text_chars(&body) as f64;
     cards.extend(teasers_beside_a_story(doc, &blocks));
+    cards.extend(
+        doc.select("body div, body aside, body section")
+            .nodes()
+            .iter()
+            .filter(|n| titled_link_box(n)),
+    );
     candidates.extend(cards.iter().copied());
     for node in candidates {
         // Already gone with an ancestor: nothing to weigh.

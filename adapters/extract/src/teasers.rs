@@ -44,6 +44,67 @@ pub(crate) fn trailing_headline_list(node: &NodeRef) -> bool {
         && !prose_follows(node)
 }
 
+/// A titled box of links is at most this long (characters other than whitespace), with at
+/// least this many list items, at least this share of its text after the title in links and
+/// this share in its lists.
+const LINK_BOX_CHARS: usize = 800;
+const LINK_BOX_ITEMS: usize = 2;
+const LINK_BOX_LINK_SHARE: f64 = 0.5;
+const LINK_BOX_LISTED_SHARE: f64 = 0.7;
+
+/// Whether `node` is a box of links with a title of its own ("Related posts", "Don't miss"),
+/// wherever it sits in the story: a `<div>`, `<aside>` or `<section>` whose first child is a
+/// heading over a list of at least two items, short, mostly links to other pages after its
+/// title, and with
+/// no paragraph of prose. A section of the story has prose under its heading; the box's own
+/// title is what sets it apart from a list the story cites.
+pub(crate) fn titled_link_box(node: &NodeRef) -> bool {
+    if !(node.has_name("div") || node.has_name("aside") || node.has_name("section")) {
+        return false;
+    }
+    let Some(title) = node.first_element_child() else {
+        return false;
+    };
+    if !["h2", "h3", "h4", "h5"].iter().any(|h| title.has_name(h)) {
+        return false;
+    }
+    let chars = text_chars(node);
+    if chars > LINK_BOX_CHARS {
+        return false;
+    }
+    let items = Selection::from(*node).select("ul > li, ol > li").length();
+    let rest = chars.saturating_sub(text_chars(&title));
+    // Links to other pages: tabs and a table of contents link within this one.
+    let links: usize = Selection::from(*node)
+        .select("a[href]:not([href^='#'])")
+        .nodes()
+        .iter()
+        .filter(|a| !a.ancestors_it(None).any(|p| p.id == title.id))
+        .map(text_chars)
+        .sum();
+    // The list is the box: tabs over panels of text are a section of the page.
+    let listed: usize = Selection::from(*node)
+        .select("ul, ol")
+        .nodes()
+        .iter()
+        .filter(|l| {
+            !l.ancestors_it(None)
+                .take_while(|a| a.id != node.id)
+                .any(|a| a.has_name("ul") || a.has_name("ol"))
+        })
+        .map(text_chars)
+        .sum();
+    items >= LINK_BOX_ITEMS
+        && rest > 0
+        && links as f64 >= LINK_BOX_LINK_SHARE * rest as f64
+        && listed as f64 >= LINK_BOX_LISTED_SHARE * rest as f64
+        && !Selection::from(*node)
+            .select("p")
+            .nodes()
+            .iter()
+            .any(is_prose)
+}
+
 /// Whether `node` is a list of other stories' teasers ("More Scotland politics stories"):
 /// three or more items, all but one of its children, each short and led by a heading that is
 /// all one link (the other story's headline), with a line of teaser at most. A story's own
@@ -180,6 +241,31 @@ pub(crate) fn teasers_beside_a_story<'a>(
 #[cfg(test)]
 mod tests {
     use crate::clean::{STORY, cleaned};
+
+    /// Issue 21: a box "Related posts" (a heading over a list of other posts' links) in the
+    /// middle of a story was read as the story's.
+    #[test]
+    fn a_titled_box_of_links_goes_wherever_it_sits_but_tabs_and_sections_stay() {
+        let related = r#"<div class="floatList"><h3>Related posts</h3><ul>
+            <li><a href="/2012/a">How the harbour was rebuilt in a year</a></li>
+            <li><a href="/2012/b">The town that did not expect visitors</a></li></ul></div>"#;
+        let text = cleaned(&format!("<body><div>{STORY}{related}{STORY}</div></body>"));
+        assert!(!text.contains("Related posts"), "{text}");
+        assert!(!text.contains("harbour was rebuilt"), "{text}");
+        // Tabs link within the page: the section is the page's.
+        let tabs = r##"<div><h2>More ways to customize</h2><ul>
+            <li><a href="#themes">Themes</a></li><li><a href="#add-ons">Add-ons</a></li></ul></div>"##;
+        let text = cleaned(&format!("<body><div>{STORY}{tabs}{STORY}</div></body>"));
+        assert!(text.contains("Add-ons"), "{text}");
+        // A section of the story that cites its sources in a list has prose of its own.
+        let sources = format!(
+            r#"<section><h2>Where the figures come from</h2>{STORY}<ul>
+            <li><a href="https://stats.example/a">Harbour statistics 2012</a></li>
+            <li><a href="https://stats.example/b">Visitor counts</a></li></ul></section>"#
+        );
+        let text = cleaned(&format!("<body><div>{STORY}{sources}</div></body>"));
+        assert!(text.contains("Harbour statistics"), "{text}");
+    }
 
     /// Issue 21: other stories' teaser cards after the story were kept, each with a sentence
     /// of prose of its own.
