@@ -138,6 +138,37 @@ fn is_boilerplate(node: &NodeRef) -> bool {
     })
 }
 
+/// Whether an element's class hides it ([`HIDDEN_CLASSES`]).
+fn is_hidden(node: &NodeRef) -> bool {
+    node.attr("class").is_some_and(|v| {
+        v.split_whitespace()
+            .any(|t| HIDDEN_CLASSES.iter().any(|h| t.eq_ignore_ascii_case(h)))
+    })
+}
+
+/// Hidden copies of text the article shows elsewhere (a print or mobile version of the story
+/// kept beside it), however long: a short hidden element is boilerplate already, a long one
+/// may be the only copy of the story (some sites reveal it by script), so only a copy goes.
+fn hidden_copies<'a>(doc: &'a Document, body: &NodeRef<'a>) -> Vec<NodeRef<'a>> {
+    let words = |n: &NodeRef| n.text().split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut hidden: Vec<NodeRef<'a>> = doc
+        .select("body [class]")
+        .nodes()
+        .iter()
+        .filter(|n| is_hidden(n) && text_chars(n) > SHORT_TEXT_CHARS)
+        .copied()
+        .collect();
+    if hidden.is_empty() {
+        return hidden;
+    }
+    let all = words(body);
+    hidden.retain(|n| {
+        let copy = words(n);
+        all.matches(copy.as_str()).take(2).count() == 2
+    });
+    hidden
+}
+
 /// Whole class names of elements no reader of the page sees: hidden by its style sheet, or
 /// WordPress's stand-in for an embedded post (`wp-embedded-content`, hidden once the post's
 /// frame loads). Not `visually-hidden` or `sr-only`: that text is for screen readers, and an
@@ -293,6 +324,7 @@ pub fn strip_boilerplate(doc: &Document) {
     let blocks = doc.select("body div, body section, body ul, body ol");
     let total = text_chars(&body) as f64;
     cards.extend(teasers_beside_a_story(doc, &blocks));
+    cards.extend(hidden_copies(doc, &body));
     cards.extend(
         doc.select("body div, body aside, body section")
             .nodes()
@@ -730,5 +762,18 @@ mod tests {
         let text = cleaned(&html);
         assert!(text.contains("How it works"), "{text}");
         assert!(!text.contains("Share"), "{text}");
+    }
+
+    /// Issue 21: a story's hidden second copy (longer than any boilerplate) was read twice.
+    #[test]
+    fn a_hidden_copy_of_the_story_goes_but_a_hidden_only_copy_stays() {
+        let story = STORY.repeat(3);
+        let html = format!(r#"<body><div>{story}</div><div class="hidden">{story}</div></body>"#);
+        let text = cleaned(&html);
+        assert_eq!(text.matches("people came to read").count(), 3, "{text}");
+        // The only copy, hidden until a script shows it, is the story.
+        let html = format!(r#"<body><p>Intro.</p><div class="hidden">{story}</div></body>"#);
+        let text = cleaned(&html);
+        assert_eq!(text.matches("people came to read").count(), 3, "{text}");
     }
 }
