@@ -180,3 +180,55 @@ pub async fn the_feed_waits_for_an_event_still_being_committed(url: &str) {
     let sources: Vec<_> = feed.iter().map(|e| e.source.as_str()).collect();
     assert_eq!(sources, ["slow", "quick"]);
 }
+
+/// Postgres: events stored before migration 0026 have no number; they come first, in id
+/// order, and a cursor among them reaches the numbered ones after them.
+pub async fn events_stored_before_their_numbers_come_first(url: &str) {
+    use sqlx::Connection;
+    let store = std::sync::Arc::new(
+        svc_sql::PostgresStore::open(url, 4)
+            .await
+            .expect("open Postgres"),
+    );
+    let b = Backend::all_in(store, "postgres", None);
+    let alice = new_account(&b, "hooks-feed-old@example.com").await;
+    let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+    let old = |n: u128, source: &str| svc_ports::HookEvent {
+        id: svc_ports::WebhookEventId::from_ulid(ulid::Ulid::from_parts(1_000, n)),
+        ..event(&alice.id, source, 1)
+    };
+    let (first, second) = (old(1, "old-1"), old(2, "old-2"));
+    for old in [&first, &second] {
+        sqlx::query(
+            "INSERT INTO webhook_events (id, account_id, type, source, payload, created_at) \
+             VALUES ($1, $2, 'task.completed', $3, $4, $5)",
+        )
+        .bind(old.id.as_str())
+        .bind(alice.id.as_str())
+        .bind(&old.source)
+        .bind(&old.payload)
+        .bind(old.created_at)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    }
+    let new = event(&alice.id, "new", 3);
+    b.hooks.enqueue_event(&new, new_ids()).await.unwrap();
+    let sources = |after: Option<&svc_ports::HookEvent>| {
+        let hooks = b.hooks.clone();
+        let (account, after) = (alice.id.clone(), after.map(|e| e.id.clone()));
+        async move {
+            hooks
+                .events_after(&account, after, 10)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|e| e.source)
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(sources(None).await, ["old-1", "old-2", "new"]);
+    assert_eq!(sources(Some(&first)).await, ["old-2", "new"]);
+    assert_eq!(sources(Some(&second)).await, ["new"]);
+    assert!(sources(Some(&new)).await.is_empty());
+}

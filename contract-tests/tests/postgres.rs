@@ -73,3 +73,10 @@ async fn the_feed_waits_for_an_event_still_being_committed() {
     svc_contract_tests::postgres_races::the_feed_waits_for_an_event_still_being_committed(&url)
         .await;
 }
+
+/// Events stored before their numbers come first, in id order.
+#[tokio::test]
+async fn events_stored_before_their_numbers_come_first() {
+    let url = svc_contract_tests::postgres_database().await;
+    svc_contract_tests::postgres_races::events_stored_before_their_numbers_come_first(&url).await;
+}

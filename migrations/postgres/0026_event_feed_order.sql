@@ -4,20 +4,15 @@
 -- now takes its account's next number (`seq`) as it is stored, updating the account's row: the
 -- row stays locked until the transaction ends, so the account's next event waits for this one
 -- to commit and the numbers follow commits. A settlement or a payment holds that lock already.
--- Events stored before keep their id order.
-ALTER TABLE accounts ADD COLUMN event_seq BIGINT NOT NULL DEFAULT 0;
+-- Events stored before have no number and come first, in id order (all of them committed).
+-- Nothing is rewritten: both columns are added without a volatile default, so the tables are
+-- locked only for the index build.
 ALTER TABLE webhook_events ADD COLUMN seq BIGINT;
-UPDATE webhook_events SET seq = o.n
-FROM (
-    SELECT id, row_number() OVER (PARTITION BY account_id ORDER BY id) AS n
-    FROM webhook_events
-) AS o
-WHERE o.id = webhook_events.id;
-UPDATE accounts SET event_seq = o.n
-FROM (SELECT account_id, max(seq) AS n FROM webhook_events GROUP BY account_id) AS o
-WHERE o.account_id = accounts.id;
-ALTER TABLE webhook_events ALTER COLUMN seq SET NOT NULL;
-CREATE UNIQUE INDEX webhook_events_feed ON webhook_events (account_id, seq);
+CREATE INDEX webhook_events_feed ON webhook_events (account_id, seq NULLS FIRST, id);
+-- Replays waiting per endpoint are counted at every replay.
+CREATE INDEX webhook_deliveries_replays ON webhook_deliveries (endpoint_id)
+    WHERE status = 'pending' AND replay_of IS NOT NULL;
+ALTER TABLE accounts ADD COLUMN event_seq BIGINT NOT NULL DEFAULT 0;
 
 -- As in 0019, and the event takes the account's next number first. An unknown account has no
 -- number: the insert then fails on the account's foreign key, as before.
@@ -58,7 +53,7 @@ BEGIN
     WITH event AS (
         INSERT INTO webhook_events (id, account_id, type, source, payload, created_at, seq)
         VALUES (p_id, p_account_id, p_type, p_source,
-            p_payload, p_created_at, coalesce(p_seq, 0))
+            p_payload, p_created_at, p_seq)
         ON CONFLICT (account_id, source) DO NOTHING
         RETURNING webhook_events.id
     ), endpoint AS (

@@ -378,9 +378,11 @@ pub trait HookStore: Send + Sync {
     ) -> Result<Vec<TaskRecord>, StoreError>;
 
     /// Tasks settled completed at or after `settled_since` whose charge took the account's
-    /// spendable credits below `low`: their `capture` ledger entry (reference
-    /// `task:{id}:capture`) left a balance under `low` that its cost would have kept at or
-    /// above it. Only those whose account has no event with the source
+    /// spendable credits below `low` and found them still below it when it was charged: their
+    /// `hold` ledger entry (reference `task:{id}:hold`) left a balance under `low` that the
+    /// task's cost kept at or above it (holds are taken one at a time per account, so one task
+    /// crosses the mark each time), and their `capture` entry left one under `low` too (no
+    /// top-up came between). Only those whose account has no event with the source
     /// `task:{id}:credits.low`, oldest settled first, at most `limit`, each with the balance
     /// its capture left: the `credits.low` of a process that died between settling the task
     /// and recording the event.

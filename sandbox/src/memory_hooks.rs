@@ -336,12 +336,17 @@ impl HookStore for MemoryStore {
                     && t.settled_at.is_some_and(|at| at >= settled_since)
             })
             .filter_map(|t| {
-                let (reference, _) = LedgerEntry::task_reference(&t.id, EntryKind::Capture);
-                let capture = s.entries.iter().find(|e| {
-                    e.account_id == t.account_id && e.reference.as_deref() == Some(&reference)
-                })?;
+                let entry = |kind| {
+                    let (reference, _) = LedgerEntry::task_reference(&t.id, kind);
+                    s.entries.iter().find(|e| {
+                        e.account_id == t.account_id && e.reference.as_deref() == Some(&reference)
+                    })
+                };
+                let (hold, capture) = (entry(EntryKind::Hold)?, entry(EntryKind::Capture)?);
                 let source = format!("task:{}:credits.low", t.id);
-                let crossed = capture.balance_after < low && capture.balance_after + t.cost >= low;
+                let crossed = hold.balance_after < low
+                    && hold.balance_after + t.cost >= low
+                    && capture.balance_after < low;
                 let recorded = s
                     .hooks
                     .events

@@ -700,6 +700,15 @@ async fn a_failing_provider_is_reported_without_its_words() {
         crate::helpers::captured_logs().contains("Invalid API Key provided"),
         "the operators are told what the provider said"
     );
+    // Too many requests is the provider's passing state, not a refusal.
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(429).set_body_string("Too many requests"))
+        .up_to_n_times(1)
+        .mount(&provider)
+        .await;
+    let busy = create_checkout(&app, &browser, &csrf, Some("k3"), "starter").await;
+    let body = problem(busy, 502, "payment_provider_unavailable").await;
+    assert_eq!(body["retryable"], true, "{body}");
     Mock::given(method("POST"))
         .respond_with(
             ResponseTemplate::new(503).set_body_string("upstream connect error at 10.0.0.7"),

@@ -83,7 +83,10 @@ impl HttpPaymentProvider {
             .take(200)
             .collect();
         let what = format!("{path} answered {status}: {text}");
-        Err(if status.is_client_error() {
+        // A timeout, a conflict with a retry still running, too early or too many requests
+        // pass; any other 4xx is the provider refusing what we sent.
+        let passing = matches!(status.as_u16(), 408 | 409 | 425 | 429);
+        Err(if status.is_client_error() && !passing {
             ProviderError::Rejected(what)
         } else {
             ProviderError::Unavailable(what)

@@ -93,20 +93,63 @@ pub async fn charges_that_crossed_the_low_mark_without_their_event_are_found(b: 
             .unwrap();
         tasks.push(task);
     }
+    // Two at once: the first holds 5 of 1,100, the second 1,090, and the first is charged
+    // after the second's hold. The second crossed the mark, though both charges leave 5.
+    let busy = funded(b, "hooks-low-busy@example.com", 1_100).await;
+    let (small, big) = (
+        new_task(&busy, 5, None, "low"),
+        new_task(&busy, 1_090, None, "low"),
+    );
+    for task in [&small, &big] {
+        b.tasks.begin_task(task).await.unwrap();
+    }
+    for task in [&small, &big] {
+        b.tasks
+            .settle_task(&settlement(&task.id, true, settled_at))
+            .await
+            .unwrap();
+    }
+    // A hold that crossed, then a top-up before the charge: the account is not low.
+    let topped = funded(b, "hooks-low-topped@example.com", 11).await;
+    let crossed = new_task(&topped, 2, None, "low");
+    b.tasks.begin_task(&crossed).await.unwrap();
+    b.ledger
+        .grant(&svc_ports::Grant {
+            id: svc_ports::LedgerEntryId::from_ulid(ulid::Ulid::new()),
+            account_id: topped.clone(),
+            amount: svc_ports::CreditAmount::new(100).unwrap(),
+            reference: None,
+            memo: "top-up".into(),
+            at: settled_at,
+        })
+        .await
+        .unwrap();
+    b.tasks
+        .settle_task(&settlement(&crossed.id, true, settled_at))
+        .await
+        .unwrap();
+
     let missing = b
         .hooks
         .low_charges_missing_events(settled_at, 10, 10)
         .await
         .unwrap();
+    let mut got: Vec<_> = missing
+        .iter()
+        .map(|c| (c.task.id.clone(), c.spendable))
+        .collect();
+    got.sort();
+    let mut want = vec![(tasks[1].id.clone(), 8), (big.id.clone(), 5)];
+    want.sort();
     assert_eq!(
-        missing
-            .iter()
-            .map(|c| (&c.task.id, c.spendable))
-            .collect::<Vec<_>>(),
-        [(&tasks[1].id, 8)],
-        "{}: only the charge that crossed, with the balance its capture left",
+        got, want,
+        "{}: only the charges that crossed, with the balance each capture left",
         b.name
     );
+    let missing: Vec<_> = missing
+        .into_iter()
+        .filter(|c| c.task.account_id == a)
+        .collect();
     assert_eq!(missing[0].task.cost, 2);
     assert!(
         b.hooks
@@ -123,12 +166,14 @@ pub async fn charges_that_crossed_the_low_mark_without_their_event_are_found(b: 
         ..event(&a, "unused", 60)
     };
     b.hooks.enqueue_event(&recorded, new_ids()).await.unwrap();
-    assert!(
-        b.hooks
-            .low_charges_missing_events(settled_at, 10, 10)
-            .await
-            .unwrap()
-            .is_empty(),
+    let left = b
+        .hooks
+        .low_charges_missing_events(settled_at, 10, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        left.iter().map(|c| &c.task.id).collect::<Vec<_>>(),
+        [&big.id],
         "{}: once its event is recorded",
         b.name
     );

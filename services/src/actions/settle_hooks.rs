@@ -1,8 +1,8 @@
 //! What a settlement tells the account's webhooks: `task.completed` or `task.failed` (stored
 //! with the settlement itself, `settle.rs`), and
-//! `credits.low` when this task's charge left spendable credits below the mark and they were
-//! not below it before the charge (as its capture entry records the balance; the recovery
-//! sweep records the event a dead process did not), and
+//! `credits.low` when this task's hold took spendable credits below the mark and they were
+//! still below it when it was charged (as its ledger entries record them; the recovery sweep
+//! records the event a dead process did not), and
 //! `authority.exhausted` when its payment spent what the authority had left. Each is recorded
 //! once per task (its `source`), so a retried settlement or a second instance adds nothing.
 
@@ -14,10 +14,6 @@ use super::{ActionService, Observed, PaymentContext};
 
 /// Spendable credits below this are low.
 pub const LOW_CREDITS: i64 = 10;
-
-/// How far above [`LOW_CREDITS`] a task's hold may leave the account before the balance is no
-/// longer read after its settlement (see `settled_hooks`).
-const LOW_CREDITS_HORIZON: i64 = 1_000;
 
 use crate::hooks::SWEEP_WINDOW_MINUTES;
 
@@ -119,21 +115,25 @@ impl ActionService {
         // The task's own event was stored with the settlement (`settle.rs`).
         let Some(hooks) = &self.hooks else { return };
         let account = &task.account_id;
-        // Only a balance near the mark is read: with more than `LOW_CREDITS_HORIZON` above it
-        // after this task's hold, other executions would have to hold that much while this
-        // one ran for its charge to be the one that crossed. The balance is the one the
-        // charge left, as its capture entry records it, which the sweep reads too; a capture
-        // already past the newest entries is left to the sweep.
+        // The charge that crossed the mark is the one whose hold took the balance under it
+        // (an account's holds are taken one at a time), and only while the account is still
+        // under it when the task is charged (no top-up came between): as its hold and capture
+        // entries record them, which the sweep reads too. Entries already past the account's
+        // newest are left to the sweep.
         if observed.completed
-            && spendable.is_none_or(|s| s < LOW_CREDITS + LOW_CREDITS_HORIZON)
+            && spendable.is_none_or(|s| s < LOW_CREDITS && s + task.cost >= LOW_CREDITS)
             && let Ok(entries) = self.ports.ledger.entries(account, RECENT_ENTRIES).await
         {
-            let (reference, _) = LedgerEntry::task_reference(&task.id, EntryKind::Capture);
-            if let Some(capture) = entries
-                .iter()
-                .find(|e| e.reference.as_deref() == Some(reference.as_str()))
+            let find = |kind| {
+                let (reference, _) = LedgerEntry::task_reference(&task.id, kind);
+                entries
+                    .iter()
+                    .find(|e| e.reference.as_deref() == Some(reference.as_str()))
+            };
+            if let (Some(hold), Some(capture)) = (find(EntryKind::Hold), find(EntryKind::Capture))
+                && hold.balance_after < LOW_CREDITS
+                && hold.balance_after + task.cost >= LOW_CREDITS
                 && capture.balance_after < LOW_CREDITS
-                && capture.balance_after + task.cost >= LOW_CREDITS
             {
                 self.credits_low(hooks, task, capture.balance_after).await;
             }

@@ -334,10 +334,13 @@ impl HookStore for SqliteStore {
              t.idempotency_key, t.fingerprint, t.status, t.response_status, t.response_body, \
              t.artifact_id, t.artifact, t.created_at, t.settled_at, t.verified_artifact, \
              t.verified_at, l.balance_after FROM tasks t \
+             JOIN ledger_entries h ON h.account_id = t.account_id \
+               AND h.reference = 'task:' || t.id || ':hold' \
              JOIN ledger_entries l ON l.account_id = t.account_id \
                AND l.reference = 'task:' || t.id || ':capture' \
              WHERE t.settled_at >= $1 AND t.status = 'completed' \
-             AND l.balance_after < $2 AND l.balance_after + t.cost >= $2 AND NOT EXISTS (\
+             AND h.balance_after < $2 AND h.balance_after + t.cost >= $2 \
+             AND l.balance_after < $2 AND NOT EXISTS (\
                SELECT 1 FROM webhook_events e \
                WHERE e.account_id = t.account_id AND e.source = 'task:' || t.id || ':credits.low') \
              ORDER BY t.settled_at, t.id LIMIT $3",
@@ -402,13 +405,18 @@ impl HookStore for SqliteStore {
         after: Option<WebhookEventId>,
         limit: u32,
     ) -> Result<Vec<HookEvent>, StoreError> {
-        // In the order they were stored (`seq`, migration 0026), after the cursor's event; an
-        // id that is not one of the account's events is compared as an id.
+        // In the order they were stored (`seq`, migration 0026) after the cursor's event;
+        // events stored before the numbers come first, in id order. No cursor, or one that
+        // is not one of the account's events, is compared as an id.
         let rows = sqlx::query(
-            "SELECT id, account_id, type, source, payload, created_at FROM webhook_events \
-             WHERE account_id = $1 AND coalesce(seq > (\
-               SELECT seq FROM webhook_events WHERE id = $2 AND account_id = $1), id > $2) \
-             ORDER BY seq LIMIT $3",
+            "WITH cursor AS (SELECT seq, id FROM webhook_events WHERE id = $2 AND account_id = $1) \
+             SELECT e.id, e.account_id, e.type, e.source, e.payload, e.created_at \
+             FROM webhook_events e WHERE e.account_id = $1 AND (\
+               (NOT EXISTS (SELECT 1 FROM cursor) AND e.id > $2) \
+               OR EXISTS (SELECT 1 FROM cursor c \
+                 WHERE c.seq IS NULL AND (e.seq IS NOT NULL OR e.id > c.id)) \
+               OR EXISTS (SELECT 1 FROM cursor c WHERE e.seq > c.seq)) \
+             ORDER BY e.seq, e.id LIMIT $3",
         )
         .bind(account.as_str())
         .bind(after.as_ref().map(|a| a.as_str()).unwrap_or(""))
