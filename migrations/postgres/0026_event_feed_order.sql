@@ -9,6 +9,11 @@
 -- locked only for the index build.
 ALTER TABLE webhook_events ADD COLUMN seq BIGINT;
 CREATE INDEX webhook_events_feed ON webhook_events (account_id, seq NULLS FIRST, id);
+-- A claim reads each endpoint's first due deliveries, and what is in flight.
+CREATE INDEX webhook_deliveries_endpoint_due ON webhook_deliveries (endpoint_id, next_attempt_at, id)
+    WHERE status = 'pending';
+CREATE INDEX webhook_deliveries_leased ON webhook_deliveries (lease_until)
+    WHERE status = 'pending' AND lease_until IS NOT NULL;
 -- Replays waiting per endpoint are counted at every replay.
 CREATE INDEX webhook_deliveries_replays ON webhook_deliveries (endpoint_id)
     WHERE status = 'pending' AND replay_of IS NOT NULL;

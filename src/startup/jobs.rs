@@ -8,7 +8,10 @@ use std::{sync::Arc, time::Duration};
 
 use kit::limits::RateLimits;
 use svc_ports::PageCache;
-use svc_services::{Services, hooks::SENDERS};
+use svc_services::{
+    Services,
+    hooks::{BATCH, SENDERS},
+};
 use tokio::{sync::watch, time::Interval};
 
 /// Waits for the next tick; `false` once the service stops.
@@ -110,7 +113,7 @@ pub async fn recover_tasks(
 }
 
 /// Sends due webhook deliveries, at most `SENDERS` at once on this instance: at once when it
-/// stores an event or a replay, when a send ends and frees a sender, and every `every` for
+/// stores an event or a replay, when sends end and free a batch of senders, and every `every` for
 /// retries that came due and events other instances stored. Sends do not wait for each other,
 /// so a slow endpoint holds only its own senders (at most `CAPS`) and every other
 /// endpoint's deliveries go on. At shutdown the sends in flight finish (within the jobs' stop
@@ -130,13 +133,18 @@ pub async fn deliver_webhooks(
         if *stop.borrow_and_update() {
             break;
         }
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = wake.notified() => {}
-            Some(_) = sending.join_next(), if !sending.is_empty() => {}
+        let freed = tokio::select! {
+            _ = tick.tick() => false,
+            _ = wake.notified() => false,
+            Some(_) = sending.join_next(), if !sending.is_empty() => true,
             _ = stop.changed() => break,
-        }
+        };
         while sending.try_join_next().is_some() {}
+        // A finished send claims again only once a batch of senders is free: each claim reads
+        // every endpoint's first deliveries, too much to do for every send.
+        if freed && (sending.len() as u32) > SENDERS - BATCH {
+            continue;
+        }
         // Fill the free senders; a claim that filled its room may leave more due.
         loop {
             let room = SENDERS.saturating_sub(u32::try_from(sending.len()).unwrap_or(SENDERS));

@@ -138,7 +138,9 @@ impl HookStore for PostgresStore {
         let rows = sqlx::query(
             // A delivery stored while its endpoint was being deleted (the event's enqueue and
             // the delete's cancel did not see each other under read committed) is cancelled
-            // here, never sent: the endpoint's owner was told it is gone.
+            // here, never sent: the endpoint's owner was told it is gone. Only each endpoint's
+            // first due deliveries are looked at (`heads`, an index range per endpoint), so a
+            // claim costs the same however long one endpoint's backlog grows.
             "WITH gone AS (\
                UPDATE webhook_deliveries d SET status = 'canceled', next_attempt_at = NULL, \
                lease = NULL, lease_until = NULL FROM webhook_endpoints w \
@@ -150,11 +152,17 @@ impl HookStore for PostgresStore {
                WHERE status = 'pending' AND lease_until > $3), \
              endpoint_busy AS (SELECT endpoint_id, count(*) AS n FROM leased GROUP BY endpoint_id), \
              account_busy AS (SELECT account_id, count(*) AS n FROM leased GROUP BY account_id), \
+             heads AS (\
+               SELECT x.id, x.account_id, x.endpoint_id, x.next_attempt_at \
+               FROM webhook_endpoints w CROSS JOIN LATERAL (\
+                 SELECT id, account_id, endpoint_id, next_attempt_at FROM webhook_deliveries \
+                 WHERE endpoint_id = w.id AND status = 'pending' AND next_attempt_at <= $3 \
+                 AND (lease_until IS NULL OR lease_until <= $3) \
+                 ORDER BY next_attempt_at, id LIMIT $5) x \
+               WHERE w.deleted_at IS NULL), \
              turns AS (\
                SELECT id, account_id, endpoint_id, next_attempt_at, row_number() OVER (\
-                 PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS turn \
-               FROM webhook_deliveries WHERE status = 'pending' \
-               AND next_attempt_at <= $3 AND (lease_until IS NULL OR lease_until <= $3)), \
+                 PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS turn FROM heads), \
              endpoint_fair AS (\
                SELECT t.id, t.account_id, t.next_attempt_at FROM turns t \
                LEFT JOIN endpoint_busy b ON b.endpoint_id = t.endpoint_id \

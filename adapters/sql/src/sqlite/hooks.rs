@@ -136,17 +136,25 @@ impl HookStore for SqliteStore {
         let mut tx = self.begin_write().await.map_err(err)?;
         sqlx::query(
             // Due deliveries take turns after what their endpoint, then their account, has
-            // in flight.
+            // in flight. Only each endpoint's first due deliveries are looked at (`heads`, an
+            // index range per endpoint), so a claim costs the same however long one
+            // endpoint's backlog grows.
             "WITH leased AS (\
                SELECT endpoint_id, account_id FROM webhook_deliveries \
                WHERE status = 'pending' AND lease_until > $3), \
              endpoint_busy AS (SELECT endpoint_id, count(*) AS n FROM leased GROUP BY endpoint_id), \
              account_busy AS (SELECT account_id, count(*) AS n FROM leased GROUP BY account_id), \
+             heads AS (\
+               SELECT x.id, x.account_id, x.endpoint_id, x.next_attempt_at \
+               FROM webhook_endpoints w JOIN webhook_deliveries x ON x.id IN (\
+                 SELECT y.id FROM webhook_deliveries y \
+                 WHERE y.endpoint_id = w.id AND y.status = 'pending' AND y.next_attempt_at <= $3 \
+                 AND (y.lease_until IS NULL OR y.lease_until <= $3) \
+                 ORDER BY y.next_attempt_at, y.id LIMIT $5) \
+               WHERE w.deleted_at IS NULL), \
              due AS (\
                SELECT id, account_id, endpoint_id, next_attempt_at, row_number() OVER (\
-                 PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS turn \
-               FROM webhook_deliveries WHERE status = 'pending' \
-               AND next_attempt_at <= $3 AND (lease_until IS NULL OR lease_until <= $3)), \
+                 PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS turn FROM heads), \
              endpoint_fair AS (\
                SELECT due.id, due.account_id, due.next_attempt_at FROM due \
                LEFT JOIN endpoint_busy b ON b.endpoint_id = due.endpoint_id \
