@@ -10,6 +10,27 @@ use crate::{
     scenarios::new_account,
 };
 
+/// Returns once `count` statements of this database wait for a lock, or once `done` says so;
+/// fails with `what` after about 2,000 looks.
+async fn waiting_for_locks(url: &str, count: i64, done: impl Fn() -> bool, what: &str) {
+    use sqlx::Connection;
+    let mut watcher = sqlx::PgConnection::connect(url).await.unwrap();
+    for polled in 0.. {
+        assert!(polled < 2_000, "{what}");
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .fetch_one(&mut watcher)
+        .await
+        .unwrap();
+        if waiting >= count || done() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
 /// Postgres, two instances: requests under one key racing for an account's last credit. A
 /// begin looks its key up in the snapshot its statement took before it waits for the account's
 /// lock, so one that waited behind the winner found no task and no credits, and answered
@@ -46,25 +67,13 @@ pub async fn key_racers_on_two_instances_hear_in_flight_not_insufficient_credits
         }
     });
     // Both wait for the account's lock before it is let go.
-    let mut watcher = sqlx::PgConnection::connect(url).await.unwrap();
-    for polled in 0.. {
-        assert!(
-            polled < 2_000,
-            "the two begins never both waited for the lock"
-        );
-        let waiting: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM pg_stat_activity \
-             WHERE datname = current_database() AND wait_event_type = 'Lock'",
-        )
-        .fetch_one(&mut watcher)
-        .await
-        .unwrap();
-        if waiting >= 2 {
-            break;
-        }
-        tokio::task::yield_now().await;
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
+    waiting_for_locks(
+        url,
+        2,
+        || false,
+        "the two begins never both waited for the lock",
+    )
+    .await;
     lock.commit().await.unwrap();
     let (a, b2) = racing.await.unwrap();
     let outcomes = [a.unwrap(), b2.unwrap()];
@@ -151,24 +160,13 @@ pub async fn the_feed_waits_for_an_event_still_being_committed(url: &str) {
         let second = event(&alice.id, "quick", 2);
         async move { hooks.enqueue_event(&second, new_ids()).await.unwrap() }
     });
-    let mut watcher = sqlx::PgConnection::connect(url).await.unwrap();
-    for polled in 0.. {
-        assert!(
-            polled < 2_000,
-            "the second store neither waited nor finished"
-        );
-        let waiting: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM pg_stat_activity \
-             WHERE datname = current_database() AND wait_event_type = 'Lock'",
-        )
-        .fetch_one(&mut watcher)
-        .await
-        .unwrap();
-        if waiting > 0 || quick.is_finished() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
+    waiting_for_locks(
+        url,
+        1,
+        || quick.is_finished(),
+        "the second store neither waited nor finished",
+    )
+    .await;
     let seen = b.hooks.events_after(&alice.id, None, 10).await.unwrap();
     assert!(
         seen.is_empty(),

@@ -17,49 +17,10 @@ async fn a_settlement_whose_event_was_never_recorded_is_swept_up() {
     let stores = Stores::memory();
     let app = app_with(&receiver, None, false, Some(stores.clone())).await;
     let (_, secret) = register_ok(&app, &receiver.url()).await;
-    let account = app
-        .services
-        .auth
-        .authenticate_header(Some(&bearer(&app.api_key)))
-        .await
-        .unwrap()
-        .account
-        .id;
+    let account = account_of(&app).await;
     // Begun and settled straight in the store without the event, as a process of an earlier
     // version could leave it (it recorded the event after the settlement and died between).
-    let now = app.services.clock.now();
-    let task = svc_ports::NewTask {
-        id: svc_ports::TaskId::from_ulid(ulid::Ulid::new()),
-        account_id: account,
-        key_id: svc_ports::ApiKeyId::from_ulid(ulid::Ulid::new()),
-        domain: SHOP.into(),
-        action: "search_products".into(),
-        cost: 1,
-        idempotency_key: None,
-        fingerprint: "swept".into(),
-        hold_entry: svc_ports::LedgerEntryId::from_ulid(ulid::Ulid::new()),
-        authority_spend: None,
-        created_at: now,
-    };
-    stores.tasks.begin_task(&task).await.unwrap();
-    stores
-        .tasks
-        .settle_task(&svc_ports::Settlement {
-            task_id: task.id.clone(),
-            completed: true,
-            release_spend: false,
-            response_status: 200,
-            response_body: "{}".into(),
-            artifact_id: svc_ports::ArtifactId::from_ulid(ulid::Ulid::new()),
-            artifact: r#"{"status":"completed"}"#.into(),
-            entry: svc_ports::LedgerEntryId::from_ulid(ulid::Ulid::new()),
-            clawback_entry: svc_ports::LedgerEntryId::from_ulid(ulid::Ulid::new()),
-            freeze_entry: svc_ports::LedgerEntryId::from_ulid(ulid::Ulid::new()),
-            at: now,
-            event: None,
-        })
-        .await
-        .unwrap();
+    let task = settled_in_store(&stores, account, 1, app.services.clock.now()).await;
     assert_eq!(app.services.hooks.deliver_due().await.unwrap(), 0);
 
     assert_eq!(app.services.actions.recover_task_events().await.unwrap(), 1);
@@ -72,7 +33,7 @@ async fn a_settlement_whose_event_was_never_recorded_is_swept_up() {
     let got = receiver.next().await;
     let body = verify_independently(&secret, &got);
     assert_eq!(body["type"], "task.completed");
-    assert_eq!(body["data"]["task_id"], task.id.as_str());
+    assert_eq!(body["data"]["task_id"], task.as_str());
 }
 
 /// A process that died between crediting a verified payment and recording `credits.added`:
@@ -83,25 +44,8 @@ async fn a_credited_payment_whose_event_was_never_recorded_is_swept_up() {
     let mut receiver = Receiver::start(&[]).await;
     let stores = Stores::memory();
     let app = app_with(&receiver, None, false, Some(stores.clone())).await;
-    let resp = register(
-        &app,
-        &app.api_key,
-        json!({"url": receiver.url(), "events": ["credits.added"]}),
-    )
-    .await;
-    assert_eq!(resp.status(), 201);
-    let secret = resp.json::<Value>().await.unwrap()["secret"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let account = app
-        .services
-        .auth
-        .authenticate_header(Some(&bearer(&app.api_key)))
-        .await
-        .unwrap()
-        .account
-        .id;
+    let secret = register_for(&app, &receiver, "credits.added").await;
+    let account = account_of(&app).await;
     // Credited straight in the store, as the dead process did; no event followed.
     let now = app.services.clock.now();
     let checkout = CheckoutRecord {
@@ -170,25 +114,8 @@ async fn an_expired_connection_whose_event_was_never_recorded_is_swept_up() {
     let mut receiver = Receiver::start(&[]).await;
     let stores = Stores::memory();
     let app = app_with(&receiver, None, false, Some(stores.clone())).await;
-    let resp = register(
-        &app,
-        &app.api_key,
-        json!({"url": receiver.url(), "events": ["connection.expired"]}),
-    )
-    .await;
-    assert_eq!(resp.status(), 201);
-    let secret = resp.json::<Value>().await.unwrap()["secret"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let account = app
-        .services
-        .auth
-        .authenticate_header(Some(&bearer(&app.api_key)))
-        .await
-        .unwrap()
-        .account
-        .id;
+    let secret = register_for(&app, &receiver, "connection.expired").await;
+    let account = account_of(&app).await;
     let now = app.services.clock.now();
     let connection = |expected: &str| ConnectionRecord {
         id: ConnectionId::from_ulid(ulid::Ulid::new()),
@@ -252,29 +179,62 @@ async fn a_low_credits_event_never_recorded_is_swept_up() {
     let mut receiver = Receiver::start(&[]).await;
     let stores = Stores::memory();
     let app = app_with(&receiver, None, false, Some(stores.clone())).await;
-    let resp = register(
-        &app,
-        &app.api_key,
-        json!({"url": receiver.url(), "events": ["credits.low"]}),
-    )
-    .await;
-    assert_eq!(resp.status(), 201);
-    let secret = resp.json::<Value>().await.unwrap()["secret"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let account = app
-        .services
+    let secret = register_for(&app, &receiver, "credits.low").await;
+    let account = account_of(&app).await;
+    let spendable = stores.ledger.balance(&account).await.unwrap().spendable;
+    let cost = spendable - 4;
+    assert!(cost > 0, "the sandbox account starts with credits");
+    let task = settled_in_store(&stores, account, cost, app.services.clock.now()).await;
+
+    let actions = &app.services.actions;
+    assert_eq!(
+        actions.recover_task_events().await.unwrap(),
+        2,
+        "task.completed and credits.low"
+    );
+    assert_eq!(actions.recover_task_events().await.unwrap(), 0, "once");
+    assert_eq!(app.services.hooks.deliver_due().await.unwrap(), 1);
+    let body = verify_independently(&secret, &receiver.next().await);
+    assert_eq!(body["type"], "credits.low");
+    assert_eq!(body["data"]["task_id"], task.as_str());
+    assert_eq!(body["data"]["spendable"], 4);
+    assert_eq!(body["data"]["threshold"], 10);
+}
+
+/// The account of the app's key.
+async fn account_of(app: &crate::helpers::TestApp) -> svc_ports::AccountId {
+    app.services
         .auth
         .authenticate_header(Some(&bearer(&app.api_key)))
         .await
         .unwrap()
         .account
-        .id;
-    let spendable = stores.ledger.balance(&account).await.unwrap().spendable;
-    let cost = spendable - 4;
-    assert!(cost > 0, "the sandbox account starts with credits");
-    let now = app.services.clock.now();
+        .id
+}
+
+/// Registers the receiver for `event` alone; answers the endpoint's secret.
+async fn register_for(app: &crate::helpers::TestApp, receiver: &Receiver, event: &str) -> String {
+    let resp = register(
+        app,
+        &app.api_key,
+        json!({"url": receiver.url(), "events": [event]}),
+    )
+    .await;
+    assert_eq!(resp.status(), 201);
+    resp.json::<Value>().await.unwrap()["secret"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// A task of `cost` begun and settled completed straight in the store, without its events, as
+/// a process that recorded them after the settlement and died between left it.
+async fn settled_in_store(
+    stores: &Stores,
+    account: svc_ports::AccountId,
+    cost: i64,
+    now: chrono::DateTime<chrono::Utc>,
+) -> svc_ports::TaskId {
     let task = svc_ports::NewTask {
         id: svc_ports::TaskId::from_ulid(ulid::Ulid::new()),
         account_id: account,
@@ -283,7 +243,7 @@ async fn a_low_credits_event_never_recorded_is_swept_up() {
         action: "search_products".into(),
         cost,
         idempotency_key: None,
-        fingerprint: "low".into(),
+        fingerprint: "swept".into(),
         hold_entry: svc_ports::LedgerEntryId::from_ulid(ulid::Ulid::new()),
         authority_spend: None,
         created_at: now,
@@ -307,18 +267,5 @@ async fn a_low_credits_event_never_recorded_is_swept_up() {
         })
         .await
         .unwrap();
-
-    let actions = &app.services.actions;
-    assert_eq!(
-        actions.recover_task_events().await.unwrap(),
-        2,
-        "task.completed and credits.low"
-    );
-    assert_eq!(actions.recover_task_events().await.unwrap(), 0, "once");
-    assert_eq!(app.services.hooks.deliver_due().await.unwrap(), 1);
-    let body = verify_independently(&secret, &receiver.next().await);
-    assert_eq!(body["type"], "credits.low");
-    assert_eq!(body["data"]["task_id"], task.id.as_str());
-    assert_eq!(body["data"]["spendable"], 4);
-    assert_eq!(body["data"]["threshold"], 10);
+    task.id
 }
