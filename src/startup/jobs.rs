@@ -129,6 +129,9 @@ pub async fn deliver_webhooks(
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut sending = tokio::task::JoinSet::new();
+    let free = |sending: &tokio::task::JoinSet<()>| {
+        SENDERS.saturating_sub(u32::try_from(sending.len()).unwrap_or(SENDERS))
+    };
     loop {
         if *stop.borrow_and_update() {
             break;
@@ -142,12 +145,12 @@ pub async fn deliver_webhooks(
         while sending.try_join_next().is_some() {}
         // A finished send claims again only once a batch of senders is free: each claim reads
         // every endpoint's first deliveries, too much to do for every send.
-        if freed && (sending.len() as u32) > SENDERS - BATCH {
+        if freed && free(&sending) < BATCH {
             continue;
         }
         // Fill the free senders; a claim that filled its room may leave more due.
         loop {
-            let room = SENDERS.saturating_sub(u32::try_from(sending.len()).unwrap_or(SENDERS));
+            let room = free(&sending);
             if room == 0 {
                 break;
             }

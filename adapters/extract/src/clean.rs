@@ -130,19 +130,16 @@ fn is_boilerplate(node: &NodeRef) -> bool {
     ["class", "id"].iter().any(|a| {
         node.attr(a)
             .is_some_and(|v| names_boilerplate(&v) || overlay(&v))
-    }) || node.attr("class").is_some_and(|v| {
+    }) || is_hidden(node)
+}
+
+/// Whether an element's class hides it ([`HIDDEN_CLASSES`], or hidden from desktops).
+fn is_hidden(node: &NodeRef) -> bool {
+    node.attr("class").is_some_and(|v| {
         v.split_whitespace().any(|t| {
             HIDDEN_CLASSES.iter().any(|h| t.eq_ignore_ascii_case(h))
                 || t.to_ascii_lowercase().contains("hide-from-desktop")
         })
-    })
-}
-
-/// Whether an element's class hides it ([`HIDDEN_CLASSES`]).
-fn is_hidden(node: &NodeRef) -> bool {
-    node.attr("class").is_some_and(|v| {
-        v.split_whitespace()
-            .any(|t| HIDDEN_CLASSES.iter().any(|h| t.eq_ignore_ascii_case(h)))
     })
 }
 
