@@ -624,3 +624,80 @@ fn postgres_answers_a_committed_call_once_even_when_one_answer_is_unreadable() {
         assert_eq!((balance.spendable, balance.held), (9, 1));
     });
 }
+
+/// On Postgres a group takes the rows of all its accounts, in id order, before its first item.
+/// Items lock their account's row as they run, in queue order, so two instances' groups
+/// holding [an item of account 1, one of account 0] and [one of 0, one of 1] could each hold
+/// one row and wait for the other: a deadlock Postgres breaks after a second, and a group
+/// that meets it three times in a row fails its item. Here account 0 is held elsewhere: the
+/// group [event of 1, event of 0] waits for it holding nothing, so account 1 stays free.
+#[test]
+fn postgres_groups_lock_their_accounts_in_id_order() {
+    use sqlx::Connection;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let url = postgres_database("ordered".into()).await;
+        let store = seed(PostgresStore::open(&url, 4).await.unwrap(), 10).await;
+        let lock = "SELECT 1 FROM accounts WHERE id = $1 FOR NO KEY UPDATE NOWAIT";
+        let mut holder = sqlx::PgConnection::connect(&url).await.unwrap();
+        let mut held = holder.begin().await.unwrap();
+        sqlx::query(lock)
+            .bind(account(0).as_str())
+            .execute(&mut *held)
+            .await
+            .unwrap();
+        let mut first = Box::pin(
+            store
+                .writer()
+                .run(Job::Enqueue(hook_event(1, 1, 1), delivery_ids(1))),
+        );
+        let mut second = Box::pin(
+            store
+                .writer()
+                .run(Job::Enqueue(hook_event(2, 0, 2), delivery_ids(2))),
+        );
+        // Both queued before the writer runs: one group.
+        assert!(poll!(first.as_mut()).is_pending());
+        assert!(poll!(second.as_mut()).is_pending());
+        let mut watcher = sqlx::PgConnection::connect(&url).await.unwrap();
+        for polled in 0.. {
+            assert!(polled < 2_000, "the group never waited for account 0");
+            let waiting: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM pg_stat_activity \
+                 WHERE datname = current_database() AND wait_event_type = 'Lock'",
+            )
+            .fetch_one(&mut watcher)
+            .await
+            .unwrap();
+            if waiting > 0 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        let mut probe = watcher.begin().await.unwrap();
+        let free = sqlx::query(lock)
+            .bind(account(1).as_str())
+            .execute(&mut *probe)
+            .await;
+        assert!(
+            free.is_ok(),
+            "account 1 was locked while the group waited for account 0: {free:?}"
+        );
+        probe.rollback().await.unwrap();
+        held.commit().await.unwrap();
+        let (first, second) = futures_util::join!(first, second);
+        for answer in [first, second] {
+            assert!(
+                matches!(
+                    answer,
+                    Ok(Done::Enqueued(svc_ports::EnqueueOutcome::Enqueued { .. }))
+                ),
+                "{}",
+                show(answer)
+            );
+        }
+    });
+}

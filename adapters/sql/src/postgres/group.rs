@@ -5,14 +5,16 @@
 //! wait as long as another statement and its commit. A group takes the row once and commits
 //! once for many executions, on one connection per instance.
 //!
-//! The statements live in one function, `svc_run_items` (migration 0019): a whole group is
-//! one call, so one round trip and, being one statement, stored whole or not at all. When the
-//! call fails, the group runs again an item per call inside a transaction, which finds the
-//! item at fault: an item's error aborts a Postgres transaction (no savepoints: each is a
-//! subtransaction, and past 64 of them in one transaction every snapshot gets slower), so the
-//! group then runs again without it. Groups of two instances can lock two accounts in opposite
-//! orders: the deadlock Postgres breaks is not the item's fault, so the group runs again
-//! whole, a few times.
+//! The statements live in one function, `svc_run_items` (migration 0019), called through
+//! `svc_run_group` (0027), which first locks every account the group touches, in id order: a
+//! whole group is one call, so one round trip and, being one statement, stored whole or not at
+//! all. When the call fails, the group runs again an item per call inside a transaction that
+//! takes the same locks first, which finds the item at fault: an item's error aborts a
+//! Postgres transaction (no savepoints: each is a subtransaction, and past 64 of them in one
+//! transaction every snapshot gets slower), so the group then runs again without it. Taking
+//! the accounts in one order keeps two instances' groups from deadlocking on each other; a
+//! deadlock or serialization failure that still comes (from other transactions) is not the
+//! item's fault, so the group runs again whole, a few times.
 
 use serde_json::Value;
 use sqlx::{Connection, PgConnection, PgPool, postgres::PgRow, types::Json};
@@ -40,7 +42,9 @@ impl Transactions for Writer {
         let mut retries = 0;
         loop {
             match attempt(&self.pool, jobs, todo).await {
-                Attempt::Lost { error, .. } if retries < CONFLICT_RETRIES && conflict(&error) => {
+                Attempt::Lost { error, .. } | Attempt::Failed(error)
+                    if retries < CONFLICT_RETRIES && conflict(&error) =>
+                {
                     retries += 1;
                 }
                 other => return other,
@@ -74,6 +78,16 @@ async fn one_by_one(conn: &mut PgConnection, group: &[&Job]) -> Attempt {
         Ok(tx) => tx,
         Err(e) => return Attempt::Failed(e),
     };
+    // The same locks, in the same order, as the whole group's call takes.
+    let lockable: Vec<Value> = group.iter().filter_map(|job| item(job)).collect();
+    if let Err(error) = sqlx::query("SELECT svc_lock_accounts($1)")
+        .bind(Json(Value::Array(lockable)))
+        .execute(&mut *tx)
+        .await
+    {
+        let _ = tx.rollback().await;
+        return Attempt::Failed(error);
+    }
     let mut done = Vec::with_capacity(group.len());
     for (at, job) in group.iter().enumerate() {
         let result = match items(&[job]) {
@@ -104,14 +118,19 @@ async fn one_by_one(conn: &mut PgConnection, group: &[&Job]) -> Attempt {
 fn items(group: &[&Job]) -> Option<Value> {
     group
         .iter()
-        .map(|job| match job {
-            Job::Begin(task) if task.authority_spend.is_none() => Some(tasks::begin_item(task)),
-            Job::Settle(s) => Some(tasks::settle_item(s)),
-            Job::Enqueue(event, ids) => Some(hooks::event_item(event, *ids)),
-            _ => None,
-        })
+        .map(|job| item(job))
         .collect::<Option<Vec<_>>>()
         .map(Value::Array)
+}
+
+/// The job as an item of `svc_run_items`; `None` when it is not one.
+fn item(job: &Job) -> Option<Value> {
+    match job {
+        Job::Begin(task) if task.authority_spend.is_none() => Some(tasks::begin_item(task)),
+        Job::Settle(s) => Some(tasks::settle_item(s)),
+        Job::Enqueue(event, ids) => Some(hooks::event_item(event, *ids)),
+        _ => None,
+    }
 }
 
 /// Runs `items` (built from `group`) in one call and reads each job's answer from the rows
@@ -122,7 +141,7 @@ async fn run_items(
     group: &[&Job],
     items: Value,
 ) -> Result<Vec<Result<Done, sqlx::Error>>, sqlx::Error> {
-    let rows = sqlx::query("SELECT * FROM svc_run_items($1)")
+    let rows = sqlx::query("SELECT * FROM svc_run_group($1)")
         .bind(Json(items))
         .fetch_all(conn)
         .await?;
