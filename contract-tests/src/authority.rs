@@ -24,11 +24,11 @@ use crate::{
     scenarios::{BackendFuture, new_account, t0},
 };
 
-fn usd() -> Currency {
+pub(crate) fn usd() -> Currency {
     Currency::parse("usd").unwrap()
 }
 
-fn authority(
+pub(crate) fn authority(
     account: &AccountId,
     value: i64,
     interval: AuthorityInterval,
@@ -55,7 +55,7 @@ fn authority(
     }
 }
 
-fn spend(a: &PaymentAuthority, amount: i64) -> AuthoritySpend {
+pub(crate) fn spend(a: &PaymentAuthority, amount: i64) -> AuthoritySpend {
     AuthoritySpend {
         authority_id: a.authority_id.clone(),
         amount,
@@ -64,7 +64,7 @@ fn spend(a: &PaymentAuthority, amount: i64) -> AuthoritySpend {
     }
 }
 
-fn paying(
+pub(crate) fn paying(
     account: &AccountId,
     key: Option<&str>,
     fingerprint: &str,

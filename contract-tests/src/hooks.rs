@@ -30,6 +30,7 @@ pub use feed::the_feed_never_steps_over_an_event_committed_after_a_newer_id;
 pub use sweeps::{
     charges_that_crossed_the_low_mark_without_their_event_are_found,
     expired_connections_without_their_event_are_found,
+    payments_that_used_up_their_authority_without_their_event_are_found,
 };
 
 pub(crate) fn at(seconds: i64) -> DateTime<Utc> {

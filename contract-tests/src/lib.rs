@@ -291,7 +291,8 @@ macro_rules! contract_suite {
             settled_tasks_without_their_event_are_found,
             credited_payments_without_their_event_are_found,
             expired_connections_without_their_event_are_found,
-            charges_that_crossed_the_low_mark_without_their_event_are_found
+            charges_that_crossed_the_low_mark_without_their_event_are_found,
+            payments_that_used_up_their_authority_without_their_event_are_found
         );
         $crate::contract_suite!(@authority $backend;
             authorities_are_stored_listed_and_revoked,

@@ -297,6 +297,31 @@ pub fn authority_status(
     }
 }
 
+/// Whether `spend` used up what `authority` had left in its window, for a task that settled at
+/// `settled_at`: `window` holds the authority's spends in that window not given back (with
+/// `spend` among them). True when `spend` was not given back, is the newest of `window` (by
+/// `spent_at`, then task id), `window` adds up to the limit (any spend uses up a `single_use`
+/// authority), and the authority was neither revoked nor expired at `settled_at`. Spends are
+/// checked one at a time, so exactly one spend fills a window; a spend given back later
+/// reopens it, and the next one to fill it is the newest again.
+pub fn used_up_by(
+    authority: &PaymentAuthority,
+    spend: &AuthoritySpendRecord,
+    window: &[&AuthoritySpendRecord],
+    settled_at: DateTime<Utc>,
+) -> bool {
+    let newest = window
+        .iter()
+        .max_by(|a, b| (a.spent_at, &a.task_id).cmp(&(b.spent_at, &b.task_id)));
+    let full = authority.amount_limit.interval() == AuthorityInterval::SingleUse
+        || window.iter().map(|s| s.amount).sum::<i64>() >= authority.amount_limit.value();
+    spend.released_at.is_none()
+        && authority.revoked_at.is_none_or(|at| at > settled_at)
+        && authority.expires_at > settled_at
+        && newest.is_some_and(|n| n.task_id == spend.task_id)
+        && full
+}
+
 /// Whether `account` may make `spend` at `at` against `authority`, given what was spent (and
 /// not given back) in the window containing `at`. Returns the window start the spend counts
 /// against. Every store calls this with the authority locked.
@@ -518,6 +543,73 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_spend_uses_up_its_window_only_while_the_authority_stands() {
+        let a = authority(100, AuthorityInterval::Day);
+        let record = |task: u128, amount: i64, minutes: i64| AuthoritySpendRecord {
+            authority_id: a.authority_id.clone(),
+            task_id: TaskId::from_ulid(Ulid::from_parts(2, task)),
+            amount,
+            currency: a.currency.clone(),
+            scope: "order".into(),
+            window_start: t0(),
+            spent_at: t0() + Duration::minutes(minutes),
+            released_at: None,
+        };
+        let (first, last) = (record(1, 60, 1), record(2, 40, 2));
+        let settled = t0() + Duration::minutes(3);
+        assert!(used_up_by(&a, &last, &[&first, &last], settled));
+        assert!(!used_up_by(&a, &first, &[&first, &last], settled));
+        // Not full without the first, whose spend was given back.
+        assert!(!used_up_by(&a, &last, &[&last], settled));
+        // One millisecond apart, or the same millisecond and a later task id.
+        let tie = record(3, 40, 2);
+        assert!(used_up_by(&a, &tie, &[&first, &last, &tie], settled));
+        let mut given_back = last.clone();
+        given_back.released_at = Some(settled);
+        assert!(!used_up_by(
+            &a,
+            &given_back,
+            &[&first, &given_back],
+            settled
+        ));
+        let mut revoked = a.clone();
+        revoked.revoked_at = Some(settled);
+        assert!(!used_up_by(&revoked, &last, &[&first, &last], settled));
+        assert!(used_up_by(
+            &revoked,
+            &last,
+            &[&first, &last],
+            settled - Duration::milliseconds(1)
+        ));
+        assert!(!used_up_by(&a, &last, &[&first, &last], a.expires_at));
+        let once = authority(100, AuthorityInterval::SingleUse);
+        assert!(used_up_by(
+            &once,
+            &record(4, 1, 1),
+            &[&record(4, 1, 1)],
+            settled
+        ));
+    }
+
+    /// Spends checked one at a time, some given back, over several windows: the spend that
+    /// leaves nothing in its window is the one that used it up, and no other spend of the
+    /// window is.
+    #[derive(Debug, Clone)]
+    enum SpendOp {
+        Spend(i64),
+        GiveBack(usize),
+        Wait(i64),
+    }
+
+    fn spend_op() -> impl Strategy<Value = SpendOp> {
+        prop_oneof![
+            4 => (1..80i64).prop_map(SpendOp::Spend),
+            1 => any::<usize>().prop_map(SpendOp::GiveBack),
+            1 => (0..30i64).prop_map(SpendOp::Wait),
+        ]
+    }
+
     fn any_interval() -> impl Strategy<Value = AuthorityInterval> {
         prop::sample::select(AuthorityInterval::ALL.to_vec())
     }
@@ -537,6 +629,51 @@ mod tests {
                 Some(len) => {
                     prop_assert!(now < start + len);
                     prop_assert_eq!((start - a.created_at).num_milliseconds() % len.num_milliseconds(), 0);
+                }
+            }
+        }
+
+        #[test]
+        fn exactly_the_spend_that_empties_a_window_used_it_up(
+            interval in any_interval(),
+            value in 1..200i64,
+            ops in prop::collection::vec(spend_op(), 1..40),
+        ) {
+            let a = authority(value, interval);
+            let mut spends: Vec<AuthoritySpendRecord> = Vec::new();
+            let mut at = t0();
+            for (n, op) in ops.into_iter().enumerate() {
+                match op {
+                    SpendOp::Wait(hours) => at += Duration::hours(hours),
+                    SpendOp::GiveBack(i) if !spends.is_empty() => {
+                        let i = i % spends.len();
+                        spends[i].released_at.get_or_insert(at);
+                    }
+                    SpendOp::GiveBack(_) => {}
+                    SpendOp::Spend(amount) => {
+                        let start = window_start(&a, at);
+                        let live = |s: &&AuthoritySpendRecord| s.window_start == start && s.released_at.is_none();
+                        let spent: i64 = spends.iter().filter(live).map(|s| s.amount).sum();
+                        let Ok(start) = check_spend(&a, &a.account_id, &spend(&a, amount), spent, at) else {
+                            continue;
+                        };
+                        spends.push(AuthoritySpendRecord {
+                            authority_id: a.authority_id.clone(),
+                            task_id: TaskId::from_ulid(Ulid::from_parts(2, n as u128)),
+                            amount,
+                            currency: a.currency.clone(),
+                            scope: "order".into(),
+                            window_start: start,
+                            spent_at: at,
+                            released_at: None,
+                        });
+                        let window: Vec<&AuthoritySpendRecord> = spends.iter().filter(live).collect();
+                        let emptied = remaining(&a, spent + amount, at) == 0;
+                        for s in &window {
+                            let newest = s.task_id == spends[spends.len() - 1].task_id;
+                            prop_assert_eq!(used_up_by(&a, s, &window, at), emptied && newest);
+                        }
+                    }
                 }
             }
         }

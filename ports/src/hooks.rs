@@ -14,8 +14,8 @@ use chrono::{DateTime, Utc};
 use ulid::Ulid;
 
 use crate::{
-    AccountId, Receipt, SealedSecret, TaskRecord,
-    ids::{WebhookDeliveryId, WebhookEndpointId, WebhookEventId},
+    AccountId, Currency, Receipt, SealedSecret, TaskRecord,
+    ids::{AuthorityId, TaskId, WebhookDeliveryId, WebhookEndpointId, WebhookEventId},
     store::StoreError,
 };
 
@@ -267,6 +267,15 @@ pub struct LowCharge {
     pub spendable: i64,
 }
 
+/// A completed task whose payment used up what its authority had left in the spend's window
+/// (see [`HookStore::exhaustions_missing_events`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exhaustion {
+    pub task: TaskRecord,
+    pub authority_id: AuthorityId,
+    pub currency: Currency,
+}
+
 /// The most deliveries in flight at once (under a live lease) for one endpoint and for one
 /// account; see [`HookStore::claim_due`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -392,6 +401,24 @@ pub trait HookStore: Send + Sync {
         low: i64,
         limit: u32,
     ) -> Result<Vec<LowCharge>, StoreError>;
+
+    /// Tasks settled at or after `settled_since` (only `task`, when given) that completed and
+    /// whose authority spend used up what the authority
+    /// had left in the spend's window, as [`crate::authority::used_up_by`] decides from the
+    /// stored spends: the spend was not given back, it is the newest of its window's spends
+    /// not given back (by `spent_at`, then task id: spends are checked one at a time with the
+    /// authority locked, so the newest is the one that filled the window), those spends add up
+    /// to the limit (any spend uses up a `single_use` authority), and the authority was neither
+    /// revoked nor expired when the task settled. Only those whose account has no event with
+    /// the source `task:{id}:authority.exhausted`, oldest settled first, at most `limit`. A
+    /// settlement asks about its own task; the recovery sweep finds the `authority.exhausted`
+    /// of a process that died between settling the task and recording the event.
+    async fn exhaustions_missing_events(
+        &self,
+        settled_since: DateTime<Utc>,
+        task: Option<TaskId>,
+        limit: u32,
+    ) -> Result<Vec<Exhaustion>, StoreError>;
 
     /// Connections that were connected (the provider named their upstream account) and
     /// expired at or after `since` (their `updated_at`), whose account has no event with the

@@ -6,7 +6,8 @@ use chrono::{DateTime, Utc};
 use svc_ports::{
     AccountId, AuthorityId, AuthorityRefusal, AuthoritySpendRecord, AuthorityUsage, NewTask,
     PaymentAuthority, TaskId,
-    authority::{check_spend, window_start},
+    authority::{check_spend, used_up_by, window_start},
+    billing::Currency,
     store::{AuthorityError, AuthorityStore, StoreError},
 };
 
@@ -69,6 +70,26 @@ impl AuthorityState {
             spent_at: task.created_at,
             released_at: None,
         }))
+    }
+
+    /// The authority and currency of the task's spend, when it used up what its authority had
+    /// left in its window ([`used_up_by`]) for a task settled at `settled_at`.
+    pub(crate) fn used_up_by(
+        &self,
+        task: &TaskId,
+        settled_at: DateTime<Utc>,
+    ) -> Option<(AuthorityId, Currency)> {
+        let spend = self.spends.iter().find(|s| &s.task_id == task)?;
+        let authority = self
+            .authorities
+            .iter()
+            .find(|a| a.authority_id == spend.authority_id)?;
+        let window: Vec<&AuthoritySpendRecord> = self
+            .live_spends(&spend.authority_id)
+            .filter(|s| s.window_start == spend.window_start)
+            .collect();
+        used_up_by(authority, spend, &window, settled_at)
+            .then(|| (authority.authority_id.clone(), authority.currency.clone()))
     }
 
     pub(crate) fn record(&mut self, spend: AuthoritySpendRecord) {

@@ -8,8 +8,9 @@ use chrono::{DateTime, Utc};
 use svc_ports::{
     AccountId, Attempt, AttemptResult, ClaimCaps, ClaimedDelivery, ConnectionRecord,
     ConnectionState, DeliveryIds, DeliveryRecord, DeliveryStatus, EnqueueOutcome, EntryKind,
-    HookError, HookEvent, HookStore, LedgerEntry, LowCharge, Receipt, StoreError, TaskRecord,
-    TaskStatus, WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId, WebhookEventId,
+    Exhaustion, HookError, HookEvent, HookStore, LedgerEntry, LowCharge, Receipt, StoreError,
+    TaskId, TaskRecord, TaskStatus, WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId,
+    WebhookEventId,
 };
 
 use crate::{MemoryStore, memory::State};
@@ -387,6 +388,42 @@ impl HookStore for MemoryStore {
             .cloned()
             .collect();
         list.sort_by(|a, b| (a.updated_at, &a.id).cmp(&(b.updated_at, &b.id)));
+        list.truncate(limit as usize);
+        Ok(list)
+    }
+
+    async fn exhaustions_missing_events(
+        &self,
+        settled_since: DateTime<Utc>,
+        task: Option<TaskId>,
+        limit: u32,
+    ) -> Result<Vec<Exhaustion>, StoreError> {
+        let s = self.lock();
+        let mut list: Vec<Exhaustion> = s
+            .actions
+            .tasks
+            .values()
+            .filter(|t| {
+                t.status == TaskStatus::Completed
+                    && t.settled_at.is_some_and(|at| at >= settled_since)
+                    && task.as_ref().is_none_or(|id| &t.id == id)
+            })
+            .filter_map(|t| {
+                let (authority_id, currency) = s.authority.used_up_by(&t.id, t.settled_at?)?;
+                let source = format!("task:{}:authority.exhausted", t.id);
+                let recorded = s
+                    .hooks
+                    .events
+                    .iter()
+                    .any(|e| e.account_id == t.account_id && e.source == source);
+                (!recorded).then(|| Exhaustion {
+                    task: t.clone(),
+                    authority_id,
+                    currency,
+                })
+            })
+            .collect();
+        list.sort_by(|a, b| (a.task.settled_at, &a.task.id).cmp(&(b.task.settled_at, &b.task.id)));
         list.truncate(limit as usize);
         Ok(list)
     }

@@ -1,5 +1,6 @@
-//! The recovery job's sweep of webhook events that were never recorded: a settlement, a
-//! credited payment or an expired connection stored without its event (by a process that
+//! The recovery job's sweep of webhook events that were never recorded: a settlement (and the
+//! `credits.low` or `authority.exhausted` it causes), a credited payment or an expired
+//! connection stored without its event (by a process that
 //! recorded it after, and died between) gets it once, and it is delivered.
 
 use serde_json::{Value, json};
@@ -201,6 +202,74 @@ async fn a_low_credits_event_never_recorded_is_swept_up() {
     assert_eq!(body["data"]["threshold"], 10);
 }
 
+/// A process that died between settling the payment that used up its authority and recording
+/// `authority.exhausted`: the sweep records it (once), and it is delivered.
+#[tokio::test]
+async fn an_exhausted_authority_event_never_recorded_is_swept_up() {
+    use svc_ports::{AmountLimit, AuthorityInterval, AuthoritySpend, PaymentAuthority, Principal};
+    let mut receiver = Receiver::start(&[]).await;
+    let stores = Stores::memory();
+    let app = app_with(&receiver, None, false, Some(stores.clone())).await;
+    let secret = register_for(&app, &receiver, "authority.exhausted").await;
+    let account = account_of(&app).await;
+    let now = app.services.clock.now();
+    let authority = PaymentAuthority {
+        authority_id: svc_ports::AuthorityId::from_ulid(ulid::Ulid::new()),
+        principal: Principal {
+            kind: "agent".into(),
+            id: "agent-7".into(),
+            agent_provider: "example-agents".into(),
+        },
+        scope: vec!["order".into()],
+        amount_limit: AmountLimit::new(500, AuthorityInterval::Day).unwrap(),
+        currency: svc_ports::Currency::parse("usd").unwrap(),
+        expires_at: now + chrono::Duration::days(30),
+        revocation_url: "https://svc.example/authorities/revoke".into(),
+        receipt_required: true,
+        verification_required: false,
+        created_at: now,
+        account_id: account.clone(),
+        created_by: "human@example.com".into(),
+        revoked_at: None,
+    };
+    stores
+        .authorities
+        .insert_authority(&authority)
+        .await
+        .unwrap();
+    let spend = |amount| AuthoritySpend {
+        authority_id: authority.authority_id.clone(),
+        amount,
+        currency: authority.currency.clone(),
+        scope: "order".into(),
+    };
+    // 200 leaves 300; the second payment, 300, uses up the day's allowance.
+    let first = paid_in_store(&stores, account.clone(), 1, Some(spend(200)), now).await;
+    let later = now + chrono::Duration::seconds(1);
+    let last = paid_in_store(&stores, account, 1, Some(spend(300)), later).await;
+
+    let actions = &app.services.actions;
+    assert_eq!(
+        actions.recover_task_events().await.unwrap(),
+        3,
+        "two task.completed and one authority.exhausted"
+    );
+    assert_eq!(actions.recover_task_events().await.unwrap(), 0, "once");
+    assert_eq!(app.services.hooks.deliver_due().await.unwrap(), 1);
+    let body = verify_independently(&secret, &receiver.next().await);
+    assert_eq!(body["type"], "authority.exhausted");
+    assert_eq!(body["data"]["task_id"], last.as_str());
+    assert_ne!(body["data"]["task_id"], first.as_str());
+    assert_eq!(
+        body["data"]["authority_id"],
+        authority.authority_id.as_str()
+    );
+    assert_eq!(
+        body["data"]["remaining"],
+        json!({"value": 0, "currency": "usd"})
+    );
+}
+
 /// The account of the app's key.
 async fn account_of(app: &crate::helpers::TestApp) -> svc_ports::AccountId {
     app.services
@@ -235,6 +304,17 @@ async fn settled_in_store(
     cost: i64,
     now: chrono::DateTime<chrono::Utc>,
 ) -> svc_ports::TaskId {
+    paid_in_store(stores, account, cost, None, now).await
+}
+
+/// As [`settled_in_store`], the task paying `spend` under an authority.
+async fn paid_in_store(
+    stores: &Stores,
+    account: svc_ports::AccountId,
+    cost: i64,
+    spend: Option<svc_ports::AuthoritySpend>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> svc_ports::TaskId {
     let task = svc_ports::NewTask {
         id: svc_ports::TaskId::from_ulid(ulid::Ulid::new()),
         account_id: account,
@@ -245,7 +325,7 @@ async fn settled_in_store(
         idempotency_key: None,
         fingerprint: "swept".into(),
         hold_entry: svc_ports::LedgerEntryId::from_ulid(ulid::Ulid::new()),
-        authority_spend: None,
+        authority_spend: spend,
         created_at: now,
     };
     stores.tasks.begin_task(&task).await.unwrap();

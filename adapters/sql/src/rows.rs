@@ -261,6 +261,15 @@ pub(crate) fn low_charge(r: &impl Columns) -> Result<svc_ports::LowCharge, Store
     })
 }
 
+/// A task's columns, its spend's `authority_id` and its authority's `currency`.
+pub(crate) fn exhaustion(r: &impl Columns) -> Result<svc_ports::Exhaustion, StoreError> {
+    Ok(svc_ports::Exhaustion {
+        task: task(r)?,
+        authority_id: r.parsed("authority_id", AuthorityId::parse)?,
+        currency: r.parsed("currency", Currency::parse)?,
+    })
+}
+
 pub(crate) fn connection(r: &impl Columns) -> Result<ConnectionRecord, StoreError> {
     Ok(ConnectionRecord {
         id: r.parsed("id", ConnectionId::parse)?,

@@ -178,3 +178,134 @@ pub async fn charges_that_crossed_the_low_mark_without_their_event_are_found(b: 
         b.name
     );
 }
+
+pub async fn payments_that_used_up_their_authority_without_their_event_are_found(b: &Backend) {
+    use svc_ports::AuthorityInterval::{Day, SingleUse};
+
+    use crate::{
+        actions::{funded, settlement},
+        authority::{authority, paying, spend, usd},
+    };
+    let acct = funded(b, "hooks-exhausted@example.com", 100).await;
+    let settled_at = t0() + Duration::minutes(1);
+    let day = || authority(&acct, 100, Day, Duration::days(30));
+    let pay = |a: &svc_ports::PaymentAuthority, amount, seconds| {
+        paying(
+            &acct,
+            None,
+            "exhausted",
+            spend(a, amount),
+            t0() + Duration::seconds(seconds),
+        )
+    };
+    // Two spends fill a window: the newer used it up, though the older settles last.
+    let full = day();
+    let (older, newer) = (pay(&full, 60, 0), pay(&full, 40, 1));
+    // The second spend of a window failed and was given back: the window is not full.
+    let reopened = day();
+    let (kept, failed) = (pay(&reopened, 60, 0), pay(&reopened, 40, 1));
+    // Any payment uses up a single-use authority.
+    let once = authority(&acct, 50, SingleUse, Duration::days(30));
+    let one = pay(&once, 10, 2);
+    // Full, but its payment has not settled.
+    let waiting = day();
+    let in_flight = pay(&waiting, 100, 0);
+    // Full, but revoked before its payment settled.
+    let revoked = day();
+    let late = pay(&revoked, 100, 0);
+    for a in [&full, &reopened, &once, &waiting, &revoked] {
+        b.authorities.insert_authority(a).await.unwrap();
+    }
+    for t in [&older, &newer, &kept, &failed, &one, &in_flight, &late] {
+        b.tasks.begin_task(t).await.unwrap();
+    }
+    b.authorities
+        .revoke_authority(&acct, &revoked.authority_id, t0() + Duration::seconds(30))
+        .await
+        .unwrap();
+    for (t, completed) in [
+        (&newer, true),
+        (&older, true),
+        (&kept, true),
+        (&failed, false),
+        (&one, true),
+        (&late, true),
+    ] {
+        b.tasks
+            .settle_task(&settlement(&t.id, completed, settled_at))
+            .await
+            .unwrap();
+    }
+
+    let found = |since, task: Option<&svc_ports::TaskRecord>| {
+        let task = task.map(|t| t.id.clone());
+        async move {
+            b.hooks
+                .exhaustions_missing_events(since, task, 10)
+                .await
+                .unwrap()
+        }
+    };
+    let all = found(settled_at, None).await;
+    let mut got: Vec<_> = all
+        .iter()
+        .map(|e| {
+            (
+                e.task.id.clone(),
+                e.authority_id.clone(),
+                e.currency.to_string(),
+            )
+        })
+        .collect();
+    got.sort();
+    let mut want = vec![
+        (
+            newer.id.clone(),
+            full.authority_id.clone(),
+            usd().to_string(),
+        ),
+        (one.id.clone(), once.authority_id.clone(), usd().to_string()),
+    ];
+    want.sort();
+    assert_eq!(
+        got, want,
+        "{}: only the payments that used up what their authority had left",
+        b.name
+    );
+    let stored = b.tasks.task(&newer.id, None).await.unwrap().unwrap();
+    assert_eq!(
+        all.iter().find(|e| e.task.id == newer.id).unwrap().task,
+        stored
+    );
+    let newer_task = Some(&stored);
+    assert_eq!(found(settled_at, newer_task).await.len(), 1, "{}", b.name);
+    let older_task = b.tasks.task(&older.id, None).await.unwrap();
+    assert!(
+        found(settled_at, older_task.as_ref()).await.is_empty(),
+        "{}: asked about one task, only that task",
+        b.name
+    );
+    assert!(
+        found(settled_at + Duration::seconds(1), None)
+            .await
+            .is_empty(),
+        "{}: settled before the window",
+        b.name
+    );
+    let recorded = HookEvent {
+        event_type: HookEventType::AuthorityExhausted,
+        source: format!("task:{}:authority.exhausted", newer.id),
+        ..event(&acct, "unused", 60)
+    };
+    b.hooks.enqueue_event(&recorded, new_ids()).await.unwrap();
+    assert_eq!(
+        found(settled_at, None)
+            .await
+            .iter()
+            .map(|e| &e.task.id)
+            .collect::<Vec<_>>(),
+        [&one.id],
+        "{}: once its event is recorded",
+        b.name
+    );
+}

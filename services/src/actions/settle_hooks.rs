@@ -3,12 +3,14 @@
 //! `credits.low` when this task's hold took spendable credits below the mark and they were
 //! still below it when it was charged (as its ledger entries record them; the recovery sweep
 //! records the event a dead process did not), and
-//! `authority.exhausted` when its payment spent what the authority had left. Each is recorded
-//! once per task (its `source`), so a retried settlement or a second instance adds nothing.
+//! `authority.exhausted` when its payment used up what the authority had left in the window
+//! (as the stored spends record it; the sweep, too, records the event a dead process did
+//! not). Each is recorded once per task (its `source`), so a retried settlement or a second
+//! instance adds nothing.
 
 use chrono::Duration;
 use serde_json::{Value, json};
-use svc_ports::{AuthorityStatus, EntryKind, HookEventType, LedgerEntry, TaskRecord, TaskStatus};
+use svc_ports::{EntryKind, Exhaustion, HookEventType, LedgerEntry, TaskRecord, TaskStatus};
 
 use super::{ActionService, Observed, PaymentContext};
 
@@ -50,8 +52,9 @@ pub(super) fn task_event(task: &TaskRecord) -> (HookEventType, Value) {
 }
 
 impl ActionService {
-    /// Records the task event, and `credits.low` for a charge that crossed the mark, of
-    /// settlements whose process died before it could (each is once per task, so a live
+    /// Records the task event, `credits.low` for a charge that crossed the mark and
+    /// `authority.exhausted` for a payment that used up its authority, of settlements whose
+    /// process died before it could (each is once per task, so a live
     /// process that records it too adds nothing). Answers how many.
     pub async fn recover_task_events(&self) -> Result<usize, svc_ports::StoreError> {
         let Some(hooks) = &self.hooks else {
@@ -79,7 +82,34 @@ impl ActionService {
             self.credits_low(hooks, &charge.task, charge.spendable)
                 .await;
         }
-        Ok(missing.len() + low.len())
+        let exhausted = self
+            .ports
+            .hooks
+            .exhaustions_missing_events(since, None, 100)
+            .await?;
+        for exhaustion in &exhausted {
+            self.authority_exhausted(hooks, exhaustion).await;
+        }
+        Ok(missing.len() + low.len() + exhausted.len())
+    }
+
+    /// `authority.exhausted` for the payment that used up what its authority had left in the
+    /// window (nothing remains in that window): the same from the live path and the sweep.
+    async fn authority_exhausted(&self, hooks: &crate::hooks::HookService, found: &Exhaustion) {
+        let task = &found.task;
+        hooks
+            .emit(
+                &task.account_id,
+                HookEventType::AuthorityExhausted,
+                format!("task:{}:authority.exhausted", task.id),
+                json!({
+                    "authority_id": found.authority_id.as_str(),
+                    "task_id": task.id.as_str(),
+                    "remaining": {"value": 0, "currency": found.currency.to_string()},
+                    "next_action": {"kind": "approve", "url": self.account_url},
+                }),
+            )
+            .await;
     }
 
     /// `credits.low` for a charge that took the account below the mark, with the balance its
@@ -138,28 +168,20 @@ impl ActionService {
                 self.credits_low(hooks, task, capture.balance_after).await;
             }
         }
-        if let Some(p) = payment
+        // The payment that used up what its authority had left in the window: the same rule
+        // over the stored spends as the sweep's (a retried settlement finds its event stored).
+        if payment.is_some()
             && observed.completed
-            && let Ok(Some((authority, usage))) = self
+            && let Some(settled_at) = task.settled_at
+            && let Ok(found) = self
                 .ports
-                .authorities
-                .authority(&p.spend.authority_id, self.now())
+                .hooks
+                .exhaustions_missing_events(settled_at, Some(task.id.clone()), 1)
                 .await
-            && usage.status == AuthorityStatus::Exhausted
         {
-            hooks
-                .emit(
-                    account,
-                    HookEventType::AuthorityExhausted,
-                    format!("task:{}:authority.exhausted", task.id),
-                    json!({
-                        "authority_id": p.spend.authority_id.as_str(),
-                        "task_id": task.id.as_str(),
-                        "remaining": {"value": usage.remaining, "currency": authority.currency.to_string()},
-                        "next_action": {"kind": "approve", "url": self.account_url},
-                    }),
-                )
-                .await;
+            for exhaustion in &found {
+                self.authority_exhausted(hooks, exhaustion).await;
+            }
         }
     }
 }

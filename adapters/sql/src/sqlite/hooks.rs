@@ -7,9 +7,9 @@ use chrono::{DateTime, Utc};
 use sqlx::{Row, SqliteConnection};
 use svc_ports::{
     AccountId, Attempt, AttemptResult, ClaimCaps, ClaimedDelivery, ConnectionRecord, DeliveryIds,
-    DeliveryRecord, DeliveryStatus, EnqueueOutcome, HookError, HookEvent, HookEventType, HookStore,
-    LowCharge, Receipt, StoreError, TaskRecord, WebhookDeliveryId, WebhookEndpoint,
-    WebhookEndpointId, WebhookEventId,
+    DeliveryRecord, DeliveryStatus, EnqueueOutcome, Exhaustion, HookError, HookEvent,
+    HookEventType, HookStore, LowCharge, Receipt, StoreError, TaskId, TaskRecord,
+    WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId, WebhookEventId,
 };
 
 use super::{SqliteStore, backend, is_foreign_key_violation, is_unique_violation, millis};
@@ -360,6 +360,48 @@ impl HookStore for SqliteStore {
         .await
         .map_err(|e| backend(e, "listing low charges without their webhook event"))?;
         rows.iter().map(crate::rows::low_charge).collect()
+    }
+
+    async fn exhaustions_missing_events(
+        &self,
+        settled_since: DateTime<Utc>,
+        task: Option<TaskId>,
+        limit: u32,
+    ) -> Result<Vec<Exhaustion>, StoreError> {
+        // `svc_ports::authority::used_up_by`, over the stored spends: the task's spend, not
+        // given back, is the newest of its window's spends not given back, and they fill it.
+        let rows = sqlx::query(
+            "SELECT t.id, t.account_id, t.key_id, t.domain, t.action, t.cost, \
+             t.idempotency_key, t.fingerprint, t.status, t.response_status, t.response_body, \
+             t.artifact_id, t.artifact, t.created_at, t.settled_at, t.verified_artifact, \
+             t.verified_at, s.authority_id, a.currency FROM tasks t \
+             JOIN authority_spends s ON s.task_id = t.id AND s.released_at IS NULL \
+             JOIN payment_authorities a ON a.id = s.authority_id \
+             WHERE t.settled_at >= $1 AND ($2 IS NULL OR t.id = $2) \
+             AND t.status = 'completed' \
+             AND (a.revoked_at IS NULL OR a.revoked_at > t.settled_at) \
+             AND a.expires_at > t.settled_at \
+             AND NOT EXISTS (\
+               SELECT 1 FROM authority_spends n \
+               WHERE n.authority_id = s.authority_id AND n.window_start = s.window_start \
+               AND n.released_at IS NULL AND (n.spent_at > s.spent_at \
+                 OR (n.spent_at = s.spent_at AND n.task_id > s.task_id))) \
+             AND (a.amount_interval = 'single_use' OR a.amount_value <= (\
+               SELECT SUM(w.amount) FROM authority_spends w \
+               WHERE w.authority_id = s.authority_id AND w.window_start = s.window_start \
+               AND w.released_at IS NULL)) \
+             AND NOT EXISTS (\
+               SELECT 1 FROM webhook_events e WHERE e.account_id = t.account_id \
+               AND e.source = 'task:' || t.id || ':authority.exhausted') \
+             ORDER BY t.settled_at, t.id LIMIT $3",
+        )
+        .bind(millis(settled_since))
+        .bind(task.as_ref().map(TaskId::as_str))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| backend(e, "listing payments that used up their authority"))?;
+        rows.iter().map(crate::rows::exhaustion).collect()
     }
 
     async fn connections_missing_events(
