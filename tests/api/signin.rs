@@ -1,5 +1,6 @@
-//! The web sign-in by an e-mailed code: which addresses it takes, and how many codes it sends
-//! to one address an hour, to strangers and to the person's own browser.
+//! The web sign-in by an e-mailed code: which addresses it takes, how many codes it sends to
+//! one address an hour, and whose codes a day of wrong guesses stops: strangers' and the
+//! person's own browser's.
 
 use reqwest::StatusCode;
 use serde_json::json;
@@ -136,4 +137,99 @@ async fn a_code_sign_in_marks_the_browser_in_its_own_cookie() {
     );
     let token = &mark["svc_known=".len()..mark.find(';').unwrap()];
     assert_eq!(token.len(), 43, "{mark}");
+}
+
+/// Signs in from `browser` with the code mailed for it: the answer to the code's form (303
+/// when signed in).
+async fn submit_mailed_code(app: &TestApp, browser: &Browser, email: &str) -> StatusCode {
+    let csrf = csrf_of(&browser.page("/signin").await);
+    let sent = browser
+        .post("/signin", &[("csrf", &csrf), ("email", email)])
+        .await;
+    assert_eq!(sent.status(), 303);
+    // The code page of the challenge just started.
+    let to = sent.headers()["location"].to_str().unwrap().to_owned();
+    let page = browser.page(&to).await;
+    browser
+        .post(
+            "/signin/code",
+            &[
+                ("csrf", &csrf_of(&page)),
+                ("challenge", &attr(&page, "challenge")),
+                ("code", &latest_code(app, email).await),
+            ],
+        )
+        .await
+        .status()
+}
+
+/// Anyone may ask for codes to an address and guess them: ten wrong codes in a day stop the
+/// address's codes (tests/api/signup.rs), which let strangers hold the person's own sign-in
+/// for a day. The browser that signed in as the address before (its mark) still signs in with
+/// its right code; a stranger's browser, with the right code of its own challenge, does not.
+#[tokio::test]
+async fn strangers_guessing_codes_do_not_lock_a_known_browser_out() {
+    let app = TestApp::builder()
+        .runtime(|r| r.email_codes_per_hour = Some(20))
+        .outbox()
+        .spawn()
+        .await;
+    let email = "guessed@example.com";
+    let own = Browser::new(&app);
+    own.sign_in(&app, email, "/account").await;
+    let csrf = csrf_of(&own.page("/account").await);
+    assert_eq!(own.post("/signout", &[("csrf", &csrf)]).await.status(), 303);
+
+    // Strangers guess through the agents' endpoint until the address is locked.
+    let mut locked = false;
+    for _ in 0..4 {
+        let body: serde_json::Value = app
+            .http
+            .post(app.url("/api/register"))
+            .json(&json!({"email": email, "agent_name": "Guesser"}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let code = latest_code(&app, email).await;
+        let wrong = if code == "999999" { "888888" } else { "999999" };
+        for _ in 0..5 {
+            let resp = app
+                .http
+                .post(app.url("/api/verify"))
+                .json(&json!({"deviceId": body["deviceId"], "code": wrong}))
+                .send()
+                .await
+                .unwrap();
+            if resp.status() == StatusCode::TOO_MANY_REQUESTS {
+                let problem = crate::helpers::problem(resp, 429, "locked_out").await;
+                assert!(
+                    problem["detail"]
+                        .as_str()
+                        .unwrap()
+                        .contains("e-mail address")
+                );
+                locked = true;
+                break;
+            }
+        }
+        if locked {
+            break;
+        }
+    }
+    assert!(locked, "the address was never locked");
+
+    assert_eq!(
+        submit_mailed_code(&app, &Browser::new(&app), email).await,
+        StatusCode::TOO_MANY_REQUESTS,
+        "a stranger's browser is locked out"
+    );
+    assert_eq!(
+        submit_mailed_code(&app, &own, email).await,
+        StatusCode::SEE_OTHER,
+        "the person's own browser signs in"
+    );
+    assert!(own.page("/account").await.contains(email));
 }

@@ -253,28 +253,38 @@ impl IdentityService {
 
     /// Takes one try and compares the code in constant time. Wrong codes count per challenge
     /// and per IP (both in the store): the attempt holds a slot of the IP's lockout count,
-    /// which it gives back unless it presented a wrong code.
+    /// which it gives back unless it presented a wrong code. `known_browser`: the browser's
+    /// sign-in mark, see [`Self::try_code`].
     async fn check_code(
         &self,
         purpose: ChallengePurpose,
         challenge_id: &str,
         code: &str,
         ip: Option<ClientAddress>,
+        known_browser: Option<&str>,
     ) -> Result<EmailChallenge, IdentityFailure> {
         self.wrong_codes.take(ip).await?;
-        let (outcome, wrong_code) = self.try_code(purpose, challenge_id, code).await;
+        let (outcome, wrong_code) = self
+            .try_code(purpose, challenge_id, code, known_browser)
+            .await;
         if !wrong_code {
             self.wrong_codes.give_back(ip).await;
         }
         outcome
     }
 
-    /// One try of a code; the flag says whether a wrong code was presented.
+    /// One try of a code; the flag says whether a wrong code was presented. A day of wrong
+    /// codes at an address stops its codes, except in a browser that signed in as the address
+    /// before (`known_browser`, its mark): anyone can ask for codes to an address and guess
+    /// them, so without the exception strangers could hold the person's own sign-in for a
+    /// day. Guessing in that browser is still bounded by each code's tries and the IP's
+    /// lockout, and only that browser has the mark.
     async fn try_code(
         &self,
         purpose: ChallengePurpose,
         challenge_id: &str,
         code: &str,
+        known_browser: Option<&str>,
     ) -> (Result<EmailChallenge, IdentityFailure>, bool) {
         let unknown = || IdentityFailure::UnknownChallenge;
         let Ok(id) = ChallengeId::parse(challenge_id.trim()) else {
@@ -322,7 +332,10 @@ impl IdentityService {
             .wrong_code_tries(&challenge.email, since)
             .await
         {
-            Ok(wrong) if wrong > MAX_WRONG_CODES_PER_ADDRESS_PER_DAY => {
+            Ok(wrong)
+                if wrong > MAX_WRONG_CODES_PER_ADDRESS_PER_DAY
+                    && !self.knows_browser(known_browser, &challenge.email).await =>
+            {
                 tracing::warn!(challenge_id = %id, "codes for this address are locked for the day: too many wrong ones");
                 return refused(IdentityFailure::AddressLocked);
             }
@@ -356,7 +369,7 @@ impl IdentityService {
         ip: Option<ClientAddress>,
     ) -> Result<SignupKey, IdentityFailure> {
         let challenge = self
-            .check_code(ChallengePurpose::ApiKey, device_id, code, ip)
+            .check_code(ChallengePurpose::ApiKey, device_id, code, ip, None)
             .await?;
         let account = self.keys.signup_account(&challenge.email).await?;
         let label = challenge
@@ -391,14 +404,23 @@ impl IdentityService {
     }
 
     /// Web sign-in: the right code proves the address; the session token goes in a cookie.
+    /// `known_browser`: the browser's mark from an earlier sign-in (its cookie), which the
+    /// address's day lock spares.
     pub async fn verify_sign_in_code(
         &self,
         challenge_id: &str,
         code: &str,
         ip: Option<ClientAddress>,
+        known_browser: Option<&str>,
     ) -> Result<SignedIn, IdentityFailure> {
         let challenge = self
-            .check_code(ChallengePurpose::SignIn, challenge_id, code, ip)
+            .check_code(
+                ChallengePurpose::SignIn,
+                challenge_id,
+                code,
+                ip,
+                known_browser,
+            )
             .await?;
         let now = self.now();
         match self
