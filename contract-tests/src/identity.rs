@@ -60,6 +60,7 @@ fn challenge(email: &str, expires_at: DateTime<Utc>) -> EmailChallenge {
         created_at: t0(),
         expires_at,
         consumed_at: None,
+        known_browser: false,
     }
 }
 
@@ -317,11 +318,36 @@ pub async fn challenge_tries_are_capped(b: &Backend) {
     // Wrong tries per address: every try of a challenge not consumed, none of another
     // address's, none before `since`; the try that consumed one is not wrong.
     let human = Email::parse("human@example.com").unwrap();
-    let wrong = |since| b.identity.wrong_code_tries(&human, since);
+    let wrong = |since| b.identity.wrong_code_tries(&human, since, false);
     assert_eq!(wrong(t0()).await.unwrap(), MAX_CODE_ATTEMPTS, "{}", b.name);
     assert_eq!(wrong(t0() + Duration::seconds(1)).await.unwrap(), 0);
     let other = Email::parse("other@example.com").unwrap();
-    assert_eq!(b.identity.wrong_code_tries(&other, t0()).await.unwrap(), 0);
+    assert_eq!(
+        b.identity
+            .wrong_code_tries(&other, t0(), false)
+            .await
+            .unwrap(),
+        0
+    );
+    // Challenges the address's own browser started are counted apart, both ways.
+    let marked = EmailChallenge {
+        known_browser: true,
+        ..challenge("human@example.com", t0() + Duration::minutes(10))
+    };
+    b.identity.insert_challenge(&marked).await.unwrap();
+    let read = b.identity.challenge(&marked.id).await.unwrap().unwrap();
+    assert!(read.known_browser, "{}", b.name);
+    for _ in 0..2 {
+        let tried = b
+            .identity
+            .attempt_challenge(&marked.id, t0())
+            .await
+            .unwrap();
+        assert!(tried.known_browser);
+    }
+    let own = |since| b.identity.wrong_code_tries(&human, since, true);
+    assert_eq!(own(t0()).await.unwrap(), 2, "{}", b.name);
+    assert_eq!(wrong(t0()).await.unwrap(), MAX_CODE_ATTEMPTS, "{}", b.name);
     let right = challenge("human@example.com", t0() + Duration::minutes(10));
     b.identity.insert_challenge(&right).await.unwrap();
     b.identity.attempt_challenge(&right.id, t0()).await.unwrap();

@@ -297,29 +297,36 @@ pub fn authority_status(
     }
 }
 
-/// Whether `spend` used up what `authority` had left in its window, for a task that settled at
-/// `settled_at`: `window` holds the authority's spends in that window not given back (with
-/// `spend` among them). True when `spend` was not given back, is the newest of `window` (by
-/// `spent_at`, then task id), `window` adds up to the limit (any spend uses up a `single_use`
-/// authority), and the authority was neither revoked nor expired at `settled_at`. Spends are
-/// checked one at a time, so exactly one spend fills a window; a spend given back later
-/// reopens it, and the next one to fill it is the newest again.
+/// Whether the settlement of `task` is the one that tells that `authority` has nothing left in
+/// the window of the task's spend. `window` holds that window's spends not given back, each
+/// with the time its task settled (`None`: still in flight). True when the task's spend is
+/// among them and settled, they add up to the limit (any spend uses up a `single_use`
+/// authority), every one of them has settled and the task settled last (by time, then task
+/// id), and the authority was neither revoked nor expired then. The last settlement, not the
+/// last spend: spends are stamped before they wait for the authority's lock, so their order
+/// can differ from the order they were taken in, and a payment of unknown outcome keeps its
+/// spend though its task failed. Exactly one settlement of a full window is the one; a spend
+/// given back later reopens the window.
 pub fn used_up_by(
     authority: &PaymentAuthority,
-    spend: &AuthoritySpendRecord,
-    window: &[&AuthoritySpendRecord],
-    settled_at: DateTime<Utc>,
+    task: &TaskId,
+    window: &[(&AuthoritySpendRecord, Option<DateTime<Utc>>)],
 ) -> bool {
-    let newest = window
+    let Some(settled_at) = window
         .iter()
-        .max_by(|a, b| (a.spent_at, &a.task_id).cmp(&(b.spent_at, &b.task_id)));
+        .find(|(s, _)| &s.task_id == task)
+        .and_then(|(_, at)| *at)
+    else {
+        return false;
+    };
     let full = authority.amount_limit.interval() == AuthorityInterval::SingleUse
-        || window.iter().map(|s| s.amount).sum::<i64>() >= authority.amount_limit.value();
-    spend.released_at.is_none()
+        || window.iter().map(|(s, _)| s.amount).sum::<i64>() >= authority.amount_limit.value();
+    let last = window
+        .iter()
+        .all(|(s, at)| at.is_some_and(|at| (at, &s.task_id) <= (settled_at, task)));
+    full && last
         && authority.revoked_at.is_none_or(|at| at > settled_at)
         && authority.expires_at > settled_at
-        && newest.is_some_and(|n| n.task_id == spend.task_id)
-        && full
 }
 
 /// Whether `account` may make `spend` at `at` against `authority`, given what was spent (and
@@ -544,60 +551,54 @@ mod tests {
     }
 
     #[test]
-    fn a_spend_uses_up_its_window_only_while_the_authority_stands() {
+    fn the_last_settlement_of_a_full_window_tells_while_the_authority_stands() {
         let a = authority(100, AuthorityInterval::Day);
-        let record = |task: u128, amount: i64, minutes: i64| AuthoritySpendRecord {
+        let record = |task: u128, amount: i64| AuthoritySpendRecord {
             authority_id: a.authority_id.clone(),
             task_id: TaskId::from_ulid(Ulid::from_parts(2, task)),
             amount,
             currency: a.currency.clone(),
             scope: "order".into(),
             window_start: t0(),
-            spent_at: t0() + Duration::minutes(minutes),
+            spent_at: t0(),
             released_at: None,
         };
-        let (first, last) = (record(1, 60, 1), record(2, 40, 2));
-        let settled = t0() + Duration::minutes(3);
-        assert!(used_up_by(&a, &last, &[&first, &last], settled));
-        assert!(!used_up_by(&a, &first, &[&first, &last], settled));
-        // Not full without the first, whose spend was given back.
-        assert!(!used_up_by(&a, &last, &[&last], settled));
-        // One millisecond apart, or the same millisecond and a later task id.
-        let tie = record(3, 40, 2);
-        assert!(used_up_by(&a, &tie, &[&first, &last, &tie], settled));
-        let mut given_back = last.clone();
-        given_back.released_at = Some(settled);
-        assert!(!used_up_by(
-            &a,
-            &given_back,
-            &[&first, &given_back],
-            settled
-        ));
+        let at = |minutes| Some(t0() + Duration::minutes(minutes));
+        let (first, second) = (record(1, 60), record(2, 40));
+        let (one, two) = (&first.task_id, &second.task_id);
+        // The first spend's task settled last: it tells, though its spend came first.
+        let window = [(&first, at(3)), (&second, at(2))];
+        assert!(used_up_by(&a, one, &window));
+        assert!(!used_up_by(&a, two, &window));
+        // Nobody tells while a task of the window is in flight.
+        let waiting = [(&first, at(3)), (&second, None)];
+        assert!(!used_up_by(&a, one, &waiting));
+        assert!(!used_up_by(&a, two, &waiting));
+        // Settled in the same millisecond: the later task id.
+        let tie = [(&first, at(3)), (&second, at(3))];
+        assert!(used_up_by(&a, two, &tie) && !used_up_by(&a, one, &tie));
+        // Not full without the second spend (given back); not in the window, not the one.
+        assert!(!used_up_by(&a, one, &[(&first, at(3))]));
+        assert!(!used_up_by(&a, two, &[(&first, at(3))]));
         let mut revoked = a.clone();
-        revoked.revoked_at = Some(settled);
-        assert!(!used_up_by(&revoked, &last, &[&first, &last], settled));
-        assert!(used_up_by(
-            &revoked,
-            &last,
-            &[&first, &last],
-            settled - Duration::milliseconds(1)
-        ));
-        assert!(!used_up_by(&a, &last, &[&first, &last], a.expires_at));
+        revoked.revoked_at = at(3);
+        assert!(!used_up_by(&revoked, one, &window));
+        revoked.revoked_at = Some(t0() + Duration::minutes(3) + Duration::milliseconds(1));
+        assert!(used_up_by(&revoked, one, &window));
+        let mut expired = a.clone();
+        expired.expires_at = t0() + Duration::minutes(3);
+        assert!(!used_up_by(&expired, one, &window));
         let once = authority(100, AuthorityInterval::SingleUse);
-        assert!(used_up_by(
-            &once,
-            &record(4, 1, 1),
-            &[&record(4, 1, 1)],
-            settled
-        ));
+        let small = record(4, 1);
+        assert!(used_up_by(&once, &small.task_id, &[(&small, at(1))]));
     }
 
-    /// Spends checked one at a time, some given back, over several windows: the spend that
-    /// leaves nothing in its window is the one that used it up, and no other spend of the
-    /// window is.
+    /// Spends checked one at a time, their tasks settled in any order, some given back, over
+    /// several windows.
     #[derive(Debug, Clone)]
     enum SpendOp {
         Spend(i64),
+        Settle(usize),
         GiveBack(usize),
         Wait(i64),
     }
@@ -605,6 +606,7 @@ mod tests {
     fn spend_op() -> impl Strategy<Value = SpendOp> {
         prop_oneof![
             4 => (1..80i64).prop_map(SpendOp::Spend),
+            3 => any::<usize>().prop_map(SpendOp::Settle),
             1 => any::<usize>().prop_map(SpendOp::GiveBack),
             1 => (0..30i64).prop_map(SpendOp::Wait),
         ]
@@ -634,45 +636,69 @@ mod tests {
         }
 
         #[test]
-        fn exactly_the_spend_that_empties_a_window_used_it_up(
+        fn exactly_one_settlement_tells_of_each_full_settled_window(
             interval in any_interval(),
             value in 1..200i64,
             ops in prop::collection::vec(spend_op(), 1..40),
         ) {
             let a = authority(value, interval);
-            let mut spends: Vec<AuthoritySpendRecord> = Vec::new();
+            let mut spends: Vec<(AuthoritySpendRecord, Option<DateTime<Utc>>)> = Vec::new();
             let mut at = t0();
             for (n, op) in ops.into_iter().enumerate() {
+                let pick = |i: usize, len: usize| (len > 0).then(|| i % len);
                 match op {
                     SpendOp::Wait(hours) => at += Duration::hours(hours),
-                    SpendOp::GiveBack(i) if !spends.is_empty() => {
-                        let i = i % spends.len();
-                        spends[i].released_at.get_or_insert(at);
+                    SpendOp::Settle(i) => {
+                        if let Some(i) = pick(i, spends.len()) {
+                            spends[i].1.get_or_insert(at);
+                        }
                     }
-                    SpendOp::GiveBack(_) => {}
+                    SpendOp::GiveBack(i) => {
+                        if let Some(i) = pick(i, spends.len()) {
+                            spends[i].0.released_at.get_or_insert(at);
+                        }
+                    }
                     SpendOp::Spend(amount) => {
                         let start = window_start(&a, at);
-                        let live = |s: &&AuthoritySpendRecord| s.window_start == start && s.released_at.is_none();
-                        let spent: i64 = spends.iter().filter(live).map(|s| s.amount).sum();
-                        let Ok(start) = check_spend(&a, &a.account_id, &spend(&a, amount), spent, at) else {
-                            continue;
-                        };
-                        spends.push(AuthoritySpendRecord {
-                            authority_id: a.authority_id.clone(),
-                            task_id: TaskId::from_ulid(Ulid::from_parts(2, n as u128)),
-                            amount,
-                            currency: a.currency.clone(),
-                            scope: "order".into(),
-                            window_start: start,
-                            spent_at: at,
-                            released_at: None,
-                        });
-                        let window: Vec<&AuthoritySpendRecord> = spends.iter().filter(live).collect();
-                        let emptied = remaining(&a, spent + amount, at) == 0;
-                        for s in &window {
-                            let newest = s.task_id == spends[spends.len() - 1].task_id;
-                            prop_assert_eq!(used_up_by(&a, s, &window, at), emptied && newest);
+                        let spent: i64 = spends
+                            .iter()
+                            .filter(|(s, _)| s.window_start == start && s.released_at.is_none())
+                            .map(|(s, _)| s.amount)
+                            .sum();
+                        if let Ok(start) = check_spend(&a, &a.account_id, &spend(&a, amount), spent, at) {
+                            spends.push((AuthoritySpendRecord {
+                                authority_id: a.authority_id.clone(),
+                                task_id: TaskId::from_ulid(Ulid::from_parts(2, n as u128)),
+                                amount,
+                                currency: a.currency.clone(),
+                                scope: "order".into(),
+                                window_start: start,
+                                spent_at: at,
+                                released_at: None,
+                            }, None));
                         }
+                    }
+                }
+                let mut starts: Vec<DateTime<Utc>> = spends.iter().map(|(s, _)| s.window_start).collect();
+                starts.dedup();
+                for start in starts {
+                    let window: Vec<(&AuthoritySpendRecord, Option<DateTime<Utc>>)> = spends
+                        .iter()
+                        .filter(|(s, _)| s.window_start == start && s.released_at.is_none())
+                        .map(|(s, settled)| (s, *settled))
+                        .collect();
+                    let tellers: Vec<&TaskId> = window
+                        .iter()
+                        .filter(|(s, _)| used_up_by(&a, &s.task_id, &window))
+                        .map(|(s, _)| &s.task_id)
+                        .collect();
+                    let sum: i64 = window.iter().map(|(s, _)| s.amount).sum();
+                    let full = !window.is_empty() && remaining(&a, sum, start) == 0;
+                    let settled = window.iter().all(|(_, at)| at.is_some());
+                    prop_assert_eq!(tellers.len(), usize::from(full && settled), "{:?}", window);
+                    if let Some(teller) = tellers.first() {
+                        let last = window.iter().max_by_key(|(s, at)| (*at, &s.task_id)).unwrap();
+                        prop_assert_eq!(*teller, &last.0.task_id);
                     }
                 }
             }

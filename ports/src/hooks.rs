@@ -267,13 +267,16 @@ pub struct LowCharge {
     pub spendable: i64,
 }
 
-/// A completed task whose payment used up what its authority had left in the spend's window
-/// (see [`HookStore::exhaustions_missing_events`]).
+/// The settlement that tells that an authority has nothing left in a window (see
+/// [`HookStore::exhaustions_missing_events`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Exhaustion {
     pub task: TaskRecord,
     pub authority_id: AuthorityId,
     pub currency: Currency,
+    /// When the window ends and the authority's allowance comes back; `None` for a
+    /// `single_use` authority.
+    pub window_end: Option<DateTime<Utc>>,
 }
 
 /// The most deliveries in flight at once (under a live lease) for one endpoint and for one
@@ -402,17 +405,18 @@ pub trait HookStore: Send + Sync {
         limit: u32,
     ) -> Result<Vec<LowCharge>, StoreError>;
 
-    /// Tasks settled at or after `settled_since` (only `task`, when given) that completed and
-    /// whose authority spend used up what the authority
-    /// had left in the spend's window, as [`crate::authority::used_up_by`] decides from the
-    /// stored spends: the spend was not given back, it is the newest of its window's spends
-    /// not given back (by `spent_at`, then task id: spends are checked one at a time with the
-    /// authority locked, so the newest is the one that filled the window), those spends add up
-    /// to the limit (any spend uses up a `single_use` authority), and the authority was neither
-    /// revoked nor expired when the task settled. Only those whose account has no event with
-    /// the source `task:{id}:authority.exhausted`, oldest settled first, at most `limit`. A
-    /// settlement asks about its own task; the recovery sweep finds the `authority.exhausted`
-    /// of a process that died between settling the task and recording the event.
+    /// Tasks settled at or after `settled_since` (only `task`, when given) whose settlement is
+    /// the one that tells that their authority has nothing left in the window of their spend,
+    /// as [`crate::authority::used_up_by`] decides from the stored spends and tasks: the
+    /// task's spend was not given back (a payment of unknown outcome keeps it though its task
+    /// failed), the window's spends not given back add up to the limit (any spend uses up a
+    /// `single_use` authority), every one of their tasks has settled and this one settled
+    /// last (by `settled_at`, then task id), and the authority was neither revoked nor
+    /// expired then. Only those whose account has no event with the source
+    /// `task:{id}:authority.exhausted`, oldest settled first, at most `limit`. A settlement
+    /// asks about its own task; the recovery sweep finds the `authority.exhausted` of a
+    /// process that died between settling the task and recording the event, and of a
+    /// settlement that raced another of the window (each saw the other in flight).
     async fn exhaustions_missing_events(
         &self,
         settled_since: DateTime<Utc>,

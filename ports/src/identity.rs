@@ -170,6 +170,11 @@ pub struct EmailChallenge {
     pub created_at: DateTime<Utc>,
     pub expires_at: DateTime<Utc>,
     pub consumed_at: Option<DateTime<Utc>>,
+    /// Started by a browser that signed in as the address before (its mark). Wrong codes are
+    /// counted apart for such challenges and the others, so strangers' guesses, which lock
+    /// the address's codes for a day, never lock the person's own browser out, and a browser
+    /// holding the mark gets no more guesses a day than strangers do.
+    pub known_browser: bool,
 }
 
 impl EmailChallenge {

@@ -259,11 +259,13 @@ pub trait IdentityStore: Send + Sync {
     async fn challenge(&self, id: &ChallengeId) -> Result<Option<EmailChallenge>, StoreError>;
 
     /// Wrong code tries on the address's challenges (every purpose) created at or after
-    /// `since`: each challenge's tries, less the one that consumed it.
+    /// `since` whose `known_browser` is as given: each challenge's tries, less the one that
+    /// consumed it.
     async fn wrong_code_tries(
         &self,
         email: &Email,
         since: DateTime<Utc>,
+        known_browser: bool,
     ) -> Result<u32, StoreError>;
 
     /// Takes one try before a code is compared, and returns the challenge with the count

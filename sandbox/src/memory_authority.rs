@@ -72,24 +72,39 @@ impl AuthorityState {
         }))
     }
 
-    /// The authority and currency of the task's spend, when it used up what its authority had
-    /// left in its window ([`used_up_by`]) for a task settled at `settled_at`.
+    /// The authority, currency and window end of the task's spend, when the task's settlement
+    /// is the one that tells the authority has nothing left in the window ([`used_up_by`]);
+    /// `settled` says when a task settled.
     pub(crate) fn used_up_by(
         &self,
         task: &TaskId,
-        settled_at: DateTime<Utc>,
-    ) -> Option<(AuthorityId, Currency)> {
-        let spend = self.spends.iter().find(|s| &s.task_id == task)?;
+        settled: impl Fn(&TaskId) -> Option<DateTime<Utc>>,
+    ) -> Option<(AuthorityId, Currency, Option<DateTime<Utc>>)> {
+        let spend = self
+            .spends
+            .iter()
+            .find(|s| &s.task_id == task && s.released_at.is_none())?;
         let authority = self
             .authorities
             .iter()
             .find(|a| a.authority_id == spend.authority_id)?;
-        let window: Vec<&AuthoritySpendRecord> = self
+        let window: Vec<_> = self
             .live_spends(&spend.authority_id)
             .filter(|s| s.window_start == spend.window_start)
+            .map(|s| (s, settled(&s.task_id)))
             .collect();
-        used_up_by(authority, spend, &window, settled_at)
-            .then(|| (authority.authority_id.clone(), authority.currency.clone()))
+        let window_end = authority
+            .amount_limit
+            .interval()
+            .window_len()
+            .map(|len| spend.window_start + len);
+        used_up_by(authority, task, &window).then(|| {
+            (
+                authority.authority_id.clone(),
+                authority.currency.clone(),
+                window_end,
+            )
+        })
     }
 
     pub(crate) fn record(&mut self, spend: AuthoritySpendRecord) {

@@ -404,12 +404,14 @@ impl HookStore for MemoryStore {
             .tasks
             .values()
             .filter(|t| {
-                t.status == TaskStatus::Completed
+                t.status != TaskStatus::InFlight
                     && t.settled_at.is_some_and(|at| at >= settled_since)
                     && task.as_ref().is_none_or(|id| &t.id == id)
             })
             .filter_map(|t| {
-                let (authority_id, currency) = s.authority.used_up_by(&t.id, t.settled_at?)?;
+                let settled = |id: &TaskId| s.actions.tasks.get(id).and_then(|t| t.settled_at);
+                let (authority_id, currency, window_end) =
+                    s.authority.used_up_by(&t.id, settled)?;
                 let source = format!("task:{}:authority.exhausted", t.id);
                 let recorded = s
                     .hooks
@@ -420,6 +422,7 @@ impl HookStore for MemoryStore {
                     task: t.clone(),
                     authority_id,
                     currency,
+                    window_end,
                 })
             })
             .collect();

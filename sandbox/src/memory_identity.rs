@@ -170,13 +170,16 @@ impl IdentityStore for MemoryStore {
         &self,
         email: &svc_ports::Email,
         since: DateTime<Utc>,
+        known_browser: bool,
     ) -> Result<u32, StoreError> {
         Ok(self
             .lock()
             .identity
             .challenges
             .values()
-            .filter(|c| &c.email == email && c.created_at >= since)
+            .filter(|c| {
+                &c.email == email && c.created_at >= since && c.known_browser == known_browser
+            })
             .map(|c| {
                 c.attempts
                     .saturating_sub(u32::from(c.consumed_at.is_some()))

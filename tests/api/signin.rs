@@ -165,8 +165,9 @@ async fn submit_mailed_code(app: &TestApp, browser: &Browser, email: &str) -> St
 
 /// Anyone may ask for codes to an address and guess them: ten wrong codes in a day stop the
 /// address's codes (tests/api/signup.rs), which let strangers hold the person's own sign-in
-/// for a day. The browser that signed in as the address before (its mark) still signs in with
-/// its right code; a stranger's browser, with the right code of its own challenge, does not.
+/// for a day. The challenges of the browser that signed in as the address before (its mark)
+/// are counted apart: it still signs in with its right code, while a stranger's browser, with
+/// the right code of its own challenge, does not; and its own guesses stop at ten too.
 #[tokio::test]
 async fn strangers_guessing_codes_do_not_lock_a_known_browser_out() {
     let app = TestApp::builder()
@@ -232,4 +233,44 @@ async fn strangers_guessing_codes_do_not_lock_a_known_browser_out() {
         "the person's own browser signs in"
     );
     assert!(own.page("/account").await.contains(email));
+
+    // The browser's own wrong codes have a day's worth of their own: ten, then its codes stop
+    // too (a mark outlives its sign-out, so whoever holds it guesses no more than strangers).
+    let csrf = csrf_of(&own.page("/account").await);
+    assert_eq!(own.post("/signout", &[("csrf", &csrf)]).await.status(), 303);
+    let mut wrong = 0;
+    'guessing: for _ in 0..4 {
+        let csrf = csrf_of(&own.page("/signin").await);
+        let sent = own
+            .post("/signin", &[("csrf", &csrf), ("email", email)])
+            .await;
+        assert_eq!(sent.status(), 303);
+        let page = own.page(sent.headers()["location"].to_str().unwrap()).await;
+        let right = latest_code(&app, email).await;
+        let guess = if right == "999999" {
+            "888888"
+        } else {
+            "999999"
+        };
+        for _ in 0..5 {
+            let answer = own
+                .post(
+                    "/signin/code",
+                    &[
+                        ("csrf", &csrf_of(&page)),
+                        ("challenge", &attr(&page, "challenge")),
+                        ("code", guess),
+                    ],
+                )
+                .await;
+            if answer.status() == StatusCode::TOO_MANY_REQUESTS {
+                break 'guessing;
+            }
+            wrong += 1;
+        }
+    }
+    assert_eq!(
+        wrong, 10,
+        "the known browser's wrong codes are not capped for the day"
+    );
 }

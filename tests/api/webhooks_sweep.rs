@@ -243,7 +243,8 @@ async fn an_exhausted_authority_event_never_recorded_is_swept_up() {
         currency: authority.currency.clone(),
         scope: "order".into(),
     };
-    // 200 leaves 300; the second payment, 300, uses up the day's allowance.
+    // 200 leaves 300; the second payment, 300, fills the day's window, and its task settles
+    // last.
     let first = paid_in_store(&stores, account.clone(), 1, Some(spend(200)), now).await;
     let later = now + chrono::Duration::seconds(1);
     let last = paid_in_store(&stores, account, 1, Some(spend(300)), later).await;
@@ -264,9 +265,11 @@ async fn an_exhausted_authority_event_never_recorded_is_swept_up() {
         body["data"]["authority_id"],
         authority.authority_id.as_str()
     );
+    // Nothing remains until the day's window ends.
     assert_eq!(
         body["data"]["remaining"],
-        json!({"value": 0, "currency": "usd"})
+        json!({"value": 0, "currency": "usd",
+            "window_end": authority.created_at + chrono::Duration::days(1)})
     );
 }
 

@@ -139,6 +139,7 @@ pub(crate) fn email_challenge(r: &impl Columns) -> Result<EmailChallenge, StoreE
         created_at: r.time("created_at")?,
         expires_at: r.time("expires_at")?,
         consumed_at: r.time_opt("consumed_at")?,
+        known_browser: r.flag("known_browser")?,
     })
 }
 
@@ -261,12 +262,16 @@ pub(crate) fn low_charge(r: &impl Columns) -> Result<svc_ports::LowCharge, Store
     })
 }
 
-/// A task's columns, its spend's `authority_id` and its authority's `currency`.
+/// A task's columns, its spend's `authority_id` and `window_start`, and its authority's
+/// `currency` and `amount_interval`.
 pub(crate) fn exhaustion(r: &impl Columns) -> Result<svc_ports::Exhaustion, StoreError> {
+    let interval = r.parsed("amount_interval", |s| known(AuthorityInterval::parse(s)))?;
+    let window_start = r.time("window_start")?;
     Ok(svc_ports::Exhaustion {
         task: task(r)?,
         authority_id: r.parsed("authority_id", AuthorityId::parse)?,
         currency: r.parsed("currency", Currency::parse)?,
+        window_end: interval.window_len().map(|len| window_start + len),
     })
 }
 

@@ -188,6 +188,7 @@ pub async fn payments_that_used_up_their_authority_without_their_event_are_found
     };
     let acct = funded(b, "hooks-exhausted@example.com", 100).await;
     let settled_at = t0() + Duration::minutes(1);
+    let later = settled_at + Duration::seconds(1);
     let day = || authority(&acct, 100, Day, Duration::days(30));
     let pay = |a: &svc_ports::PaymentAuthority, amount, seconds| {
         paying(
@@ -198,46 +199,64 @@ pub async fn payments_that_used_up_their_authority_without_their_event_are_found
             t0() + Duration::seconds(seconds),
         )
     };
-    // Two spends fill a window: the newer used it up, though the older settles last.
+    // Two spends fill a window: the one whose task settles last tells, though its spend came
+    // first (spends are stamped before they wait for the authority's lock).
     let full = day();
     let (older, newer) = (pay(&full, 60, 0), pay(&full, 40, 1));
     // The second spend of a window failed and was given back: the window is not full.
     let reopened = day();
     let (kept, failed) = (pay(&reopened, 60, 0), pay(&reopened, 40, 1));
+    // A payment of unknown outcome: its task failed, its spend was kept, the window is full.
+    let unknown = day();
+    let unsure = pay(&unknown, 100, 0);
     // Any payment uses up a single-use authority.
     let once = authority(&acct, 50, SingleUse, Duration::days(30));
     let one = pay(&once, 10, 2);
-    // Full, but its payment has not settled.
+    // Full, but one of its payments has not settled.
     let waiting = day();
-    let in_flight = pay(&waiting, 100, 0);
+    let (settled_half, in_flight) = (pay(&waiting, 60, 0), pay(&waiting, 40, 1));
     // Full, but revoked before its payment settled.
     let revoked = day();
     let late = pay(&revoked, 100, 0);
-    for a in [&full, &reopened, &once, &waiting, &revoked] {
+    for a in [&full, &reopened, &unknown, &once, &waiting, &revoked] {
         b.authorities.insert_authority(a).await.unwrap();
     }
-    for t in [&older, &newer, &kept, &failed, &one, &in_flight, &late] {
+    for t in [
+        &older,
+        &newer,
+        &kept,
+        &failed,
+        &unsure,
+        &one,
+        &settled_half,
+        &in_flight,
+        &late,
+    ] {
         b.tasks.begin_task(t).await.unwrap();
     }
     b.authorities
         .revoke_authority(&acct, &revoked.authority_id, t0() + Duration::seconds(30))
         .await
         .unwrap();
-    for (t, completed) in [
-        (&newer, true),
-        (&older, true),
-        (&kept, true),
-        (&failed, false),
-        (&one, true),
-        (&late, true),
+    for (t, completed, at) in [
+        (&newer, true, settled_at),
+        (&older, true, later),
+        (&kept, true, settled_at),
+        (&failed, false, settled_at),
+        (&one, true, settled_at),
+        (&settled_half, true, settled_at),
+        (&late, true, settled_at),
     ] {
         b.tasks
-            .settle_task(&settlement(&t.id, completed, settled_at))
+            .settle_task(&settlement(&t.id, completed, at))
             .await
             .unwrap();
     }
+    let mut kept_spend = settlement(&unsure.id, false, settled_at);
+    kept_spend.release_spend = false;
+    b.tasks.settle_task(&kept_spend).await.unwrap();
 
-    let found = |since, task: Option<&svc_ports::TaskRecord>| {
+    let found = |since, task: Option<&svc_ports::NewTask>| {
         let task = task.map(|t| t.id.clone());
         async move {
             b.hooks
@@ -254,58 +273,74 @@ pub async fn payments_that_used_up_their_authority_without_their_event_are_found
                 e.task.id.clone(),
                 e.authority_id.clone(),
                 e.currency.to_string(),
+                e.window_end,
             )
         })
         .collect();
     got.sort();
+    let window_end = Some(t0() + Duration::days(1));
     let mut want = vec![
         (
-            newer.id.clone(),
+            older.id.clone(),
             full.authority_id.clone(),
             usd().to_string(),
+            window_end,
         ),
-        (one.id.clone(), once.authority_id.clone(), usd().to_string()),
+        (
+            unsure.id.clone(),
+            unknown.authority_id.clone(),
+            usd().to_string(),
+            window_end,
+        ),
+        (
+            one.id.clone(),
+            once.authority_id.clone(),
+            usd().to_string(),
+            None,
+        ),
     ];
     want.sort();
     assert_eq!(
         got, want,
-        "{}: only the payments that used up what their authority had left",
+        "{}: only the last settlement of each full window",
         b.name
     );
-    let stored = b.tasks.task(&newer.id, None).await.unwrap().unwrap();
+    let stored = b.tasks.task(&older.id, None).await.unwrap().unwrap();
     assert_eq!(
-        all.iter().find(|e| e.task.id == newer.id).unwrap().task,
+        all.iter().find(|e| e.task.id == older.id).unwrap().task,
         stored
     );
-    let newer_task = Some(&stored);
-    assert_eq!(found(settled_at, newer_task).await.len(), 1, "{}", b.name);
-    let older_task = b.tasks.task(&older.id, None).await.unwrap();
+    assert_eq!(found(settled_at, Some(&older)).await.len(), 1, "{}", b.name);
     assert!(
-        found(settled_at, older_task.as_ref()).await.is_empty(),
+        found(settled_at, Some(&newer)).await.is_empty(),
         "{}: asked about one task, only that task",
         b.name
     );
     assert!(
-        found(settled_at + Duration::seconds(1), None)
-            .await
-            .is_empty(),
+        found(later + Duration::seconds(1), None).await.is_empty(),
         "{}: settled before the window",
         b.name
     );
+    // The window in flight tells once its last payment settles.
+    b.tasks
+        .settle_task(&settlement(&in_flight.id, true, later))
+        .await
+        .unwrap();
+    assert_eq!(found(later, Some(&in_flight)).await.len(), 1, "{}", b.name);
+    assert!(found(settled_at, Some(&settled_half)).await.is_empty());
     let recorded = HookEvent {
         event_type: HookEventType::AuthorityExhausted,
-        source: format!("task:{}:authority.exhausted", newer.id),
+        source: format!("task:{}:authority.exhausted", older.id),
         ..event(&acct, "unused", 60)
     };
     b.hooks.enqueue_event(&recorded, new_ids()).await.unwrap();
-    assert_eq!(
-        found(settled_at, None)
-            .await
-            .iter()
-            .map(|e| &e.task.id)
-            .collect::<Vec<_>>(),
-        [&one.id],
-        "{}: once its event is recorded",
-        b.name
-    );
+    let mut left: Vec<_> = found(settled_at, None)
+        .await
+        .into_iter()
+        .map(|e| e.task.id)
+        .collect();
+    left.sort();
+    let mut want = vec![unsure.id.clone(), one.id.clone(), in_flight.id.clone()];
+    want.sort();
+    assert_eq!(left, want, "{}: once its event is recorded", b.name);
 }

@@ -276,6 +276,7 @@ pub fn rows() -> Rows {
         created_at: t0(),
         expires_at: at(600_000),
         consumed_at: Some(at(60_000)),
+        known_browser: false,
     };
     let session = WebSession {
         token_hash: KeyHash::of("session token"),

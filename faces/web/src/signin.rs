@@ -164,11 +164,10 @@ pub(crate) async fn code_submit(
     let next = safe_next(form.next.as_deref());
     let ip = client_ip_of(req, &ctx.proxies);
     let code: String = form.code.chars().filter(|c| !c.is_whitespace()).collect();
-    let known = cookie_value(req, KNOWN_BROWSER_COOKIE);
     match ctx
         .services
         .identity
-        .verify_sign_in_code(&form.challenge, &code, ip, known.as_deref())
+        .verify_sign_in_code(&form.challenge, &code, ip)
         .await
     {
         Ok(signed_in) => {

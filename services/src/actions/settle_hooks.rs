@@ -3,9 +3,9 @@
 //! `credits.low` when this task's hold took spendable credits below the mark and they were
 //! still below it when it was charged (as its ledger entries record them; the recovery sweep
 //! records the event a dead process did not), and
-//! `authority.exhausted` when its payment used up what the authority had left in the window
-//! (as the stored spends record it; the sweep, too, records the event a dead process did
-//! not). Each is recorded once per task (its `source`), so a retried settlement or a second
+//! `authority.exhausted` when it is the last settlement of a window its authority's spends
+//! filled (as the stored spends and tasks record it; the sweep, too, records the event a dead
+//! process did not). Each is recorded once per task (its `source`), so a retried settlement or a second
 //! instance adds nothing.
 
 use chrono::Duration;
@@ -53,7 +53,7 @@ pub(super) fn task_event(task: &TaskRecord) -> (HookEventType, Value) {
 
 impl ActionService {
     /// Records the task event, `credits.low` for a charge that crossed the mark and
-    /// `authority.exhausted` for a payment that used up its authority, of settlements whose
+    /// `authority.exhausted` for the last settlement of a full window, of settlements whose
     /// process died before it could (each is once per task, so a live
     /// process that records it too adds nothing). Answers how many.
     pub async fn recover_task_events(&self) -> Result<usize, svc_ports::StoreError> {
@@ -93,10 +93,14 @@ impl ActionService {
         Ok(missing.len() + low.len() + exhausted.len())
     }
 
-    /// `authority.exhausted` for the payment that used up what its authority had left in the
-    /// window (nothing remains in that window): the same from the live path and the sweep.
+    /// `authority.exhausted` for the last settlement of a window its authority's spends filled
+    /// (nothing remains until `window_end`): the same from the live path and the sweep.
     async fn authority_exhausted(&self, hooks: &crate::hooks::HookService, found: &Exhaustion) {
         let task = &found.task;
+        let mut remaining = json!({"value": 0, "currency": found.currency.to_string()});
+        if let Some(end) = found.window_end {
+            remaining["window_end"] = json!(end);
+        }
         hooks
             .emit(
                 &task.account_id,
@@ -105,7 +109,7 @@ impl ActionService {
                 json!({
                     "authority_id": found.authority_id.as_str(),
                     "task_id": task.id.as_str(),
-                    "remaining": {"value": 0, "currency": found.currency.to_string()},
+                    "remaining": remaining,
                     "next_action": {"kind": "approve", "url": self.account_url},
                 }),
             )
@@ -168,10 +172,11 @@ impl ActionService {
                 self.credits_low(hooks, task, capture.balance_after).await;
             }
         }
-        // The payment that used up what its authority had left in the window: the same rule
-        // over the stored spends as the sweep's (a retried settlement finds its event stored).
+        // The last settlement of a window its authority's spends filled, a failed payment
+        // that kept its spend included: the same rule over the stored spends and tasks as the
+        // sweep's (a retried settlement finds its event stored; two settlements that raced
+        // each saw the other in flight and leave the event to the sweep).
         if payment.is_some()
-            && observed.completed
             && let Some(settled_at) = task.settled_at
             && let Ok(found) = self
                 .ports

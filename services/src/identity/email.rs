@@ -60,9 +60,10 @@ impl IdentityService {
 
     /// The web sign-in's code. `known_browser` is the browser's mark from an earlier sign-in
     /// (its cookie): when it is this address's, the browser may ask for
-    /// [`KNOWN_BROWSER_CODES`] times the cap. Anyone may ask for codes to any address with no
-    /// credentials, so without the mark five strangers' requests an hour would hold the
-    /// person's own sign-in.
+    /// [`KNOWN_BROWSER_CODES`] times the cap, and its challenge's wrong codes are counted
+    /// apart from strangers' (see `try_code`). Anyone may ask for codes to any address with
+    /// no credentials, so without the mark five strangers' requests an hour would hold the
+    /// person's own sign-in, and their guesses would lock it for the day.
     pub async fn start_sign_in(
         &self,
         email: &str,
@@ -122,13 +123,13 @@ impl IdentityService {
             created_at: now,
             expires_at: now + chrono_of(self.settings.email_code_ttl),
             consumed_at: None,
+            known_browser: self.knows_browser(known_browser, &email).await,
         };
         // Counted per purpose: an agent's signups (anyone may ask for them, with no
-        // credentials) never use up the person's own sign-in codes. The mark is read only once
-        // strangers could have filled the cap.
+        // credentials) never use up the person's own sign-in codes.
         let cap = self.settings.codes_per_address_per_hour;
         let mut stored = self.store_challenge(&challenge, hour_ago, cap).await?;
-        if !stored && self.knows_browser(known_browser, &email).await {
+        if !stored && challenge.known_browser {
             let allowance = cap.saturating_mul(KNOWN_BROWSER_CODES);
             stored = self
                 .store_challenge(&challenge, hour_ago, allowance)
@@ -253,38 +254,28 @@ impl IdentityService {
 
     /// Takes one try and compares the code in constant time. Wrong codes count per challenge
     /// and per IP (both in the store): the attempt holds a slot of the IP's lockout count,
-    /// which it gives back unless it presented a wrong code. `known_browser`: the browser's
-    /// sign-in mark, see [`Self::try_code`].
+    /// which it gives back unless it presented a wrong code.
     async fn check_code(
         &self,
         purpose: ChallengePurpose,
         challenge_id: &str,
         code: &str,
         ip: Option<ClientAddress>,
-        known_browser: Option<&str>,
     ) -> Result<EmailChallenge, IdentityFailure> {
         self.wrong_codes.take(ip).await?;
-        let (outcome, wrong_code) = self
-            .try_code(purpose, challenge_id, code, known_browser)
-            .await;
+        let (outcome, wrong_code) = self.try_code(purpose, challenge_id, code).await;
         if !wrong_code {
             self.wrong_codes.give_back(ip).await;
         }
         outcome
     }
 
-    /// One try of a code; the flag says whether a wrong code was presented. A day of wrong
-    /// codes at an address stops its codes, except in a browser that signed in as the address
-    /// before (`known_browser`, its mark): anyone can ask for codes to an address and guess
-    /// them, so without the exception strangers could hold the person's own sign-in for a
-    /// day. Guessing in that browser is still bounded by each code's tries and the IP's
-    /// lockout, and only that browser has the mark.
+    /// One try of a code; the flag says whether a wrong code was presented.
     async fn try_code(
         &self,
         purpose: ChallengePurpose,
         challenge_id: &str,
         code: &str,
-        known_browser: Option<&str>,
     ) -> (Result<EmailChallenge, IdentityFailure>, bool) {
         let unknown = || IdentityFailure::UnknownChallenge;
         let Ok(id) = ChallengeId::parse(challenge_id.trim()) else {
@@ -324,18 +315,18 @@ impl IdentityService {
         };
         // Guesses at one address, whatever challenges and addresses they come from: a day's
         // worth stops every code for it (a review spread 50 an hour over fresh challenges and
-        // /64s). The try just taken counts; nothing is compared past the limit.
+        // /64s). The try just taken counts; nothing is compared past the limit. Challenges
+        // the address's own browser started (its mark) are counted apart: anyone can ask for
+        // codes to an address and guess them, and their guesses must not hold the person's
+        // sign-in for the day; the browser's own guesses have a day's worth of their own.
         let since = now - chrono::Duration::hours(24);
         match self
             .ports
             .identity
-            .wrong_code_tries(&challenge.email, since)
+            .wrong_code_tries(&challenge.email, since, challenge.known_browser)
             .await
         {
-            Ok(wrong)
-                if wrong > MAX_WRONG_CODES_PER_ADDRESS_PER_DAY
-                    && !self.knows_browser(known_browser, &challenge.email).await =>
-            {
+            Ok(wrong) if wrong > MAX_WRONG_CODES_PER_ADDRESS_PER_DAY => {
                 tracing::warn!(challenge_id = %id, "codes for this address are locked for the day: too many wrong ones");
                 return refused(IdentityFailure::AddressLocked);
             }
@@ -369,7 +360,7 @@ impl IdentityService {
         ip: Option<ClientAddress>,
     ) -> Result<SignupKey, IdentityFailure> {
         let challenge = self
-            .check_code(ChallengePurpose::ApiKey, device_id, code, ip, None)
+            .check_code(ChallengePurpose::ApiKey, device_id, code, ip)
             .await?;
         let account = self.keys.signup_account(&challenge.email).await?;
         let label = challenge
@@ -404,23 +395,14 @@ impl IdentityService {
     }
 
     /// Web sign-in: the right code proves the address; the session token goes in a cookie.
-    /// `known_browser`: the browser's mark from an earlier sign-in (its cookie), which the
-    /// address's day lock spares.
     pub async fn verify_sign_in_code(
         &self,
         challenge_id: &str,
         code: &str,
         ip: Option<ClientAddress>,
-        known_browser: Option<&str>,
     ) -> Result<SignedIn, IdentityFailure> {
         let challenge = self
-            .check_code(
-                ChallengePurpose::SignIn,
-                challenge_id,
-                code,
-                ip,
-                known_browser,
-            )
+            .check_code(ChallengePurpose::SignIn, challenge_id, code, ip)
             .await?;
         let now = self.now();
         match self

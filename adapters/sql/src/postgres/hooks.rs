@@ -387,24 +387,27 @@ impl HookStore for PostgresStore {
         task: Option<TaskId>,
         limit: u32,
     ) -> Result<Vec<Exhaustion>, StoreError> {
-        // `svc_ports::authority::used_up_by`, over the stored spends: the task's spend, not
-        // given back, is the newest of its window's spends not given back, and they fill it.
+        // `svc_ports::authority::used_up_by`, over the stored spends and tasks: the task's
+        // spend was not given back, the window's spends not given back fill it, and the task
+        // settled last of theirs, all of them settled.
         let rows = sqlx::query(
             "SELECT t.id, t.account_id, t.key_id, t.domain, t.action, t.cost, \
              t.idempotency_key, t.fingerprint, t.status, t.response_status, t.response_body, \
              t.artifact_id, t.artifact, t.created_at, t.settled_at, t.verified_artifact, \
-             t.verified_at, s.authority_id, a.currency FROM tasks t \
+             t.verified_at, s.authority_id, s.window_start, a.currency, a.amount_interval \
+             FROM tasks t \
              JOIN authority_spends s ON s.task_id = t.id AND s.released_at IS NULL \
              JOIN payment_authorities a ON a.id = s.authority_id \
              WHERE t.settled_at >= $1 AND ($2::text IS NULL OR t.id = $2) \
-             AND t.status = 'completed' \
+             AND t.status IN ('completed', 'failed') \
              AND (a.revoked_at IS NULL OR a.revoked_at > t.settled_at) \
              AND a.expires_at > t.settled_at \
              AND NOT EXISTS (\
-               SELECT 1 FROM authority_spends n \
+               SELECT 1 FROM authority_spends n JOIN tasks nt ON nt.id = n.task_id \
                WHERE n.authority_id = s.authority_id AND n.window_start = s.window_start \
-               AND n.released_at IS NULL AND (n.spent_at > s.spent_at \
-                 OR (n.spent_at = s.spent_at AND n.task_id COLLATE \"C\" > s.task_id COLLATE \"C\"))) \
+               AND n.released_at IS NULL AND (nt.settled_at IS NULL \
+                 OR nt.settled_at > t.settled_at \
+                 OR (nt.settled_at = t.settled_at AND nt.id COLLATE \"C\" > t.id COLLATE \"C\"))) \
              AND (a.amount_interval = 'single_use' OR a.amount_value <= (\
                SELECT SUM(w.amount) FROM authority_spends w \
                WHERE w.authority_id = s.authority_id AND w.window_start = s.window_start \

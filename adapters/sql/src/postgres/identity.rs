@@ -80,7 +80,7 @@ impl PostgresStore {
             "UPDATE email_challenges SET consumed_at = $1 \
              WHERE id = $2 AND consumed_at IS NULL AND expires_at > $1 \
              RETURNING id, purpose, email, code_hash, agent_name, scopes, attempts, created_at, \
-             expires_at, consumed_at",
+             expires_at, consumed_at, known_browser",
         )
         .bind(ms(at))
         .bind(id.as_str())
@@ -245,8 +245,8 @@ impl IdentityStore for PostgresStore {
             .map_err(err)?;
         let stored = sqlx::query(
             "INSERT INTO email_challenges (id, purpose, email, code_hash, agent_name, scopes, \
-             attempts, created_at, expires_at, consumed_at) \
-             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10 \
+             attempts, created_at, expires_at, consumed_at, known_browser) \
+             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $13 \
              WHERE (SELECT COUNT(*) FROM email_challenges \
                     WHERE email = $3 AND purpose = $2 AND created_at >= $11) < $12",
         )
@@ -262,6 +262,7 @@ impl IdentityStore for PostgresStore {
         .bind(c.consumed_at.map(ms))
         .bind(ms(since))
         .bind(i64::from(cap))
+        .bind(c.known_browser)
         .execute(&mut *tx)
         .await
         .map_err(refused::<IdentityError>("storing email challenge"))?
@@ -274,7 +275,7 @@ impl IdentityStore for PostgresStore {
     async fn challenge(&self, id: &ChallengeId) -> Result<Option<EmailChallenge>, StoreError> {
         sqlx::query(
             "SELECT id, purpose, email, code_hash, agent_name, scopes, attempts, created_at, \
-             expires_at, consumed_at FROM email_challenges WHERE id = $1",
+             expires_at, consumed_at, known_browser FROM email_challenges WHERE id = $1",
         )
         .bind(id.as_str())
         .fetch_optional(&self.pool)
@@ -288,14 +289,16 @@ impl IdentityStore for PostgresStore {
         &self,
         email: &Email,
         since: DateTime<Utc>,
+        known_browser: bool,
     ) -> Result<u32, StoreError> {
         let wrong: i64 = sqlx::query_scalar(
             "SELECT COALESCE(SUM(CASE WHEN consumed_at IS NULL THEN attempts \
              WHEN attempts > 0 THEN attempts - 1 ELSE 0 END), 0)::BIGINT \
-             FROM email_challenges WHERE email = $1 AND created_at >= $2",
+             FROM email_challenges WHERE email = $1 AND created_at >= $2 AND known_browser = $3",
         )
         .bind(email.as_str())
         .bind(ms(since))
+        .bind(known_browser)
         .fetch_one(&self.pool)
         .await
         .map_err(|e| backend(e, "counting wrong codes"))?;
@@ -311,7 +314,7 @@ impl IdentityStore for PostgresStore {
             "UPDATE email_challenges SET attempts = attempts + 1 \
              WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 AND attempts < $3 \
              RETURNING id, purpose, email, code_hash, agent_name, scopes, attempts, created_at, \
-             expires_at, consumed_at",
+             expires_at, consumed_at, known_browser",
         )
         .bind(id.as_str())
         .bind(ms(at))

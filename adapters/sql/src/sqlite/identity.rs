@@ -87,7 +87,7 @@ impl SqliteStore {
             "UPDATE email_challenges SET consumed_at = $1 \
              WHERE id = $2 AND consumed_at IS NULL AND expires_at > $1 \
              RETURNING id, purpose, email, code_hash, agent_name, scopes, attempts, created_at, \
-             expires_at, consumed_at",
+             expires_at, consumed_at, known_browser",
         )
         .bind(millis(at))
         .bind(id.as_str())
@@ -241,8 +241,8 @@ impl IdentityStore for SqliteStore {
         // statement see no other write between them.
         sqlx::query(
             "INSERT INTO email_challenges (id, purpose, email, code_hash, agent_name, scopes, \
-             attempts, created_at, expires_at, consumed_at) \
-             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10 \
+             attempts, created_at, expires_at, consumed_at, known_browser) \
+             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $13 \
              WHERE (SELECT COUNT(*) FROM email_challenges \
                     WHERE email = $3 AND purpose = $2 AND created_at >= $11) < $12",
         )
@@ -258,6 +258,7 @@ impl IdentityStore for SqliteStore {
         .bind(c.consumed_at.map(millis))
         .bind(millis(since))
         .bind(i64::from(cap))
+        .bind(c.known_browser)
         .execute(self.writer())
         .await
         .map(|done| done.rows_affected() == 1)
@@ -267,7 +268,7 @@ impl IdentityStore for SqliteStore {
     async fn challenge(&self, id: &ChallengeId) -> Result<Option<EmailChallenge>, StoreError> {
         sqlx::query(
             "SELECT id, purpose, email, code_hash, agent_name, scopes, attempts, created_at, \
-             expires_at, consumed_at FROM email_challenges WHERE id = $1",
+             expires_at, consumed_at, known_browser FROM email_challenges WHERE id = $1",
         )
         .bind(id.as_str())
         .fetch_optional(&self.pool)
@@ -281,14 +282,16 @@ impl IdentityStore for SqliteStore {
         &self,
         email: &Email,
         since: DateTime<Utc>,
+        known_browser: bool,
     ) -> Result<u32, StoreError> {
         let wrong: i64 = sqlx::query_scalar(
             "SELECT COALESCE(SUM(CASE WHEN consumed_at IS NULL THEN attempts \
              WHEN attempts > 0 THEN attempts - 1 ELSE 0 END), 0) \
-             FROM email_challenges WHERE email = $1 AND created_at >= $2",
+             FROM email_challenges WHERE email = $1 AND created_at >= $2 AND known_browser = $3",
         )
         .bind(email.as_str())
         .bind(millis(since))
+        .bind(known_browser)
         .fetch_one(&self.pool)
         .await
         .map_err(|e| backend(e, "counting wrong codes"))?;
@@ -304,7 +307,7 @@ impl IdentityStore for SqliteStore {
             "UPDATE email_challenges SET attempts = attempts + 1 \
              WHERE id = $1 AND consumed_at IS NULL AND expires_at > $2 AND attempts < $3 \
              RETURNING id, purpose, email, code_hash, agent_name, scopes, attempts, created_at, \
-             expires_at, consumed_at",
+             expires_at, consumed_at, known_browser",
         )
         .bind(id.as_str())
         .bind(millis(at))
