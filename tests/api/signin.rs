@@ -58,8 +58,7 @@ async fn strangers_asking_for_codes_do_not_hold_a_known_browsers_sign_in() {
     let email = "held@example.com";
     let own = Browser::new(&app);
     own.sign_in(&app, email, "/account").await;
-    let csrf = csrf_of(&own.page("/account").await);
-    assert_eq!(own.post("/signout", &[("csrf", &csrf)]).await.status(), 303);
+    sign_out(&own).await;
 
     // Two strangers fill the cap (the person's own sign-in took the first code).
     for _ in 0..2 {
@@ -139,28 +138,39 @@ async fn a_code_sign_in_marks_the_browser_in_its_own_cookie() {
     assert_eq!(token.len(), 43, "{mark}");
 }
 
-/// Signs in from `browser` with the code mailed for it: the answer to the code's form (303
-/// when signed in).
-async fn submit_mailed_code(app: &TestApp, browser: &Browser, email: &str) -> StatusCode {
+/// Asks for a sign-in code to `email` from `browser`, which must be sent; the code page.
+async fn code_page(browser: &Browser, email: &str) -> String {
     let csrf = csrf_of(&browser.page("/signin").await);
     let sent = browser
         .post("/signin", &[("csrf", &csrf), ("email", email)])
         .await;
     assert_eq!(sent.status(), 303);
-    // The code page of the challenge just started.
-    let to = sent.headers()["location"].to_str().unwrap().to_owned();
-    let page = browser.page(&to).await;
+    browser
+        .page(sent.headers()["location"].to_str().unwrap())
+        .await
+}
+
+/// Submits `code` on a code page: the answer (303 when signed in).
+async fn submit_code(browser: &Browser, page: &str, code: &str) -> StatusCode {
     browser
         .post(
             "/signin/code",
             &[
-                ("csrf", &csrf_of(&page)),
-                ("challenge", &attr(&page, "challenge")),
-                ("code", &latest_code(app, email).await),
+                ("csrf", &csrf_of(page)),
+                ("challenge", &attr(page, "challenge")),
+                ("code", code),
             ],
         )
         .await
         .status()
+}
+
+async fn sign_out(browser: &Browser) {
+    let csrf = csrf_of(&browser.page("/account").await);
+    assert_eq!(
+        browser.post("/signout", &[("csrf", &csrf)]).await.status(),
+        303
+    );
 }
 
 /// Anyone may ask for codes to an address and guess them: ten wrong codes in a day stop the
@@ -178,8 +188,7 @@ async fn strangers_guessing_codes_do_not_lock_a_known_browser_out() {
     let email = "guessed@example.com";
     let own = Browser::new(&app);
     own.sign_in(&app, email, "/account").await;
-    let csrf = csrf_of(&own.page("/account").await);
-    assert_eq!(own.post("/signout", &[("csrf", &csrf)]).await.status(), 303);
+    sign_out(&own).await;
 
     // Strangers guess through the agents' endpoint until the address is locked.
     let mut locked = false;
@@ -222,13 +231,16 @@ async fn strangers_guessing_codes_do_not_lock_a_known_browser_out() {
     }
     assert!(locked, "the address was never locked");
 
+    let stranger = Browser::new(&app);
+    let page = code_page(&stranger, email).await;
     assert_eq!(
-        submit_mailed_code(&app, &Browser::new(&app), email).await,
+        submit_code(&stranger, &page, &latest_code(&app, email).await).await,
         StatusCode::TOO_MANY_REQUESTS,
         "a stranger's browser is locked out"
     );
+    let page = code_page(&own, email).await;
     assert_eq!(
-        submit_mailed_code(&app, &own, email).await,
+        submit_code(&own, &page, &latest_code(&app, email).await).await,
         StatusCode::SEE_OTHER,
         "the person's own browser signs in"
     );
@@ -236,16 +248,10 @@ async fn strangers_guessing_codes_do_not_lock_a_known_browser_out() {
 
     // The browser's own wrong codes have a day's worth of their own: ten, then its codes stop
     // too (a mark outlives its sign-out, so whoever holds it guesses no more than strangers).
-    let csrf = csrf_of(&own.page("/account").await);
-    assert_eq!(own.post("/signout", &[("csrf", &csrf)]).await.status(), 303);
+    sign_out(&own).await;
     let mut wrong = 0;
     'guessing: for _ in 0..4 {
-        let csrf = csrf_of(&own.page("/signin").await);
-        let sent = own
-            .post("/signin", &[("csrf", &csrf), ("email", email)])
-            .await;
-        assert_eq!(sent.status(), 303);
-        let page = own.page(sent.headers()["location"].to_str().unwrap()).await;
+        let page = code_page(&own, email).await;
         let right = latest_code(&app, email).await;
         let guess = if right == "999999" {
             "888888"
@@ -253,17 +259,7 @@ async fn strangers_guessing_codes_do_not_lock_a_known_browser_out() {
             "999999"
         };
         for _ in 0..5 {
-            let answer = own
-                .post(
-                    "/signin/code",
-                    &[
-                        ("csrf", &csrf_of(&page)),
-                        ("challenge", &attr(&page, "challenge")),
-                        ("code", guess),
-                    ],
-                )
-                .await;
-            if answer.status() == StatusCode::TOO_MANY_REQUESTS {
+            if submit_code(&own, &page, guess).await == StatusCode::TOO_MANY_REQUESTS {
                 break 'guessing;
             }
             wrong += 1;
