@@ -297,6 +297,19 @@ pub fn authority_status(
     }
 }
 
+/// When the window that started at `window_start` ends and its allowance comes back; `None`
+/// when it never does: a `single_use` authority, or one that expires by then.
+pub fn window_end(
+    interval: AuthorityInterval,
+    window_start: DateTime<Utc>,
+    expires_at: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    interval
+        .window_len()
+        .map(|len| window_start + len)
+        .filter(|end| *end < expires_at)
+}
+
 /// Whether the settlement of `task` is the one that tells that `authority` has nothing left in
 /// the window of the task's spend. `window` holds that window's spends not given back, each
 /// with the time its task settled (`None`: still in flight). True when the task's spend is

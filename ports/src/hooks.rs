@@ -274,8 +274,8 @@ pub struct Exhaustion {
     pub task: TaskRecord,
     pub authority_id: AuthorityId,
     pub currency: Currency,
-    /// When the window ends and the authority's allowance comes back; `None` for a
-    /// `single_use` authority.
+    /// When the window ends and the authority's allowance comes back; `None` when it never
+    /// does ([`crate::authority::window_end`]).
     pub window_end: Option<DateTime<Utc>>,
 }
 

@@ -171,9 +171,9 @@ pub struct EmailChallenge {
     pub expires_at: DateTime<Utc>,
     pub consumed_at: Option<DateTime<Utc>>,
     /// Started by a browser that signed in as the address before (its mark). Wrong codes are
-    /// counted apart for such challenges and the others, so strangers' guesses, which lock
-    /// the address's codes for a day, never lock the person's own browser out, and a browser
-    /// holding the mark gets no more guesses a day than strangers do.
+    /// counted apart for such challenges and the others, each with the day's limit, so
+    /// strangers' guesses, which lock the address's other codes for a day, never lock the
+    /// person's own browser out; whoever holds a mark adds only that pool's guesses.
     pub known_browser: bool,
 }
 

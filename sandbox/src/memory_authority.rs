@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use svc_ports::{
     AccountId, AuthorityId, AuthorityRefusal, AuthoritySpendRecord, AuthorityUsage, NewTask,
     PaymentAuthority, TaskId,
-    authority::{check_spend, used_up_by, window_start},
+    authority::{check_spend, used_up_by, window_end, window_start},
     billing::Currency,
     store::{AuthorityError, AuthorityStore, StoreError},
 };
@@ -93,11 +93,11 @@ impl AuthorityState {
             .filter(|s| s.window_start == spend.window_start)
             .map(|s| (s, settled(&s.task_id)))
             .collect();
-        let window_end = authority
-            .amount_limit
-            .interval()
-            .window_len()
-            .map(|len| spend.window_start + len);
+        let window_end = window_end(
+            authority.amount_limit.interval(),
+            spend.window_start,
+            authority.expires_at,
+        );
         used_up_by(authority, task, &window).then(|| {
             (
                 authority.authority_id.clone(),

@@ -263,15 +263,15 @@ pub(crate) fn low_charge(r: &impl Columns) -> Result<svc_ports::LowCharge, Store
 }
 
 /// A task's columns, its spend's `authority_id` and `window_start`, and its authority's
-/// `currency` and `amount_interval`.
+/// `currency`, `amount_interval` and `expires_at`.
 pub(crate) fn exhaustion(r: &impl Columns) -> Result<svc_ports::Exhaustion, StoreError> {
     let interval = r.parsed("amount_interval", |s| known(AuthorityInterval::parse(s)))?;
-    let window_start = r.time("window_start")?;
+    let (window_start, expires_at) = (r.time("window_start")?, r.time("expires_at")?);
     Ok(svc_ports::Exhaustion {
         task: task(r)?,
         authority_id: r.parsed("authority_id", AuthorityId::parse)?,
         currency: r.parsed("currency", Currency::parse)?,
-        window_end: interval.window_len().map(|len| window_start + len),
+        window_end: svc_ports::authority::window_end(interval, window_start, expires_at),
     })
 }
 

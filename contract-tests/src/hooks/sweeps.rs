@@ -218,7 +218,12 @@ pub async fn payments_that_used_up_their_authority_without_their_event_are_found
     // Full, but revoked before its payment settled.
     let revoked = day();
     let late = pay(&revoked, 100, 0);
-    for a in [&full, &reopened, &unknown, &once, &waiting, &revoked] {
+    // Full, and the authority expires before the window ends: nothing comes back.
+    let short = authority(&acct, 100, Day, Duration::hours(12));
+    let last_day = pay(&short, 100, 0);
+    for a in [
+        &full, &reopened, &unknown, &once, &waiting, &revoked, &short,
+    ] {
         b.authorities.insert_authority(a).await.unwrap();
     }
     for t in [
@@ -231,6 +236,7 @@ pub async fn payments_that_used_up_their_authority_without_their_event_are_found
         &settled_half,
         &in_flight,
         &late,
+        &last_day,
     ] {
         b.tasks.begin_task(t).await.unwrap();
     }
@@ -246,6 +252,7 @@ pub async fn payments_that_used_up_their_authority_without_their_event_are_found
         (&one, true, settled_at),
         (&settled_half, true, settled_at),
         (&late, true, settled_at),
+        (&last_day, true, settled_at),
     ] {
         b.tasks
             .settle_task(&settlement(&t.id, completed, at))
@@ -298,6 +305,12 @@ pub async fn payments_that_used_up_their_authority_without_their_event_are_found
             usd().to_string(),
             None,
         ),
+        (
+            last_day.id.clone(),
+            short.authority_id.clone(),
+            usd().to_string(),
+            None,
+        ),
     ];
     want.sort();
     assert_eq!(
@@ -340,7 +353,12 @@ pub async fn payments_that_used_up_their_authority_without_their_event_are_found
         .map(|e| e.task.id)
         .collect();
     left.sort();
-    let mut want = vec![unsure.id.clone(), one.id.clone(), in_flight.id.clone()];
+    let mut want = vec![
+        unsure.id.clone(),
+        one.id.clone(),
+        in_flight.id.clone(),
+        last_day.id.clone(),
+    ];
     want.sort();
     assert_eq!(left, want, "{}: once its event is recorded", b.name);
 }

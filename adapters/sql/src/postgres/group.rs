@@ -6,7 +6,8 @@
 //! once for many executions, on one connection per instance.
 //!
 //! The statements live in one function, `svc_run_items` (migration 0019), called through
-//! `svc_run_group` (0027), which first locks every account the group touches, in id order: a
+//! `svc_run_group` (0027), which first locks every account the group touches, in id order,
+//! when it touches two or more (0030; one account's first item locks it as before): a
 //! whole group is one call, so one round trip and, being one statement, stored whole or not at
 //! all. When the call fails, the group runs again an item per call inside a transaction that
 //! takes the same locks first, which finds the item at fault: an item's error aborts a
@@ -141,10 +142,19 @@ async fn run_items(
     group: &[&Job],
     items: Value,
 ) -> Result<Vec<Result<Done, sqlx::Error>>, sqlx::Error> {
-    let rows = sqlx::query("SELECT * FROM svc_run_group($1)")
-        .bind(Json(items))
-        .fetch_all(conn)
-        .await?;
+    // A group of one account has no lock order to keep (its first item locks the account):
+    // it skips the call that gathers and locks the accounts of the others.
+    let rows = if one_account(group) {
+        sqlx::query("SELECT * FROM svc_run_items($1)")
+            .bind(Json(items))
+            .fetch_all(conn)
+            .await?
+    } else {
+        sqlx::query("SELECT * FROM svc_run_group($1)")
+            .bind(Json(items))
+            .fetch_all(conn)
+            .await?
+    };
     let mut rows = rows.iter().peekable();
     Ok(group
         .iter()
@@ -154,6 +164,23 @@ async fn run_items(
             answer(job, row).map_err(undecodable)
         })
         .collect())
+}
+
+/// Whether every job names the same account (a settlement names it by the event it records;
+/// one that records none names no account here).
+fn one_account(group: &[&Job]) -> bool {
+    let first = group.first().and_then(|job| account_of(job));
+    first.is_some() && group.iter().all(|job| account_of(job) == first)
+}
+
+fn account_of(job: &Job) -> Option<&svc_ports::AccountId> {
+    match job {
+        Job::Begin(task) => Some(&task.account_id),
+        Job::Settle(s) => s.event.as_ref().map(|(event, _)| &event.account_id),
+        Job::Enqueue(event, _) => Some(&event.account_id),
+        #[cfg(test)]
+        Job::LoseTransaction => None,
+    }
 }
 
 fn item_no(row: &PgRow) -> Option<usize> {

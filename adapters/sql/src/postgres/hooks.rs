@@ -387,35 +387,42 @@ impl HookStore for PostgresStore {
         task: Option<TaskId>,
         limit: u32,
     ) -> Result<Vec<Exhaustion>, StoreError> {
-        // `svc_ports::authority::used_up_by`, over the stored spends and tasks: the task's
-        // spend was not given back, the window's spends not given back fill it, and the task
-        // settled last of theirs, all of them settled.
+        // `svc_ports::authority::used_up_by`, over the stored spends and tasks: of each
+        // window, only its candidate settled last can be the one (so each window is read once,
+        // however many of its payments settled in the hour), and only when nothing of the
+        // window is later or in flight, its spends not given back fill it, and the authority
+        // stood.
         let rows = sqlx::query(
-            "SELECT t.id, t.account_id, t.key_id, t.domain, t.action, t.cost, \
-             t.idempotency_key, t.fingerprint, t.status, t.response_status, t.response_body, \
-             t.artifact_id, t.artifact, t.created_at, t.settled_at, t.verified_artifact, \
-             t.verified_at, s.authority_id, s.window_start, a.currency, a.amount_interval \
-             FROM tasks t \
-             JOIN authority_spends s ON s.task_id = t.id AND s.released_at IS NULL \
-             JOIN payment_authorities a ON a.id = s.authority_id \
-             WHERE t.settled_at >= $1 AND ($2::text IS NULL OR t.id = $2) \
-             AND t.status IN ('completed', 'failed') \
-             AND (a.revoked_at IS NULL OR a.revoked_at > t.settled_at) \
-             AND a.expires_at > t.settled_at \
+            "WITH candidate AS (\
+               SELECT t.id, t.account_id, t.key_id, t.domain, t.action, t.cost, \
+               t.idempotency_key, t.fingerprint, t.status, t.response_status, t.response_body, \
+               t.artifact_id, t.artifact, t.created_at, t.settled_at, t.verified_artifact, \
+               t.verified_at, s.authority_id, s.window_start, a.currency, a.amount_interval, \
+               a.amount_value, a.revoked_at, a.expires_at, row_number() OVER (\
+                 PARTITION BY s.authority_id, s.window_start \
+                 ORDER BY t.settled_at DESC, t.id COLLATE \"C\" DESC) AS latest \
+               FROM tasks t \
+               JOIN authority_spends s ON s.task_id = t.id AND s.released_at IS NULL \
+               JOIN payment_authorities a ON a.id = s.authority_id \
+               WHERE t.settled_at >= $1 AND ($2::text IS NULL OR t.id = $2) \
+               AND t.status IN ('completed', 'failed')) \
+             SELECT * FROM candidate c WHERE c.latest = 1 \
+             AND (c.revoked_at IS NULL OR c.revoked_at > c.settled_at) \
+             AND c.expires_at > c.settled_at \
              AND NOT EXISTS (\
                SELECT 1 FROM authority_spends n JOIN tasks nt ON nt.id = n.task_id \
-               WHERE n.authority_id = s.authority_id AND n.window_start = s.window_start \
+               WHERE n.authority_id = c.authority_id AND n.window_start = c.window_start \
                AND n.released_at IS NULL AND (nt.settled_at IS NULL \
-                 OR nt.settled_at > t.settled_at \
-                 OR (nt.settled_at = t.settled_at AND nt.id COLLATE \"C\" > t.id COLLATE \"C\"))) \
-             AND (a.amount_interval = 'single_use' OR a.amount_value <= (\
+                 OR nt.settled_at > c.settled_at \
+                 OR (nt.settled_at = c.settled_at AND nt.id COLLATE \"C\" > c.id COLLATE \"C\"))) \
+             AND (c.amount_interval = 'single_use' OR c.amount_value <= (\
                SELECT SUM(w.amount) FROM authority_spends w \
-               WHERE w.authority_id = s.authority_id AND w.window_start = s.window_start \
+               WHERE w.authority_id = c.authority_id AND w.window_start = c.window_start \
                AND w.released_at IS NULL)) \
              AND NOT EXISTS (\
-               SELECT 1 FROM webhook_events e WHERE e.account_id = t.account_id \
-               AND e.source = 'task:' || t.id || ':authority.exhausted') \
-             ORDER BY t.settled_at, t.id LIMIT $3",
+               SELECT 1 FROM webhook_events e WHERE e.account_id = c.account_id \
+               AND e.source = 'task:' || c.id || ':authority.exhausted') \
+             ORDER BY c.settled_at, c.id LIMIT $3",
         )
         .bind(ms(settled_since))
         .bind(task.as_ref().map(TaskId::as_str))
