@@ -37,6 +37,13 @@ impl HookState {
         self.endpoints.iter().find(|(e, _)| &e.id == id)
     }
 
+    /// Whether the account has an event with this `source` (one per account and source).
+    fn recorded(&self, account: &AccountId, source: &str) -> bool {
+        self.events
+            .iter()
+            .any(|e| &e.account_id == account && e.source == source)
+    }
+
     fn push(&mut self, record: DeliveryRecord) {
         self.by_id.insert(record.id.clone(), self.deliveries.len());
         self.deliveries.push(StoredDelivery {
@@ -310,9 +317,7 @@ impl HookStore for MemoryStore {
             .filter(|t| {
                 t.status != TaskStatus::InFlight
                     && t.settled_at.is_some_and(|at| at >= since)
-                    && !s.hooks.events.iter().any(|e| {
-                        e.account_id == t.account_id && e.source == format!("task:{}", t.id)
-                    })
+                    && !s.hooks.recorded(&t.account_id, &format!("task:{}", t.id))
             })
             .cloned()
             .collect();
@@ -348,11 +353,7 @@ impl HookStore for MemoryStore {
                 let crossed = hold.balance_after < low
                     && hold.balance_after + t.cost >= low
                     && capture.balance_after < low;
-                let recorded = s
-                    .hooks
-                    .events
-                    .iter()
-                    .any(|e| e.account_id == t.account_id && e.source == source);
+                let recorded = s.hooks.recorded(&t.account_id, &source);
                 (crossed && !recorded).then(|| LowCharge {
                     task: t.clone(),
                     spendable: capture.balance_after,
@@ -379,11 +380,7 @@ impl HookStore for MemoryStore {
                 c.state == ConnectionState::Expired
                     && c.upstream_account.is_some()
                     && c.updated_at >= since
-                    && !s
-                        .hooks
-                        .events
-                        .iter()
-                        .any(|e| e.account_id == c.account_id && e.source == source)
+                    && !s.hooks.recorded(&c.account_id, &source)
             })
             .cloned()
             .collect();
@@ -413,11 +410,7 @@ impl HookStore for MemoryStore {
                 let (authority_id, currency, window_end) =
                     s.authority.used_up_by(&t.id, settled)?;
                 let source = format!("task:{}:authority.exhausted", t.id);
-                let recorded = s
-                    .hooks
-                    .events
-                    .iter()
-                    .any(|e| e.account_id == t.account_id && e.source == source);
+                let recorded = s.hooks.recorded(&t.account_id, &source);
                 (!recorded).then(|| Exhaustion {
                     task: t.clone(),
                     authority_id,
@@ -444,11 +437,7 @@ impl HookStore for MemoryStore {
             .filter(|r| {
                 r.created_at >= since
                     && r.spendable_delta > 0
-                    && !s
-                        .hooks
-                        .events
-                        .iter()
-                        .any(|e| e.account_id == r.account_id && e.source == r.reference)
+                    && !s.hooks.recorded(&r.account_id, &r.reference)
             })
             .cloned()
             .collect();
@@ -492,11 +481,7 @@ pub(crate) fn enqueue(
         return Err(HookError::UnknownAccount);
     }
     let state = &mut s.hooks;
-    if state
-        .events
-        .iter()
-        .any(|e| e.account_id == event.account_id && e.source == event.source)
-    {
+    if state.recorded(&event.account_id, &event.source) {
         return Ok(EnqueueOutcome::Duplicate);
     }
     let mut subscribed: Vec<&WebhookEndpoint> = state

@@ -5,8 +5,8 @@
 //! records the event a dead process did not), and
 //! `authority.exhausted` when it is the last settlement of a window its authority's spends
 //! filled (as the stored spends and tasks record it; the sweep, too, records the event a dead
-//! process did not). Each is recorded once per task (its `source`), so a retried settlement or a second
-//! instance adds nothing.
+//! process did not). Each is recorded once per task (its `source`), so a retried settlement or
+//! a second instance adds nothing.
 
 use chrono::Duration;
 use serde_json::{Value, json};
@@ -54,8 +54,8 @@ pub(super) fn task_event(task: &TaskRecord) -> (HookEventType, Value) {
 impl ActionService {
     /// Records the task event, `credits.low` for a charge that crossed the mark and
     /// `authority.exhausted` for the last settlement of a full window, of settlements whose
-    /// process died before it could (each is once per task, so a live
-    /// process that records it too adds nothing). Answers how many.
+    /// process died before it could (each is once per task, so a live process that records it
+    /// too adds nothing). Answers how many.
     pub async fn recover_task_events(&self) -> Result<usize, svc_ports::StoreError> {
         let Some(hooks) = &self.hooks else {
             return Ok(0);

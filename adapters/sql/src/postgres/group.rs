@@ -79,10 +79,12 @@ async fn one_by_one(conn: &mut PgConnection, group: &[&Job]) -> Attempt {
         Ok(tx) => tx,
         Err(e) => return Attempt::Failed(e),
     };
+    // Each job's item is built once, for the locks and for its own call.
+    let built: Vec<Option<Value>> = group.iter().map(|job| item(job)).collect();
     // The same locks, in the same order, as the whole group's call takes.
-    let lockable: Vec<Value> = group.iter().filter_map(|job| item(job)).collect();
+    let lockable = Value::Array(built.iter().flatten().cloned().collect());
     if let Err(error) = sqlx::query("SELECT svc_lock_accounts($1)")
-        .bind(Json(Value::Array(lockable)))
+        .bind(Json(lockable))
         .execute(&mut *tx)
         .await
     {
@@ -90,10 +92,10 @@ async fn one_by_one(conn: &mut PgConnection, group: &[&Job]) -> Attempt {
         return Attempt::Failed(error);
     }
     let mut done = Vec::with_capacity(group.len());
-    for (at, job) in group.iter().enumerate() {
-        let result = match items(&[job]) {
+    for (at, (job, item)) in group.iter().zip(built).enumerate() {
+        let result = match item {
             // Inside the transaction an unreadable answer rolls it back like any error.
-            Some(items) => run_items(&mut tx, &[job], items)
+            Some(item) => run_items(&mut tx, &[job], Value::Array(vec![item]))
                 .await
                 .and_then(|mut answer| answer.remove(0)),
             None => Err(not_an_item(job)),
