@@ -23,6 +23,21 @@ use tokio::{
 
 use crate::RenderConfig;
 
+/// The profile's preferences, written before the browser starts: WebRTC may send UDP only
+/// through a proxy (and ours carries none), so no STUN or TURN packet leaves the browser outside
+/// the request interception. The page's own peer connection is also taken away by the
+/// session's lockdown script; this holds if a page ever finds one anyway. The command-line
+/// switch of the same name did not stop a STUN packet to loopback on Chromium 156; the
+/// preference did (tests below).
+const PREFERENCES: &str = r#"{"webrtc": {"ip_handling_policy": "disable_non_proxied_udp",
+  "multiple_routes_enabled": false, "nonproxied_udp_enabled": false}}"#;
+
+fn prepare_profile(profile: &Path) -> std::io::Result<()> {
+    let default = profile.join("Default");
+    std::fs::create_dir_all(&default)?;
+    std::fs::write(default.join("Preferences"), PREFERENCES)
+}
+
 /// How long Chromium may take to start and announce its DevTools address.
 const LAUNCH_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -58,6 +73,7 @@ fn flags(config: &RenderConfig, black_hole: u16, profile: &Path, root: bool) -> 
         // their requests too.
         "--disable-site-isolation-trials",
         "--disable-features=IsolateOrigins,site-per-process,HttpsUpgrades,HttpsFirstBalancedModeAutoEnable,Translate,MediaRouter,OptimizationHints,AutofillServerCommunication",
+        // Not enough by itself (Chromium 156 sent STUN with it): see `prepare_profile`.
         "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
         "--proxy-bypass-list=<-loopback>",
         "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
@@ -130,6 +146,7 @@ impl Running {
             .prefix("svc-render-")
             .tempdir()
             .map_err(|e| format!("a profile directory: {e}"))?;
+        prepare_profile(profile.path()).map_err(|e| format!("the profile's preferences: {e}"))?;
         let (port, escaped, black_hole) = black_hole()
             .await
             .map_err(|e| format!("the black-hole proxy: {e}"))?;
@@ -271,6 +288,74 @@ mod tests {
             flags(&config, 1, Path::new("/p"), true)
                 .iter()
                 .any(|f| f == "--no-sandbox")
+        );
+    }
+
+    /// Debian's Chromium, run on a page that gathers ICE candidates against a STUN server on
+    /// loopback, with no lockdown script: first with a bare profile (the page does reach the
+    /// server, so the check below can fail), then with the prepared one (nothing arrives).
+    #[tokio::test]
+    async fn a_prepared_profile_keeps_webrtc_from_sending_stun_packets() {
+        let udp = tokio::net::UdpSocket::bind(("127.0.0.1", 0)).await.unwrap();
+        let port = udp.local_addr().unwrap().port();
+        let dir = tempfile::tempdir().unwrap();
+        let page = dir.path().join("stun.html");
+        std::fs::write(
+            &page,
+            format!(
+                "<!doctype html><body><script>\
+                 const pc = new RTCPeerConnection({{iceServers: [{{urls: 'stun:127.0.0.1:{port}'}}]}});\
+                 pc.createDataChannel('x'); pc.createOffer().then(o => pc.setLocalDescription(o));\
+                 </script></body>"
+            ),
+        )
+        .unwrap();
+        let chromium = std::env::var("SVC_CHROMIUM")
+            .ok()
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| "/usr/bin/chromium".into());
+        let packets = async |prepared: bool| {
+            let profile = tempfile::tempdir().unwrap();
+            if prepared {
+                prepare_profile(profile.path()).unwrap();
+            }
+            let mut command = Command::new(&chromium);
+            command.args([
+                "--headless",
+                "--disable-gpu",
+                "--virtual-time-budget=3000",
+                &format!("--user-data-dir={}", profile.path().display()),
+            ]);
+            if running_as_root() {
+                command.arg("--no-sandbox");
+            }
+            command
+                .arg("--dump-dom")
+                .arg(format!("file://{}", page.display()))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .kill_on_drop(true);
+            let status = tokio::time::timeout(Duration::from_secs(60), command.status())
+                .await
+                .expect("the browser finished")
+                .expect("the browser ran");
+            assert!(status.success(), "{status}");
+            // The browser has exited: whatever it sent has arrived.
+            let mut count = 0;
+            let mut buffer = [0u8; 1500];
+            while udp.try_recv_from(&mut buffer).is_ok() {
+                count += 1;
+            }
+            count
+        };
+        assert!(
+            packets(false).await > 0,
+            "the bare profile sent no STUN packet"
+        );
+        assert_eq!(
+            packets(true).await,
+            0,
+            "a STUN packet left the prepared profile"
         );
     }
 }

@@ -415,6 +415,57 @@ async fn a_script_aiming_at_loopback_or_metadata_gets_nothing_by_any_path() {
     renderer.shut_down().await;
 }
 
+/// WebRTC speaks UDP (and TCP for TURN) outside the request interception. The page looks for
+/// a peer connection in its window, a fresh frame's and a `srcdoc` frame's, and uses any it
+/// finds against STUN and TURN servers on loopback; it finds none, and nothing reaches them.
+/// (That the browser itself holds if a page ever found one is `chromium::tests`'.) A slow
+/// request keeps the page from settling before the frames have loaded.
+#[tokio::test]
+async fn a_page_finds_no_webrtc_and_reaches_no_stun_or_turn_server() {
+    let udp = tokio::net::UdpSocket::bind(("127.0.0.1", 0)).await.unwrap();
+    let udp_port = udp.local_addr().unwrap().port();
+    let (tcp_port, tcp_hits) = trap().await;
+    let table = Arc::new(Table {
+        slow: Some(Duration::from_millis(1000)),
+        ..Table::default()
+    });
+    let renderer = renderer(table.clone());
+    let script = format!(
+        "fetch('/hold'); const found = []; \
+         const gather = Peer => {{ try {{ const pc = new Peer({{iceServers: [\
+             {{urls: 'stun:127.0.0.1:{udp_port}'}}, \
+             {{urls: ['turn:127.0.0.1:{udp_port}?transport=udp', 'turn:127.0.0.1:{tcp_port}?transport=tcp'], \
+               username: 'u', credential: 'p'}}]}}); \
+           pc.createDataChannel('leak'); pc.createOffer().then(o => pc.setLocalDescription(o)); }} catch (_) {{}} }}; \
+         const look = (name, w) => {{ for (const k of ['RTCPeerConnection', 'webkitRTCPeerConnection']) \
+           if (typeof w[k] === 'function') {{ found.push(name); gather(w[k]); }} }}; \
+         look('window', window); \
+         const f = document.createElement('iframe'); document.body.append(f); look('frame', f.contentWindow); \
+         const g = document.createElement('iframe'); g.srcdoc = '<p>inner</p>'; \
+         g.onload = () => {{ look('srcdoc', g.contentWindow); \
+           document.getElementById('root').textContent = 'found: ' + (found.join(' ') || 'none'); }}; \
+         document.body.append(g);"
+    );
+    let page = renderer.render(&shell(&script)).await.expect("rendered");
+    assert!(
+        page.html.contains("<div id=\"root\">found: none</div>"),
+        "{}",
+        page.html
+    );
+    let mut buffer = [0u8; 1500];
+    match udp.try_recv_from(&mut buffer) {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        other => panic!("a packet reached the STUN server on loopback: {other:?}"),
+    }
+    assert_eq!(
+        tcp_hits.load(Ordering::SeqCst),
+        0,
+        "a connection reached the TURN server"
+    );
+    assert_eq!(table.asked(), vec![format!("{ORIGIN}/hold")]);
+    renderer.shut_down().await;
+}
+
 #[tokio::test]
 async fn a_page_that_never_finishes_loading_is_read_as_it_stands_at_the_limit() {
     // A request that never answers, asked again as soon as it is given up on (a request holds
