@@ -315,13 +315,24 @@ mod tests {
 #[error("a sealed secret could not be opened: {0}")]
 pub struct SealError(pub String);
 
-/// Seals secrets (tokens, cookies, PKCE verifiers) for storage. Implementations MUST use
-/// authenticated encryption with a fresh nonce per seal, and `open` MUST fail with
-/// [`SealError`] for anything not sealed by one of their keys (or altered since).
+/// Seals secrets (tokens, cookies, PKCE verifiers, webhook secrets) for storage.
+/// Implementations MUST use authenticated encryption with a fresh nonce per seal and bind
+/// `context` (what the secret belongs to, [`seal_context`]) as associated data: `open` MUST
+/// fail with [`SealError`] for anything not sealed by one of their keys, altered since, or
+/// sealed for another context, so a sealed value copied into another record (a bad update, a
+/// mixed-up restore, someone with write access to the store but not the key) is refused
+/// rather than used as that record's. Values sealed before contexts existed (the adapter's
+/// first format) open under any context; they are sealed again with theirs when next written.
 #[cfg_attr(feature = "mock", mockall::automock)]
 pub trait SecretSealer: Send + Sync {
-    fn seal(&self, plaintext: &[u8]) -> SealedSecret;
-    fn open(&self, sealed: &SealedSecret) -> Result<Vec<u8>, SealError>;
+    fn seal(&self, plaintext: &[u8], context: &str) -> SealedSecret;
+    fn open(&self, sealed: &SealedSecret, context: &str) -> Result<Vec<u8>, SealError>;
+}
+
+/// The context a secret is sealed for: the record's kind, its id and the field,
+/// `{record}:{id}:{field}` (for example `connection:01J…:credentials`).
+pub fn seal_context(record: &str, id: &str, field: &str) -> String {
+    format!("{record}:{id}:{field}")
 }
 
 /// How a credential is presented to the target site.

@@ -57,7 +57,7 @@ pub use billing::{
 pub use connections::{
     ConnectionFinish, ConnectionProvider, ConnectionProviderError, ConnectionRecord,
     ConnectionState, CredentialKind, ProviderGrant, ProviderId, SealError, SealedSecret,
-    SecretSealer,
+    SecretSealer, seal_context,
 };
 pub use document::{PdfReader, PdfRefusal, PdfText, is_pdf};
 pub use failure::FailureClass;

@@ -309,15 +309,18 @@ impl ConnectionService {
         let now = self.clock.now();
         let state = self.entropy.base62(43);
         let verifier = self.entropy.base62(64);
+        let connection_id = ConnectionId::from_ulid(self.entropy.ulid());
         let record = ConnectionRecord {
-            id: ConnectionId::from_ulid(self.entropy.ulid()),
+            pkce_verifier: self
+                .sealer
+                .seal(verifier.as_bytes(), &pkce_context(&connection_id)),
+            id: connection_id,
             account_id: account.clone(),
             provider: id.clone(),
             expected_account: expected.map(str::to_owned),
             upstream_account: None,
             state: ConnectionState::Pending,
             oauth_state_hash: oauth_state_hash(&state),
-            pkce_verifier: self.sealer.seal(verifier.as_bytes()),
             credentials: None,
             credentials_expire_at: None,
             link_expires_at: now + chrono::Duration::minutes(CONNECT_LINK_TTL_MINUTES),
@@ -389,7 +392,7 @@ impl ConnectionService {
         if record.state != ConnectionState::Pending {
             return Err(ConnectionFailure::LinkExpired);
         }
-        let verifier = self.open_text(&record.pkce_verifier)?;
+        let verifier = self.open_text(&record.pkce_verifier, &pkce_context(&record.id))?;
         self.provider
             .authorization_url(
                 &record.provider,
@@ -434,7 +437,7 @@ impl ConnectionService {
             (Some(_), None) => {}
         }
         let code = code.unwrap_or_default();
-        let verifier = self.open_text(&record.pkce_verifier)?;
+        let verifier = self.open_text(&record.pkce_verifier, &pkce_context(&record.id))?;
         let grant = match self
             .provider
             .exchange_code(&record.provider, code, &verifier, &self.callback_url())
@@ -456,7 +459,7 @@ impl ConnectionService {
             }
             _ => ConnectionFinish::Connected {
                 upstream_account: grant.upstream_account.clone(),
-                credentials: self.seal_grant(&grant)?,
+                credentials: self.seal_grant(&record.id, &grant)?,
                 credentials_expire_at: grant.expires_at,
             },
         };
@@ -551,7 +554,12 @@ impl ConnectionService {
             {
                 match self
                     .store
-                    .refresh_credentials(&record.id, self.seal_grant(&new)?, new.expires_at, now)
+                    .refresh_credentials(
+                        &record.id,
+                        self.seal_grant(&record.id, &new)?,
+                        new.expires_at,
+                        now,
+                    )
                     .await
                 {
                     Ok(_) => Ok(Credential {
@@ -623,7 +631,7 @@ impl ConnectionService {
         };
         let bytes = self
             .sealer
-            .open(sealed)
+            .open(sealed, &credentials_context(&record.id))
             .map_err(|e| anyhow::anyhow!("connection {}: {e}", record.id))?;
         Ok(Some(serde_json::from_slice(&bytes).map_err(|e| {
             anyhow::anyhow!("connection {} credentials: {e}", record.id)
@@ -663,14 +671,30 @@ impl ConnectionService {
         Ok(missing.len())
     }
 
-    fn seal_grant(&self, grant: &ProviderGrant) -> anyhow::Result<svc_ports::SealedSecret> {
-        Ok(self.sealer.seal(&serde_json::to_vec(grant)?))
+    fn seal_grant(
+        &self,
+        id: &ConnectionId,
+        grant: &ProviderGrant,
+    ) -> anyhow::Result<svc_ports::SealedSecret> {
+        Ok(self
+            .sealer
+            .seal(&serde_json::to_vec(grant)?, &credentials_context(id)))
     }
 
-    fn open_text(&self, sealed: &svc_ports::SealedSecret) -> anyhow::Result<String> {
-        let bytes = self.sealer.open(sealed)?;
+    fn open_text(&self, sealed: &svc_ports::SealedSecret, context: &str) -> anyhow::Result<String> {
+        let bytes = self.sealer.open(sealed, context)?;
         Ok(String::from_utf8(bytes)?)
     }
+}
+
+/// What a connection's sealed grant is bound to.
+fn credentials_context(id: &ConnectionId) -> String {
+    svc_ports::seal_context("connection", id.as_str(), "credentials")
+}
+
+/// What a pending connection's sealed PKCE verifier is bound to.
+fn pkce_context(id: &ConnectionId) -> String {
+    svc_ports::seal_context("connection", id.as_str(), "pkce_verifier")
 }
 
 /// `connection.expired` for the connection as its expiry left it: the same from the live path

@@ -516,3 +516,68 @@ async fn a_callback_the_site_cannot_read_gets_a_page_and_changes_nothing() {
     }
     assert_eq!(poll(&app).await["state"], "pending");
 }
+
+/// A connection's sealed grant is bound to that connection: copied into another connection's
+/// record (a bad update, a mixed-up restore, someone who can write the store but has not the
+/// key), it is refused rather than used as that connection's, and the action is not charged.
+#[tokio::test]
+async fn a_grant_copied_into_another_connection_is_refused() {
+    crate::helpers::capture_logs();
+    let stores = svc::startup::Stores::memory();
+    let app = TestApp::builder()
+        .outbox()
+        .action_sites()
+        .await
+        .auth_server()
+        .await
+        .stores(stores.clone())
+        .spawn()
+        .await;
+    let connection = async |app: &TestApp| {
+        let started = start(app, None).await;
+        human_decides(app, started["connect_url"].as_str().unwrap(), "approve").await;
+        let id = svc_ports::ids::ConnectionId::parse(started["connection_id"].as_str().unwrap())
+            .unwrap();
+        stores.connections.connection(&id).await.unwrap().unwrap()
+    };
+    let first = connection(&app).await;
+    let second = connection(&app).await;
+    assert_eq!(list_bookings(&app).await.status(), 200);
+
+    // The first grant written over the second's, as it is stored (sealed).
+    stores
+        .connections
+        .refresh_credentials(
+            &second.id,
+            first.credentials.clone().unwrap(),
+            first.credentials_expire_at,
+            chrono::Utc::now(),
+        )
+        .await
+        .unwrap();
+    let balance = spendable(&app).await;
+    let refused = list_bookings(&app).await;
+    assert_eq!(refused.status(), 500, "{:?}", refused.text().await);
+    assert_eq!(spendable(&app).await, balance, "nothing charged");
+    let logs = crate::helpers::captured_logs();
+    assert!(
+        logs.contains(&format!(
+            "connection {}: a sealed secret could not be opened",
+            second.id
+        )),
+        "{logs}"
+    );
+
+    // Its own grant, put back, works again.
+    stores
+        .connections
+        .refresh_credentials(
+            &second.id,
+            second.credentials.clone().unwrap(),
+            second.credentials_expire_at,
+            chrono::Utc::now(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(list_bookings(&app).await.status(), 200);
+}

@@ -695,15 +695,17 @@ async fn private_addresses_are_refused_at_registration_and_at_delivery() {
     };
     let sealer = svc_oauth::AesGcmSealer::from_settings(&active, &[]).unwrap();
     let secret = svc_ports::webhooks::WebhookSecret::from_key(&[9u8; 32]).unwrap();
+    let id = svc_ports::WebhookEndpointId::from_ulid(ulid::Ulid::new());
+    let context = svc_ports::seal_context("webhook_endpoint", id.as_str(), "secret");
     stores
         .hooks
         .insert_endpoint(&svc_ports::WebhookEndpoint {
-            id: svc_ports::WebhookEndpointId::from_ulid(ulid::Ulid::new()),
+            id,
             account_id: account,
             url: format!("http://127.0.0.1:{port}/hooks"),
             description: String::new(),
             events: vec![svc_ports::HookEventType::TaskCompleted],
-            secret: svc_ports::SecretSealer::seal(&sealer, secret.expose().as_bytes()),
+            secret: svc_ports::SecretSealer::seal(&sealer, secret.expose().as_bytes(), &context),
             created_at: chrono::Utc::now(),
         })
         .await

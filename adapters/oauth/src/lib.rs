@@ -6,7 +6,7 @@ use std::{collections::HashMap, time::Duration};
 
 use aes_gcm::{
     Aes256Gcm, Key, Nonce,
-    aead::{Aead, KeyInit},
+    aead::{Aead, KeyInit, Payload},
 };
 use async_trait::async_trait;
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
@@ -285,14 +285,19 @@ impl ConnectionProvider for OAuthProviders {
     }
 }
 
-/// AES-256-GCM with a random 96-bit nonce per seal: `version (1) || nonce (12) || ciphertext`.
-/// Opens with the active key or any retired one, so keys can be rotated.
+/// AES-256-GCM with a random 96-bit nonce per seal: `version (1) || nonce (12) || ciphertext`,
+/// the context bound as associated data (version 2). Version 1, sealed before contexts, had
+/// none and still opens under any. Opens with the active key or any retired one, so keys can
+/// be rotated.
 pub struct AesGcmSealer {
     active: Aes256Gcm,
     retired: Vec<Aes256Gcm>,
 }
 
-const SEAL_VERSION: u8 = 1;
+/// Sealed with the context as associated data.
+const SEAL_VERSION: u8 = 2;
+/// Sealed without associated data, before contexts.
+const SEAL_VERSION_UNBOUND: u8 = 1;
 
 /// A connection key setting: 32 bytes, base64url without padding.
 fn key_bytes(setting: &str) -> Result<[u8; 32], String> {
@@ -348,11 +353,15 @@ impl AesGcmSealer {
 }
 
 impl SecretSealer for AesGcmSealer {
-    fn seal(&self, plaintext: &[u8]) -> SealedSecret {
+    fn seal(&self, plaintext: &[u8], context: &str) -> SealedSecret {
         let nonce_bytes: [u8; 12] = rand::random();
         let nonce = Nonce::from(nonce_bytes);
+        let payload = Payload {
+            msg: plaintext,
+            aad: context.as_bytes(),
+        };
         // Encryption with a valid key and a 12-byte nonce cannot fail for in-memory sizes.
-        let ciphertext = self.active.encrypt(&nonce, plaintext).unwrap_or_default();
+        let ciphertext = self.active.encrypt(&nonce, payload).unwrap_or_default();
         let mut out = Vec::with_capacity(1 + 12 + ciphertext.len());
         out.push(SEAL_VERSION);
         out.extend_from_slice(&nonce_bytes);
@@ -360,18 +369,27 @@ impl SecretSealer for AesGcmSealer {
         SealedSecret::new(out)
     }
 
-    fn open(&self, sealed: &SealedSecret) -> Result<Vec<u8>, SealError> {
+    fn open(&self, sealed: &SealedSecret, context: &str) -> Result<Vec<u8>, SealError> {
         let bytes = sealed.as_bytes();
-        if bytes.len() < 1 + 12 + 16 || bytes[0] != SEAL_VERSION {
+        let aad = match bytes.first() {
+            Some(&SEAL_VERSION) => context.as_bytes(),
+            Some(&SEAL_VERSION_UNBOUND) => b"",
+            _ => return Err(SealError("not a sealed secret of this service".into())),
+        };
+        if bytes.len() < 1 + 12 + 16 {
             return Err(SealError("not a sealed secret of this service".into()));
         }
         let mut nonce_bytes = [0u8; 12];
         nonce_bytes.copy_from_slice(&bytes[1..13]);
         let nonce = Nonce::from(nonce_bytes);
+        let payload = || Payload {
+            msg: &bytes[13..],
+            aad,
+        };
         std::iter::once(&self.active)
             .chain(&self.retired)
-            .find_map(|key| key.decrypt(&nonce, &bytes[13..]).ok())
-            .ok_or_else(|| SealError("no key opens it, or it was altered".into()))
+            .find_map(|key| key.decrypt(&nonce, payload()).ok())
+            .ok_or_else(|| SealError("no key opens it for this record, or it was altered".into()))
     }
 }
 
@@ -399,21 +417,59 @@ mod tests {
 
     #[test]
     fn sealed_secrets_open_only_with_their_key_and_unaltered() {
+        const FOR: &str = "connection:c1:credentials";
         let sealer = AesGcmSealer::generate();
-        let sealed = sealer.seal(b"refresh-token-123");
+        let sealed = sealer.seal(b"refresh-token-123", FOR);
+        assert_eq!(sealed.as_bytes()[0], SEAL_VERSION);
         assert!(!sealed.as_bytes().windows(7).any(|w| w == b"refresh"));
-        assert_eq!(sealer.open(&sealed).unwrap(), b"refresh-token-123");
+        assert_eq!(sealer.open(&sealed, FOR).unwrap(), b"refresh-token-123");
         assert_ne!(
-            sealer.seal(b"x").as_bytes(),
-            sealer.seal(b"x").as_bytes(),
+            sealer.seal(b"x", FOR).as_bytes(),
+            sealer.seal(b"x", FOR).as_bytes(),
             "fresh nonces"
         );
         let mut bytes = sealed.as_bytes().to_vec();
         let last = bytes.len() - 1;
         bytes[last] ^= 1;
-        assert!(sealer.open(&SealedSecret::new(bytes)).is_err());
-        assert!(AesGcmSealer::generate().open(&sealed).is_err());
-        assert!(sealer.open(&SealedSecret::new(vec![1, 2, 3])).is_err());
+        assert!(sealer.open(&SealedSecret::new(bytes), FOR).is_err());
+        assert!(AesGcmSealer::generate().open(&sealed, FOR).is_err());
+        assert!(sealer.open(&SealedSecret::new(vec![1, 2, 3]), FOR).is_err());
+        assert!(sealer.open(&SealedSecret::new(vec![2]), FOR).is_err());
+        // Another record's, or another field's, context: refused.
+        assert!(sealer.open(&sealed, "connection:c2:credentials").is_err());
+        assert!(sealer.open(&sealed, "connection:c1:pkce_verifier").is_err());
+        assert!(sealer.open(&sealed, "").is_err());
+        // Downgraded to the unbound version: refused too (the tag covers the context).
+        let mut downgraded = sealed.as_bytes().to_vec();
+        downgraded[0] = SEAL_VERSION_UNBOUND;
+        assert!(sealer.open(&SealedSecret::new(downgraded), FOR).is_err());
+    }
+
+    #[test]
+    fn secrets_sealed_before_contexts_still_open() {
+        let sealer = AesGcmSealer::generate();
+        // The first format, as earlier versions wrote it: no associated data.
+        let nonce_bytes: [u8; 12] = rand::random();
+        let ciphertext = sealer
+            .active
+            .encrypt(&Nonce::from(nonce_bytes), b"old-token".as_ref())
+            .unwrap();
+        let mut bytes = vec![SEAL_VERSION_UNBOUND];
+        bytes.extend_from_slice(&nonce_bytes);
+        bytes.extend_from_slice(&ciphertext);
+        let old = SealedSecret::new(bytes);
+        assert_eq!(
+            sealer.open(&old, "webhook_endpoint:e1:secret").unwrap(),
+            b"old-token"
+        );
+        // Marked as bound, it does not open: the version byte is not a free choice.
+        let mut upgraded = old.as_bytes().to_vec();
+        upgraded[0] = SEAL_VERSION;
+        assert!(
+            sealer
+                .open(&SealedSecret::new(upgraded), "webhook_endpoint:e1:secret")
+                .is_err()
+        );
     }
 
     #[test]
@@ -421,9 +477,9 @@ mod tests {
         let old = AesGcmSealer::new_key();
         let new = AesGcmSealer::new_key();
         let before = AesGcmSealer::from_settings(&old, &[]).unwrap();
-        let sealed = before.seal(b"token");
+        let sealed = before.seal(b"token", "c");
         let after = AesGcmSealer::from_settings(&new, &[old]).unwrap();
-        assert_eq!(after.open(&sealed).unwrap(), b"token");
+        assert_eq!(after.open(&sealed, "c").unwrap(), b"token");
         assert!(AesGcmSealer::from_settings("short", &[]).is_err());
     }
 

@@ -152,7 +152,10 @@ impl HookService {
     async fn send(&self, claimed: &ClaimedDelivery, at: DateTime<Utc>) -> Result<u16, String> {
         let sealed = self
             .sealer
-            .open(&claimed.secret)
+            .open(
+                &claimed.secret,
+                &super::secret_context(&claimed.delivery.endpoint_id),
+            )
             .map_err(|e| format!("the endpoint's secret cannot be opened: {e}"))?;
         let secret = std::str::from_utf8(&sealed)
             .ok()

@@ -172,13 +172,16 @@ impl HookService {
         let key = self.entropy.base62(32);
         let secret = WebhookSecret::from_key(key.as_bytes())
             .map_err(|e| HookFailure::Internal(anyhow::anyhow!("webhook secret: {e}")))?;
+        let endpoint_id = WebhookEndpointId::from_ulid(self.entropy.ulid());
         let endpoint = WebhookEndpoint {
-            id: WebhookEndpointId::from_ulid(self.entropy.ulid()),
+            secret: self
+                .sealer
+                .seal(secret.expose().as_bytes(), &secret_context(&endpoint_id)),
+            id: endpoint_id,
             account_id: account.clone(),
             url: url.to_owned(),
             description: description.to_owned(),
             events,
-            secret: self.sealer.seal(secret.expose().as_bytes()),
             created_at: self.now(),
         };
         self.store
@@ -382,6 +385,11 @@ pub fn parse_events(names: &[String]) -> Result<Vec<HookEventType>, HookFailure>
     }
     events.sort();
     Ok(events)
+}
+
+/// What an endpoint's sealed signing secret is bound to.
+pub(crate) fn secret_context(id: &WebhookEndpointId) -> String {
+    svc_ports::seal_context("webhook_endpoint", id.as_str(), "secret")
 }
 
 #[cfg(test)]
