@@ -167,7 +167,7 @@ def live(svc_bin: str) -> int:
             **{k: v for k, v in os.environ.items() if not k.startswith("SVC_")},
             "SVC_DATABASE_URL": f"sqlite://{tmp}/svc.db",
             "SVC_BIND": f"127.0.0.1:{svc_port}",
-            "SVC_PINNED_HOSTS": f"capture.test=127.0.0.1:{capture_port}",
+            "SVC_READ_PINNED_HOSTS": f"capture.test=127.0.0.1:{capture_port}",
             "SVC_WEB_BOT_AUTH": "on",
             "SVC_LOG": "warn",
         }

@@ -128,19 +128,28 @@ pub struct ServeSettings {
     )]
     pub payment_webhook_secrets: Vec<String>,
 
-    /// Names the guarded client reaches at a fixed address even when that address is private
-    /// or loopback: `name=ip:port`, comma separated. Off by default and named in a warning at
-    /// start: for a test site on loopback (`scripts/cluster.sh`) or a partner on a private
-    /// network; a caller still cannot name an address, only these names.
+    /// Names actions reach at a fixed address even when that address is private or loopback:
+    /// `name=ip:port`, comma separated. Off by default and named in a warning at start: for a
+    /// map's test site on loopback (`scripts/cluster.sh`) or a partner on a private network.
+    /// Only the actions of published maps reach them: reads, rendered pages, scans and
+    /// webhooks look the names up as any other.
     #[arg(long, env = "SVC_PINNED_HOSTS", value_delimiter = ',')]
     pub pinned_hosts: Vec<String>,
+
+    /// Names reads, rendered pages' requests and readiness scans reach at a fixed address
+    /// (`name=ip:port`, comma separated), whoever asks: for a test site on loopback only.
+    /// Off by default and named in a warning at start.
+    #[arg(long, env = "SVC_READ_PINNED_HOSTS", value_delimiter = ',')]
+    pub read_pinned_hosts: Vec<String>,
 
     #[command(flatten)]
     pub runtime: RuntimeSettings,
 }
 
-/// `SVC_PINNED_HOSTS` entries (`name=ip:port`) as a map; the error names the variable.
+/// `SVC_PINNED_HOSTS` or `SVC_READ_PINNED_HOSTS` entries (`name=ip:port`) as a map; the error
+/// names the variable.
 pub fn pinned_hosts(
+    variable: &str,
     entries: &[String],
 ) -> anyhow::Result<std::collections::HashMap<String, std::net::SocketAddr>> {
     entries
@@ -150,16 +159,16 @@ pub fn pinned_hosts(
             let (name, addr) = e
                 .trim()
                 .split_once('=')
-                .ok_or_else(|| anyhow::anyhow!("SVC_PINNED_HOSTS: `{e}` is not `name=ip:port`"))?;
+                .ok_or_else(|| anyhow::anyhow!("{variable}: `{e}` is not `name=ip:port`"))?;
             let name = name.trim().to_ascii_lowercase();
             let valid = !name.is_empty()
                 && name.len() <= 253
                 && name
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.');
-            anyhow::ensure!(valid, "SVC_PINNED_HOSTS: `{name}` is not a host name");
+            anyhow::ensure!(valid, "{variable}: `{name}` is not a host name");
             let addr = addr.trim().parse().map_err(|_| {
-                anyhow::anyhow!("SVC_PINNED_HOSTS: `{addr}` (for {name}) is not `ip:port`")
+                anyhow::anyhow!("{variable}: `{addr}` (for {name}) is not `ip:port`")
             })?;
             Ok((name, addr))
         })
@@ -405,7 +414,8 @@ impl ServeSettings {
             self.database_max_connections,
             1..=1000,
         )?;
-        pinned_hosts(&self.pinned_hosts)?;
+        pinned_hosts("SVC_PINNED_HOSTS", &self.pinned_hosts)?;
+        pinned_hosts("SVC_READ_PINNED_HOSTS", &self.read_pinned_hosts)?;
         self.runtime.check()
     }
 }
@@ -608,14 +618,17 @@ mod tests {
 
     #[test]
     fn pinned_hosts_are_names_at_socket_addresses() {
-        let ok = pinned_hosts(&[
-            "Shop.Example=127.0.0.1:8080".into(),
-            " b.test=[::1]:9 ".into(),
-        ])
+        let ok = pinned_hosts(
+            "SVC_PINNED_HOSTS",
+            &[
+                "Shop.Example=127.0.0.1:8080".into(),
+                " b.test=[::1]:9 ".into(),
+            ],
+        )
         .unwrap();
         assert_eq!(ok["shop.example"], "127.0.0.1:8080".parse().unwrap());
         assert_eq!(ok["b.test"], "[::1]:9".parse().unwrap());
-        assert!(pinned_hosts(&[]).unwrap().is_empty());
+        assert!(pinned_hosts("SVC_PINNED_HOSTS", &[]).unwrap().is_empty());
         for bad in [
             "shop.example",
             "=127.0.0.1:1",
@@ -623,8 +636,10 @@ mod tests {
             "a=127.0.0.1",
             "a=x:1",
         ] {
-            let e = pinned_hosts(&[bad.into()]).unwrap_err().to_string();
-            assert!(e.contains("SVC_PINNED_HOSTS"), "{bad}: {e}");
+            let e = pinned_hosts("SVC_READ_PINNED_HOSTS", &[bad.into()])
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("SVC_READ_PINNED_HOSTS"), "{bad}: {e}");
         }
     }
 

@@ -302,11 +302,19 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             };
             let connection_providers =
                 startup::connection_providers(s.connection_providers.as_deref())?;
-            let pinned_hosts = svc::config::pinned_hosts(&s.pinned_hosts)?;
+            let pinned_hosts = svc::config::pinned_hosts("SVC_PINNED_HOSTS", &s.pinned_hosts)?;
             for (name, addr) in &pinned_hosts {
                 tracing::warn!(
-                    "SVC_PINNED_HOSTS: the guarded client reaches {name} at {addr}, \
+                    "SVC_PINNED_HOSTS: actions reach {name} at {addr}, \
                      whatever the address; leave it unset in production unless you mean it"
+                );
+            }
+            let read_pinned_hosts =
+                svc::config::pinned_hosts("SVC_READ_PINNED_HOSTS", &s.read_pinned_hosts)?;
+            for (name, addr) in &read_pinned_hosts {
+                tracing::warn!(
+                    "SVC_READ_PINNED_HOSTS: every caller's reads and scans reach {name} at {addr}, \
+                     whatever the address; for test sites only"
                 );
             }
             let bot_keys = match s.web_bot_auth_key.clone() {
@@ -321,6 +329,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             };
             let world = World {
                 pinned_hosts,
+                read_pinned_hosts,
                 mail,
                 signing,
                 sealing,
@@ -511,9 +520,13 @@ async fn maps(database_url: &str, command: MapsCommand) -> anyhow::Result<()> {
             let mut world = World::default();
             for s in &sites.0.sites {
                 world.pinned_hosts.insert(s.host.to_owned(), s.address());
+                world
+                    .read_pinned_hosts
+                    .insert(s.host.to_owned(), s.address());
             }
             for host in sites.1.hosts() {
-                world.pinned_hosts.insert(host, sites.1.address());
+                world.pinned_hosts.insert(host.clone(), sites.1.address());
+                world.read_pinned_hosts.insert(host, sites.1.address());
             }
             (Some(sites), world)
         }

@@ -80,7 +80,8 @@ impl RobotsDecision {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FetchRequest {
     pub url: String,
-    /// Honour robots.txt (the default).
+    /// Honour robots.txt (the default). `false` exempts only the URL's own host (a validator
+    /// reading a site's own files): a redirect to another host still asks that host's.
     pub respect_robots: bool,
     /// The `Accept` header; `None` asks for HTML first, as a browser would.
     pub accept: Option<String>,
@@ -150,6 +151,11 @@ pub enum FetchError {
 #[async_trait]
 pub trait PageFetcher: Send + Sync {
     async fn fetch(&self, request: &FetchRequest) -> Result<FetchedPage, FetchError>;
+
+    /// What `url`'s site's robots.txt says of it, decided as [`Self::fetch`] decides (the same
+    /// cache), without fetching `url` itself: for a request of another kind (a POST) to a URL
+    /// a third party named. A refused URL is refused here too.
+    async fn robots(&self, url: &str) -> Result<RobotsDecision, FetchError>;
 }
 
 /// One request an action makes.

@@ -70,6 +70,9 @@ pub struct Ports {
     pub mailer: Arc<dyn Mailer>,
     /// Action requests to the sites of published maps (names the operator pinned included).
     pub transport: Arc<dyn ActionTransport>,
+    /// The readiness scan's MCP probe: guarded as reads are (a URL a caller or a scanned site
+    /// names), without the operator's pins.
+    pub probe_transport: Arc<dyn ActionTransport>,
     /// Deliveries to customers' webhook endpoints: guarded like `transport`, without the
     /// operator's pinned names (those are for maps; a customer's URL never reaches them).
     pub hook_transport: Arc<dyn ActionTransport>,
@@ -226,7 +229,7 @@ impl Services {
             usage: UsageService::new(ports.ledger.clone()),
             readiness: readiness::ReadinessService::new(
                 ports.fetcher.clone(),
-                ports.transport.clone(),
+                ports.probe_transport.clone(),
                 ports.extractor.clone(),
                 ports.scans.clone(),
                 ports.clock.clone(),

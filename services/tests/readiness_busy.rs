@@ -22,6 +22,10 @@ impl PageFetcher for Hanging {
         let _ = self.0.send(request.url.clone());
         std::future::pending().await
     }
+
+    async fn robots(&self, _: &str) -> Result<svc_ports::RobotsDecision, FetchError> {
+        std::future::pending().await
+    }
 }
 
 #[tokio::test(start_paused = true)]

@@ -236,9 +236,13 @@ pub struct World {
     /// Demo hosts the sandbox may read, by exact name, pinned to these loopback addresses.
     /// Must stay empty in the live environment.
     pub sandbox_hosts: HashMap<String, SocketAddr>,
-    /// Names the operator pinned to addresses the guard would refuse (`SVC_PINNED_HOSTS`):
-    /// allowed in the live environment, announced at start.
+    /// Names the operator pinned to addresses the guard would refuse (`SVC_PINNED_HOSTS`),
+    /// for the actions of maps' sites alone: allowed in the live environment, announced at
+    /// start.
     pub pinned_hosts: HashMap<String, SocketAddr>,
+    /// Names pinned for reads, rendered pages' requests and readiness scans too
+    /// (`SVC_READ_PINNED_HOSTS`, a test site on loopback): every caller reaches them.
+    pub read_pinned_hosts: HashMap<String, SocketAddr>,
     /// Overall time limit of one fetch (default 15 s).
     pub fetch_timeout: Option<Duration>,
     pub mail: Mail,
@@ -352,9 +356,15 @@ pub fn ports(stores: &Stores, world: &World) -> anyhow::Result<(Ports, Option<Ar
         world.sandbox_hosts.clone(),
         "building the webhook HTTP client",
     )?);
+    // Actions reach the operator's pins; what callers name (reads, the pages a browser renders
+    // for them, scans and their MCP probe) reaches only names pinned for reads: a pin for a
+    // partner's actions is not a way for any caller into the partner's network.
     let mut pinned = world.pinned_hosts.clone();
     pinned.extend(world.sandbox_hosts.clone());
-    let fetcher = guarded(pinned, "building the guarded HTTP client")?;
+    let transport = Arc::new(guarded(pinned, "building the guarded HTTP client")?);
+    let mut read_pinned = world.read_pinned_hosts.clone();
+    read_pinned.extend(world.sandbox_hosts.clone());
+    let fetcher = guarded(read_pinned, "building the guarded HTTP client")?;
     let clock: Arc<dyn Clock> = world.clock.clone().unwrap_or_else(|| Arc::new(SystemClock));
     let (mailer, outbox): (Arc<dyn Mailer>, Option<Arc<dyn Outbox>>) = match &world.mail {
         Mail::Log => (Arc::new(LogMailer), None),
@@ -402,7 +412,8 @@ pub fn ports(stores: &Stores, world: &World) -> anyhow::Result<(Ports, Option<Ar
         hooks: stores.hooks.clone(),
         payments,
         mailer,
-        transport: fetcher.clone(),
+        transport,
+        probe_transport: fetcher.clone(),
         hook_transport,
         signer,
         fetcher,

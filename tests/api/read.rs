@@ -694,3 +694,37 @@ async fn a_batch_answers_each_url_in_order_as_a_single_read_would() {
         .unwrap();
     problem(resp, 403, "insufficient_scope").await;
 }
+
+/// A name the operator pinned for a map's actions (`SVC_PINNED_HOSTS`) is no way for a caller
+/// into the pinned address: a read of it and a scan of it (its MCP probe included) look the
+/// name up as any other, and nothing reaches the address.
+/// A review read a partner's internal page through `/api/read` and a scan.
+#[tokio::test]
+async fn names_pinned_for_actions_are_neither_read_nor_scanned() {
+    let partner = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("PARTNER-INTERNAL"))
+        .mount(&partner)
+        .await;
+    let app = TestApp::builder()
+        .pinned_host("partner.example", *partner.address())
+        .spawn()
+        .await;
+    let inside = format!("http://partner.example:{}/admin", partner.address().port());
+    let read = app.read_get(&[("url", &inside), ("max_age", "0")]).await;
+    let answer = read.text().await.unwrap();
+    assert!(!answer.contains("PARTNER-INTERNAL"), "{answer}");
+    let scan = app
+        .http
+        .post(app.url("/api/readiness/scan"))
+        .json(&json!({ "url": format!("http://partner.example:{}/", partner.address().port()) }))
+        .send()
+        .await
+        .unwrap();
+    let report = scan.text().await.unwrap();
+    assert!(!report.contains("PARTNER-INTERNAL"), "{report}");
+    assert!(
+        partner.received_requests().await.unwrap().is_empty(),
+        "a request reached the pinned address"
+    );
+}

@@ -169,6 +169,26 @@ fn refusal_in(err: &reqwest::Error) -> Option<UrlRefusal> {
     None
 }
 
+/// Which URLs of a fetch, its redirects' included, ask their site's robots.txt.
+enum Robots {
+    /// Every one.
+    Ask,
+    /// Those on any host but this one (a validator reading a site's own files).
+    ExceptOn(String),
+    /// None: robots.txt itself, whose redirects are followed as they are (RFC 9309).
+    Never,
+}
+
+impl Robots {
+    fn asks_for(&self, url: &Url) -> bool {
+        match self {
+            Robots::Ask => true,
+            Robots::ExceptOn(host) => !url.host_str().is_some_and(|h| h.eq_ignore_ascii_case(host)),
+            Robots::Never => false,
+        }
+    }
+}
+
 impl GuardedFetcher {
     pub fn new(config: FetcherConfig) -> Result<Self, reqwest::Error> {
         Self::with_resolver(config, Arc::new(SystemResolver))
@@ -279,7 +299,7 @@ impl GuardedFetcher {
     async fn get_following(
         &self,
         url: Url,
-        robots: bool,
+        robots: Robots,
         cap: usize,
         accept: Option<&str>,
     ) -> Result<
@@ -311,8 +331,9 @@ impl GuardedFetcher {
                         })
                     })?;
                     // A redirect's target is a page of its own: its site's robots.txt
-                    // decides for it too.
-                    if robots {
+                    // decides for it too (also when the first URL's site was exempt, if the
+                    // target is on another host).
+                    if robots.asks_for(&next) {
                         // The target's own address and scheme first: a refused URL is not
                         // asked for its robots.txt.
                         self.check(&next)?;
@@ -348,12 +369,14 @@ impl GuardedFetcher {
             let Ok(u) = Url::parse(&robots_url) else {
                 return Ok(robots::RobotsFile::Unreachable);
             };
-            let fetched =
-                tokio::time::timeout(limit, self.get_following(u, false, 512 * 1024, None))
-                    .await
-                    .unwrap_or(Err(FetchError::Timeout {
-                        seconds: limit.as_secs(),
-                    }));
+            let fetched = tokio::time::timeout(
+                limit,
+                self.get_following(u, Robots::Never, 512 * 1024, None),
+            )
+            .await
+            .unwrap_or(Err(FetchError::Timeout {
+                seconds: limit.as_secs(),
+            }));
             match fetched {
                 Ok((_, _, status, _, body, _)) if status.is_success() => {
                     Ok(robots::parse(&self.config.robots_agent, &body))
@@ -390,10 +413,15 @@ impl GuardedFetcher {
                 basis: "not_checked".into(),
             }
         };
+        let asking = if request.respect_robots {
+            Robots::Ask
+        } else {
+            Robots::ExceptOn(url.host_str().unwrap_or_default().to_ascii_lowercase())
+        };
         let (final_url, redirects, status, headers, body, truncated) = self
             .get_following(
                 url,
-                request.respect_robots,
+                asking,
                 self.config.max_body_bytes,
                 request.accept.as_deref(),
             )
@@ -439,6 +467,21 @@ impl PageFetcher for GuardedFetcher {
                 }
                 result
             }
+            Err(_) => Err(FetchError::Timeout {
+                seconds: self.config.timeout.as_secs(),
+            }),
+        }
+    }
+
+    async fn robots(&self, url: &str) -> Result<RobotsDecision, FetchError> {
+        let url = Url::parse(url.trim()).map_err(|e| {
+            FetchError::Refused(UrlRefusal::Unparsable {
+                detail: e.to_string(),
+            })
+        })?;
+        self.check(&url)?;
+        match tokio::time::timeout(self.config.timeout, self.robots_for(&url)).await {
+            Ok(decision) => decision,
             Err(_) => Err(FetchError::Timeout {
                 seconds: self.config.timeout.as_secs(),
             }),

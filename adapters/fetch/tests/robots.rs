@@ -72,3 +72,82 @@ async fn requests_that_start_together_share_one_robots_txt_fetch() {
         .count();
     assert_eq!(asked, 1, "robots.txt fetched once for 13 requests at once");
 }
+
+/// A site's own files may be read without its robots.txt (as a validator reads them), but a
+/// redirect from one of them to another host asks that host's: the exemption is the site's,
+/// not a way around another's rules.
+#[tokio::test]
+async fn an_exempt_sites_redirect_to_another_host_asks_that_hosts_robots_txt() {
+    let site = MockServer::start().await;
+    let other = MockServer::start().await;
+    let other_base = format!("http://other.sandbox.test:{}", other.address().port());
+    Mock::given(method("GET"))
+        .and(path("/robots.txt"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("User-agent: *\nDisallow: /\n"))
+        .mount(&site)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/llms.txt"))
+        .respond_with(
+            ResponseTemplate::new(302).insert_header("location", format!("{other_base}/private")),
+        )
+        .mount(&site)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/own"))
+        .respond_with(ResponseTemplate::new(302).insert_header("location", "/llms-full.txt"))
+        .mount(&site)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/llms-full.txt"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("# the site's own"))
+        .mount(&site)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/robots.txt"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("User-agent: *\nDisallow: /\n"))
+        .mount(&other)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/private"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("not for crawlers"))
+        .mount(&other)
+        .await;
+    let config = FetcherConfig {
+        sandbox_hosts: HashMap::from([
+            (SANDBOX.to_owned(), *site.address()),
+            ("other.sandbox.test".to_owned(), *other.address()),
+        ]),
+        ..FetcherConfig::default()
+    };
+    let fetcher = GuardedFetcher::new(config).unwrap();
+    let base = format!("http://{SANDBOX}:{}", site.address().port());
+    let exempt = |url: String| FetchRequest {
+        url,
+        respect_robots: false,
+        accept: None,
+    };
+    // Within the site (a redirect too): read although its robots.txt disallows everything.
+    let own = fetcher.fetch(&exempt(format!("{base}/own"))).await.unwrap();
+    assert_eq!(own.body, "# the site's own");
+    assert!(!own.robots.checked);
+    // To another host: that host's robots.txt is asked, and it says no.
+    let refused = fetcher.fetch(&exempt(format!("{base}/llms.txt"))).await;
+    assert!(
+        matches!(refused, Err(svc_ports::FetchError::RobotsDisallowed(_))),
+        "{refused:?}"
+    );
+    let private = other.received_requests().await.unwrap();
+    assert!(
+        private.iter().all(|r| r.url.path() == "/robots.txt"),
+        "only robots.txt was asked of the other host"
+    );
+    assert!(
+        site.received_requests()
+            .await
+            .unwrap()
+            .iter()
+            .all(|r| r.url.path() != "/robots.txt"),
+        "the exempt site's robots.txt was never asked"
+    );
+}

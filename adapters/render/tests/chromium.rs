@@ -88,6 +88,10 @@ impl PageFetcher for Table {
             fetched_at: chrono::Utc::now(),
         })
     }
+
+    async fn robots(&self, _: &str) -> Result<RobotsDecision, FetchError> {
+        Ok(RobotsDecision::not_checked())
+    }
 }
 
 fn renderer(table: Arc<Table>) -> ChromiumRenderer {

@@ -80,6 +80,10 @@ impl PageFetcher for Site {
         let (status, content_type, body) = self.answer(&request.url).await;
         Ok(answered(&request.url, status, content_type, body))
     }
+
+    async fn robots(&self, _: &str) -> Result<svc_ports::RobotsDecision, FetchError> {
+        Ok(svc_ports::RobotsDecision::not_checked())
+    }
 }
 
 #[async_trait::async_trait]

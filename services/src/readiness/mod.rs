@@ -518,6 +518,10 @@ mod tests {
         async fn fetch(&self, _: &FetchRequest) -> Result<svc_ports::FetchedPage, FetchError> {
             std::future::pending().await
         }
+
+        async fn robots(&self, _: &str) -> Result<svc_ports::RobotsDecision, FetchError> {
+            std::future::pending().await
+        }
     }
 
     #[async_trait::async_trait]

@@ -69,6 +69,34 @@ impl Site<'_> {
         self.svc.get(url, accept, respect_robots).await
     }
 
+    /// Whether `url` is on the scanned origin's host (any scheme or port).
+    pub(super) fn is_own_host(&self, url: &str) -> bool {
+        let host = |u: &str| {
+            url::Url::parse(u)
+                .ok()?
+                .host_str()
+                .map(str::to_ascii_lowercase)
+        };
+        host(url).is_some_and(|h| Some(h) == host(&self.origin))
+    }
+
+    /// Why `url`'s site's robots.txt keeps the scan from it (or why it could not be asked);
+    /// `None` when it allows it. Within the probe deadline.
+    pub(super) async fn robots_refusal(&self, url: &str) -> Option<String> {
+        match tokio::time::timeout(self.svc.probe_deadline, self.svc.fetcher.robots(url)).await {
+            Ok(Ok(decision)) if decision.allowed => None,
+            Ok(Ok(decision)) => Some(format!(
+                "{} disallows it ({})",
+                decision.robots_url, decision.basis
+            )),
+            Ok(Err(e)) => Some(e.to_string()),
+            Err(_) => Some(format!(
+                "its robots.txt did not answer within {} s",
+                self.svc.probe_deadline.as_secs()
+            )),
+        }
+    }
+
     /// Whether `url` is of the scanned origin.
     fn is_own(&self, url: &str) -> bool {
         url::Url::parse(url).is_ok_and(|u| u.origin().ascii_serialization() == self.origin)
