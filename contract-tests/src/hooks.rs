@@ -25,6 +25,7 @@ pub(crate) use fairness::UNCAPPED;
 pub use fairness::{
     an_endpoint_has_at_most_its_cap_of_replays_waiting,
     claims_keep_each_endpoint_and_account_within_its_caps,
+    claims_take_answering_or_failing_endpoints_as_asked,
 };
 pub use feed::the_feed_never_steps_over_an_event_committed_after_a_newer_id;
 pub use sweeps::{

@@ -285,6 +285,7 @@ macro_rules! contract_suite {
             attempts_are_recorded_only_under_their_lease,
             concurrent_claims_hand_out_each_delivery_once,
             claims_keep_each_endpoint_and_account_within_its_caps,
+            claims_take_answering_or_failing_endpoints_as_asked,
             an_endpoint_has_at_most_its_cap_of_replays_waiting,
             the_feed_never_steps_over_an_event_committed_after_a_newer_id,
             replays_are_new_deliveries_and_deletion_cancels,

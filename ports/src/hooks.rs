@@ -280,11 +280,22 @@ pub struct Exhaustion {
 }
 
 /// The most deliveries in flight at once (under a live lease) for one endpoint and for one
-/// account; see [`HookStore::claim_due`].
+/// account, and which endpoints' deliveries a claim takes; see [`HookStore::claim_due`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClaimCaps {
     pub per_endpoint: u32,
     pub per_account: u32,
+    pub endpoints: EndpointHealth,
+}
+
+/// Endpoints by how their last recorded attempt went (see [`HookStore::record_attempt`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndpointHealth {
+    Any,
+    /// No attempt yet, or the last one delivered.
+    Answering,
+    /// The last attempt failed (an error status, no answer, a timeout).
+    Failing,
 }
 
 /// Endpoints, events and the delivery outbox of the customer's webhooks.
@@ -330,7 +341,8 @@ pub trait HookStore: Send + Sync {
     /// lease (one that ends after `now`), counting those they had before this claim, so one
     /// slow or flooded endpoint or tenant never takes every sender. A delivery over its
     /// endpoint's cap takes none of its account's. Claims racing on other instances may each
-    /// see the other's leases late; the caps then hold per claim.
+    /// see the other's leases late; the caps then hold per claim. Only deliveries to
+    /// endpoints of `caps.endpoints` are claimed (the leases of the others still count).
     async fn claim_due(
         &self,
         now: DateTime<Utc>,
@@ -342,9 +354,10 @@ pub trait HookStore: Send + Sync {
 
     /// Records an attempt of a delivery claimed under `lease` and frees the lease: attempts
     /// +1, the last status and error, and `pending` with its next time, `succeeded` or
-    /// `failed` as `attempt.result` says. MUST return [`HookError::LeaseLost`] (changing
-    /// nothing) when the delivery is not pending under this lease, and [`HookError::NotFound`]
-    /// for an unknown id.
+    /// `failed` as `attempt.result` says. The endpoint is then [`EndpointHealth::Answering`]
+    /// if it was delivered, else [`EndpointHealth::Failing`]. MUST return
+    /// [`HookError::LeaseLost`] (changing nothing) when the delivery is not pending under this
+    /// lease, and [`HookError::NotFound`] for an unknown id.
     async fn record_attempt(
         &self,
         id: &WebhookDeliveryId,

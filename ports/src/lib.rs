@@ -68,8 +68,8 @@ pub use fetch::{
 pub use health::{PoolUsage, StoreHealth};
 pub use hooks::{
     Attempt, AttemptResult, ClaimCaps, ClaimedDelivery, DeliveryIds, DeliveryRecord,
-    DeliveryStatus, EnqueueOutcome, Exhaustion, HookError, HookEvent, HookEventType, HookStore,
-    LowCharge, WebhookEndpoint,
+    DeliveryStatus, EndpointHealth, EnqueueOutcome, Exhaustion, HookError, HookEvent,
+    HookEventType, HookStore, LowCharge, WebhookEndpoint,
 };
 pub use identity::{
     ChallengePurpose, DeviceDecision, DeviceGrant, DeviceGrantStatus, EmailChallenge, KnownBrowser,

@@ -7,10 +7,10 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use svc_ports::{
     AccountId, Attempt, AttemptResult, ClaimCaps, ClaimedDelivery, ConnectionRecord,
-    ConnectionState, DeliveryIds, DeliveryRecord, DeliveryStatus, EnqueueOutcome, EntryKind,
-    Exhaustion, HookError, HookEvent, HookStore, LedgerEntry, LowCharge, Receipt, StoreError,
-    TaskId, TaskRecord, TaskStatus, WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId,
-    WebhookEventId,
+    ConnectionState, DeliveryIds, DeliveryRecord, DeliveryStatus, EndpointHealth, EnqueueOutcome,
+    EntryKind, Exhaustion, HookError, HookEvent, HookStore, LedgerEntry, LowCharge, Receipt,
+    StoreError, TaskId, TaskRecord, TaskStatus, WebhookDeliveryId, WebhookEndpoint,
+    WebhookEndpointId, WebhookEventId,
 };
 
 use crate::{MemoryStore, memory::State};
@@ -27,6 +27,8 @@ pub(crate) struct HookState {
     events: Vec<HookEvent>,
     deliveries: Vec<StoredDelivery>,
     by_id: HashMap<WebhookDeliveryId, usize>,
+    /// Endpoints whose last attempt failed, with when their failing began.
+    failing: HashMap<WebhookEndpointId, DateTime<Utc>>,
 }
 
 impl HookState {
@@ -146,9 +148,15 @@ impl HookStore for MemoryStore {
             .iter()
             .enumerate()
             .filter(|(_, d)| {
+                let failing = state.failing.contains_key(&d.record.endpoint_id);
                 d.record.status == DeliveryStatus::Pending
                     && d.record.next_attempt_at.is_some_and(|t| t <= now)
                     && d.lease.as_ref().is_none_or(|(_, until)| *until <= now)
+                    && match caps.endpoints {
+                        EndpointHealth::Any => true,
+                        EndpointHealth::Answering => !failing,
+                        EndpointHealth::Failing => failing,
+                    }
             })
             .map(|(i, _)| i)
             .collect();
@@ -222,7 +230,16 @@ impl HookStore for MemoryStore {
         d.record.last_status_code = attempt.status_code;
         d.record.last_error = attempt.error.clone();
         d.lease = None;
-        Ok(d.record.clone())
+        let record = d.record.clone();
+        if matches!(attempt.result, AttemptResult::Delivered) {
+            state.failing.remove(&record.endpoint_id);
+        } else {
+            state
+                .failing
+                .entry(record.endpoint_id.clone())
+                .or_insert(attempt.at);
+        }
+        Ok(record)
     }
 
     async fn deliveries(

@@ -10,7 +10,7 @@ use kit::limits::RateLimits;
 use svc_ports::PageCache;
 use svc_services::{
     Services,
-    hooks::{BATCH, SENDERS},
+    hooks::{BATCH, CAPS, FAILING_CAPS, FAILING_SENDERS, SENDERS},
 };
 use tokio::{sync::watch, time::Interval};
 
@@ -116,9 +116,10 @@ pub async fn recover_tasks(
 /// stores an event or a replay, when sends end and free a batch of senders, and every `every` for
 /// retries that came due and events other instances stored. Sends do not wait for each other,
 /// so a slow endpoint holds only its own senders (at most `CAPS`) and every other
-/// endpoint's deliveries go on. At shutdown the sends in flight finish (within the jobs' stop
-/// wait); one cut off keeps its lease, and when that ends this or another instance sends it
-/// again (at least once).
+/// endpoint's deliveries go on; endpoints whose last attempt failed share `FAILING_SENDERS`
+/// (within `FAILING_CAPS`), so however many hang, those that answer keep the rest. At
+/// shutdown the sends in flight finish (within the jobs' stop wait); one cut off keeps its
+/// lease, and when that ends this or another instance sends it again (at least once).
 pub async fn deliver_webhooks(
     services: Arc<Services>,
     every: Duration,
@@ -128,51 +129,70 @@ pub async fn deliver_webhooks(
     let wake = hooks.wake_signal();
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Sends to endpoints that answer, and to those that failed last time.
     let mut sending = tokio::task::JoinSet::new();
-    let free = |sending: &tokio::task::JoinSet<()>| {
-        SENDERS.saturating_sub(u32::try_from(sending.len()).unwrap_or(SENDERS))
-    };
+    let mut failing = tokio::task::JoinSet::new();
+    let used = |set: &tokio::task::JoinSet<()>| u32::try_from(set.len()).unwrap_or(u32::MAX);
     loop {
         if *stop.borrow_and_update() {
             break;
         }
-        let freed = tokio::select! {
-            _ = tick.tick() => false,
-            _ = wake.notified() => false,
-            Some(_) = sending.join_next(), if !sending.is_empty() => true,
+        // Which lane a send that ended was in (`Some(true)`: the failing endpoints').
+        let ended = tokio::select! {
+            _ = tick.tick() => None,
+            _ = wake.notified() => None,
+            Some(_) = sending.join_next(), if !sending.is_empty() => Some(false),
+            Some(_) = failing.join_next(), if !failing.is_empty() => Some(true),
             _ = stop.changed() => break,
         };
         while sending.try_join_next().is_some() {}
-        // A finished send claims again only once a batch of senders is free: each claim reads
-        // every endpoint's first deliveries, too much to do for every send.
-        if freed && free(&sending) < BATCH {
+        while failing.try_join_next().is_some() {}
+        let free = SENDERS.saturating_sub(used(&sending).saturating_add(used(&failing)));
+        // A send that ended claims again only once a batch of senders is free (each claim
+        // reads every endpoint's first deliveries, too much to do for every send); one of the
+        // failing endpoints' small lane refills that lane.
+        let mut answering_done = ended.is_some() && free < BATCH;
+        if answering_done && ended == Some(false) {
             continue;
         }
-        // Fill the free senders; a claim that filled its room may leave more due.
+        // Fill the free senders, answering endpoints first, then the failing ones' lane; a
+        // claim that filled its room may leave more due.
+        let mut failing_done = false;
         loop {
-            let room = free(&sending);
-            if room == 0 {
+            let free = SENDERS.saturating_sub(used(&sending).saturating_add(used(&failing)));
+            let (caps, room, lane) = if !answering_done {
+                (CAPS, free, &mut sending)
+            } else if !failing_done {
+                let room = free.min(FAILING_SENDERS.saturating_sub(used(&failing)));
+                (FAILING_CAPS, room, &mut failing)
+            } else {
                 break;
-            }
-            match hooks.claim_due(room).await {
+            };
+            let done = match hooks.claim_due(room, caps).await {
                 Ok(claimed) => {
-                    let full = claimed.len() >= room as usize;
+                    let full = room > 0 && claimed.len() >= room as usize;
                     for delivery in claimed {
                         let hooks = hooks.clone();
-                        sending.spawn(async move { hooks.attempt(delivery).await });
+                        lane.spawn(async move { hooks.attempt(delivery).await });
                     }
-                    if !full {
-                        break;
-                    }
+                    !full
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "webhook deliveries could not be claimed");
-                    break;
+                    true
+                }
+            };
+            if done {
+                if answering_done {
+                    failing_done = true;
+                } else {
+                    answering_done = true;
                 }
             }
         }
     }
     while sending.join_next().await.is_some() {}
+    while failing.join_next().await.is_some() {}
 }
 
 /// Every minute, forgets idle clients of the rate limiters.

@@ -106,6 +106,78 @@ async fn a_stalled_endpoint_holds_its_own_senders_only() {
     );
 }
 
+/// Endpoints whose last attempt failed share a lane of their own: once three hanging endpoints
+/// have timed out, their retries go one at a time per endpoint and two per account
+/// (`FAILING_CAPS`), within `FAILING_SENDERS`, and an endpoint that answers is served
+/// meanwhile. Retries come due on the test clock; each send times out after a second.
+#[tokio::test]
+async fn endpoints_that_failed_retry_in_a_lane_of_their_own() {
+    let (stalled, stalled_addr) = Stalled::start().await;
+    let mut receiver = Receiver::start(&[]).await;
+    let clock = crate::helpers::TestClock::new();
+    let app = TestApp::builder()
+        .sandbox_host("hooks.sandbox.test", *receiver.server.address())
+        .sandbox_host("stalled.sandbox.test", stalled_addr)
+        .runtime(|r| r.webhook_poll_millis = 200)
+        .fetch_timeout(Duration::from_secs(1))
+        .clock(clock.clone())
+        .sealing(sealing())
+        .action_sites()
+        .await
+        .spawn()
+        .await;
+    for path in ["a", "b", "c"] {
+        let url = format!("http://stalled.sandbox.test:{}/{path}", stalled_addr.port());
+        register_ok(&app, &url).await;
+    }
+    register_ok(&app, &receiver.url()).await;
+    const TASKS: usize = 4;
+    for i in 0..TASKS {
+        search(&app, &format!("tea {i}")).await;
+    }
+    // The first round: each hanging endpoint answers nothing to its cap of four, then they
+    // time out and are failing.
+    let first_round = 3 * svc_services::hooks::CAPS.per_endpoint as usize;
+    let wait_for = |count: Arc<watch::Sender<usize>>, n: usize| async move {
+        let mut seen = count.subscribe();
+        tokio::time::timeout(Duration::from_secs(30), seen.wait_for(|c| *c >= n))
+            .await
+            .unwrap_or_else(|_| panic!("{n} reached"))
+            .unwrap();
+    };
+    wait_for(stalled.accepted.clone(), first_round).await;
+    for _ in 0..TASKS {
+        receiver.next().await;
+    }
+    let hung_up = Arc::new(watch::channel(0).0);
+    {
+        let (hung, counter) = (hung_up.clone(), stalled.hung_up.clone());
+        tokio::spawn(async move {
+            loop {
+                hung.send_replace(counter.load(Ordering::SeqCst));
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        });
+    }
+    wait_for(hung_up.clone(), first_round).await;
+    assert_eq!(stalled.open.load(Ordering::SeqCst), 0);
+    stalled.most_open.store(0, Ordering::SeqCst);
+
+    // Their retries come due: two rounds of the failing lane, two at a time for the account.
+    clock.advance(Duration::from_secs(600));
+    let lane = svc_services::hooks::FAILING_CAPS.per_account as usize;
+    wait_for(stalled.accepted.clone(), first_round + 2 * lane).await;
+    // Meanwhile the answering endpoint is served at once.
+    search(&app, "tea while they hang").await;
+    receiver.next().await;
+    wait_for(hung_up.clone(), first_round + 2 * lane).await;
+    assert_eq!(
+        stalled.most_open.load(Ordering::SeqCst),
+        lane,
+        "the failing endpoints' retries went {lane} at a time"
+    );
+}
+
 #[tokio::test]
 async fn replays_waiting_to_be_sent_are_capped_per_endpoint() {
     let mut receiver = Receiver::start(&[]).await;

@@ -4,12 +4,21 @@
 //! `event_created_at`.
 
 use svc_ports::{
-    AccountId, ClaimedDelivery, DeliveryRecord, DeliveryStatus, HookEvent, HookEventType,
-    SealedSecret, WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId, WebhookEventId,
-    store::StoreError,
+    AccountId, ClaimedDelivery, DeliveryRecord, DeliveryStatus, EndpointHealth, HookEvent,
+    HookEventType, SealedSecret, WebhookDeliveryId, WebhookEndpoint, WebhookEndpointId,
+    WebhookEventId, store::StoreError,
 };
 
 use crate::rows::{Columns, corrupt_column, known};
+
+/// How the claim statements name [`EndpointHealth`].
+pub(crate) fn health(endpoints: EndpointHealth) -> &'static str {
+    match endpoints {
+        EndpointHealth::Any => "any",
+        EndpointHealth::Answering => "answering",
+        EndpointHealth::Failing => "failing",
+    }
+}
 
 pub(crate) fn endpoint(r: &impl Columns) -> Result<WebhookEndpoint, StoreError> {
     Ok(WebhookEndpoint {

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 
 use futures_util::future::join_all;
 use svc_ports::{
-    AttemptResult, ClaimCaps, ClaimedDelivery, HookError, HookEvent, HookEventType, WebhookEndpoint,
+    AttemptResult, ClaimCaps, ClaimedDelivery, EndpointHealth, HookError, HookEvent, HookEventType,
+    WebhookEndpoint,
 };
 
 use super::{at, attempt, delivered, endpoint, event, new_delivery, new_ids};
@@ -16,11 +17,13 @@ use crate::{Backend, scenarios::new_account};
 pub(crate) const UNCAPPED: ClaimCaps = ClaimCaps {
     per_endpoint: 1_000,
     per_account: 1_000,
+    endpoints: EndpointHealth::Any,
 };
 
 const CAPS: ClaimCaps = ClaimCaps {
     per_endpoint: 4,
     per_account: 5,
+    endpoints: EndpointHealth::Any,
 };
 
 /// The claimed deliveries by the event source each tells of.
@@ -215,6 +218,144 @@ pub async fn an_endpoint_has_at_most_its_cap_of_replays_waiting(b: &Backend) {
         delivered(b, &alice.id).await.len(),
         7,
         "{}: the original, five replays and the one after a send; no refused one stored",
+        b.name
+    );
+}
+
+/// An endpoint whose last attempt failed is claimed only by a claim for failing endpoints, and
+/// one whose last attempt was delivered (or that has none) only by a claim for answering ones;
+/// a delivery after failures makes the endpoint answering again. A failing endpoint's leases
+/// still count against its account's cap in either claim.
+pub async fn claims_take_answering_or_failing_endpoints_as_asked(b: &Backend) {
+    let answering = |per| ClaimCaps {
+        per_endpoint: per,
+        per_account: 1_000,
+        endpoints: EndpointHealth::Answering,
+    };
+    let failing = |per| ClaimCaps {
+        endpoints: EndpointHealth::Failing,
+        ..answering(per)
+    };
+    let alice = new_account(b, "hooks-health@example.com").await;
+    let hangs = WebhookEndpoint {
+        events: vec![HookEventType::TaskCompleted],
+        ..endpoint(&alice.id, "https://a.example/hangs", 0)
+    };
+    let answers = WebhookEndpoint {
+        events: vec![HookEventType::TaskFailed],
+        ..endpoint(&alice.id, "https://a.example/answers", 0)
+    };
+    for e in [&hangs, &answers] {
+        b.hooks.insert_endpoint(e).await.unwrap();
+    }
+    for i in 0..3 {
+        b.hooks
+            .enqueue_event(&event(&alice.id, &format!("h{i}"), i), new_ids())
+            .await
+            .unwrap();
+        let failed = HookEvent {
+            event_type: HookEventType::TaskFailed,
+            ..event(&alice.id, &format!("w{i}"), i)
+        };
+        b.hooks.enqueue_event(&failed, new_ids()).await.unwrap();
+    }
+    // No attempt yet: both answer. The hanging endpoint's first send fails.
+    let none = b
+        .hooks
+        .claim_due(at(5), "none", at(60), 16, failing(1))
+        .await
+        .unwrap();
+    assert!(none.is_empty(), "{}: nothing failed yet", b.name);
+    let first = b
+        .hooks
+        .claim_due(at(5), "first", at(60), 16, answering(1))
+        .await
+        .unwrap();
+    assert_eq!(
+        sources(&first).into_keys().collect::<Vec<_>>(),
+        ["h0", "w0"],
+        "{}",
+        b.name
+    );
+    for c in &first {
+        let result = if c.payload.contains("\"h0\"") {
+            AttemptResult::RetryAt(at(30))
+        } else {
+            AttemptResult::Delivered
+        };
+        b.hooks
+            .record_attempt(&c.delivery.id, "first", &attempt(6, result))
+            .await
+            .unwrap();
+    }
+    // Now the hanging endpoint is failing: each claim takes only its own kind.
+    let answering_claim = b
+        .hooks
+        .claim_due(at(7), "answering", at(60), 16, answering(10))
+        .await
+        .unwrap();
+    assert_eq!(
+        sources(&answering_claim).into_keys().collect::<Vec<_>>(),
+        ["w1", "w2"],
+        "{}",
+        b.name
+    );
+    let failing_claim = b
+        .hooks
+        .claim_due(at(7), "failing", at(60), 16, failing(1))
+        .await
+        .unwrap();
+    assert_eq!(
+        sources(&failing_claim).into_keys().collect::<Vec<_>>(),
+        ["h1"],
+        "{}: one at a time",
+        b.name
+    );
+    // Its next send is delivered: it answers again.
+    b.hooks
+        .record_attempt(
+            &failing_claim[0].delivery.id,
+            "failing",
+            &attempt(8, AttemptResult::Delivered),
+        )
+        .await
+        .unwrap();
+    let after = b
+        .hooks
+        .claim_due(at(9), "after", at(60), 16, failing(10))
+        .await
+        .unwrap();
+    assert!(after.is_empty(), "{}: {:?}", b.name, sources(&after));
+    let after = b
+        .hooks
+        .claim_due(at(9), "after", at(60), 16, answering(10))
+        .await
+        .unwrap();
+    assert_eq!(
+        sources(&after).into_keys().collect::<Vec<_>>(),
+        ["h2"],
+        "{}: h0 waits for its retry at 30 s",
+        b.name
+    );
+    // A lost lease records nothing, health included.
+    let lost = b
+        .hooks
+        .record_attempt(
+            &after[0].delivery.id,
+            "not-the-lease",
+            &attempt(10, AttemptResult::RetryAt(at(40))),
+        )
+        .await;
+    assert!(matches!(lost, Err(HookError::LeaseLost)), "{}", b.name);
+    let still = b
+        .hooks
+        .claim_due(at(31), "still", at(90), 16, answering(10))
+        .await
+        .unwrap();
+    assert_eq!(
+        sources(&still).into_keys().collect::<Vec<_>>(),
+        ["h0"],
+        "{}: still answering; h0's retry is due",
         b.name
     );
 }

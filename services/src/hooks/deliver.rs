@@ -6,7 +6,7 @@
 use chrono::{DateTime, Duration, Utc};
 use futures_util::future::join_all;
 use svc_ports::{
-    ActionRequest, Attempt, AttemptResult, ClaimCaps, ClaimedDelivery, HookError,
+    ActionRequest, Attempt, AttemptResult, ClaimCaps, ClaimedDelivery, EndpointHealth, HookError,
     actions::HttpMethod, webhooks::WebhookSecret,
 };
 
@@ -21,12 +21,24 @@ pub const LEASE_SECONDS: i64 = 60;
 pub const BATCH: u32 = 16;
 /// The most deliveries one instance sends at once.
 pub const SENDERS: u32 = 64;
+/// Of those, the most to endpoints whose last attempt failed: endpoints that hang, however
+/// many tenants own them, hold at most these and never the senders of those that answer.
+pub const FAILING_SENDERS: u32 = 8;
 /// The most deliveries in flight at once, on all instances, to one endpoint and for one
 /// account: a slow or flooded endpoint holds at most 4 senders, and an account (up to 16
-/// endpoints) at most 16, so every other tenant's deliveries go on.
+/// endpoints) at most 16, so every other tenant's deliveries go on. Claims endpoints whose
+/// last attempt did not fail.
 pub const CAPS: ClaimCaps = ClaimCaps {
     per_endpoint: 4,
     per_account: 16,
+    endpoints: EndpointHealth::Answering,
+};
+/// The same for endpoints whose last attempt failed: one delivery at a time each (a retry
+/// that succeeds makes the endpoint answering again), two per account.
+pub const FAILING_CAPS: ClaimCaps = ClaimCaps {
+    per_endpoint: 1,
+    per_account: 2,
+    endpoints: EndpointHealth::Failing,
 };
 /// The most of an endpoint's answer kept in the log.
 const MAX_ERROR_LEN: usize = 200;
@@ -60,18 +72,28 @@ impl HookService {
     /// answers how many it tried. Safe to run on every instance at once: each delivery is
     /// claimed by one.
     pub async fn deliver_due(&self) -> Result<usize, svc_ports::StoreError> {
-        let claimed = self.claim_due(BATCH).await?;
+        let mut claimed = self.claim_due(BATCH, CAPS).await?;
+        let room = BATCH.saturating_sub(u32::try_from(claimed.len()).unwrap_or(BATCH));
+        claimed.extend(
+            self.claim_due(room.min(FAILING_SENDERS), FAILING_CAPS)
+                .await?,
+        );
         let tried = claimed.len();
         join_all(claimed.into_iter().map(|c| self.attempt(c))).await;
         Ok(tried)
     }
 
-    /// Claims at most `room` deliveries due now, within [`CAPS`]; the caller sends each with
+    /// Claims at most `room` deliveries due now, within `caps` ([`CAPS`] for endpoints that
+    /// answer, [`FAILING_CAPS`] for those that fail); the caller sends each with
     /// [`Self::attempt`] within the lease.
     pub async fn claim_due(
         &self,
         room: u32,
+        caps: ClaimCaps,
     ) -> Result<Vec<ClaimedDelivery>, svc_ports::StoreError> {
+        if room == 0 {
+            return Ok(Vec::new());
+        }
         let now = self.now();
         let lease = self.entropy.base62(24);
         self.store
@@ -80,7 +102,7 @@ impl HookService {
                 &lease,
                 now + Duration::seconds(LEASE_SECONDS),
                 room,
-                CAPS,
+                caps,
             )
             .await
     }

@@ -16,7 +16,10 @@ use svc_ports::{
 };
 use tokio::sync::Notify;
 
-pub use deliver::{BATCH, CAPS, GIVE_UP_AFTER_HOURS, LEASE_SECONDS, SENDERS, retry_delay};
+pub use deliver::{
+    BATCH, CAPS, FAILING_CAPS, FAILING_SENDERS, GIVE_UP_AFTER_HOURS, LEASE_SECONDS, SENDERS,
+    retry_delay,
+};
 
 /// Most endpoints one account may register (Stripe's figure), and in the sandbox, where test
 /// runs and fuzzers register them by the hundred.

@@ -159,7 +159,9 @@ impl HookStore for PostgresStore {
                  WHERE endpoint_id = w.id AND status = 'pending' AND next_attempt_at <= $3 \
                  AND (lease_until IS NULL OR lease_until <= $3) \
                  ORDER BY next_attempt_at, id LIMIT $5) x \
-               WHERE w.deleted_at IS NULL), \
+               WHERE w.deleted_at IS NULL AND ($7 = 'any' \
+                 OR ($7 = 'answering' AND w.failing_since IS NULL) \
+                 OR ($7 = 'failing' AND w.failing_since IS NOT NULL))), \
              turns AS (\
                SELECT id, account_id, endpoint_id, next_attempt_at, row_number() OVER (\
                  PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS turn FROM heads), \
@@ -197,6 +199,7 @@ impl HookStore for PostgresStore {
         .bind(i64::from(limit))
         .bind(i64::from(caps.per_endpoint))
         .bind(i64::from(caps.per_account))
+        .bind(crate::hook_rows::health(caps.endpoints))
         .fetch_all(&self.pool)
         .await
         .map_err(|e| backend(e, "claiming webhook deliveries"))?;
@@ -218,11 +221,18 @@ impl HookStore for PostgresStore {
             AttemptResult::RetryAt(t) => (DeliveryStatus::Pending, Some(ms(t))),
             AttemptResult::GaveUp => (DeliveryStatus::Failed, None),
         };
-        let done = sqlx::query(
-            "UPDATE webhook_deliveries SET status = $1, next_attempt_at = $2, \
-             attempts = attempts + 1, last_attempt_at = $3, last_status_code = $4, \
-             last_error = $5, lease = NULL, lease_until = NULL \
-             WHERE id = $6 AND lease = $7 AND status = 'pending'",
+        // The endpoint's health goes with the attempt, in the same statement.
+        let done: i64 = sqlx::query_scalar(
+            "WITH done AS (\
+               UPDATE webhook_deliveries SET status = $1, next_attempt_at = $2, \
+               attempts = attempts + 1, last_attempt_at = $3, last_status_code = $4, \
+               last_error = $5, lease = NULL, lease_until = NULL \
+               WHERE id = $6 AND lease = $7 AND status = 'pending' RETURNING endpoint_id), \
+             health AS (\
+               UPDATE webhook_endpoints w SET failing_since = \
+                 CASE WHEN $8 THEN NULL ELSE coalesce(w.failing_since, $3) END \
+               FROM done WHERE w.id = done.endpoint_id) \
+             SELECT count(*) FROM done",
         )
         .bind(status.as_str())
         .bind(next)
@@ -231,11 +241,12 @@ impl HookStore for PostgresStore {
         .bind(attempt.error.as_deref())
         .bind(id.as_str())
         .bind(lease)
-        .execute(&self.pool)
+        .bind(matches!(attempt.result, AttemptResult::Delivered))
+        .fetch_one(&self.pool)
         .await
         .map_err(|e| HookError::from(backend(e, "recording a webhook attempt")))?;
         let record = self.delivery_by_id(id).await?.ok_or(HookError::NotFound)?;
-        if done.rows_affected() == 0 {
+        if done == 0 {
             return Err(HookError::LeaseLost);
         }
         Ok(record)

@@ -151,7 +151,9 @@ impl HookStore for SqliteStore {
                  WHERE y.endpoint_id = w.id AND y.status = 'pending' AND y.next_attempt_at <= $3 \
                  AND (y.lease_until IS NULL OR y.lease_until <= $3) \
                  ORDER BY y.next_attempt_at, y.id LIMIT $5) \
-               WHERE w.deleted_at IS NULL), \
+               WHERE w.deleted_at IS NULL AND ($7 = 'any' \
+                 OR ($7 = 'answering' AND w.failing_since IS NULL) \
+                 OR ($7 = 'failing' AND w.failing_since IS NOT NULL))), \
              due AS (\
                SELECT id, account_id, endpoint_id, next_attempt_at, row_number() OVER (\
                  PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS turn FROM heads), \
@@ -173,6 +175,7 @@ impl HookStore for SqliteStore {
         .bind(i64::from(limit))
         .bind(i64::from(caps.per_endpoint))
         .bind(i64::from(caps.per_account))
+        .bind(crate::hook_rows::health(caps.endpoints))
         .execute(&mut *tx)
         .await
         .map_err(err)?;
@@ -204,6 +207,8 @@ impl HookStore for SqliteStore {
             AttemptResult::RetryAt(t) => (DeliveryStatus::Pending, Some(millis(t))),
             AttemptResult::GaveUp => (DeliveryStatus::Failed, None),
         };
+        let err = |e| HookError::from(backend(e, "recording a webhook attempt"));
+        let mut tx = self.begin_write().await.map_err(err)?;
         let done = sqlx::query(
             "UPDATE webhook_deliveries SET status = $1, next_attempt_at = $2, \
              attempts = attempts + 1, last_attempt_at = $3, last_status_code = $4, \
@@ -217,9 +222,24 @@ impl HookStore for SqliteStore {
         .bind(attempt.error.as_deref())
         .bind(id.as_str())
         .bind(lease)
-        .execute(self.writer())
+        .execute(&mut *tx)
         .await
-        .map_err(|e| HookError::from(backend(e, "recording a webhook attempt")))?;
+        .map_err(err)?;
+        if done.rows_affected() == 1 {
+            // The endpoint's health goes with the attempt, in the same transaction.
+            sqlx::query(
+                "UPDATE webhook_endpoints SET failing_since = \
+                   CASE WHEN $1 THEN NULL ELSE coalesce(failing_since, $2) END \
+                 WHERE id = (SELECT endpoint_id FROM webhook_deliveries WHERE id = $3)",
+            )
+            .bind(matches!(attempt.result, AttemptResult::Delivered))
+            .bind(millis(attempt.at))
+            .bind(id.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(err)?;
+        }
+        tx.commit().await.map_err(err)?;
         let record = self.delivery_by_id(id).await?.ok_or(HookError::NotFound)?;
         if done.rows_affected() == 0 {
             return Err(HookError::LeaseLost);
