@@ -285,6 +285,15 @@ pub struct RuntimeSettings {
     #[arg(long, env = "SVC_SHUTDOWN_DELAY_SECONDS", default_value_t = 0)]
     pub shutdown_delay_seconds: u64,
 
+    /// A connection quiet this long between requests, or that never sends a byte, is closed
+    /// (20 to 3,600 s); a request in progress finishes first. Keep it above your load
+    /// balancer's idle timeout (60 s on many), so the balancer never reuses a connection the
+    /// service is closing. A request head that arrives in part and then stalls is not timed
+    /// out here: the balancer's request timeout does that (`timeout http-request` in
+    /// `deploy/haproxy.cfg`).
+    #[arg(long, env = "SVC_IDLE_TIMEOUT_SECONDS", default_value_t = 75)]
+    pub idle_timeout_seconds: u64,
+
     /// Address serving `GET /metrics` (Prometheus text format) on its own, e.g.
     /// `127.0.0.1:9100`, without credentials: bind it where only the scraper reaches. Unset, the
     /// main address serves `/metrics` to `Authorization: Bearer $SVC_INTERNAL_TOKEN` only (404
@@ -471,6 +480,11 @@ impl RuntimeSettings {
             self.shutdown_delay_seconds,
             0..=MAX_SHUTDOWN_DELAY_SECONDS,
         )?;
+        in_range(
+            "SVC_IDLE_TIMEOUT_SECONDS",
+            self.idle_timeout_seconds,
+            20..=3600,
+        )?;
         in_range("SVC_STARTER_PRICE", self.starter_price, 1..=100_000_000)?;
         in_range("SVC_STARTER_CREDITS", self.starter_credits, 1..=100_000_000)?;
         svc_ports::billing::Currency::parse_iso4217(&self.starter_currency)
@@ -572,6 +586,7 @@ impl Default for RuntimeSettings {
             email_codes_per_hour: None,
             shutdown_grace_seconds: 20,
             shutdown_delay_seconds: 0,
+            idle_timeout_seconds: 75,
             metrics_bind: None,
             starter_price: 900,
             starter_currency: "usd".into(),
@@ -658,6 +673,13 @@ mod tests {
         let grace = edge(|s| s.shutdown_grace_seconds = 14).unwrap_err();
         assert!(grace.contains("SVC_SHUTDOWN_GRACE_SECONDS"), "{grace}");
         assert!(edge(|s| s.shutdown_delay_seconds = MAX_SHUTDOWN_DELAY_SECONDS).is_ok());
+        assert!(edge(|s| s.idle_timeout_seconds = 20).is_ok());
+        for e in [
+            edge(|s| s.idle_timeout_seconds = 19).unwrap_err(),
+            edge(|s| s.idle_timeout_seconds = 3601).unwrap_err(),
+        ] {
+            assert!(e.contains("SVC_IDLE_TIMEOUT_SECONDS"), "{e}");
+        }
         let delay =
             edge(|s| s.shutdown_delay_seconds = MAX_SHUTDOWN_DELAY_SECONDS + 1).unwrap_err();
         assert!(delay.contains("SVC_SHUTDOWN_DELAY_SECONDS"), "{delay}");

@@ -15,6 +15,8 @@ pub struct Application {
     metrics_token: Option<String>,
     /// Between readiness turning 503 and the listener closing.
     shutdown_delay: Duration,
+    /// A connection quiet this long is closed.
+    idle_timeout: Duration,
     /// How often due webhook deliveries are looked for; `None`: this instance sends none.
     webhook_poll: Option<Duration>,
 }
@@ -158,6 +160,7 @@ impl Application {
             metrics,
             metrics_token,
             shutdown_delay: Duration::from_secs(runtime.shutdown_delay_seconds),
+            idle_timeout: Duration::from_secs(runtime.idle_timeout_seconds),
             webhook_poll: (runtime.webhook_poll_millis > 0)
                 .then(|| Duration::from_millis(runtime.webhook_poll_millis)),
         })
@@ -248,6 +251,7 @@ impl Application {
         };
         let app = app::app(self.ctx, self.mcp, self.metrics_token.as_deref());
         let served = Server::new_with_acceptor(self.acceptor)
+            .idle_timeout(self.idle_timeout)
             .run_with_graceful_shutdown(app, signal, Some(grace))
             .await;
         // Executions run detached from their requests: one whose caller hung up may still be

@@ -2,7 +2,7 @@
 //! `/metrics` in the Prometheus text format (its access rules, bounded route labels, the
 //! business counters, `promtool check metrics`), and the request id on every log line.
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use serde_json::{Value, json};
 
@@ -335,4 +335,33 @@ async fn log_lines_of_an_mcp_tool_carry_the_request_id() {
     assert!(begun[0].contains("req-mcp-log-7"), "{}", begun[0]);
     let settled = logs.lines().find(|l| l.contains("task settled")).unwrap();
     assert!(settled.contains("req-mcp-log-7"), "{settled}");
+}
+
+/// Connections that go quiet are closed once quiet for `SVC_IDLE_TIMEOUT_SECONDS` (here its
+/// least, 20 s): one kept alive after its request, and one that never sent a byte (a review
+/// held 3,000 open for minutes).
+#[tokio::test]
+async fn connections_that_go_quiet_are_closed() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = TestApp::builder()
+        .runtime(|r| r.idle_timeout_seconds = 20)
+        .spawn()
+        .await;
+    let address = app.base_url.strip_prefix("http://").unwrap().to_owned();
+    let mut kept = tokio::net::TcpStream::connect(&address).await.unwrap();
+    kept.write_all(b"GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut silent = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let closed = async |socket: &mut tokio::net::TcpStream| {
+        let mut answer = Vec::new();
+        tokio::time::timeout(Duration::from_secs(90), socket.read_to_end(&mut answer))
+            .await
+            .expect("the quiet connection was closed")
+            .ok();
+        String::from_utf8_lossy(&answer).into_owned()
+    };
+    let answered = closed(&mut kept).await;
+    assert!(answered.starts_with("HTTP/1.1 200"), "{answered}");
+    assert_eq!(closed(&mut silent).await, "");
 }
