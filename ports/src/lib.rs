@@ -21,6 +21,7 @@ pub mod health;
 pub mod hooks;
 pub mod identity;
 pub mod ids;
+pub mod json;
 pub mod key_set;
 pub mod keys;
 pub mod ledger;

@@ -9,6 +9,7 @@ mod authority_property;
 mod authority_verify;
 mod billing;
 mod billing_property;
+mod billing_webhook;
 mod bot_auth;
 mod connections;
 mod device_authorization;

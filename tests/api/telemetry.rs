@@ -142,6 +142,25 @@ async fn hostile_events_get_the_right_answer_and_nothing_private_is_stored() {
         .await
         .unwrap();
     assert_eq!(not_json.status(), 400);
+    // A key given twice is refused, not read as its last value (a review counted an event
+    // under the second of two `conversion_state`s).
+    let twice = app
+        .http
+        .post(app.url("/telemetry/agent-event"))
+        .header("content-type", "application/json")
+        .body(
+            event()
+                .to_string()
+                .replacen('{', r#"{"conversion_state":"install_completed","#, 1),
+        )
+        .send()
+        .await
+        .unwrap();
+    let refused = problem(twice, 400, "malformed_request").await;
+    assert!(
+        refused["detail"].as_str().unwrap().contains("given twice"),
+        "{refused}"
+    );
 
     let mut private = event();
     private["event_id"] = json!("e-private");

@@ -39,7 +39,7 @@ impl TelemetryApi {
     async fn agent_event(
         &self,
         req: &poem::Request,
-        body: Json<Value>,
+        body: kit::json_body::JsonBody<Value>,
     ) -> Result<EventResponse, ApiProblem> {
         let account = match super::auth::bearer_token(req) {
             Some(token) => self

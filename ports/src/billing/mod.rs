@@ -218,13 +218,15 @@ impl PaymentFact {
     /// Reads a Standard Webhooks payload: `{"type": ..., "timestamp": ..., "data": {...}}`.
     /// Returns the event type and the fact.
     pub fn from_payload(body: &[u8]) -> (String, PaymentFact) {
-        let value: serde_json::Value = match serde_json::from_slice(body) {
-            Ok(v) => v,
+        // A key given twice is refused, not read as one reader or another would (the provider's
+        // first, ours the last): `"amount": 1, "amount": 900` must not credit either.
+        let value = match serde_json::from_slice::<crate::json::Unique>(body) {
+            Ok(v) => v.0,
             Err(e) => {
                 return (
                     String::new(),
                     PaymentFact::Malformed {
-                        reason: format!("the body is not JSON: {e}"),
+                        reason: format!("the body is not JSON whose keys each appear once: {e}"),
                     },
                 );
             }
