@@ -330,3 +330,45 @@ async fn a_task_run_with_a_key_exists_only_for_that_account() {
         "completed"
     );
 }
+
+/// Only JSON is read: another site's page can post a form or a `text/plain` body from its
+/// visitors' browsers without a CORS preflight, and a review started sign-ups (and their mail)
+/// that way. Refused with 415 before anything runs.
+#[tokio::test]
+async fn a_body_that_is_not_sent_as_json_is_refused_before_anything_runs() {
+    let app = TestApp::builder().outbox().spawn().await;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/create", "params":
+        {"task_type": "start_api_key_signup", "email": "victim@example.com"}})
+    .to_string();
+    for content_type in [
+        Some("text/plain"),
+        Some("application/x-www-form-urlencoded"),
+        Some("multipart/form-data; boundary=x"),
+        None,
+    ] {
+        let mut req = app
+            .http
+            .post(app.url("/a2a"))
+            .header("Origin", "http://evil.example")
+            .body(body.clone());
+        if let Some(c) = content_type {
+            req = req.header("Content-Type", c);
+        }
+        let resp = req.send().await.unwrap();
+        assert_eq!(resp.status(), 415, "{content_type:?}");
+        let answer: Value = resp.json().await.unwrap();
+        assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    }
+    let outbox = app.get_json("/sandbox/outbox?to=victim@example.com").await;
+    assert_eq!(outbox["messages"], json!([]), "no mail was sent");
+    // With the JSON type (and `charset`), the same request runs.
+    let resp = app
+        .http
+        .post(app.url("/a2a"))
+        .header("Content-Type", "application/json; charset=utf-8")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+}

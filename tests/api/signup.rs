@@ -654,6 +654,7 @@ async fn a2a_tasks_create_runs_the_email_code_signup() {
     let bad = app
         .http
         .post(app.url("/a2a"))
+        .header("Content-Type", "application/json")
         .body("{not json")
         .send()
         .await
