@@ -122,6 +122,25 @@ async fn unknown_methods_and_tools_are_json_rpc_errors() {
     assert_eq!(body["error"]["code"], -32601);
     let (_, body) = app.mcp(call("no_such_tool", json!({})), None, V2).await;
     assert_eq!(body["error"]["code"], -32602);
+    // A call whose params are not `{name, arguments}`: invalid params, not an unknown method.
+    for params in [
+        json!({"name": "svc_auth_status", "arguments": "x"}),
+        json!({"name": "svc_auth_status", "arguments": [1]}),
+        json!({"name": 1}),
+        json!({}),
+        json!("svc_auth_status"),
+    ] {
+        let (status, body) = app
+            .mcp(
+                json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": params}),
+                None,
+                V2,
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["error"]["code"], -32602, "{body}");
+        assert_eq!(body["id"], 5, "{body}");
+    }
     // Arguments the schema refuses: a tool error carrying the problem, so the model can fix
     // the call (MCP 2025-11-25), not a protocol error.
     let (_, body) = app

@@ -96,6 +96,26 @@ pub async fn check(req: &mut Request, max_body_bytes: usize) -> Result<(), Box<R
             ErrorData::invalid_request(format!("Invalid Request: {why}."), None),
         ));
     }
+    // rmcp reads a `tools/call` whose params are not `{name, arguments}` as a method of its
+    // own, and answers -32601 (method not found): JSON-RPC's word for it is -32602.
+    if value.get("method").and_then(Value::as_str) == Some("tools/call") {
+        let params = value.get("params").and_then(Value::as_object);
+        let well_formed = params.is_some_and(|p| {
+            p.get("name").is_some_and(Value::is_string)
+                && p.get("arguments")
+                    .is_none_or(|a| a.is_object() || a.is_null())
+        });
+        if !well_formed {
+            return Err(refuse(
+                StatusCode::OK,
+                &id,
+                ErrorData::invalid_params(
+                    "Invalid params: tools/call takes {\"name\": string, \"arguments\": object}.",
+                    None,
+                ),
+            ));
+        }
+    }
     if let Err(e) = serde_json::from_value::<ClientJsonRpcMessage>(value) {
         return Err(refuse(
             StatusCode::BAD_REQUEST,
