@@ -730,3 +730,39 @@ async fn an_unknown_domain_points_to_the_supported_domains() {
         .unwrap();
     problem(refused, 403, "insufficient_scope").await;
 }
+
+/// A whole number written with a fraction or an exponent (`2.0`, `2e0`) is the integer the
+/// schema asks for (JSON Schema says so) and is sent as that integer: a review had
+/// `"quantity": 1.0` stored as a task, refused by the site and refunded.
+#[tokio::test]
+async fn a_whole_number_written_as_a_float_is_sent_as_the_integer() {
+    let app = app().await;
+    let key = app.api_key.clone();
+    for quantity in ["2.0", "2e0"] {
+        let body = format!(
+            r#"{{"domain": "{SHOP}", "action": "add_to_cart", "params": {{"sku": "TEA-GREEN", "quantity": {quantity}}}}}"#
+        );
+        let resp = app
+            .http
+            .post(app.url("/api/execute"))
+            .header("Authorization", bearer(&key))
+            .header("Content-Type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let answer: Value = resp.json().await.unwrap();
+        assert_eq!(answer["status"], "completed", "{quantity}: {answer}");
+        assert_eq!(answer["result"]["total_cents"], 1300, "{answer}");
+    }
+    // A fraction is still refused before anything is stored.
+    let half = execute(
+        &app,
+        &key,
+        json!({"domain": SHOP, "action": "add_to_cart",
+        "params": {"sku": "TEA-GREEN", "quantity": 1.5}}),
+        None,
+    )
+    .await;
+    problem(half, 422, "invalid_request").await;
+}

@@ -2,6 +2,7 @@
 //! the action catalog that says which kinds of action the service runs at all.
 
 mod check;
+mod integers;
 mod template;
 
 use std::{collections::BTreeMap, fmt};
@@ -13,6 +14,7 @@ use serde_json::Value;
 use crate::{billing::Currency, keys::Scopes};
 
 pub use check::provider_id_ok;
+pub use integers::write_integers_as_integers;
 pub use template::{BodyTemplate, HttpMethod, RequestTemplate, placeholders};
 
 /// The scope every execution needs.

@@ -58,7 +58,8 @@ fn fingerprint(domain: &str, action: &str, params: &Value, authority: Option<&st
 struct Prepared<'r> {
     map: std::sync::Arc<AgentMap>,
     action: ActionSpec,
-    params: &'r Map<String, Value>,
+    /// As sent: whole numbers the schema types as integers written as integers.
+    params: std::borrow::Cow<'r, Map<String, Value>>,
     credential: Option<crate::connections::Credential>,
     payment: Option<PaymentContext>,
     fingerprint: String,
@@ -173,7 +174,7 @@ impl ActionService {
         };
         tracing::info!(task_id = %task.id, domain = %task.domain, action = %task.action, cost = task.cost, "task begun");
 
-        let observed = self.run(&map, &action, params, credential.as_ref()).await;
+        let observed = self.run(&map, &action, &params, credential.as_ref()).await;
         self.settle(&task, observed, payment.as_ref(), Some(spendable))
             .await
             .map(|(executed, _)| executed)
@@ -245,6 +246,12 @@ impl ActionService {
             &request.params,
             payment.as_ref().map(|p| p.spend.authority_id.as_str()),
         );
+        let mut sent = Value::Object(params.clone());
+        svc_ports::actions::write_integers_as_integers(&action.params_schema, &mut sent);
+        let params = match sent {
+            Value::Object(sent) if &sent != params => std::borrow::Cow::Owned(sent),
+            _ => std::borrow::Cow::Borrowed(params),
+        };
         Ok(Prepared {
             map,
             action,
