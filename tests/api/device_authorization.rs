@@ -137,3 +137,33 @@ async fn a_full_key_is_welcomed_with_discovering_and_running() {
     );
     assert!(!welcome.contains("cannot"), "{welcome}");
 }
+
+/// A body refused before the handler reads it (not UTF-8, too large) still answers an OAuth
+/// client in RFC 6749's shape: `error` and `error_description`, beside the problem's fields.
+#[tokio::test]
+async fn bodies_refused_before_the_handler_get_oauth_errors_too() {
+    let app = TestApp::spawn().await;
+    for path in [
+        "/oauth2/token",
+        "/oauth2/device_authorization",
+        "/agent/identity",
+    ] {
+        for body in [b"grant_type=%ff".to_vec(), vec![b'a'; 2 * 1024 * 1024]] {
+            let resp = app
+                .http
+                .post(app.url(path))
+                .header("Content-Type", "application/x-www-form-urlencoded")
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            let status = resp.status().as_u16();
+            assert!(matches!(status, 400 | 413), "{path}: {status}");
+            assert_eq!(resp.headers()["content-type"], "application/json", "{path}");
+            let answer: Value = resp.json().await.unwrap();
+            assert_eq!(answer["error"], "invalid_request", "{path}: {answer}");
+            assert!(answer["error_description"].is_string(), "{answer}");
+            assert_eq!(answer["status"], status, "{answer}");
+        }
+    }
+}

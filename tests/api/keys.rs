@@ -520,7 +520,12 @@ async fn a_form_that_is_not_utf8_is_malformed() {
         .send()
         .await
         .unwrap();
-    problem(resp, 400, "malformed_request").await;
+    // An OAuth endpoint: RFC 6749's `error` beside the problem's fields, as JSON.
+    assert_eq!(resp.status(), 400);
+    assert_eq!(resp.headers()["content-type"], "application/json");
+    let answer: Value = resp.json().await.unwrap();
+    assert_eq!(answer["failure_class"], "malformed_request", "{answer}");
+    assert_eq!(answer["error"], "invalid_request", "{answer}");
     assert!(start_device(&app, "read").await["user_code"].is_string());
 }
 

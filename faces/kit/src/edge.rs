@@ -273,6 +273,29 @@ pub(crate) fn decodes_to_utf8(data: &[u8]) -> bool {
 
 /// The outermost layer: gives every request an id and a span, applies the per-IP limit and the
 /// body cap, and renders every error as problem+json.
+/// The endpoints OAuth clients call: their errors carry RFC 6749's `error` and
+/// `error_description` also when the body is refused before the handler (not UTF-8, too
+/// large), beside the problem's fields.
+const OAUTH_PATHS: [&str; 3] = [
+    "/oauth2/token",
+    "/oauth2/device_authorization",
+    "/agent/identity",
+];
+
+fn oauth_shaped(resp: &mut Response, problem: &ApiProblem) {
+    use poem_openapi::types::ToJSON;
+    let Some(mut body) = crate::wire::signup::OAuthError::from_problem(problem, None).to_json()
+    else {
+        return;
+    };
+    body["status"] = resp.status().as_u16().into();
+    resp.set_body(body.to_string());
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+}
+
 pub async fn edge<E: Endpoint>(next: E, mut req: Request) -> poem::Result<Response> {
     let edge = req
         .data::<Edge>()
@@ -328,6 +351,9 @@ pub async fn edge<E: Endpoint>(next: E, mut req: Request) -> poem::Result<Respon
             Err(err) => {
                 let problem = classify(&err, authorization_sent, || edge.allowed.for_path(&path));
                 let mut resp = problem.render(&edge.www_authenticate);
+                if OAUTH_PATHS.contains(&path.as_str()) {
+                    oauth_shaped(&mut resp, &problem);
+                }
                 // Headers (Retry-After, Allow, WWW-Authenticate) stay; the body is a page.
                 if let Some(page) = edge.html_error.filter(|_| wants_html) {
                     resp.set_body(page(&problem));

@@ -144,7 +144,9 @@ impl OAuthError {
     pub fn from_problem(p: &ApiProblem, interval: Option<u32>) -> Self {
         let body = p.body();
         let error = match p.class {
-            FailureClass::InvalidRequest | FailureClass::MalformedRequest => "invalid_request",
+            FailureClass::InvalidRequest
+            | FailureClass::MalformedRequest
+            | FailureClass::PayloadTooLarge => "invalid_request",
             FailureClass::Internal => "server_error",
             FailureClass::Unavailable => "temporarily_unavailable",
             c => c.as_str(),
