@@ -365,3 +365,44 @@ async fn connections_that_go_quiet_are_closed() {
     assert!(answered.starts_with("HTTP/1.1 200"), "{answered}");
     assert_eq!(closed(&mut silent).await, "");
 }
+
+/// RFC 9112: a request with two `Host` headers, or an HTTP/1.1 request with none, is 400 (a
+/// review passed `/mcp`'s host check with a second `Host` after an allowed one). HTTP/1.0
+/// may omit it, as haproxy's health check does.
+#[tokio::test]
+async fn host_headers_are_one_and_present() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = TestApp::spawn().await;
+    let address = app.base_url.strip_prefix("http://").unwrap().to_owned();
+    let status_of = async |request: String| {
+        let mut socket = tokio::net::TcpStream::connect(&address).await.unwrap();
+        socket.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = Vec::new();
+        socket.read_to_end(&mut answer).await.unwrap();
+        String::from_utf8_lossy(&answer)
+            .split(' ')
+            .nth(1)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let host = format!("Host: {address}\r\n");
+    for (request, want) in [
+        (
+            format!("GET /health/live HTTP/1.1\r\n{host}Connection: close\r\n\r\n"),
+            "200",
+        ),
+        (
+            format!(
+                "GET /health/live HTTP/1.1\r\n{host}Host: evil.example\r\nConnection: close\r\n\r\n"
+            ),
+            "400",
+        ),
+        (
+            "GET /health/live HTTP/1.1\r\nConnection: close\r\n\r\n".to_owned(),
+            "400",
+        ),
+        ("GET /health/live HTTP/1.0\r\n\r\n".to_owned(), "200"),
+    ] {
+        assert_eq!(status_of(request.clone()).await, want, "{request:?}");
+    }
+}

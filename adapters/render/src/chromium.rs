@@ -147,6 +147,11 @@ impl Running {
             .tempdir()
             .map_err(|e| format!("a profile directory: {e}"))?;
         prepare_profile(profile.path()).map_err(|e| format!("the profile's preferences: {e}"))?;
+        Self::launch(config, profile).await
+    }
+
+    /// Starts Chromium on `profile` as it is.
+    async fn launch(config: &RenderConfig, profile: tempfile::TempDir) -> Result<Self, String> {
         let (port, escaped, black_hole) = black_hole()
             .await
             .map_err(|e| format!("the black-hole proxy: {e}"))?;
@@ -291,70 +296,53 @@ mod tests {
         );
     }
 
-    /// Debian's Chromium, run on a page that gathers ICE candidates against a STUN server on
-    /// loopback, with no lockdown script: first with a bare profile (the page does reach the
-    /// server, so the check below can fail), then with the prepared one (nothing arrives).
+    /// Debian's Chromium as the renderer starts it, with a page that gathers ICE candidates
+    /// against a STUN server on loopback and no lockdown script (the page's own defence):
+    /// with a bare profile a STUN packet arrives (so the check can fail); with the prepared
+    /// one none has arrived once the page has gathered for two seconds.
     #[tokio::test]
     async fn a_prepared_profile_keeps_webrtc_from_sending_stun_packets() {
         let udp = tokio::net::UdpSocket::bind(("127.0.0.1", 0)).await.unwrap();
         let port = udp.local_addr().unwrap().port();
-        let dir = tempfile::tempdir().unwrap();
-        let page = dir.path().join("stun.html");
-        std::fs::write(
-            &page,
-            format!(
-                "<!doctype html><body><script>\
-                 const pc = new RTCPeerConnection({{iceServers: [{{urls: 'stun:127.0.0.1:{port}'}}]}});\
-                 pc.createDataChannel('x'); pc.createOffer().then(o => pc.setLocalDescription(o));\
-                 </script></body>"
-            ),
-        )
-        .unwrap();
         let chromium = std::env::var("SVC_CHROMIUM")
             .ok()
             .filter(|p| !p.is_empty())
             .unwrap_or_else(|| "/usr/bin/chromium".into());
-        let packets = async |prepared: bool| {
-            let profile = tempfile::tempdir().unwrap();
-            if prepared {
-                prepare_profile(profile.path()).unwrap();
-            }
-            let mut command = Command::new(&chromium);
-            command.args([
-                "--headless",
-                "--disable-gpu",
-                "--virtual-time-budget=3000",
-                &format!("--user-data-dir={}", profile.path().display()),
-            ]);
-            if running_as_root() {
-                command.arg("--no-sandbox");
-            }
-            command
-                .arg("--dump-dom")
-                .arg(format!("file://{}", page.display()))
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .kill_on_drop(true);
-            let status = tokio::time::timeout(Duration::from_secs(60), command.status())
-                .await
-                .expect("the browser finished")
-                .expect("the browser ran");
-            assert!(status.success(), "{status}");
-            // The browser has exited: whatever it sent has arrived.
-            let mut count = 0;
-            let mut buffer = [0u8; 1500];
-            while udp.try_recv_from(&mut buffer).is_ok() {
-                count += 1;
-            }
-            count
-        };
-        assert!(
-            packets(false).await > 0,
-            "the bare profile sent no STUN packet"
+        let config = RenderConfig::new(chromium);
+        // Resolves once gathering is complete, or after two seconds.
+        let gather = format!(
+            "new Promise(done => {{ \
+               const pc = new RTCPeerConnection({{iceServers: [{{urls: 'stun:127.0.0.1:{port}'}}]}}); \
+               pc.onicegatheringstatechange = () => {{ \
+                 if (pc.iceGatheringState === 'complete') done('complete'); }}; \
+               setTimeout(() => done('waited'), 2000); \
+               pc.createDataChannel('x'); pc.createOffer().then(o => pc.setLocalDescription(o)); }})"
         );
-        assert_eq!(
-            packets(true).await,
-            0,
+        let run = async |running: Running| {
+            let page = running.browser.new_page("about:blank").await.unwrap();
+            let ended: String = page
+                .evaluate(gather.as_str())
+                .await
+                .unwrap()
+                .into_value()
+                .unwrap();
+            drop(running);
+            ended
+        };
+        let mut buffer = [0u8; 1500];
+
+        let bare = tempfile::tempdir().unwrap();
+        run(Running::launch(&config, bare).await.unwrap()).await;
+        tokio::time::timeout(Duration::from_secs(30), udp.recv_from(&mut buffer))
+            .await
+            .expect("the bare profile sent a STUN packet")
+            .unwrap();
+        while udp.try_recv_from(&mut buffer).is_ok() {}
+
+        let ended = run(Running::start(&config).await.unwrap()).await;
+        assert!(["complete", "waited"].contains(&ended.as_str()), "{ended}");
+        assert!(
+            udp.try_recv_from(&mut buffer).is_err(),
             "a STUN packet left the prepared profile"
         );
     }

@@ -99,16 +99,6 @@ fn json_response(v: Value) -> Response {
         .body(v.to_string())
 }
 
-/// `application/json` or a `+json` type, parameters aside.
-fn is_json(content_type: Option<&str>) -> bool {
-    let Some(essence) = content_type.and_then(|c| c.split(';').next()) else {
-        return false;
-    };
-    let essence = essence.trim().to_ascii_lowercase();
-    essence == "application/json"
-        || (essence.starts_with("application/") && essence.ends_with("+json"))
-}
-
 fn new_id(ctx: &AppContext) -> String {
     ctx.services.identity.random_token(24)
 }
@@ -589,7 +579,7 @@ async fn jsonrpc(
     // JSON only: a browser sends another site's page's form or `text/plain` fetch without
     // asking first, and `/a2a` answers no CORS preflight, so no page can make its visitors'
     // browsers start sign-ups here.
-    if !is_json(req.content_type()) {
+    if !kit::headers::is_json(req.content_type()) {
         let mut refused = rpc_error(
             &Value::Null,
             RpcError::new(

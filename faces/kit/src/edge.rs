@@ -337,6 +337,17 @@ pub async fn edge<E: Endpoint>(next: E, mut req: Request) -> poem::Result<Respon
                 )
                 .into());
             }
+            // RFC 9112: an HTTP/1.1 request without `Host` is 400 (HTTP/1.0 may omit it, as a
+            // balancer's health check does; HTTP/2 names the authority its own way).
+            if req.version() == poem::http::Version::HTTP_11
+                && !req.headers().contains_key(header::HOST)
+            {
+                return Err(ApiProblem::new(
+                    FailureClass::MalformedRequest,
+                    "An HTTP/1.1 request carries a Host header; send one.",
+                )
+                .into());
+            }
             cap_body(&mut req, edge.max_body_bytes).await?;
             next.call(req).await.map(IntoResponse::into_response)
         }

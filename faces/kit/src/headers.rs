@@ -6,10 +6,11 @@ use svc_ports::FailureClass;
 
 use crate::problem::ApiProblem;
 
-/// Headers whose second copy would make a request mean two things: which key acts, which
-/// retry this is, how the body reads. The first copy is what poem hands over, so a second
-/// that a proxy or a client's bug added is refused at the edge, not silently ignored.
-pub const SINGLE: [&str; 3] = ["authorization", "idempotency-key", "content-type"];
+/// Headers whose second copy would make a request mean two things: which site it is for,
+/// which key acts, which retry this is, how the body reads. The first copy is what poem hands
+/// over, so a second that a proxy or a client's bug added is refused at the edge, not silently
+/// ignored (RFC 9112 asks 400 for a second `Host`).
+pub const SINGLE: [&str; 4] = ["host", "authorization", "idempotency-key", "content-type"];
 
 /// The name of the first header of [`SINGLE`] that `req` carries more than once.
 pub fn repeated(req: &Request) -> Option<&'static str> {
