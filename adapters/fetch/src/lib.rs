@@ -173,8 +173,9 @@ fn refusal_in(err: &reqwest::Error) -> Option<UrlRefusal> {
 enum Robots {
     /// Every one.
     Ask,
-    /// Those on any host but this one (a validator reading a site's own files).
-    ExceptOn(String),
+    /// Those of any origin but this one (a validator reading a site's own files; robots.txt
+    /// is per origin, RFC 9309).
+    ExceptOn(url::Origin),
     /// None: robots.txt itself, whose redirects are followed as they are (RFC 9309).
     Never,
 }
@@ -183,7 +184,7 @@ impl Robots {
     fn asks_for(&self, url: &Url) -> bool {
         match self {
             Robots::Ask => true,
-            Robots::ExceptOn(host) => !url.host_str().is_some_and(|h| h.eq_ignore_ascii_case(host)),
+            Robots::ExceptOn(origin) => url.origin() != *origin,
             Robots::Never => false,
         }
     }
@@ -332,7 +333,7 @@ impl GuardedFetcher {
                     })?;
                     // A redirect's target is a page of its own: its site's robots.txt
                     // decides for it too (also when the first URL's site was exempt, if the
-                    // target is on another host).
+                    // target is of another origin).
                     if robots.asks_for(&next) {
                         // The target's own address and scheme first: a refused URL is not
                         // asked for its robots.txt.
@@ -416,7 +417,7 @@ impl GuardedFetcher {
         let asking = if request.respect_robots {
             Robots::Ask
         } else {
-            Robots::ExceptOn(url.host_str().unwrap_or_default().to_ascii_lowercase())
+            Robots::ExceptOn(url.origin())
         };
         let (final_url, redirects, status, headers, body, truncated) = self
             .get_following(

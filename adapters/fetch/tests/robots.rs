@@ -74,10 +74,10 @@ async fn requests_that_start_together_share_one_robots_txt_fetch() {
 }
 
 /// A site's own files may be read without its robots.txt (as a validator reads them), but a
-/// redirect from one of them to another host asks that host's: the exemption is the site's,
+/// redirect from one of them to another origin asks that origin's: the exemption is the site's,
 /// not a way around another's rules.
 #[tokio::test]
-async fn an_exempt_sites_redirect_to_another_host_asks_that_hosts_robots_txt() {
+async fn an_exempt_sites_redirect_to_another_origin_asks_its_robots_txt() {
     let site = MockServer::start().await;
     let other = MockServer::start().await;
     let other_base = format!("http://other.sandbox.test:{}", other.address().port());
@@ -131,7 +131,7 @@ async fn an_exempt_sites_redirect_to_another_host_asks_that_hosts_robots_txt() {
     let own = fetcher.fetch(&exempt(format!("{base}/own"))).await.unwrap();
     assert_eq!(own.body, "# the site's own");
     assert!(!own.robots.checked);
-    // To another host: that host's robots.txt is asked, and it says no.
+    // To another origin: its robots.txt is asked, and it says no.
     let refused = fetcher.fetch(&exempt(format!("{base}/llms.txt"))).await;
     assert!(
         matches!(refused, Err(svc_ports::FetchError::RobotsDisallowed(_))),
@@ -140,7 +140,7 @@ async fn an_exempt_sites_redirect_to_another_host_asks_that_hosts_robots_txt() {
     let private = other.received_requests().await.unwrap();
     assert!(
         private.iter().all(|r| r.url.path() == "/robots.txt"),
-        "only robots.txt was asked of the other host"
+        "only robots.txt was asked of the other origin"
     );
     assert!(
         site.received_requests()

@@ -59,22 +59,22 @@ impl Site<'_> {
             self.tools_manifest().await,
         );
         let endpoint = declared.clone().unwrap_or_else(|| self.at("/mcp"));
-        // The site's own endpoint is probed as its own files are read; one on another host,
-        // which the site's files merely name, only as that host's robots.txt allows.
-        if !self.is_own_host(&endpoint)
+        // The site's own endpoint is probed as its own files are read; one of another origin,
+        // which the site's files merely name, only as that origin's robots.txt allows.
+        if !self.is_own(&endpoint)
             && let Some(why) = self.robots_refusal(&endpoint).await
         {
             return result(
                 CheckId::McpProbe,
                 CheckStatus::Warn,
-                "MCP endpoint on another host not probed: its robots.txt does not allow it",
+                "MCP endpoint of another origin not probed: its robots.txt does not allow it",
                 vec![svc_ports::Evidence {
                     url: endpoint,
                     status: None,
                     excerpt: why,
                 }],
                 Some(
-                    "Let the MCP endpoint's host allow it in its robots.txt (or serve it on the scanned host), so that scanners and agents that honour robots.txt can reach it.",
+                    "Let the MCP endpoint's origin allow it in its robots.txt (or serve it from the scanned origin), so that scanners and agents that honour robots.txt can reach it.",
                 ),
             );
         }

@@ -93,7 +93,7 @@ async fn urls_of_other_origins_that_the_sites_files_name_ask_their_robots_txt() 
 }
 
 /// The MCP probe POSTs to the endpoint the site's server card names. On the scanned host it
-/// is the site's own; on another host, only as that host's robots.txt allows (a review made a
+/// is the site's own; of another origin, only as that origin's robots.txt allows (a review made a
 /// scan POST to, and publish the answer of, a host whose robots.txt disallows everything).
 #[tokio::test]
 async fn an_mcp_endpoint_on_another_host_is_probed_only_as_its_robots_txt_allows() {
@@ -130,7 +130,13 @@ async fn an_mcp_endpoint_on_another_host_is_probed_only_as_its_robots_txt_allows
     // Allowed there: probed.
     let (_, posted) = probe("https://other.example/mcp", Some("elsewhere.example")).await;
     assert_eq!(posted, ["https://other.example/mcp"]);
-    // The scanned host's own endpoint: probed whatever its robots.txt says, as its files are.
+    // The scanned origin's own endpoint: probed whatever its robots.txt says, as its files are.
     let (_, posted) = probe("https://shop.example/mcp", Some("shop.example")).await;
     assert_eq!(posted, ["https://shop.example/mcp"]);
+    // The same host on another port or scheme is another origin, with a robots.txt of its own.
+    for other in ["http://shop.example/mcp", "https://shop.example:8443/mcp"] {
+        let (check, posted) = probe(other, Some("shop.example")).await;
+        assert!(posted.is_empty(), "{other}: {posted:?}");
+        assert_eq!(check.status, svc_ports::CheckStatus::Warn, "{check:?}");
+    }
 }

@@ -69,17 +69,6 @@ impl Site<'_> {
         self.svc.get(url, accept, respect_robots).await
     }
 
-    /// Whether `url` is on the scanned origin's host (any scheme or port).
-    pub(super) fn is_own_host(&self, url: &str) -> bool {
-        let host = |u: &str| {
-            url::Url::parse(u)
-                .ok()?
-                .host_str()
-                .map(str::to_ascii_lowercase)
-        };
-        host(url).is_some_and(|h| Some(h) == host(&self.origin))
-    }
-
     /// Why `url`'s site's robots.txt keeps the scan from it (or why it could not be asked);
     /// `None` when it allows it. Within the probe deadline.
     pub(super) async fn robots_refusal(&self, url: &str) -> Option<String> {
@@ -97,8 +86,8 @@ impl Site<'_> {
         }
     }
 
-    /// Whether `url` is of the scanned origin.
-    fn is_own(&self, url: &str) -> bool {
+    /// Whether `url` is of the scanned origin (robots.txt is per origin, RFC 9309).
+    pub(super) fn is_own(&self, url: &str) -> bool {
         url::Url::parse(url).is_ok_and(|u| u.origin().ascii_serialization() == self.origin)
     }
 

@@ -84,6 +84,20 @@ impl HookStore for PostgresStore {
     ) -> Result<(), HookError> {
         let err = |e| HookError::from(backend(e, "deleting a webhook endpoint"));
         let mut tx = self.pool.begin().await.map_err(err)?;
+        // The deliveries first, then the endpoint: the order an attempt's record takes them
+        // (its delivery, then its endpoint's health), so the two never wait for each other.
+        // A delivery stored between the two statements is cancelled by the next claim.
+        sqlx::query(
+            "UPDATE webhook_deliveries d SET status = 'canceled', next_attempt_at = NULL, \
+             lease = NULL, lease_until = NULL FROM webhook_endpoints w \
+             WHERE w.id = $1 AND w.account_id = $2 AND d.endpoint_id = w.id \
+             AND d.status = 'pending'",
+        )
+        .bind(id.as_str())
+        .bind(account.as_str())
+        .execute(&mut *tx)
+        .await
+        .map_err(err)?;
         let done = sqlx::query(
             "UPDATE webhook_endpoints SET deleted_at = COALESCE(deleted_at, $1) \
              WHERE id = $2 AND account_id = $3",
@@ -97,14 +111,6 @@ impl HookStore for PostgresStore {
         if done.rows_affected() == 0 {
             return Err(HookError::NotFound);
         }
-        sqlx::query(
-            "UPDATE webhook_deliveries SET status = 'canceled', next_attempt_at = NULL, \
-             lease = NULL, lease_until = NULL WHERE endpoint_id = $1 AND status = 'pending'",
-        )
-        .bind(id.as_str())
-        .execute(&mut *tx)
-        .await
-        .map_err(err)?;
         tx.commit().await.map_err(err)?;
         Ok(())
     }
@@ -221,7 +227,8 @@ impl HookStore for PostgresStore {
             AttemptResult::RetryAt(t) => (DeliveryStatus::Pending, Some(ms(t))),
             AttemptResult::GaveUp => (DeliveryStatus::Failed, None),
         };
-        // The endpoint's health goes with the attempt, in the same statement.
+        // The endpoint's health goes with the attempt, in the same statement; its row is
+        // written (and locked) only when the health changes.
         let done: i64 = sqlx::query_scalar(
             "WITH done AS (\
                UPDATE webhook_deliveries SET status = $1, next_attempt_at = $2, \
@@ -229,9 +236,8 @@ impl HookStore for PostgresStore {
                last_error = $5, lease = NULL, lease_until = NULL \
                WHERE id = $6 AND lease = $7 AND status = 'pending' RETURNING endpoint_id), \
              health AS (\
-               UPDATE webhook_endpoints w SET failing_since = \
-                 CASE WHEN $8 THEN NULL ELSE coalesce(w.failing_since, $3) END \
-               FROM done WHERE w.id = done.endpoint_id) \
+               UPDATE webhook_endpoints w SET failing_since = CASE WHEN $8 THEN NULL ELSE $3 END \
+               FROM done WHERE w.id = done.endpoint_id AND (w.failing_since IS NULL) = NOT $8) \
              SELECT count(*) FROM done",
         )
         .bind(status.as_str())

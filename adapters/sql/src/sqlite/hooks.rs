@@ -228,9 +228,9 @@ impl HookStore for SqliteStore {
         if done.rows_affected() == 1 {
             // The endpoint's health goes with the attempt, in the same transaction.
             sqlx::query(
-                "UPDATE webhook_endpoints SET failing_since = \
-                   CASE WHEN $1 THEN NULL ELSE coalesce(failing_since, $2) END \
-                 WHERE id = (SELECT endpoint_id FROM webhook_deliveries WHERE id = $3)",
+                "UPDATE webhook_endpoints SET failing_since = CASE WHEN $1 THEN NULL ELSE $2 END \
+                 WHERE id = (SELECT endpoint_id FROM webhook_deliveries WHERE id = $3) \
+                 AND (failing_since IS NULL) = NOT $1",
             )
             .bind(matches!(attempt.result, AttemptResult::Delivered))
             .bind(millis(attempt.at))
