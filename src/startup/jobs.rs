@@ -116,8 +116,9 @@ pub async fn recover_tasks(
 /// stores an event or a replay, when sends end and free a batch of senders, and every `every` for
 /// retries that came due and events other instances stored. Sends do not wait for each other,
 /// so a slow endpoint holds only its own senders (at most `CAPS`) and every other
-/// endpoint's deliveries go on; endpoints whose last attempt failed share `FAILING_SENDERS`
-/// (within `FAILING_CAPS`), so however many hang, those that answer keep the rest. At
+/// endpoint's deliveries go on; endpoints whose last attempt failed have `FAILING_SENDERS` of
+/// their own (within `FAILING_CAPS`), so however many hang, those that answer keep the rest,
+/// and a failing endpoint that recovers is still tried. At
 /// shutdown the sends in flight finish (within the jobs' stop wait); one cut off keeps its
 /// lease, and when that ends this or another instance sends it again (at least once).
 pub async fn deliver_webhooks(
@@ -147,24 +148,27 @@ pub async fn deliver_webhooks(
         };
         while sending.try_join_next().is_some() {}
         while failing.try_join_next().is_some() {}
-        let free = SENDERS.saturating_sub(used(&sending).saturating_add(used(&failing)));
-        // A send that ended claims again only once a batch of senders is free (each claim
-        // reads every endpoint's first deliveries, too much to do for every send); one of the
-        // failing endpoints' small lane refills that lane.
-        let mut answering_done = ended.is_some() && free < BATCH;
-        if answering_done && ended == Some(false) {
-            continue;
-        }
-        // Fill the free senders, answering endpoints first, then the failing ones' lane; a
-        // claim that filled its room may leave more due.
-        let mut failing_done = false;
+        // Each lane's free senders: the failing endpoints' lane keeps its own, so it is never
+        // starved by those that answer, nor they by it.
+        let answering_free = |sending: &tokio::task::JoinSet<()>| {
+            (SENDERS - FAILING_SENDERS).saturating_sub(used(sending))
+        };
+        let failing_free =
+            |failing: &tokio::task::JoinSet<()>| FAILING_SENDERS.saturating_sub(used(failing));
+        // A send that ended claims again only once a batch of its lane is free (each claim
+        // reads every endpoint's first deliveries, too much to do for every send).
+        let (mut answering_done, mut failing_done) = match ended {
+            None => (false, false),
+            Some(false) => (answering_free(&sending) < BATCH, true),
+            Some(true) => (true, failing_free(&failing) < FAILING_SENDERS / 2),
+        };
+        // Fill the free senders, answering endpoints first; a claim that filled its room may
+        // leave more due.
         loop {
-            let free = SENDERS.saturating_sub(used(&sending).saturating_add(used(&failing)));
             let (caps, room, lane) = if !answering_done {
-                (CAPS, free, &mut sending)
+                (CAPS, answering_free(&sending), &mut sending)
             } else if !failing_done {
-                let room = free.min(FAILING_SENDERS.saturating_sub(used(&failing)));
-                (FAILING_CAPS, room, &mut failing)
+                (FAILING_CAPS, failing_free(&failing), &mut failing)
             } else {
                 break;
             };
