@@ -746,3 +746,36 @@ async fn mcp_execute_takes_an_authority_id() {
         "{paid}"
     );
 }
+
+/// An amount written `600.0` is the integer the schema asks for: the payment reads 600, the
+/// site is sent 600, and the spend and receipt say 600 (a review had it refused as "not an
+/// integer" although the schema accepted it).
+#[tokio::test]
+async fn an_amount_written_as_a_whole_float_is_paid_as_the_integer() {
+    let shop = shop().await;
+    let app = &shop.app;
+    let authority = create(&shop, &[]).await;
+    let body = format!(
+        r#"{{"domain": "shop.sandbox.test", "action": "pay_order", "authority_id": "{authority}",
+            "params": {{"order_id": "ord-float", "amount": 600.0}}}}"#
+    );
+    let resp = app
+        .http
+        .post(app.url("/api/execute"))
+        .header("Authorization", bearer(&app.api_key))
+        .header("Content-Type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let done: Value = resp.json().await.unwrap();
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["artifact"]["evidence"]["receipt"]["amount"], 600,
+        "{done}"
+    );
+    assert_eq!(
+        owned(app, &authority).await["remaining"]["spent_in_window"],
+        600
+    );
+}

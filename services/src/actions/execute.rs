@@ -239,15 +239,17 @@ impl ActionService {
             .credential(principal, &action, &map.document.base_url)
             .await?;
 
-        let payment = self.payment_of(&action, request).await?;
+        // What is sent, and what the payment and its confirmation read: whole numbers the
+        // schema types as integers written as integers.
+        let mut sent = Value::Object(params.clone());
+        svc_ports::actions::write_integers_as_integers(&action.params_schema, &mut sent);
+        let payment = self.payment_of(&action, request, &sent).await?;
         let fingerprint = fingerprint(
             map.document.domain.as_str(),
             &action.name,
             &request.params,
             payment.as_ref().map(|p| p.spend.authority_id.as_str()),
         );
-        let mut sent = Value::Object(params.clone());
-        svc_ports::actions::write_integers_as_integers(&action.params_schema, &mut sent);
         let params = match sent {
             Value::Object(sent) if &sent != params => std::borrow::Cow::Owned(sent),
             _ => std::borrow::Cow::Borrowed(params),
@@ -370,6 +372,7 @@ impl ActionService {
         &self,
         action: &ActionSpec,
         request: &ExecuteRequest,
+        params: &Value,
     ) -> Result<Option<PaymentContext>, ExecuteRefusal> {
         let Some(spec) = &action.payment else {
             return Ok(None);
@@ -385,7 +388,7 @@ impl ActionService {
                 account_url: self.account_url.clone(),
             });
         };
-        let amount = spec.amount_of(&request.params).ok_or_else(|| {
+        let amount = spec.amount_of(params).ok_or_else(|| {
             ExecuteRefusal::InvalidParams(format!(
                 "params must carry the amount to pay at {} as an integer",
                 spec.amount
@@ -414,7 +417,7 @@ impl ActionService {
             verification_required: flags.1,
             reference: spec.reference.clone(),
             confirm: spec.confirm.as_ref().and_then(|c| {
-                c.params_from(&request.params)
+                c.params_from(params)
                     .map(|params| (c.action.clone(), params))
             }),
         }))

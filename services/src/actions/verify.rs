@@ -115,7 +115,14 @@ impl ActionService {
                 "`{confirm_action}` is not a read in the published map any more, so it cannot confirm a payment"
             )));
         }
-        let params_value = Value::Object(params.clone());
+        // Whole numbers its schema types as integers are sent as integers, as an execution's.
+        let mut params_value = Value::Object(params.clone());
+        svc_ports::actions::write_integers_as_integers(&action.params_schema, &mut params_value);
+        let sent = match &params_value {
+            Value::Object(sent) => sent.clone(),
+            _ => params.clone(),
+        };
+        let params = &sent;
         if let Some(e) = self
             .validator(&map, &action, "params")?
             .iter_errors(&params_value)
