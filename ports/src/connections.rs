@@ -322,7 +322,8 @@ pub struct SealError(pub String);
 /// sealed for another context, so a sealed value copied into another record (a bad update, a
 /// mixed-up restore, someone with write access to the store but not the key) is refused
 /// rather than used as that record's. Values sealed before contexts existed (the adapter's
-/// first format) open under any context; they are sealed again with theirs when next written.
+/// first format) open under any context: a refreshed grant is sealed again with its context,
+/// but nothing rewrites webhook secrets or grants that never expire.
 #[cfg_attr(feature = "mock", mockall::automock)]
 pub trait SecretSealer: Send + Sync {
     fn seal(&self, plaintext: &[u8], context: &str) -> SealedSecret;
