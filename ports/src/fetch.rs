@@ -77,6 +77,25 @@ impl RobotsDecision {
     }
 }
 
+/// Whether `url` is of `origin` (scheme, host and port, as robots.txt is per origin, RFC
+/// 9309), or is the same host moved from `http` to `https` on the default ports: a site's
+/// own redirect to its secure origin, still its own.
+pub fn of_origin(origin: &url::Origin, url: &url::Url) -> bool {
+    if url.origin() == *origin {
+        return true;
+    }
+    match origin {
+        url::Origin::Tuple(scheme, host, port) => {
+            scheme == "http"
+                && *port == 80
+                && url.scheme() == "https"
+                && url.port_or_known_default() == Some(443)
+                && url.host().map(|h| h.to_owned()).as_ref() == Some(host)
+        }
+        url::Origin::Opaque(_) => false,
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FetchRequest {
     pub url: String,
@@ -226,5 +245,31 @@ mod site_tests {
         assert_eq!(site_of("a.b.example.co.uk"), "example.co.uk");
         assert_eq!(site_of("www.example.com"), "example.com");
         assert_eq!(site_of("localhost"), "localhost");
+    }
+}
+
+#[cfg(test)]
+mod origin_tests {
+    use super::of_origin;
+
+    #[test]
+    fn an_origin_is_its_own_and_so_is_its_move_to_https() {
+        let origin = |u: &str| url::Url::parse(u).unwrap().origin();
+        let url = |u: &str| url::Url::parse(u).unwrap();
+        let site = origin("http://shop.example/");
+        assert!(of_origin(&site, &url("http://shop.example/llms.txt")));
+        assert!(of_origin(&site, &url("https://shop.example/llms.txt")));
+        assert!(of_origin(&site, &url("HTTPS://Shop.Example:443/x")));
+        for other in [
+            "https://shop.example:8443/x",
+            "http://shop.example:8080/x",
+            "https://other.example/x",
+            "https://www.shop.example/x",
+        ] {
+            assert!(!of_origin(&site, &url(other)), "{other}");
+        }
+        // Only upwards, and only from the default port.
+        assert!(!of_origin(&origin("https://shop.example/"), &url("http://shop.example/")));
+        assert!(!of_origin(&origin("http://shop.example:8080/"), &url("https://shop.example/")));
     }
 }

@@ -481,6 +481,18 @@ async fn malformed_requests_are_json_rpc_errors() {
         "{body}"
     );
     assert_eq!(body["id"], 3);
+    // Not a JSON-RPC 2.0 request: invalid request, whatever its method's params.
+    let (status, _, body) = post_raw(
+        &app,
+        &[ACCEPT, JSON, v2],
+        r#"{"id": 3, "method": "tools/call", "params": {}}"#,
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"]["code"].clone()),
+        (400, json!(-32600)),
+        "{body}"
+    );
     // A key given twice: rmcp refused it with a plain-text 415.
     for twice in [
         r#"{"jsonrpc":"2.0","id":3,"id":4,"method":"tools/list"}"#,

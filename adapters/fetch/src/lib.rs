@@ -173,8 +173,8 @@ fn refusal_in(err: &reqwest::Error) -> Option<UrlRefusal> {
 enum Robots {
     /// Every one.
     Ask,
-    /// Those of any origin but this one (a validator reading a site's own files; robots.txt
-    /// is per origin, RFC 9309).
+    /// Those of any origin but this one or its move to https (a validator reading a site's
+    /// own files; robots.txt is per origin, RFC 9309).
     ExceptOn(url::Origin),
     /// None: robots.txt itself, whose redirects are followed as they are (RFC 9309).
     Never,
@@ -184,7 +184,7 @@ impl Robots {
     fn asks_for(&self, url: &Url) -> bool {
         match self {
             Robots::Ask => true,
-            Robots::ExceptOn(origin) => url.origin() != *origin,
+            Robots::ExceptOn(origin) => !svc_ports::fetch::of_origin(origin, url),
             Robots::Never => false,
         }
     }

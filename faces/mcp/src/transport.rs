@@ -96,9 +96,13 @@ pub async fn check(req: &mut Request, max_body_bytes: usize) -> Result<(), Box<R
             ErrorData::invalid_request(format!("Invalid Request: {why}."), None),
         ));
     }
-    // rmcp reads a `tools/call` whose params are not `{name, arguments}` as a method of its
-    // own, and answers -32601 (method not found): JSON-RPC's word for it is -32602.
-    if value.get("method").and_then(Value::as_str) == Some("tools/call") {
+    // rmcp reads a `tools/call` request whose params are not `{name, arguments}` as a method
+    // of its own, and answers -32601 (method not found): JSON-RPC's word for it is -32602.
+    // Only a JSON-RPC 2.0 request (with an id) is answered so; the rest is judged below.
+    if value.get("method").and_then(Value::as_str) == Some("tools/call")
+        && value.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
+        && !id.is_null()
+    {
         let params = value.get("params").and_then(Value::as_object);
         let well_formed = params.is_some_and(|p| {
             p.get("name").is_some_and(Value::is_string)

@@ -88,7 +88,10 @@ impl Site<'_> {
 
     /// Whether `url` is of the scanned origin (robots.txt is per origin, RFC 9309).
     pub(super) fn is_own(&self, url: &str) -> bool {
-        url::Url::parse(url).is_ok_and(|u| u.origin().ascii_serialization() == self.origin)
+        let (Ok(own), Ok(url)) = (url::Url::parse(&self.origin), url::Url::parse(url)) else {
+            return false;
+        };
+        svc_ports::fetch::of_origin(&own.origin(), &url)
     }
 
     /// Holds one of the request slots of `url`'s origin (the MCP probe's POSTs, the render).

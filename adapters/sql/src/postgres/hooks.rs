@@ -228,7 +228,10 @@ impl HookStore for PostgresStore {
             AttemptResult::GaveUp => (DeliveryStatus::Failed, None),
         };
         // The endpoint's health goes with the attempt, in the same statement; its row is
-        // written (and locked) only when the health changes.
+        // written (and locked) only when the health changes as this statement sees it, so
+        // the busy endpoint's row is not rewritten at every attempt. Two attempts that end
+        // together (one delivered, one failed) may leave it failing: its next delivered
+        // attempt, in the failing lane, brings it back.
         let done: i64 = sqlx::query_scalar(
             "WITH done AS (\
                UPDATE webhook_deliveries SET status = $1, next_attempt_at = $2, \
