@@ -269,7 +269,13 @@ mod origin_tests {
             assert!(!of_origin(&site, &url(other)), "{other}");
         }
         // Only upwards, and only from the default port.
-        assert!(!of_origin(&origin("https://shop.example/"), &url("http://shop.example/")));
-        assert!(!of_origin(&origin("http://shop.example:8080/"), &url("https://shop.example/")));
+        assert!(!of_origin(
+            &origin("https://shop.example/"),
+            &url("http://shop.example/")
+        ));
+        assert!(!of_origin(
+            &origin("http://shop.example:8080/"),
+            &url("https://shop.example/")
+        ));
     }
 }
