@@ -55,11 +55,11 @@ fn fingerprint(domain: &str, action: &str, params: &Value, authority: Option<&st
 }
 
 /// A request that passed the checks before anything is stored.
-struct Prepared<'r> {
+struct Prepared {
     map: std::sync::Arc<AgentMap>,
     action: ActionSpec,
     /// As sent: whole numbers the schema types as integers written as integers.
-    params: std::borrow::Cow<'r, Map<String, Value>>,
+    params: Map<String, Value>,
     credential: Option<crate::connections::Credential>,
     payment: Option<PaymentContext>,
     fingerprint: String,
@@ -183,11 +183,11 @@ impl ActionService {
     /// The checks before anything is stored: the published map and action, the params, the
     /// key's scopes, the human's connection and the payment's authority; and the request's
     /// fingerprint.
-    async fn prepare<'r>(
+    async fn prepare(
         &self,
         principal: &Principal,
-        request: &'r ExecuteRequest,
-    ) -> Result<Prepared<'r>, ExecuteRefusal> {
+        request: &ExecuteRequest,
+    ) -> Result<Prepared, ExecuteRefusal> {
         let map = self.published(&request.domain).await?;
         let action = map
             .document
@@ -250,9 +250,8 @@ impl ActionService {
             &request.params,
             payment.as_ref().map(|p| p.spend.authority_id.as_str()),
         );
-        let params = match sent {
-            Value::Object(sent) if &sent != params => std::borrow::Cow::Owned(sent),
-            _ => std::borrow::Cow::Borrowed(params),
+        let Value::Object(params) = sent else {
+            unreachable!("an object is rewritten into an object")
         };
         Ok(Prepared {
             map,

@@ -118,11 +118,9 @@ impl ActionService {
         // Whole numbers its schema types as integers are sent as integers, as an execution's.
         let mut params_value = Value::Object(params.clone());
         svc_ports::actions::write_integers_as_integers(&action.params_schema, &mut params_value);
-        let sent = match &params_value {
-            Value::Object(sent) => sent.clone(),
-            _ => params.clone(),
+        let Value::Object(params) = &params_value else {
+            unreachable!("an object is rewritten into an object")
         };
-        let params = &sent;
         if let Some(e) = self
             .validator(&map, &action, "params")?
             .iter_errors(&params_value)

@@ -72,6 +72,7 @@ impl Site<'_> {
     /// Why `url`'s site's robots.txt keeps the scan from it (or why it could not be asked);
     /// `None` when it allows it. Within the probe deadline.
     pub(super) async fn robots_refusal(&self, url: &str) -> Option<String> {
+        let _slot = self.slot(url).await;
         match tokio::time::timeout(self.svc.probe_deadline, self.svc.fetcher.robots(url)).await {
             Ok(Ok(decision)) if decision.allowed => None,
             Ok(Ok(decision)) => Some(format!(
