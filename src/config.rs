@@ -56,27 +56,8 @@ pub struct ServeSettings {
     )]
     pub signing_keys_retired: Vec<String>,
 
-    /// AES-256-GCM key (base64url, 32 bytes) that seals target-site credentials at rest; the
-    /// same on every instance. Without it the key lives in `SVC_CONNECTION_KEY_FILE`.
-    #[arg(long, env = "SVC_CONNECTION_KEY", hide_env_values = true)]
-    pub connection_key: Option<String>,
-
-    /// Key file used when `SVC_CONNECTION_KEY` is unset; created (mode 0600) on first start.
-    #[arg(
-        long,
-        env = "SVC_CONNECTION_KEY_FILE",
-        default_value = "./svc-connection.key"
-    )]
-    pub connection_key_file: std::path::PathBuf,
-
-    /// Earlier connection keys, still able to open what they sealed (rotation).
-    #[arg(
-        long,
-        env = "SVC_CONNECTION_KEYS_RETIRED",
-        value_delimiter = ',',
-        hide_env_values = true
-    )]
-    pub connection_keys_retired: Vec<String>,
+    #[command(flatten)]
+    pub sealing: SealingArgs,
 
     /// Ed25519 seed (base64url, 32 bytes) that signs outbound requests (Web Bot Auth); the same
     /// on every instance, since each serves the key directory. Without it the key lives in
@@ -144,6 +125,46 @@ pub struct ServeSettings {
 
     #[command(flatten)]
     pub runtime: RuntimeSettings,
+}
+
+/// The key that seals stored secrets (`serve`, `reseal`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct SealingArgs {
+    /// AES-256-GCM key (base64url, 32 bytes) that seals target-site credentials at rest; the
+    /// same on every instance. Without it the key lives in `SVC_CONNECTION_KEY_FILE`.
+    #[arg(long, env = "SVC_CONNECTION_KEY", hide_env_values = true)]
+    pub connection_key: Option<String>,
+
+    /// Key file used when `SVC_CONNECTION_KEY` is unset; created (mode 0600) on first start.
+    #[arg(
+        long,
+        env = "SVC_CONNECTION_KEY_FILE",
+        default_value = "./svc-connection.key"
+    )]
+    pub connection_key_file: std::path::PathBuf,
+
+    /// Earlier connection keys, still able to open what they sealed (rotation).
+    #[arg(
+        long,
+        env = "SVC_CONNECTION_KEYS_RETIRED",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    pub connection_keys_retired: Vec<String>,
+}
+
+impl SealingArgs {
+    /// The key, or else its file, with the retired ones.
+    pub fn sealing(&self) -> crate::startup::Sealing {
+        let retired = self.connection_keys_retired.clone();
+        match self.connection_key.clone() {
+            Some(active) => crate::startup::Sealing::Key { active, retired },
+            None => crate::startup::Sealing::KeyFile {
+                path: self.connection_key_file.clone(),
+                retired,
+            },
+        }
+    }
 }
 
 /// `SVC_PINNED_HOSTS` or `SVC_READ_PINNED_HOSTS` entries (`name=ip:port`) as a map; the error

@@ -5,6 +5,7 @@ use std::{path::PathBuf, process::ExitCode, sync::Arc};
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 mod read_cli;
+mod reseal_cli;
 mod scan_cli;
 
 use svc::{
@@ -81,6 +82,10 @@ enum Command {
         #[command(subcommand)]
         command: KeysCommand,
     },
+    /// Seal every stored secret (connection grants and PKCE verifiers, webhook secrets) again
+    /// with the current connection key, bound to its record: after a key rotation, before the
+    /// retired key is dropped. Instances may serve meanwhile.
+    Reseal(reseal_cli::ResealArgs),
     /// Import, list, publish, retire and learn Agent Maps.
     Maps {
         #[command(flatten)]
@@ -290,16 +295,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     "set both SVC_PAYMENT_PROVIDER_URL and SVC_PAYMENT_PROVIDER_API_KEY, or neither"
                 ),
             };
-            let sealing = match s.connection_key.clone() {
-                Some(active) => Sealing::Key {
-                    active,
-                    retired: s.connection_keys_retired.clone(),
-                },
-                None => Sealing::KeyFile {
-                    path: s.connection_key_file.clone(),
-                    retired: s.connection_keys_retired.clone(),
-                },
-            };
+            let sealing = s.sealing.sealing();
             let connection_providers =
                 startup::connection_providers(s.connection_providers.as_deref())?;
             let pinned_hosts = svc::config::pinned_hosts("SVC_PINNED_HOSTS", &s.pinned_hosts)?;
@@ -494,6 +490,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             verify_artifact(&file, &jwks)
         }
         Command::Read(args) => read_cli::run(args).await,
+        Command::Reseal(args) => reseal_cli::run(args).await,
         Command::Scan(args) => scan_cli::run(args).await,
         Command::Listen(args) => {
             let options = svc::listen::ListenOptions {

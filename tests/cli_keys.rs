@@ -284,3 +284,131 @@ fn a_lost_key_file_is_noticed_on_sqlite() {
     let message = refused(dir.path(), &[], "SVC_SIGNING_KEY");
     assert!(message.contains("svc-signing.key"), "{message}");
 }
+
+/// `svc reseal` with the database and connection key settings of `env`: its exit code, stdout
+/// and stderr.
+fn reseal(dir: &Path, env: &[(&str, &str)], check: bool) -> (Option<i32>, String, String) {
+    let mut c = support::svc(dir);
+    c.arg("reseal")
+        .env_remove("SVC_CONNECTION_KEY")
+        .env_remove("SVC_CONNECTION_KEYS_RETIRED");
+    if check {
+        c.arg("--check");
+    }
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    for key in KEYS {
+        assert!(!stderr.contains(&key[..12]), "key material: {stderr}");
+    }
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr,
+    )
+}
+
+/// The line of `field` in a reseal report, as its numbers.
+fn counts(report: &str, field: &str) -> Vec<u64> {
+    let line = report
+        .lines()
+        .find(|l| l.starts_with(field))
+        .unwrap_or_else(|| panic!("no line for {field}: {report}"));
+    line.split_whitespace()
+        .skip(1)
+        .map(|n| n.parse().unwrap())
+        .collect()
+}
+
+/// After a connection key rotation, `svc reseal` seals the stored secrets again with the new
+/// key, so the old one can leave the settings: `--check` says when, and an instance with only
+/// the new key then opens everything. It refuses a key no instance has started with.
+#[tokio::test]
+async fn reseal_moves_stored_secrets_to_the_new_key_so_the_old_one_can_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = [("SVC_CONNECTION_KEY", KEY_3)];
+    let rotated = [
+        ("SVC_CONNECTION_KEY", KEY_4),
+        ("SVC_CONNECTION_KEYS_RETIRED", KEY_3),
+    ];
+    // A webhook endpoint whose secret the old key seals.
+    let (server, base) = serving(dir.path(), &old);
+    let out = support::svc(dir.path())
+        .args(["keys", "create", "--email", "reseal@example.com"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let key = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let created: Value = reqwest::Client::new()
+        .post(format!("{base}/api/webhook-endpoints"))
+        .bearer_auth(&key)
+        .json(&serde_json::json!({"url": "https://93.184.216.34/hooks"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let secret = created["secret"].as_str().expect("a secret").to_owned();
+    let endpoint = created["endpoint"]["id"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
+    drop(server);
+
+    // No instance seals with the new key yet: refused, nothing written.
+    let (code, _, stderr) = reseal(dir.path(), &rotated, false);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("SVC_CONNECTION_KEY"), "{stderr}");
+
+    let (server, _) = serving(dir.path(), &rotated);
+    drop(server);
+    let (code, report, _) = reseal(dir.path(), &rotated, true);
+    assert_eq!(code, Some(1), "the retired key is still needed: {report}");
+    // READ CURRENT STALE CHANGED UNOPENABLE
+    assert_eq!(counts(&report, "webhook_endpoints.secret"), [1, 0, 1, 0, 0]);
+    let (code, report, stderr) = reseal(dir.path(), &rotated, false);
+    assert_eq!(code, Some(0), "{report}{stderr}");
+    assert_eq!(counts(&report, "webhook_endpoints.secret"), [1, 0, 1, 0, 0]);
+    let (code, report, _) = reseal(dir.path(), &rotated, true);
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(counts(&report, "webhook_endpoints.secret"), [1, 1, 0, 0, 0]);
+
+    // The new key alone opens the stored secret, for its endpoint only.
+    let store =
+        svc_sql::SqliteStore::open(&format!("sqlite://{}", dir.path().join("svc.db").display()))
+            .await
+            .unwrap();
+    use svc_ports::{SecretSealer, store::SealedStore};
+    let stored = store
+        .sealed_values(svc_ports::SealedField::WebhookSecret, None, 10)
+        .await
+        .unwrap();
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0].0, endpoint);
+    let new_only = svc_oauth::AesGcmSealer::from_settings(KEY_4, &[]).unwrap();
+    let context = svc_ports::SealedField::WebhookSecret.context(&endpoint);
+    assert_eq!(
+        new_only.open(&stored[0].1, &context).unwrap(),
+        secret.as_bytes()
+    );
+    let (_new_only, _) = serving(dir.path(), &[("SVC_CONNECTION_KEY", KEY_4)]);
+
+    // A key the record does not know is refused even with the right retired key.
+    let (code, _, stderr) = reseal(
+        dir.path(),
+        &[
+            ("SVC_CONNECTION_KEY", KEY_1),
+            ("SVC_CONNECTION_KEYS_RETIRED", KEY_4),
+        ],
+        false,
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("SVC_CONNECTION_KEY"), "{stderr}");
+}

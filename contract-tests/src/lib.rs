@@ -21,6 +21,7 @@ pub mod postgres_races;
 pub mod property;
 pub mod samples;
 pub mod scenarios;
+pub mod sealed;
 pub mod shared;
 pub mod text;
 
@@ -29,7 +30,7 @@ use std::sync::Arc;
 use svc_ports::{
     A2aTaskStore, AccountStore, AuthorityStore, BillingStore, ConnectionStore, HookStore,
     IdentityStore, KeySetStore, LedgerStore, LimitStore, MapStore, PageCache, ScanStore,
-    StoreHealth, TaskStore, TelemetryStore,
+    SealedStore, StoreHealth, TaskStore, TelemetryStore,
 };
 
 pub struct Backend {
@@ -50,6 +51,7 @@ pub struct Backend {
     pub a2a_tasks: Arc<dyn A2aTaskStore>,
     pub key_set: Arc<dyn KeySetStore>,
     pub hooks: Arc<dyn HookStore>,
+    pub sealed: Arc<dyn SealedStore>,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -73,6 +75,7 @@ impl Backend {
             + A2aTaskStore
             + KeySetStore
             + HookStore
+            + SealedStore
             + 'static,
     {
         Self {
@@ -92,7 +95,8 @@ impl Backend {
             limits: store.clone(),
             a2a_tasks: store.clone(),
             key_set: store.clone(),
-            hooks: store,
+            hooks: store.clone(),
+            sealed: store,
             _dir: dir,
         }
     }
@@ -258,6 +262,9 @@ macro_rules! contract_suite {
             connections_expire_once,
             newer_attempts_do_not_hide_a_connected_one
         );
+        $crate::contract_suite!(@sealed $backend;
+            sealed_values_are_read_once_and_replaced_only_while_unchanged
+        );
         $crate::contract_suite!(@health $backend;
             a_migrated_store_answers_and_is_current
         );
@@ -359,6 +366,15 @@ macro_rules! contract_suite {
             async fn $name() {
                 let backend = $backend().await;
                 $crate::connections::$name(&backend).await;
+            }
+        )+
+    };
+    (@sealed $backend:path; $($name:ident),+) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let backend = $backend().await;
+                $crate::sealed::$name(&backend).await;
             }
         )+
     };

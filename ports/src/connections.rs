@@ -322,12 +322,57 @@ pub struct SealError(pub String);
 /// sealed for another context, so a sealed value copied into another record (a bad update, a
 /// mixed-up restore, someone with write access to the store but not the key) is refused
 /// rather than used as that record's. Values sealed before contexts existed (the adapter's
-/// first format) open under any context: a refreshed grant is sealed again with its context,
-/// but nothing rewrites webhook secrets or grants that never expire.
+/// first format) open under any context until [`SecretSealer::reseal`] rewrites them (`svc
+/// reseal`), as do values sealed by a retired key.
 #[cfg_attr(feature = "mock", mockall::automock)]
 pub trait SecretSealer: Send + Sync {
     fn seal(&self, plaintext: &[u8], context: &str) -> SealedSecret;
     fn open(&self, sealed: &SealedSecret, context: &str) -> Result<Vec<u8>, SealError>;
+    /// `sealed` sealed again the current way (by the active key, bound to `context`) when it
+    /// is not sealed so already; `Ok(None)` when it is. MUST fail with [`SealError`] exactly
+    /// when `open` would.
+    fn reseal(
+        &self,
+        sealed: &SealedSecret,
+        context: &str,
+    ) -> Result<Option<SealedSecret>, SealError>;
+}
+
+/// A field of a stored record that holds a sealed value, and the context it is sealed for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SealedField {
+    /// A connected connection's grant (`connections.credentials`).
+    ConnectionCredentials,
+    /// A connection attempt's PKCE verifier (`connections.pkce_verifier`).
+    ConnectionPkceVerifier,
+    /// A webhook endpoint's signing secret (`webhook_endpoints.secret`).
+    WebhookSecret,
+}
+
+impl SealedField {
+    pub const ALL: [SealedField; 3] = [
+        SealedField::ConnectionCredentials,
+        SealedField::ConnectionPkceVerifier,
+        SealedField::WebhookSecret,
+    ];
+
+    /// `table.column`, for reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SealedField::ConnectionCredentials => "connections.credentials",
+            SealedField::ConnectionPkceVerifier => "connections.pkce_verifier",
+            SealedField::WebhookSecret => "webhook_endpoints.secret",
+        }
+    }
+
+    /// The context a value of this field in record `id` is sealed for.
+    pub fn context(self, id: &str) -> String {
+        match self {
+            SealedField::ConnectionCredentials => seal_context("connection", id, "credentials"),
+            SealedField::ConnectionPkceVerifier => seal_context("connection", id, "pkce_verifier"),
+            SealedField::WebhookSecret => seal_context("webhook_endpoint", id, "secret"),
+        }
+    }
 }
 
 /// The context a secret is sealed for: the record's kind, its id and the field,

@@ -57,8 +57,8 @@ pub use billing::{
 };
 pub use connections::{
     ConnectionFinish, ConnectionProvider, ConnectionProviderError, ConnectionRecord,
-    ConnectionState, CredentialKind, ProviderGrant, ProviderId, SealError, SealedSecret,
-    SecretSealer, seal_context,
+    ConnectionState, CredentialKind, ProviderGrant, ProviderId, SealError, SealedField,
+    SealedSecret, SecretSealer, seal_context,
 };
 pub use document::{PdfReader, PdfRefusal, PdfText, is_pdf};
 pub use failure::FailureClass;
@@ -108,6 +108,6 @@ pub mod store;
 pub use store::{
     AccountError, AccountStore, AuthorityError, AuthorityStore, BillingError, BillingStore,
     ConnectionError, ConnectionStore, IdentityError, IdentityStore, KeyError, LedgerError,
-    LedgerStore, MapStore, MapStoreError, PageCache, ScanStore, StoreError, StoreUnreachable,
-    TaskError, TaskStore, TelemetryStore,
+    LedgerStore, MapStore, MapStoreError, PageCache, ScanStore, SealedStore, StoreError,
+    StoreUnreachable, TaskError, TaskStore, TelemetryStore,
 };

@@ -16,6 +16,7 @@ mod memory_identity;
 mod memory_key_set;
 mod memory_limits;
 mod memory_readiness;
+mod memory_sealed;
 mod memory_telemetry;
 mod outbox;
 mod payments;

@@ -23,7 +23,7 @@ struct StoredDelivery {
 #[derive(Default)]
 pub(crate) struct HookState {
     /// Endpoints with when they were deleted.
-    endpoints: Vec<(WebhookEndpoint, Option<DateTime<Utc>>)>,
+    pub(crate) endpoints: Vec<(WebhookEndpoint, Option<DateTime<Utc>>)>,
     events: Vec<HookEvent>,
     deliveries: Vec<StoredDelivery>,
     by_id: HashMap<WebhookDeliveryId, usize>,

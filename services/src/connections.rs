@@ -689,12 +689,12 @@ impl ConnectionService {
 
 /// What a connection's sealed grant is bound to.
 fn credentials_context(id: &ConnectionId) -> String {
-    svc_ports::seal_context("connection", id.as_str(), "credentials")
+    svc_ports::SealedField::ConnectionCredentials.context(id.as_str())
 }
 
 /// What a pending connection's sealed PKCE verifier is bound to.
 fn pkce_context(id: &ConnectionId) -> String {
-    svc_ports::seal_context("connection", id.as_str(), "pkce_verifier")
+    svc_ports::SealedField::ConnectionPkceVerifier.context(id.as_str())
 }
 
 /// `connection.expired` for the connection as its expiry left it: the same from the live path

@@ -17,6 +17,7 @@ pub mod limits;
 pub mod metrics;
 pub mod read;
 pub mod readiness;
+pub mod reseal;
 pub mod telemetry;
 pub mod usage;
 

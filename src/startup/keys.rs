@@ -4,8 +4,12 @@
 //! nothing it signs or seals outlives it.
 
 use anyhow::Context;
-use svc_ports::{Clock, KeyFingerprint, KeyKind, KeySetStore};
+use svc_ports::{
+    Clock, KeyFingerprint, KeyKind, KeySetStore,
+    key_set::{Admission, admit},
+};
 use svc_services::key_set::{KeyCheck, KeySetError, check_key};
+use svc_services::reseal::{FieldReport, Mode, reseal_all};
 
 use super::{Sealing, Signing, bot_auth::BotKeys, signer};
 
@@ -190,4 +194,43 @@ pub(super) async fn check_key_set(
         web_bot_auth_identity(bot_keys)?,
     )
     .await
+}
+
+/// `svc reseal`: seals every stored secret not sealed the current way (by the active connection
+/// key, bound to its record) again, or with [`Mode::Check`] only counts them. The active key
+/// must be one the instances sharing the store already seal with (recorded at their start), so
+/// nothing is sealed under a key they cannot open.
+pub async fn reseal(
+    database_url: &str,
+    sealing: &Sealing,
+    mode: Mode,
+) -> anyhow::Result<Vec<FieldReport>> {
+    let stores = super::Stores::open(database_url, 2).await?;
+    let identity = connection_identity(sealing)?
+        .context("resealing needs the connection key the instances use (SVC_CONNECTION_KEY)")?;
+    let recorded = stores
+        .key_set
+        .recorded_keys(KeyKind::Connection)
+        .await
+        .context("reading the store's record of keys")?;
+    match admit(&recorded, &identity.current, &identity.retired) {
+        // A store no instance has started on seals nothing yet.
+        Admission::Known | Admission::First => {}
+        Admission::Rotation | Admission::Refused => {
+            let recorded: Vec<String> = recorded
+                .iter()
+                .map(|k| format!("fingerprint {}…", k.short()))
+                .collect();
+            anyhow::bail!(
+                "SVC_CONNECTION_KEY: this connection key, fingerprint {}…, is not one the \
+                 instances sharing this database seal with yet (recorded: {}). Start the \
+                 instances with it first (the old key in SVC_CONNECTION_KEYS_RETIRED), then \
+                 reseal",
+                identity.current.short(),
+                recorded.join(", ")
+            );
+        }
+    }
+    let sealer = super::sealer(sealing)?;
+    reseal_all(stores.sealed.as_ref(), &sealer, mode).await
 }

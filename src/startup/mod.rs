@@ -6,6 +6,7 @@ mod application;
 pub mod bot_auth;
 mod jobs;
 mod keys;
+pub use keys::reseal;
 pub mod metrics;
 
 use std::{collections::HashMap, net::SocketAddr, sync::Arc, time::Duration};
@@ -23,8 +24,8 @@ use svc_payments::HttpPaymentProvider;
 use svc_ports::{
     A2aTaskStore, AccountStore, AuthorityStore, BillingStore, Clock, ConnectionStore, Environment,
     HookStore, IdentityStore, KeySetStore, LedgerStore, LimitStore, Mailer, MapStore, Outbox,
-    PageCache, PaymentProvider, ScanStore, Signer, StoreHealth, TaskStore, TelemetryStore,
-    webhooks::WebhookSecret,
+    PageCache, PaymentProvider, ScanStore, SealedStore, Signer, StoreHealth, TaskStore,
+    TelemetryStore, webhooks::WebhookSecret,
 };
 use svc_render::{ChromiumRenderer, RenderConfig};
 pub use svc_sandbox::{
@@ -69,6 +70,8 @@ pub struct Stores {
     pub key_set: Arc<dyn KeySetStore>,
     /// Webhook endpoints, events and the delivery outbox.
     pub hooks: Arc<dyn HookStore>,
+    /// Every sealed value, for `svc reseal`.
+    pub sealed: Arc<dyn SealedStore>,
     /// What the store is, for logs (never the URL, which may hold a password).
     pub kind: &'static str,
 }
@@ -93,6 +96,7 @@ impl Stores {
             + A2aTaskStore
             + KeySetStore
             + HookStore
+            + SealedStore
             + 'static,
     {
         Self {
@@ -111,7 +115,8 @@ impl Stores {
             limits: store.clone(),
             a2a_tasks: store.clone(),
             key_set: store.clone(),
-            hooks: store,
+            hooks: store.clone(),
+            sealed: store,
             kind,
         }
     }
@@ -186,7 +191,7 @@ pub enum Sealing {
     },
 }
 
-fn sealer(sealing: &Sealing) -> anyhow::Result<AesGcmSealer> {
+pub(crate) fn sealer(sealing: &Sealing) -> anyhow::Result<AesGcmSealer> {
     match sealing {
         Sealing::Ephemeral => Ok(AesGcmSealer::generate()),
         Sealing::Key { active, retired } => AesGcmSealer::from_settings(active, retired)

@@ -370,6 +370,33 @@ impl SecretSealer for AesGcmSealer {
     }
 
     fn open(&self, sealed: &SealedSecret, context: &str) -> Result<Vec<u8>, SealError> {
+        self.opened(sealed, context).map(|(plaintext, _)| plaintext)
+    }
+
+    fn reseal(
+        &self,
+        sealed: &SealedSecret,
+        context: &str,
+    ) -> Result<Option<SealedSecret>, SealError> {
+        match self.opened(sealed, context)? {
+            (_, Current::Yes) => Ok(None),
+            (plaintext, Current::No) => Ok(Some(self.seal(&plaintext, context))),
+        }
+    }
+}
+
+/// Whether a value opened was sealed the current way: the active key, bound to its context.
+enum Current {
+    Yes,
+    No,
+}
+
+impl AesGcmSealer {
+    fn opened(
+        &self,
+        sealed: &SealedSecret,
+        context: &str,
+    ) -> Result<(Vec<u8>, Current), SealError> {
         let bytes = sealed.as_bytes();
         let aad = match bytes.first() {
             Some(&SEAL_VERSION) => context.as_bytes(),
@@ -386,9 +413,18 @@ impl SecretSealer for AesGcmSealer {
             msg: &bytes[13..],
             aad,
         };
-        std::iter::once(&self.active)
-            .chain(&self.retired)
+        if let Ok(plaintext) = self.active.decrypt(&nonce, payload()) {
+            let current = if bytes[0] == SEAL_VERSION {
+                Current::Yes
+            } else {
+                Current::No
+            };
+            return Ok((plaintext, current));
+        }
+        self.retired
+            .iter()
             .find_map(|key| key.decrypt(&nonce, payload()).ok())
+            .map(|plaintext| (plaintext, Current::No))
             .ok_or_else(|| SealError("no key opens it for this record, or it was altered".into()))
     }
 }
@@ -445,19 +481,23 @@ mod tests {
         assert!(sealer.open(&SealedSecret::new(downgraded), FOR).is_err());
     }
 
-    #[test]
-    fn secrets_sealed_before_contexts_still_open() {
-        let sealer = AesGcmSealer::generate();
-        // The first format, as earlier versions wrote it: no associated data.
+    /// The first format, as earlier versions wrote it: no associated data.
+    fn sealed_unbound(sealer: &AesGcmSealer, plaintext: &[u8]) -> SealedSecret {
         let nonce_bytes: [u8; 12] = rand::random();
         let ciphertext = sealer
             .active
-            .encrypt(&Nonce::from(nonce_bytes), b"old-token".as_ref())
+            .encrypt(&Nonce::from(nonce_bytes), plaintext)
             .unwrap();
         let mut bytes = vec![SEAL_VERSION_UNBOUND];
         bytes.extend_from_slice(&nonce_bytes);
         bytes.extend_from_slice(&ciphertext);
-        let old = SealedSecret::new(bytes);
+        SealedSecret::new(bytes)
+    }
+
+    #[test]
+    fn secrets_sealed_before_contexts_still_open() {
+        let sealer = AesGcmSealer::generate();
+        let old = sealed_unbound(&sealer, b"old-token");
         assert_eq!(
             sealer.open(&old, "webhook_endpoint:e1:secret").unwrap(),
             b"old-token"
@@ -481,6 +521,74 @@ mod tests {
         let after = AesGcmSealer::from_settings(&new, &[old]).unwrap();
         assert_eq!(after.open(&sealed, "c").unwrap(), b"token");
         assert!(AesGcmSealer::from_settings("short", &[]).is_err());
+    }
+
+    #[test]
+    fn resealing_rewrites_only_what_is_not_sealed_the_current_way() {
+        const FOR: &str = "webhook_endpoint:e1:secret";
+        let old_key = AesGcmSealer::new_key();
+        let new_key = AesGcmSealer::new_key();
+        let before = AesGcmSealer::from_settings(&old_key, &[]).unwrap();
+        let after = AesGcmSealer::from_settings(&new_key, std::slice::from_ref(&old_key)).unwrap();
+        let only_new = AesGcmSealer::from_settings(&new_key, &[]).unwrap();
+
+        // Current: left alone.
+        let current = after.seal(b"whsec", FOR);
+        assert_eq!(after.reseal(&current, FOR).unwrap(), None);
+        // By a retired key: sealed again by the active one, which alone then opens it.
+        let by_retired = before.seal(b"whsec", FOR);
+        assert!(only_new.open(&by_retired, FOR).is_err());
+        let resealed = after.reseal(&by_retired, FOR).unwrap().expect("resealed");
+        assert_eq!(only_new.open(&resealed, FOR).unwrap(), b"whsec");
+        assert_eq!(after.reseal(&resealed, FOR).unwrap(), None);
+        // Unbound (the first format), even by the active key: bound to its context now.
+        for sealer in [&before, &after] {
+            let unbound = sealed_unbound(sealer, b"whsec");
+            let bound = after.reseal(&unbound, FOR).unwrap().expect("resealed");
+            assert_eq!(bound.as_bytes()[0], SEAL_VERSION);
+            assert_eq!(only_new.open(&bound, FOR).unwrap(), b"whsec");
+            assert!(only_new.open(&bound, "webhook_endpoint:e2:secret").is_err());
+        }
+        // What does not open is not resealed: the same refusal as `open`'s.
+        assert!(
+            after
+                .reseal(&current, "webhook_endpoint:e2:secret")
+                .is_err()
+        );
+        assert!(only_new.reseal(&by_retired, FOR).is_err());
+        assert!(after.reseal(&SealedSecret::new(vec![2; 40]), FOR).is_err());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn reseal_fails_exactly_when_open_does(
+            flip in proptest::option::of((0usize..64, 1u8..=255)),
+            version in proptest::option::of(0u8..4),
+            unbound: bool,
+            context in "[a-c]{0,2}",
+        ) {
+            let sealer = AesGcmSealer::generate();
+            let sealed = if unbound {
+                sealed_unbound(&sealer, b"secret")
+            } else {
+                sealer.seal(b"secret", "ab")
+            };
+            let mut bytes = sealed.into_bytes();
+            if let Some((at, mask)) = flip {
+                let at = at % bytes.len();
+                bytes[at] ^= mask;
+            }
+            if let Some(v) = version {
+                bytes[0] = v;
+            }
+            let sealed = SealedSecret::new(bytes);
+            let opened = sealer.open(&sealed, &context);
+            let resealed = sealer.reseal(&sealed, &context);
+            proptest::prop_assert_eq!(opened.is_err(), resealed.is_err());
+            if let Ok(Some(again)) = resealed {
+                proptest::prop_assert_eq!(sealer.open(&again, &context).ok(), opened.ok());
+            }
+        }
     }
 
     #[test]

@@ -392,7 +392,7 @@ pub fn parse_events(names: &[String]) -> Result<Vec<HookEventType>, HookFailure>
 
 /// What an endpoint's sealed signing secret is bound to.
 pub(crate) fn secret_context(id: &WebhookEndpointId) -> String {
-    svc_ports::seal_context("webhook_endpoint", id.as_str(), "secret")
+    svc_ports::SealedField::WebhookSecret.context(id.as_str())
 }
 
 #[cfg(test)]

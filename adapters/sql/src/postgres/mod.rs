@@ -25,6 +25,7 @@ mod limits;
 mod maps;
 mod pages;
 mod readiness;
+mod sealed;
 mod tasks;
 mod telemetry;
 
