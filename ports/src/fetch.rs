@@ -26,6 +26,9 @@ pub enum UrlRefusal {
         address: String,
         range: &'static str,
     },
+    /// A port of another protocol that speaks text (mail, IRC, SIP, ...), which a request
+    /// could be forged into: the Fetch Standard's bad ports, which browsers refuse too.
+    Port { port: u16 },
 }
 
 impl fmt::Display for UrlRefusal {
@@ -49,6 +52,11 @@ impl fmt::Display for UrlRefusal {
                     "`{host}` is {address}, a {range} address, which is not fetched"
                 )
             }
+            UrlRefusal::Port { port } => write!(
+                f,
+                "port {port} is not fetched: it belongs to another protocol (a bad port of the \
+                 Fetch Standard, which browsers refuse too)"
+            ),
         }
     }
 }

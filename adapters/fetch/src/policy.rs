@@ -192,9 +192,20 @@ fn is_internal_name(host: &str) -> bool {
         || !host.contains('.')
 }
 
-/// Checks what can be checked without a lookup: scheme, credentials, IP literals and internal
-/// names. Returns the host name to resolve, or `None` when the host is an allowed IP literal.
-/// `sandbox_host` says whether a name is one of the sandbox's own demo hosts.
+/// The Fetch Standard's bad ports (<https://fetch.spec.whatwg.org/#port-blocking>): services
+/// that speak a line-based protocol a forged HTTP request could talk to (SMTP, IRC, SIP, ...).
+const BAD_PORTS: &[u16] = &[
+    0, 1, 7, 9, 11, 13, 15, 17, 19, 20, 21, 22, 23, 25, 37, 42, 43, 53, 69, 77, 79, 87, 95, 101,
+    102, 103, 104, 109, 110, 111, 113, 115, 117, 119, 123, 135, 137, 139, 143, 161, 179, 389, 427,
+    465, 512, 513, 514, 515, 526, 530, 531, 532, 540, 548, 554, 556, 563, 587, 601, 636, 989, 990,
+    993, 995, 1719, 1720, 1723, 2049, 3659, 4045, 4190, 5060, 5061, 6000, 6566, 6665, 6666, 6667,
+    6668, 6669, 6679, 6697, 10080,
+];
+
+/// Checks what can be checked without a lookup: scheme, credentials, bad ports, IP literals and
+/// internal names. Returns the host name to resolve, or `None` when the host is an allowed IP
+/// literal. `sandbox_host` says whether a name is one of the sandbox's own demo hosts (which
+/// may listen on any port).
 pub fn check_url(
     url: &Url,
     sandbox_host: impl Fn(&str, u16) -> bool,
@@ -215,8 +226,12 @@ pub fn check_url(
         None => Err(UrlRefusal::Unparsable {
             detail: "no host".into(),
         }),
-        Some(Host::Ipv4(ip)) => refuse_ip(url, IpAddr::V4(ip)).map(|()| None),
-        Some(Host::Ipv6(ip)) => refuse_ip(url, IpAddr::V6(ip)).map(|()| None),
+        Some(Host::Ipv4(ip)) => refuse_ip(url, IpAddr::V4(ip))
+            .and_then(|()| refuse_port(port))
+            .map(|()| None),
+        Some(Host::Ipv6(ip)) => refuse_ip(url, IpAddr::V6(ip))
+            .and_then(|()| refuse_port(port))
+            .map(|()| None),
         Some(Host::Domain(name)) => {
             // `demo.sandbox.test.` is `demo.sandbox.test`: the resolver reads it so, and the
             // checks must too (with the dot, a pinned name's port went unchecked).
@@ -227,8 +242,16 @@ pub fn check_url(
             if is_internal_name(&name) {
                 return Err(UrlRefusal::InternalName { host: name });
             }
+            refuse_port(port)?;
             Ok(Some(name))
         }
+    }
+}
+
+fn refuse_port(port: u16) -> Result<(), UrlRefusal> {
+    match BAD_PORTS.binary_search(&port) {
+        Ok(_) => Err(UrlRefusal::Port { port }),
+        Err(_) => Ok(()),
     }
 }
 
@@ -247,6 +270,11 @@ fn refuse_ip(url: &Url, ip: IpAddr) -> Result<(), UrlRefusal> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn bad_ports_are_sorted_for_the_search() {
+        assert!(BAD_PORTS.windows(2).all(|w| w[0] < w[1]));
+    }
 
     #[test]
     fn public_addresses_pass() {
@@ -326,6 +354,25 @@ mod tests {
             Some("example.com".into())
         );
         assert_eq!(check("http://93.184.216.34/").unwrap(), None);
+        // Ports of other protocols, named or as IP literals; the web's usual ports pass.
+        for bad in [
+            "http://example.com:25/",
+            "https://example.com:6667/",
+            "http://93.184.216.34:22/",
+            "http://[2606:4700:4700::1111]:5060/",
+            "http://example.com:0/",
+        ] {
+            assert!(matches!(check(bad), Err(UrlRefusal::Port { .. })), "{bad}");
+        }
+        for good in [
+            "http://example.com:8080/",
+            "https://example.com:443/",
+            "http://example.com:80/",
+            "https://93.184.216.34:8443/",
+            "http://example.com:3000/",
+        ] {
+            assert!(check(good).is_ok(), "{good}");
+        }
         let sandbox = |h: &str, p: u16| h == "shop.sandbox.test" && p == 9000;
         assert!(
             check_url(

@@ -104,6 +104,7 @@ fn class(e: &FetchError) -> String {
             UrlRefusal::Credentials => "credentials",
             UrlRefusal::InternalName { .. } => "internal_name",
             UrlRefusal::Address { .. } => "address",
+            UrlRefusal::Port { .. } => "port",
         }
         .to_owned(),
         FetchError::Connect { .. } => "unreachable".to_owned(),
@@ -134,6 +135,7 @@ async fn hostile_urls_are_refused_before_any_request() {
             "http://169.254.169.254/latest/meta-data/".to_owned(),
         ),
         ("relative-userinfo", format!("//user:pw@127.0.0.1:{p}/")),
+        ("smtp", "http://93.184.216.34:25/".to_owned()),
     ];
     for (name, target) in &redirects {
         redirect_to(name, target.clone()).mount(&server).await;
@@ -195,6 +197,10 @@ async fn hostile_urls_are_refused_before_any_request() {
         ("data:text/html,hi".into(), "scheme"),
         ("javascript:alert(1)".into(), "scheme"),
         ("http://user:pass@example.com/".into(), "credentials"),
+        // Public, but another protocol's port (mail, IRC, SIP): browsers refuse them too.
+        ("http://nxdomain.example.com:25/".into(), "port"),
+        ("https://93.184.216.34:6667/".into(), "port"),
+        ("http://[2606:4700:4700::1111]:5060/".into(), "port"),
         ("not a url".into(), "unparsable"),
         // The sandbox's own name on another port would reach another local service.
         (format!("http://{SANDBOX}:{p}/"), "internal_name"),
@@ -206,6 +212,7 @@ async fn hostile_urls_are_refused_before_any_request() {
         let expected = match *name {
             "file" => "scheme",
             "relative-userinfo" => "credentials",
+            "smtp" => "port",
             _ => "address",
         };
         cases.push((format!("{sandbox}/to-{name}"), expected));
