@@ -20,6 +20,12 @@ pub use render::RenderMode;
 /// caller's batch does not crowd out everyone else's reads.
 pub const BATCH_CONCURRENCY: usize = 4;
 
+/// How long a batch reads: a read still running then answers as a site that did not answer in
+/// time, so the batch answers within a balancer's patience (its pages, 5 rounds of 4, could
+/// otherwise take each the fetch deadline and a render's limit). The reads already done are
+/// kept.
+pub const BATCH_DEADLINE: std::time::Duration = std::time::Duration::from_secs(45);
+
 /// A batch [`ReadService::check_many_for`] accepted, to read.
 pub struct CheckedBatch<'a> {
     service: &'a ReadService,
@@ -28,12 +34,21 @@ pub struct CheckedBatch<'a> {
 
 impl CheckedBatch<'_> {
     /// Each read exactly as a single one (cache, guard, robots), at most [`BATCH_CONCURRENCY`]
-    /// at a time; the answers in the order asked. A request asked twice is read once and its
-    /// answer given at each place: read at the same time, both would miss the cache and fetch
-    /// (or render) the page twice.
+    /// at a time, all within [`BATCH_DEADLINE`]; the answers in the order asked. A request
+    /// asked twice is read once and its answer given at each place: read at the same time,
+    /// both would miss the cache and fetch (or render) the page twice.
     pub async fn read(self) -> Vec<Result<ReadOutcome, ReadError>> {
         use futures_util::StreamExt;
         let service = self.service;
+        let deadline = tokio::time::Instant::now() + BATCH_DEADLINE;
+        let read_checked = |r: ReadRequest| async move {
+            match tokio::time::timeout_at(deadline, service.read_checked(&r)).await {
+                Ok(answer) => answer,
+                Err(_) => Err(ReadError::Unreachable(FetchError::Timeout {
+                    seconds: BATCH_DEADLINE.as_secs(),
+                })),
+            }
+        };
         let mut unique: Vec<&ReadRequest> = Vec::new();
         let places: Vec<usize> = self
             .requests
@@ -50,7 +65,7 @@ impl CheckedBatch<'_> {
         let owned: Vec<ReadRequest> = unique.iter().map(|r| (*r).clone()).collect();
         type Answer = Option<Result<ReadOutcome, ReadError>>;
         let mut answers: Vec<Answer> = futures_util::stream::iter(owned)
-            .map(|r| async move { service.read_checked(&r).await })
+            .map(read_checked)
             .buffered(BATCH_CONCURRENCY)
             .map(Some)
             .collect()
@@ -72,7 +87,7 @@ impl CheckedBatch<'_> {
         }
         let reread: Vec<(usize, Result<ReadOutcome, ReadError>)> =
             futures_util::stream::iter(again)
-                .map(|(at, r)| async move { (at, service.read_checked(&r).await) })
+                .map(|(at, r)| async move { (at, read_checked(r).await) })
                 .buffered(BATCH_CONCURRENCY)
                 .collect()
                 .await;

@@ -136,7 +136,9 @@ impl ReadApi {
     /// Each URL is read as `POST /api/read` would read it (cache, guarded client, robots.txt)
     /// and counts as one request against the key's rate limit; the answers come in the order
     /// of `urls`, each a page, a `blocked` outcome, or an `error` with the problem a single read
-    /// would have had (one bad URL takes no other with it). A URL given twice is read once. More
+    /// would have had (one bad URL takes no other with it). A URL given twice is read once.
+    /// Four are read at a time, and the batch answers within 45 s: a read still running then
+    /// is an `error` (`upstream_unreachable`, to retry), the pages read are kept. More
     /// URLs than the key's rate limit allows at once is 422 `invalid_request` (never 429: no
     /// wait would let it through).
     #[oai(path = "/api/read/batch", method = "post", operation_id = "readPages")]

@@ -438,3 +438,100 @@ async fn a_pdf_read_while_every_parser_is_busy_is_an_error_to_retry() {
         Err(ReadError::PdfBusy(PdfRefusal::Busy(10)))
     ));
 }
+
+/// A site that answers `/slow…` only after `delay` (on tokio's clock) and the rest at once.
+struct SlowSite {
+    delay: std::time::Duration,
+}
+
+#[async_trait::async_trait]
+impl PageFetcher for SlowSite {
+    async fn fetch(&self, request: &FetchRequest) -> Result<FetchedPage, FetchError> {
+        if request.url.contains("/slow") {
+            tokio::time::sleep(self.delay).await;
+        }
+        Ok(fetched(
+            200,
+            "text/html",
+            &format!("<p>{}</p>", request.url),
+        ))
+    }
+    async fn robots(&self, _url: &str) -> Result<RobotsDecision, FetchError> {
+        unreachable!("a read asks robots.txt through fetch")
+    }
+}
+
+/// A batch answers within its deadline however slow its sites: what was read is kept, and a
+/// read still running answers as a site that did not answer in time.
+#[tokio::test(start_paused = true)]
+async fn a_batch_answers_within_its_deadline_keeping_what_was_read() {
+    let mut clock = MockClock::new();
+    clock.expect_now().returning(now);
+    let svc = ReadService::new(
+        Arc::new(SlowSite {
+            delay: BATCH_DEADLINE * 10,
+        }),
+        Arc::new(empty_cache()),
+        Arc::new(MarkerExtractor),
+        Arc::new(svc_ports::document::MockPdfReader::new()),
+        Arc::new(clock),
+    );
+    let mut requests: Vec<ReadRequest> = (0..BATCH_CONCURRENCY)
+        .map(|n| ReadRequest::new(format!("https://example.com/slow{n}")))
+        .collect();
+    requests.insert(1, ReadRequest::new("https://example.com/quick"));
+    let started = tokio::time::Instant::now();
+    let answers = CheckedBatch {
+        service: &svc,
+        requests,
+    }
+    .read()
+    .await;
+    assert_eq!(
+        started.elapsed(),
+        BATCH_DEADLINE,
+        "answered at the deadline"
+    );
+    let texts: Vec<String> = answers
+        .iter()
+        .map(|a| match a {
+            Ok(ReadOutcome::Page(p)) => p.text.clone(),
+            Err(ReadError::Unreachable(FetchError::Timeout { seconds })) => {
+                format!("timeout {seconds}")
+            }
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    let timeout = format!("timeout {}", BATCH_DEADLINE.as_secs());
+    assert_eq!(texts[1], "<p>https://example.com/quick</p>");
+    for at in [0, 2, 3, 4] {
+        assert_eq!(texts[at], timeout, "{at}");
+    }
+
+    // Sites that answer within the deadline are all read, however many rounds it takes.
+    let mut clock = MockClock::new();
+    clock.expect_now().returning(now);
+    let svc = ReadService::new(
+        Arc::new(SlowSite {
+            delay: BATCH_DEADLINE / 10,
+        }),
+        Arc::new(empty_cache()),
+        Arc::new(MarkerExtractor),
+        Arc::new(svc_ports::document::MockPdfReader::new()),
+        Arc::new(clock),
+    );
+    let requests: Vec<ReadRequest> = (0..8)
+        .map(|n| ReadRequest::new(format!("https://example.com/slow{n}")))
+        .collect();
+    let answers = CheckedBatch {
+        service: &svc,
+        requests,
+    }
+    .read()
+    .await;
+    assert!(
+        answers
+            .iter()
+            .all(|a| matches!(a, Ok(ReadOutcome::Page(_))))
+    );
+}
