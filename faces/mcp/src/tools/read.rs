@@ -147,8 +147,9 @@ impl SvcMcp {
         description = "Reads 1 to 20 public web pages at once, each exactly as read_page would (guarded client, \
             robots.txt honoured, a copy up to max_age seconds old may answer), and returns one answer per URL in \
             their order: a page, outcome blocked with a reason, or outcome error with the problem a single read \
-            would have had; one bad URL takes no other with it. Each URL counts as one request against the key's \
-            rate limit. Needs an API key with the read scope.",
+            would have had; one bad URL takes no other with it. Answers within 45 seconds: a page still being read \
+            then is an error to retry. Each URL counts as one request against the key's rate limit. Needs an API \
+            key with the read scope.",
         output_schema = wire::<ReadBatchResult>(),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = true)
     )]
