@@ -3,6 +3,7 @@
 
 use svc::config::SealingArgs;
 use svc::services::reseal::{FieldReport, Mode};
+use svc::startup::ResealKey;
 
 #[derive(clap::Args)]
 pub struct ResealArgs {
@@ -11,18 +12,37 @@ pub struct ResealArgs {
     #[command(flatten)]
     sealing: SealingArgs,
     /// Only count what is not sealed the current way (writes nothing); exits with status 1
-    /// when anything is, so the retired key is still needed.
+    /// when anything is.
     #[arg(long)]
     check: bool,
+    /// Seal with a key the instances recorded before their newest one (after a rollback to
+    /// it); without it only the newest recorded key reseals.
+    #[arg(long)]
+    allow_older_key: bool,
 }
 
+/// Exit status 0: every value is sealed the current way (or now is); 1: some are not (with
+/// `--check`), or some open with no key; 2: nothing was done or the run stopped (a refused key,
+/// no database, a store error).
 pub async fn run(args: ResealArgs) -> anyhow::Result<()> {
     let mode = if args.check {
         Mode::Check
     } else {
         Mode::Reseal
     };
-    let reports = svc::startup::reseal(&args.database_url, &args.sealing.sealing(), mode).await?;
+    let allowed = if args.allow_older_key {
+        ResealKey::AnyRecorded
+    } else {
+        ResealKey::Newest
+    };
+    let sealing = args.sealing.sealing();
+    let reports = match svc::startup::reseal(&args.database_url, &sealing, mode, allowed).await {
+        Ok(reports) => reports,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::exit(2);
+        }
+    };
     print!("{}", table(&reports, mode));
     let unopenable: u64 = reports.iter().map(|r| r.unopenable).sum();
     let stale: u64 = reports.iter().map(|r| r.stale).sum();
@@ -35,7 +55,7 @@ pub async fn run(args: ResealArgs) -> anyhow::Result<()> {
     if mode == Mode::Check && stale > 0 {
         anyhow::bail!(
             "{stale} sealed values are not sealed with the current key for their record: run \
-             `svc reseal` before dropping a retired key"
+             `svc reseal`"
         );
     }
     Ok(())

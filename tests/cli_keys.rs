@@ -287,14 +287,12 @@ fn a_lost_key_file_is_noticed_on_sqlite() {
 
 /// `svc reseal` with the database and connection key settings of `env`: its exit code, stdout
 /// and stderr.
-fn reseal(dir: &Path, env: &[(&str, &str)], check: bool) -> (Option<i32>, String, String) {
+fn reseal(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> (Option<i32>, String, String) {
     let mut c = support::svc(dir);
     c.arg("reseal")
+        .args(args)
         .env_remove("SVC_CONNECTION_KEY")
         .env_remove("SVC_CONNECTION_KEYS_RETIRED");
-    if check {
-        c.arg("--check");
-    }
     for (k, v) in env {
         c.env(k, v);
     }
@@ -324,10 +322,22 @@ fn counts(report: &str, field: &str) -> Vec<u64> {
 
 /// After a connection key rotation, `svc reseal` seals the stored secrets again with the new
 /// key, so the old one can leave the settings: `--check` says when, and an instance with only
-/// the new key then opens everything. It refuses a key no instance has started with.
+/// the new key then opens everything. It refuses (status 2, nothing written) a directory
+/// without the database, a key no instance has started with and an older recorded key, and
+/// names a value no key opens (status 1).
 #[tokio::test]
 async fn reseal_moves_stored_secrets_to_the_new_key_so_the_old_one_can_go() {
     let dir = tempfile::tempdir().unwrap();
+    // The wrong directory: no database, nothing created, not even a key file.
+    let (code, _, stderr) = reseal(dir.path(), &[], &["--check"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("SVC_DATABASE_URL"), "{stderr}");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing created"
+    );
+
     let old = [("SVC_CONNECTION_KEY", KEY_3)];
     let rotated = [
         ("SVC_CONNECTION_KEY", KEY_4),
@@ -363,20 +373,20 @@ async fn reseal_moves_stored_secrets_to_the_new_key_so_the_old_one_can_go() {
     drop(server);
 
     // No instance seals with the new key yet: refused, nothing written.
-    let (code, _, stderr) = reseal(dir.path(), &rotated, false);
-    assert_eq!(code, Some(1), "{stderr}");
+    let (code, _, stderr) = reseal(dir.path(), &rotated, &[]);
+    assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("SVC_CONNECTION_KEY"), "{stderr}");
 
     let (server, _) = serving(dir.path(), &rotated);
     drop(server);
-    let (code, report, _) = reseal(dir.path(), &rotated, true);
+    let (code, report, _) = reseal(dir.path(), &rotated, &["--check"]);
     assert_eq!(code, Some(1), "the retired key is still needed: {report}");
     // READ CURRENT STALE CHANGED UNOPENABLE
     assert_eq!(counts(&report, "webhook_endpoints.secret"), [1, 0, 1, 0, 0]);
-    let (code, report, stderr) = reseal(dir.path(), &rotated, false);
+    let (code, report, stderr) = reseal(dir.path(), &rotated, &[]);
     assert_eq!(code, Some(0), "{report}{stderr}");
     assert_eq!(counts(&report, "webhook_endpoints.secret"), [1, 0, 1, 0, 0]);
-    let (code, report, _) = reseal(dir.path(), &rotated, true);
+    let (code, report, _) = reseal(dir.path(), &rotated, &["--check"]);
     assert_eq!(code, Some(0), "{report}");
     assert_eq!(counts(&report, "webhook_endpoints.secret"), [1, 1, 0, 0, 0]);
 
@@ -401,14 +411,46 @@ async fn reseal_moves_stored_secrets_to_the_new_key_so_the_old_one_can_go() {
     let (_new_only, _) = serving(dir.path(), &[("SVC_CONNECTION_KEY", KEY_4)]);
 
     // A key the record does not know is refused even with the right retired key.
-    let (code, _, stderr) = reseal(
-        dir.path(),
-        &[
-            ("SVC_CONNECTION_KEY", KEY_1),
-            ("SVC_CONNECTION_KEYS_RETIRED", KEY_4),
-        ],
-        false,
-    );
-    assert_eq!(code, Some(1), "{stderr}");
+    let unknown = [
+        ("SVC_CONNECTION_KEY", KEY_1),
+        ("SVC_CONNECTION_KEYS_RETIRED", KEY_4),
+    ];
+    let (code, _, stderr) = reseal(dir.path(), &unknown, &["--allow-older-key"]);
+    assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("SVC_CONNECTION_KEY"), "{stderr}");
+    // The old key, recorded but not the newest (a stale configuration), would seal what the
+    // instances can no longer open: refused unless the rollback is said.
+    let rollback = [
+        ("SVC_CONNECTION_KEY", KEY_3),
+        ("SVC_CONNECTION_KEYS_RETIRED", KEY_4),
+    ];
+    let (code, _, stderr) = reseal(dir.path(), &rollback, &["--check"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--allow-older-key"), "{stderr}");
+    let (code, report, _) = reseal(dir.path(), &rollback, &["--check", "--allow-older-key"]);
+    assert_eq!(code, Some(1), "{report}");
+    assert_eq!(counts(&report, "webhook_endpoints.secret"), [1, 0, 1, 0, 0]);
+
+    // A value no key opens is named and left; the others are still resealed.
+    let garbage = svc_ports::SealedSecret::new(vec![2; 40]);
+    assert!(
+        store
+            .replace_sealed(
+                svc_ports::SealedField::WebhookSecret,
+                &endpoint,
+                &stored[0].1,
+                &garbage
+            )
+            .await
+            .unwrap()
+    );
+    let (code, report, stderr) = reseal(dir.path(), &rotated, &[]);
+    assert_eq!(code, Some(1), "{report}{stderr}");
+    assert_eq!(counts(&report, "webhook_endpoints.secret"), [1, 0, 0, 0, 1]);
+    assert!(
+        report.contains(&format!(
+            "does not open: webhook_endpoints.secret of {endpoint}"
+        )),
+        "{report}"
+    );
 }

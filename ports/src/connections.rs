@@ -322,8 +322,8 @@ pub struct SealError(pub String);
 /// sealed for another context, so a sealed value copied into another record (a bad update, a
 /// mixed-up restore, someone with write access to the store but not the key) is refused
 /// rather than used as that record's. Values sealed before contexts existed (the adapter's
-/// first format) open under any context until [`SecretSealer::reseal`] rewrites them (`svc
-/// reseal`), as do values sealed by a retired key.
+/// first format) open under any context; [`SecretSealer::reseal`] (`svc reseal`) rewrites them
+/// bound to their record, and those sealed by a retired key under the active one.
 #[cfg_attr(feature = "mock", mockall::automock)]
 pub trait SecretSealer: Send + Sync {
     fn seal(&self, plaintext: &[u8], context: &str) -> SealedSecret;

@@ -4,10 +4,7 @@
 //! nothing it signs or seals outlives it.
 
 use anyhow::Context;
-use svc_ports::{
-    Clock, KeyFingerprint, KeyKind, KeySetStore,
-    key_set::{Admission, admit},
-};
+use svc_ports::{Clock, KeyFingerprint, KeyKind, KeySetStore};
 use svc_services::key_set::{KeyCheck, KeySetError, check_key};
 use svc_services::reseal::{FieldReport, Mode, reseal_all};
 
@@ -196,41 +193,136 @@ pub(super) async fn check_key_set(
     .await
 }
 
+/// Which recorded keys `svc reseal` may seal with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResealKey {
+    /// Only the newest key recorded: the one the instances rotated to last.
+    Newest,
+    /// Any recorded key (a rollback to an older key the instances use again).
+    AnyRecorded,
+}
+
 /// `svc reseal`: seals every stored secret not sealed the current way (by the active connection
-/// key, bound to its record) again, or with [`Mode::Check`] only counts them. The active key
-/// must be one the instances sharing the store already seal with (recorded at their start), so
-/// nothing is sealed under a key they cannot open.
+/// key, bound to its record) again, or with [`Mode::Check`] only counts them. Nothing is created:
+/// not a database (a SQLite file must exist), not a key file. The active key must be the newest
+/// one the store's instances recorded at their start (or, with [`ResealKey::AnyRecorded`], any
+/// recorded one), so a wrong directory, a stale configuration or a key no instance started with
+/// is refused before anything is sealed. That the instances all hold the key is the operator's
+/// part: run it once every instance runs with it as its current key.
 pub async fn reseal(
     database_url: &str,
     sealing: &Sealing,
     mode: Mode,
+    allowed: ResealKey,
 ) -> anyhow::Result<Vec<FieldReport>> {
+    if let Some(path) = sqlite_path(database_url)
+        && !path.exists()
+    {
+        anyhow::bail!(
+            "SVC_DATABASE_URL: there is no database at {} (the instances' SVC_DATABASE_URL, \
+             or run from their directory)",
+            path.display()
+        );
+    }
+    let (active, retired, from_file) = match sealing {
+        Sealing::Ephemeral => anyhow::bail!(
+            "SVC_CONNECTION_KEY: resealing needs the connection key the instances use"
+        ),
+        Sealing::Key { active, retired } => (active.clone(), retired.clone(), None),
+        Sealing::KeyFile { path, retired } => {
+            let key = std::fs::read_to_string(path).with_context(|| {
+                format!(
+                    "SVC_CONNECTION_KEY is unset and the key file {} cannot be read",
+                    path.display()
+                )
+            })?;
+            (key.trim().to_owned(), retired.clone(), Some(path.clone()))
+        }
+    };
+    let (current, retired_fingerprints) = svc_oauth::key_fingerprints(&active, &retired)
+        .map_err(|e| anyhow::anyhow!("SVC_CONNECTION_KEY / SVC_CONNECTION_KEYS_RETIRED: {e}"))?;
     let stores = super::Stores::open(database_url, 2).await?;
-    let identity = connection_identity(sealing)?
-        .context("resealing needs the connection key the instances use (SVC_CONNECTION_KEY)")?;
     let recorded = stores
         .key_set
         .recorded_keys(KeyKind::Connection)
         .await
         .context("reading the store's record of keys")?;
-    match admit(&recorded, &identity.current, &identity.retired) {
-        // A store no instance has started on seals nothing yet.
-        Admission::Known | Admission::First => {}
-        Admission::Rotation | Admission::Refused => {
-            let recorded: Vec<String> = recorded
-                .iter()
-                .map(|k| format!("fingerprint {}…", k.short()))
-                .collect();
-            anyhow::bail!(
-                "SVC_CONNECTION_KEY: this connection key, fingerprint {}…, is not one the \
-                 instances sharing this database seal with yet (recorded: {}). Start the \
-                 instances with it first (the old key in SVC_CONNECTION_KEYS_RETIRED), then \
-                 reseal",
-                identity.current.short(),
-                recorded.join(", ")
-            );
-        }
+    let admitted = match allowed {
+        ResealKey::Newest => recorded.last() == Some(&current),
+        ResealKey::AnyRecorded => recorded.contains(&current),
+    };
+    if !admitted {
+        let identity = Identity {
+            current,
+            retired: retired_fingerprints,
+            from_file,
+        };
+        return Err(reseal_refusal(&identity, &recorded, allowed));
     }
-    let sealer = super::sealer(sealing)?;
+    let sealer = svc_oauth::AesGcmSealer::from_settings(&active, &retired)
+        .map_err(|e| anyhow::anyhow!("SVC_CONNECTION_KEY: {e}"))?;
     reseal_all(stores.sealed.as_ref(), &sealer, mode).await
+}
+
+/// Why a key may not reseal, naming where it came from and the recorded keys by fingerprint.
+fn reseal_refusal(
+    identity: &Identity,
+    recorded: &[KeyFingerprint],
+    allowed: ResealKey,
+) -> anyhow::Error {
+    let source = match &identity.from_file {
+        Some(path) => format!(
+            " (read from {}, as SVC_CONNECTION_KEY is unset)",
+            path.display()
+        ),
+        None => " (SVC_CONNECTION_KEY)".to_owned(),
+    };
+    if recorded.is_empty() {
+        return anyhow::anyhow!(
+            "SVC_DATABASE_URL: no instance has recorded a connection key in this database, so \
+             it seals nothing yet; is it the instances' database?"
+        );
+    }
+    let recorded: Vec<String> = recorded
+        .iter()
+        .map(|k| format!("fingerprint {}…", k.short()))
+        .collect();
+    let which = match allowed {
+        ResealKey::Newest => "the newest connection key the instances recorded",
+        ResealKey::AnyRecorded => "a connection key the instances recorded",
+    };
+    anyhow::anyhow!(
+        "SVC_CONNECTION_KEY: this connection key{source}, fingerprint {}…, is not {which} \
+         (recorded, oldest first: {}). Start the instances with it as their key first (the \
+         old one in SVC_CONNECTION_KEYS_RETIRED), then reseal; after a rollback to an older \
+         key, pass --allow-older-key",
+        identity.current.short(),
+        recorded.join(", ")
+    )
+}
+
+/// The file of a `sqlite:` URL (`sqlite://PATH` or `sqlite:PATH`, options after `?`), if it
+/// names one.
+fn sqlite_path(database_url: &str) -> Option<std::path::PathBuf> {
+    let rest = database_url.strip_prefix("sqlite:")?;
+    let rest = rest.strip_prefix("//").unwrap_or(rest);
+    let path = rest.split('?').next().unwrap_or(rest);
+    (!path.is_empty() && path != ":memory:").then(|| std::path::PathBuf::from(path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sqlite_path;
+
+    #[test]
+    fn sqlite_urls_name_their_file() {
+        assert_eq!(sqlite_path("sqlite://./svc.db"), Some("./svc.db".into()));
+        assert_eq!(
+            sqlite_path("sqlite:///var/lib/svc.db?mode=rwc"),
+            Some("/var/lib/svc.db".into())
+        );
+        assert_eq!(sqlite_path("sqlite:svc.db"), Some("svc.db".into()));
+        assert_eq!(sqlite_path("sqlite::memory:"), None);
+        assert_eq!(sqlite_path("postgres://u@h/db"), None);
+    }
 }

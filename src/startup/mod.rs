@@ -6,7 +6,7 @@ mod application;
 pub mod bot_auth;
 mod jobs;
 mod keys;
-pub use keys::reseal;
+pub use keys::{ResealKey, reseal};
 pub mod metrics;
 
 use std::{collections::HashMap, net::SocketAddr, sync::Arc, time::Duration};
@@ -191,7 +191,7 @@ pub enum Sealing {
     },
 }
 
-pub(crate) fn sealer(sealing: &Sealing) -> anyhow::Result<AesGcmSealer> {
+fn sealer(sealing: &Sealing) -> anyhow::Result<AesGcmSealer> {
     match sealing {
         Sealing::Ephemeral => Ok(AesGcmSealer::generate()),
         Sealing::Key { active, retired } => AesGcmSealer::from_settings(active, retired)
