@@ -406,3 +406,49 @@ async fn host_headers_are_one_and_present() {
         assert_eq!(status_of(request.clone()).await, want, "{request:?}");
     }
 }
+
+/// A compressed body would be read as its compressed bytes: 415 with `Accept-Encoding:
+/// identity` (RFC 9110), before any handler, on every face; `identity` is read as usual.
+#[tokio::test]
+async fn compressed_bodies_are_refused_with_the_coding_to_use() {
+    let app = TestApp::spawn().await;
+    let client = reqwest::Client::new();
+    let body = r#"{"url":"https://example.com/"}"#;
+    for (path, coding) in [
+        ("/api/read", "gzip"),
+        ("/api/read", "br, identity"),
+        ("/mcp", "deflate"),
+        ("/oauth2/token", "zstd"),
+        ("/api/read", "x\u{1}y"),
+    ] {
+        let resp = client
+            .post(app.url(path))
+            .header("content-type", "application/json")
+            .header("content-encoding", coding.replace('\u{1}', "%01"))
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 415, "{path} {coding}");
+        assert_eq!(
+            resp.headers()["accept-encoding"],
+            "identity",
+            "{path} {coding}"
+        );
+        let text = resp.text().await.unwrap();
+        assert!(text.contains("unsupported_media_type"), "{path}: {text}");
+    }
+    // Uncompressed, said or not: past the edge (401 without a key, not 415).
+    for coding in [Some("identity"), Some("Identity"), None] {
+        let mut req = client
+            .post(app.url("/api/read"))
+            .header("content-type", "application/json")
+            .body(body);
+        if let Some(c) = coding {
+            req = req.header("content-encoding", c);
+        }
+        let resp = req.send().await.unwrap();
+        assert_eq!(resp.status(), 401, "{coding:?}");
+        assert!(resp.headers().get("accept-encoding").is_none());
+    }
+}

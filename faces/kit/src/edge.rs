@@ -276,6 +276,27 @@ pub(crate) fn decodes_to_utf8(data: &[u8]) -> bool {
 /// The endpoints OAuth clients call: their errors carry RFC 6749's `error` and
 /// `error_description` also when the body is refused before the handler (not UTF-8, too
 /// large), beside the problem's fields.
+/// The content coding of the request's body when it is not `identity`, as the detail names it
+/// (a token, else a placeholder: the header is the caller's text).
+fn body_coding(req: &Request) -> Option<String> {
+    let codings = req.headers().get_all(header::CONTENT_ENCODING);
+    let coded = codings.iter().find(|v| {
+        v.to_str().map_or(true, |v| {
+            v.split(',')
+                .any(|c| !c.trim().is_empty() && !c.trim().eq_ignore_ascii_case("identity"))
+        })
+    })?;
+    let named = coded.to_str().ok().map(str::trim).filter(|v| {
+        v.len() <= 40
+            && v.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | ',' | ' ' | '.'))
+    });
+    Some(match named {
+        Some(v) => format!("`{v}`"),
+        None => "of another coding".to_owned(),
+    })
+}
+
 const OAUTH_PATHS: [&str; 3] = [
     "/oauth2/token",
     "/oauth2/device_authorization",
@@ -318,6 +339,7 @@ pub async fn edge<E: Endpoint>(next: E, mut req: Request) -> poem::Result<Respon
         let path = req.uri().path().to_owned();
         let method = method_label(req.method());
         let authorization_sent = req.headers().contains_key(header::AUTHORIZATION);
+        let coded_body = body_coding(&req).is_some();
         let wants_html = req
             .headers()
             .get(header::ACCEPT)
@@ -348,6 +370,18 @@ pub async fn edge<E: Endpoint>(next: E, mut req: Request) -> poem::Result<Respon
                 )
                 .into());
             }
+            // A compressed body would be read as its compressed bytes (JSON that does not
+            // parse, a webhook signature over other bytes): RFC 9110 answers 415.
+            if let Some(coding) = body_coding(&req) {
+                return Err(ApiProblem::new(
+                    FailureClass::UnsupportedMediaType,
+                    format!(
+                        "The body is sent with Content-Encoding {coding}; only uncompressed \
+                         bodies (identity) are read."
+                    ),
+                )
+                .into());
+            }
             cap_body(&mut req, edge.max_body_bytes).await?;
             next.call(req).await.map(IntoResponse::into_response)
         }
@@ -375,6 +409,12 @@ pub async fn edge<E: Endpoint>(next: E, mut req: Request) -> poem::Result<Respon
                 }
                 resp.headers_mut()
                     .insert(header::VARY, HeaderValue::from_static("Accept"));
+                if problem.class == FailureClass::UnsupportedMediaType && coded_body {
+                    resp.headers_mut().insert(
+                        header::ACCEPT_ENCODING,
+                        HeaderValue::from_static("identity"),
+                    );
+                }
                 resp
             }
         };
