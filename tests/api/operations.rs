@@ -452,3 +452,39 @@ async fn compressed_bodies_are_refused_with_the_coding_to_use() {
         assert!(resp.headers().get("accept-encoding").is_none());
     }
 }
+
+/// A query parameter given twice would mean two things (the first used to win silently): 400
+/// naming it, except the list parameters, given once per item.
+#[tokio::test]
+async fn a_query_parameter_given_twice_is_refused_unless_it_is_a_list() {
+    let app = TestApp::spawn().await;
+    let key = app.api_key.clone();
+    let client = reqwest::Client::new();
+    let status = async |query: &str| {
+        let resp = client
+            .get(app.url(&format!("/api/tasks?{query}")))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap();
+        (resp.status().as_u16(), resp.text().await.unwrap())
+    };
+    let (code, body) = status("limit=1&limit=100").await;
+    assert_eq!(code, 400, "{body}");
+    assert!(body.contains("`limit` more than once"), "{body}");
+    assert_eq!(status("limit=1&%6Cimit=100").await.0, 400, "decoded names");
+    assert_eq!(status("limit=1").await.0, 200);
+    let resp = client
+        .get(app.url(
+            "/api/read?url=https://example.com/&include_selectors=main&include_selectors=%5B%5B",
+        ))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    // Past the edge, and both items read: the second does not parse (422, before any fetch).
+    let code = resp.status();
+    let body = resp.text().await.unwrap();
+    assert_eq!(code, 422, "a list parameter is given once per item: {body}");
+    assert!(body.contains("[["), "{body}");
+}

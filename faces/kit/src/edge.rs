@@ -359,6 +359,19 @@ pub async fn edge<E: Endpoint>(next: E, mut req: Request) -> poem::Result<Respon
                 )
                 .into());
             }
+            if path.starts_with("/api/")
+                && let Some(name) =
+                    crate::headers::repeated_parameter(req.uri().query().unwrap_or_default())
+            {
+                let name = Some(name)
+                    .filter(|n| n.len() <= 40 && n.bytes().all(|b| b.is_ascii_graphic()))
+                    .map_or_else(|| "a parameter".to_owned(), |n| format!("`{n}`"));
+                return Err(ApiProblem::new(
+                    FailureClass::MalformedRequest,
+                    format!("The query string gives {name} more than once; give it once."),
+                )
+                .into());
+            }
             // RFC 9112: an HTTP/1.1 request without `Host` is 400 (HTTP/1.0 may omit it, as a
             // balancer's health check does; HTTP/2 names the authority its own way).
             if req.version() == poem::http::Version::HTTP_11

@@ -19,6 +19,21 @@ pub fn repeated(req: &Request) -> Option<&'static str> {
         .find(|name| req.headers().get_all(*name).iter().nth(1).is_some())
 }
 
+/// Query parameters of the REST API that are lists, given once per item
+/// (`include_selectors=a&include_selectors=b`); every other one is given once.
+pub const LIST_PARAMETERS: [&str; 2] = ["include_selectors", "exclude_selectors"];
+
+/// The name of the first query parameter `query` gives twice that is not a list (as the
+/// parameter reader would see it, percent-decoded): the first copy would win silently, so a
+/// proxy or a log reading the last would disagree with what ran.
+pub fn repeated_parameter(query: &str) -> Option<String> {
+    let mut seen = std::collections::HashSet::new();
+    url::form_urlencoded::parse(query.as_bytes())
+        .map(|(name, _)| name)
+        .find(|name| !LIST_PARAMETERS.contains(&name.as_ref()) && !seen.insert(name.clone()))
+        .map(|name| name.into_owned())
+}
+
 /// A media type's essence: the type and subtype, without parameters, trimmed.
 pub fn essence(content_type: &str) -> &str {
     content_type.split(';').next().unwrap_or_default().trim()
@@ -62,6 +77,25 @@ pub fn idempotency_key(req: &Request) -> Result<Option<String>, ApiProblem> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_parameter_given_twice_is_named_unless_it_is_a_list() {
+        assert_eq!(
+            repeated_parameter("limit=1&limit=500"),
+            Some("limit".into())
+        );
+        assert_eq!(
+            repeated_parameter("a=1&b=2&%61=3"),
+            Some("a".into()),
+            "decoded"
+        );
+        assert_eq!(repeated_parameter("url=x&format=text"), None);
+        assert_eq!(
+            repeated_parameter("include_selectors=a&include_selectors=b&url=x"),
+            None
+        );
+        assert_eq!(repeated_parameter(""), None);
+    }
 
     #[test]
     fn content_types_are_judged_by_their_essence() {
