@@ -275,6 +275,11 @@ pub(crate) fn exhaustion(r: &impl Columns) -> Result<svc_ports::Exhaustion, Stor
     })
 }
 
+/// A sealed value as `SealedStore::sealed_values` reads it: `id`, `sealed`.
+pub(crate) fn sealed_value(r: &impl Columns) -> Result<(String, SealedSecret), StoreError> {
+    Ok((r.text("id")?, SealedSecret::new(r.bytes("sealed")?)))
+}
+
 pub(crate) fn connection(r: &impl Columns) -> Result<ConnectionRecord, StoreError> {
     Ok(ConnectionRecord {
         id: r.parsed("id", ConnectionId::parse)?,

@@ -2,11 +2,12 @@
 //! secrets), read in pages by id and replaced only while unchanged, for resealing.
 
 use async_trait::async_trait;
-use sqlx::Row;
 use svc_ports::{
     SealedField, SealedSecret,
     store::{SealedStore, StoreError},
 };
+
+use crate::rows;
 
 use super::{PostgresStore, backend};
 
@@ -34,23 +35,13 @@ impl SealedStore for PostgresStore {
                  WHERE id > $1 ORDER BY id LIMIT $2",
             ),
         };
-        let rows = query
+        let found = query
             .bind(after.unwrap_or_default())
             .bind(i64::from(limit))
             .fetch_all(&self.pool)
             .await
             .map_err(|e| backend(e, "reading sealed values"))?;
-        rows.iter()
-            .map(|r| {
-                let id: String = r
-                    .try_get("id")
-                    .map_err(|e| backend(e, "a sealed value's id"))?;
-                let sealed: Vec<u8> = r
-                    .try_get("sealed")
-                    .map_err(|e| backend(e, "a sealed value"))?;
-                Ok((id, SealedSecret::new(sealed)))
-            })
-            .collect()
+        found.iter().map(rows::sealed_value).collect()
     }
 
     async fn replace_sealed(
