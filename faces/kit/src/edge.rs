@@ -271,11 +271,6 @@ pub(crate) fn decodes_to_utf8(data: &[u8]) -> bool {
     std::str::from_utf8(&decoded).is_ok()
 }
 
-/// The outermost layer: gives every request an id and a span, applies the per-IP limit and the
-/// body cap, and renders every error as problem+json.
-/// The endpoints OAuth clients call: their errors carry RFC 6749's `error` and
-/// `error_description` also when the body is refused before the handler (not UTF-8, too
-/// large), beside the problem's fields.
 /// The content coding of the request's body when it is not `identity`, as the detail names it
 /// (a token, else a placeholder: the header is the caller's text).
 fn body_coding(req: &Request) -> Option<String> {
@@ -297,6 +292,9 @@ fn body_coding(req: &Request) -> Option<String> {
     })
 }
 
+/// The endpoints OAuth clients call: their errors carry RFC 6749's `error` and
+/// `error_description` also when the body is refused before the handler (not UTF-8, too
+/// large), beside the problem's fields.
 const OAUTH_PATHS: [&str; 3] = [
     "/oauth2/token",
     "/oauth2/device_authorization",
@@ -317,6 +315,8 @@ fn oauth_shaped(resp: &mut Response, problem: &ApiProblem) {
     );
 }
 
+/// The outermost layer: gives every request an id and a span, applies the per-IP limit and the
+/// body cap, and renders every error as problem+json.
 pub async fn edge<E: Endpoint>(next: E, mut req: Request) -> poem::Result<Response> {
     let edge = req
         .data::<Edge>()
