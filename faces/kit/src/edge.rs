@@ -316,7 +316,9 @@ fn oauth_shaped(resp: &mut Response, problem: &ApiProblem) {
 }
 
 /// The outermost layer: gives every request an id and a span, applies the per-IP limit and the
-/// body cap, and renders every error as problem+json.
+/// body cap, refuses what could be read two ways (a header or REST query parameter given
+/// twice, no `Host`, a compressed body, a query that is not UTF-8), and renders every error as
+/// problem+json.
 pub async fn edge<E: Endpoint>(next: E, mut req: Request) -> poem::Result<Response> {
     let edge = req
         .data::<Edge>()
