@@ -43,6 +43,16 @@ pub async fn run(options: ListenOptions, out: &mut (dyn Write + Send)) -> anyhow
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(15))
         .build()?;
+    // The developer's own machine is reached directly, as Go's clients (and so `stripe
+    // listen`) do: an HTTP_PROXY set for the way out would get the signed events instead.
+    let forwarder = if is_loopback(&options.forward_to) {
+        reqwest::Client::builder()
+            .timeout(Duration::from_secs(15))
+            .no_proxy()
+            .build()?
+    } else {
+        http.clone()
+    };
     let mut after = if options.replay_existing {
         None
     } else {
@@ -68,7 +78,7 @@ pub async fn run(options: ListenOptions, out: &mut (dyn Write + Send)) -> anyhow
             ) else {
                 bail!("the service answered an event without id, type or body: {event}");
             };
-            let status = forward(&http, &options.forward_to, &secret, id, body).await;
+            let status = forward(&forwarder, &options.forward_to, &secret, id, body).await;
             writeln!(out, "{kind} {id} -> {status}")?;
             after = Some(id.to_owned());
             forwarded += 1;
@@ -79,6 +89,19 @@ pub async fn run(options: ListenOptions, out: &mut (dyn Write + Send)) -> anyhow
         if list.is_empty() {
             tokio::time::sleep(options.poll_every).await;
         }
+    }
+}
+
+/// Whether `url` names this machine: `localhost` (or a name under it) or a loopback address.
+fn is_loopback(url: &str) -> bool {
+    match url::Url::parse(url).ok().as_ref().and_then(url::Url::host) {
+        Some(url::Host::Domain(name)) => {
+            let name = name.trim_end_matches('.').to_ascii_lowercase();
+            name == "localhost" || name.ends_with(".localhost")
+        }
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
     }
 }
 
@@ -147,5 +170,32 @@ async fn forward(
     match sent {
         Ok(r) => r.status().as_u16().to_string(),
         Err(e) => format!("failed: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_loopback;
+
+    #[test]
+    fn loopback_targets_are_this_machine() {
+        for url in [
+            "http://localhost:3000/hooks",
+            "http://LOCALHOST./x",
+            "http://app.localhost:8080/",
+            "http://127.0.0.1:3000/",
+            "http://127.9.9.9/",
+            "http://[::1]:3000/",
+        ] {
+            assert!(is_loopback(url), "{url}");
+        }
+        for url in [
+            "https://hooks.example.com/",
+            "http://10.0.0.1/",
+            "http://localhost.example.com/",
+            "not a url",
+        ] {
+            assert!(!is_loopback(url), "{url}");
+        }
     }
 }
