@@ -32,6 +32,7 @@ pub use sweeps::{
     charges_that_crossed_the_low_mark_without_their_event_are_found,
     expired_connections_without_their_event_are_found,
     payments_that_used_up_their_authority_without_their_event_are_found,
+    sweep_marks_move_forward_only_and_per_sweep,
 };
 
 pub(crate) fn at(seconds: i64) -> DateTime<Utc> {

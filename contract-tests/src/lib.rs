@@ -300,7 +300,8 @@ macro_rules! contract_suite {
             credited_payments_without_their_event_are_found,
             expired_connections_without_their_event_are_found,
             charges_that_crossed_the_low_mark_without_their_event_are_found,
-            payments_that_used_up_their_authority_without_their_event_are_found
+            payments_that_used_up_their_authority_without_their_event_are_found,
+            sweep_marks_move_forward_only_and_per_sweep
         );
         $crate::contract_suite!(@authority $backend;
             authorities_are_stored_listed_and_revoked,

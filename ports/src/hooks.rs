@@ -458,6 +458,14 @@ pub trait HookStore: Send + Sync {
         limit: u32,
     ) -> Result<Vec<Receipt>, StoreError>;
 
+    /// When the recovery sweep `sweep` last went through everything it looks at (see
+    /// [`HookStore::mark_sweep`]); `None` before its first such run.
+    async fn sweep_mark(&self, sweep: &str) -> Result<Option<DateTime<Utc>>, StoreError>;
+
+    /// Records that a run of `sweep` begun at `at` went through everything it looks at. A mark
+    /// only moves forward: an earlier `at` (a slower run of another instance) changes nothing.
+    async fn mark_sweep(&self, sweep: &str, at: DateTime<Utc>) -> Result<(), StoreError>;
+
     /// The account's events stored after the event `after` (all when `None`), in the order
     /// their transactions committed, at most `limit`: a reader paging with the last event it
     /// got as `after` MUST never step over an event, also one whose id is older than the

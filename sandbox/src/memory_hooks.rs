@@ -29,6 +29,8 @@ pub(crate) struct HookState {
     by_id: HashMap<WebhookDeliveryId, usize>,
     /// Endpoints whose last attempt failed, with when their failing began.
     failing: HashMap<WebhookEndpointId, DateTime<Utc>>,
+    /// Each recovery sweep's mark.
+    marks: HashMap<String, DateTime<Utc>>,
 }
 
 impl HookState {
@@ -461,6 +463,17 @@ impl HookStore for MemoryStore {
         list.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
         list.truncate(limit as usize);
         Ok(list)
+    }
+
+    async fn sweep_mark(&self, sweep: &str) -> Result<Option<DateTime<Utc>>, StoreError> {
+        Ok(self.lock().hooks.marks.get(sweep).copied())
+    }
+
+    async fn mark_sweep(&self, sweep: &str, at: DateTime<Utc>) -> Result<(), StoreError> {
+        let mut s = self.lock();
+        let mark = s.hooks.marks.entry(sweep.to_owned()).or_insert(at);
+        *mark = (*mark).max(at);
+        Ok(())
     }
 
     async fn events_after(

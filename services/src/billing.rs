@@ -605,11 +605,13 @@ impl BillingService {
         let Some(hooks) = &self.hooks else {
             return Ok(0);
         };
-        let since =
-            self.clock.now() - chrono::Duration::minutes(crate::hooks::SWEEP_WINDOW_MINUTES);
-        let missing = hooks.credits_missing_events(since, 100).await?;
+        let run = hooks.sweep("credit_events").await?;
+        let missing = hooks.credits_missing_events(run.since, 100).await?;
         for r in &missing {
             credits_added(hooks, r).await;
+        }
+        if missing.len() < 100 {
+            hooks.swept("credit_events", run).await?;
         }
         Ok(missing.len())
     }

@@ -662,11 +662,13 @@ impl ConnectionService {
         let Some(hooks) = &self.hooks else {
             return Ok(0);
         };
-        let since =
-            self.clock.now() - chrono::Duration::minutes(crate::hooks::SWEEP_WINDOW_MINUTES);
-        let missing = hooks.connections_missing_events(since, 100).await?;
+        let run = hooks.sweep("connection_events").await?;
+        let missing = hooks.connections_missing_events(run.since, 100).await?;
         for c in &missing {
             expired_event(hooks, c).await;
+        }
+        if missing.len() < 100 {
+            hooks.swept("connection_events", run).await?;
         }
         Ok(missing.len())
     }

@@ -37,6 +37,37 @@ async fn a_settlement_whose_event_was_never_recorded_is_swept_up() {
     assert_eq!(body["data"]["task_id"], task.as_str());
 }
 
+/// A fact left without its event just before every instance stopped for longer than the
+/// sweep's hour is still found when they come back: the sweep looks back from the start of its
+/// last complete run too (its mark in the store), not only from now.
+#[tokio::test]
+async fn a_fact_left_before_an_outage_longer_than_the_window_is_still_swept_up() {
+    let mut receiver = Receiver::start(&[]).await;
+    let stores = Stores::memory();
+    let clock = crate::helpers::TestClock::new();
+    let app = app_with(&receiver, Some(clock.clone()), false, Some(stores.clone())).await;
+    let (_, secret) = register_ok(&app, &receiver.url()).await;
+    let account = account_of(&app).await;
+    // A complete sweep, then a settlement whose process dies before its event.
+    assert_eq!(app.services.actions.recover_task_events().await.unwrap(), 0);
+    clock.advance(std::time::Duration::from_secs(60));
+    let task = settled_in_store(&stores, account, 1, app.services.clock.now()).await;
+    // Three hours without any instance: the fact is two hours older than the window.
+    clock.advance(std::time::Duration::from_secs(3 * 3600));
+    assert_eq!(app.services.actions.recover_task_events().await.unwrap(), 1);
+    assert_eq!(
+        app.services.actions.recover_task_events().await.unwrap(),
+        0,
+        "once"
+    );
+    assert_eq!(app.services.hooks.deliver_due().await.unwrap(), 1);
+    let body = verify_independently(&secret, &receiver.next().await);
+    assert_eq!(body["data"]["task_id"], task.as_str());
+    // The run that found it went through everything: the next looks back an hour from it.
+    let mark = stores.hooks.sweep_mark("task_events").await.unwrap();
+    assert_eq!(mark, Some(app.services.clock.now()));
+}
+
 /// A process that died between crediting a verified payment and recording `credits.added`:
 /// the same sweep records it (once), and it is delivered.
 #[tokio::test]

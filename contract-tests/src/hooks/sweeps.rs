@@ -362,3 +362,41 @@ pub async fn payments_that_used_up_their_authority_without_their_event_are_found
     want.sort();
     assert_eq!(left, want, "{}: once its event is recorded", b.name);
 }
+
+/// Each sweep's mark reads back (to the millisecond), only ever moves forward, and is its own.
+pub async fn sweep_marks_move_forward_only_and_per_sweep(b: &Backend) {
+    assert_eq!(b.hooks.sweep_mark("task_events").await.unwrap(), None);
+    let first = t0() + Duration::milliseconds(1_234);
+    b.hooks.mark_sweep("task_events", first).await.unwrap();
+    assert_eq!(
+        b.hooks.sweep_mark("task_events").await.unwrap(),
+        Some(first),
+        "{}",
+        b.name
+    );
+    // A slower run of another instance, begun earlier, ends later: the mark stays.
+    b.hooks
+        .mark_sweep("task_events", first - Duration::minutes(5))
+        .await
+        .unwrap();
+    assert_eq!(
+        b.hooks.sweep_mark("task_events").await.unwrap(),
+        Some(first)
+    );
+    let later = first + Duration::hours(3);
+    b.hooks.mark_sweep("task_events", later).await.unwrap();
+    assert_eq!(
+        b.hooks.sweep_mark("task_events").await.unwrap(),
+        Some(later)
+    );
+    assert_eq!(b.hooks.sweep_mark("credit_events").await.unwrap(), None);
+    b.hooks.mark_sweep("credit_events", first).await.unwrap();
+    assert_eq!(
+        b.hooks.sweep_mark("credit_events").await.unwrap(),
+        Some(first)
+    );
+    assert_eq!(
+        b.hooks.sweep_mark("task_events").await.unwrap(),
+        Some(later)
+    );
+}

@@ -8,7 +8,6 @@
 //! process did not). Each is recorded once per task (its `source`), so a retried settlement or
 //! a second instance adds nothing.
 
-use chrono::Duration;
 use serde_json::{Value, json};
 use svc_ports::{EntryKind, Exhaustion, HookEventType, LedgerEntry, TaskRecord, TaskStatus};
 
@@ -16,8 +15,6 @@ use super::{ActionService, Observed, PaymentContext};
 
 /// Spendable credits below this are low.
 pub const LOW_CREDITS: i64 = 10;
-
-use crate::hooks::SWEEP_WINDOW_MINUTES;
 
 /// How many of the account's newest ledger entries a settlement looks through for its capture.
 const RECENT_ENTRIES: u32 = 16;
@@ -60,7 +57,8 @@ impl ActionService {
         let Some(hooks) = &self.hooks else {
             return Ok(0);
         };
-        let since = self.now() - Duration::minutes(SWEEP_WINDOW_MINUTES);
+        let run = hooks.sweep("task_events").await?;
+        let since = run.since;
         let missing = self.ports.hooks.tasks_missing_events(since, 100).await?;
         for task in &missing {
             let (event_type, data) = task_event(task);
@@ -89,6 +87,9 @@ impl ActionService {
             .await?;
         for exhaustion in &exhausted {
             self.authority_exhausted(hooks, exhaustion).await;
+        }
+        if missing.len() < 100 && low.len() < 100 && exhausted.len() < 100 {
+            hooks.swept("task_events", run).await?;
         }
         Ok(missing.len() + low.len() + exhausted.len())
     }

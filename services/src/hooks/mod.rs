@@ -39,7 +39,20 @@ pub const MAX_PENDING_REPLAYS: u32 = 100;
 pub const MAX_PAGE: u32 = 100;
 /// How far back the sweeps look for facts recorded without their event (a settlement, a
 /// credited payment): longer than any gap between two of their runs, with room for a restart.
+/// They look back as far from the start of their last run that went through everything too
+/// ([`HookService::sweep`]), so an outage longer than this loses nothing.
 pub const SWEEP_WINDOW_MINUTES: i64 = 60;
+/// However long the outage, a sweep looks back at most this far (a week: deliveries are
+/// retried for 72 hours; an event older than that is for the feed only).
+pub const MAX_SWEEP_LOOKBACK_HOURS: i64 = 7 * 24;
+
+/// A run of a recovery sweep: from when it looks, and when it began (its mark once it went
+/// through everything, [`HookService::swept`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SweepRun {
+    pub since: DateTime<Utc>,
+    pub began: DateTime<Utc>,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum HookFailure {
@@ -277,6 +290,24 @@ impl HookService {
         self.store.credits_missing_events(since, limit).await
     }
 
+    /// A run of the recovery sweep `name`: it looks back [`SWEEP_WINDOW_MINUTES`] from now and
+    /// from the start of its last run that went through everything, whichever is earlier (at
+    /// most [`MAX_SWEEP_LOOKBACK_HOURS`]).
+    pub async fn sweep(&self, name: &str) -> Result<SweepRun, svc_ports::StoreError> {
+        let began = self.clock.now();
+        let mark = self.store.sweep_mark(name).await?;
+        Ok(SweepRun {
+            since: sweep_since(mark, began),
+            began,
+        })
+    }
+
+    /// Records that `run` of `name` went through everything it looks at (each of its queries
+    /// answered fewer than its limit).
+    pub async fn swept(&self, name: &str, run: SweepRun) -> Result<(), svc_ports::StoreError> {
+        self.store.mark_sweep(name, run.began).await
+    }
+
     /// Connections that expired without their event ([`HookStore::connections_missing_events`]).
     pub async fn connections_missing_events(
         &self,
@@ -390,6 +421,17 @@ pub fn parse_events(names: &[String]) -> Result<Vec<HookEventType>, HookFailure>
     Ok(events)
 }
 
+/// From when a sweep begun at `began` looks, given its `mark` (see [`HookService::sweep`]).
+fn sweep_since(mark: Option<DateTime<Utc>>, began: DateTime<Utc>) -> DateTime<Utc> {
+    let window = chrono::Duration::minutes(SWEEP_WINDOW_MINUTES);
+    let floor = began - chrono::Duration::hours(MAX_SWEEP_LOOKBACK_HOURS);
+    let since = match mark {
+        Some(mark) => (mark - window).min(began - window),
+        None => began - window,
+    };
+    since.max(floor)
+}
+
 /// What an endpoint's sealed signing secret is bound to.
 pub(crate) fn secret_context(id: &WebhookEndpointId) -> String {
     svc_ports::SealedField::WebhookSecret.context(id.as_str())
@@ -398,6 +440,20 @@ pub(crate) fn secret_context(id: &WebhookEndpointId) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sweep_looks_back_an_hour_from_now_and_from_its_mark_at_most_a_week() {
+        let now = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+        let hour = chrono::Duration::hours(1);
+        assert_eq!(sweep_since(None, now), now - hour);
+        assert_eq!(sweep_since(Some(now - hour * 5), now), now - hour * 6);
+        // An hour before a recent mark; a mark ahead (a clock that stepped back) never
+        // shortens the hour.
+        assert_eq!(sweep_since(Some(now - hour / 2), now), now - hour * 3 / 2);
+        assert_eq!(sweep_since(Some(now + hour), now), now - hour);
+        let week = chrono::Duration::hours(MAX_SWEEP_LOOKBACK_HOURS);
+        assert_eq!(sweep_since(Some(now - week * 4), now), now - week);
+    }
 
     #[test]
     fn events_are_known_types_each_once_and_none_means_all() {

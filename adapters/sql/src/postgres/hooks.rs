@@ -498,6 +498,31 @@ impl HookStore for PostgresStore {
         rows.iter().map(crate::rows::receipt).collect()
     }
 
+    async fn sweep_mark(&self, sweep: &str) -> Result<Option<DateTime<Utc>>, StoreError> {
+        use crate::rows::Columns;
+        sqlx::query("SELECT swept_at FROM sweep_marks WHERE name = $1")
+            .bind(sweep)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| backend(e, "reading a sweep's mark"))?
+            .map(|r| r.time("swept_at"))
+            .transpose()
+    }
+
+    async fn mark_sweep(&self, sweep: &str, at: DateTime<Utc>) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO sweep_marks (name, swept_at) VALUES ($1, $2) \
+             ON CONFLICT (name) DO UPDATE \
+             SET swept_at = GREATEST(sweep_marks.swept_at, EXCLUDED.swept_at)",
+        )
+        .bind(sweep)
+        .bind(ms(at))
+        .execute(&self.pool)
+        .await
+        .map(|_| ())
+        .map_err(|e| backend(e, "marking a sweep"))
+    }
+
     async fn events_after(
         &self,
         account: &AccountId,
