@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::ids::{AccountId, ConnectionId};
+use crate::store::StoreError;
 
 /// How long a connect link is valid after the connection is created.
 pub const CONNECT_LINK_TTL_MINUTES: i64 = 10;
@@ -379,6 +380,34 @@ impl SealedField {
 /// `{record}:{id}:{field}` (for example `connection:01J…:credentials`).
 pub fn seal_context(record: &str, id: &str, field: &str) -> String {
     format!("{record}:{id}:{field}")
+}
+
+/// Every sealed value the store keeps, field by field, for sealing them again under the active
+/// key (`svc reseal`, [`SecretSealer::reseal`]) while instances serve.
+#[cfg_attr(feature = "mock", mockall::automock)]
+#[async_trait::async_trait]
+pub trait SealedStore: Send + Sync {
+    /// Up to `limit` values of `field` as `(record id, value)` in the store's order of ids,
+    /// from the first id after `after` (from the start when `None`); records of any state
+    /// (a deleted endpoint's too), without those where the field is empty (a connection
+    /// without credentials).
+    async fn sealed_values(
+        &self,
+        field: SealedField,
+        after: Option<String>,
+        limit: u32,
+    ) -> Result<Vec<(String, SealedSecret)>, StoreError>;
+
+    /// Replaces the value of `field` in record `id` by `new` only when it is still `old` byte
+    /// for byte (a refresh may have replaced it meanwhile), changing nothing else; answers
+    /// whether it did.
+    async fn replace_sealed(
+        &self,
+        field: SealedField,
+        id: &str,
+        old: &SealedSecret,
+        new: &SealedSecret,
+    ) -> Result<bool, StoreError>;
 }
 
 /// How a credential is presented to the target site.

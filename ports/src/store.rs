@@ -13,9 +13,7 @@ use crate::{
         CheckoutHandoff, CheckoutOutcome, CheckoutRecord, EventOutcome, MeterEvent, MeterOutcome,
         PaymentEvent, Receipt,
     },
-    connections::{
-        ConnectionFinish, ConnectionRecord, ConnectionState, ProviderId, SealedField, SealedSecret,
-    },
+    connections::{ConnectionFinish, ConnectionRecord, ConnectionState, ProviderId, SealedSecret},
     fetch::FetchedPage,
     identity::{DeviceDecision, DeviceGrant, EmailChallenge, KnownBrowser, UserCode, WebSession},
     ids::{
@@ -703,33 +701,8 @@ pub trait ConnectionStore: Send + Sync {
     ) -> Result<ConnectionRecord, ConnectionError>;
 }
 
-/// Every sealed value the store keeps, field by field, for sealing them again under the active
-/// key (`svc reseal`, [`crate::SecretSealer::reseal`]) while instances serve.
-#[cfg_attr(feature = "mock", mockall::automock)]
-#[async_trait]
-pub trait SealedStore: Send + Sync {
-    /// Up to `limit` values of `field` as `(record id, value)` in the store's order of ids,
-    /// from the first id after `after` (from the start when `None`); records of any state
-    /// (a deleted endpoint's too), without those where the field is empty (a connection
-    /// without credentials).
-    async fn sealed_values(
-        &self,
-        field: SealedField,
-        after: Option<String>,
-        limit: u32,
-    ) -> Result<Vec<(String, SealedSecret)>, StoreError>;
-
-    /// Replaces the value of `field` in record `id` by `new` only when it is still `old` byte
-    /// for byte (a refresh may have replaced it meanwhile), changing nothing else; answers
-    /// whether it did.
-    async fn replace_sealed(
-        &self,
-        field: SealedField,
-        id: &str,
-        old: &SealedSecret,
-        new: &SealedSecret,
-    ) -> Result<bool, StoreError>;
-}
+/// Every sealed value the store keeps (see [`crate::connections::SealedStore`]).
+pub use crate::connections::SealedStore;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AuthorityError {
