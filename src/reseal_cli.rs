@@ -36,14 +36,22 @@ pub async fn run(args: ResealArgs) -> anyhow::Result<()> {
         ResealKey::Newest
     };
     let sealing = args.sealing.sealing();
-    let reports = match svc::startup::reseal(&args.database_url, &sealing, mode, allowed).await {
-        Ok(reports) => reports,
+    let run = match svc::startup::reseal(&args.database_url, &sealing, mode, allowed).await {
+        Ok(run) => run,
         Err(e) => {
             eprintln!("error: {e:#}");
             std::process::exit(2);
         }
     };
+    let reports = run.reports;
     print!("{}", table(&reports, mode));
+    if let Some(e) = run.stopped {
+        eprintln!(
+            "error: stopped at {}: {e:#} (what is above was done; run it again to go on)",
+            reports.last().map_or("the start", |r| r.field.as_str())
+        );
+        std::process::exit(2);
+    }
     let unopenable: u64 = reports.iter().map(|r| r.unopenable).sum();
     let stale: u64 = reports.iter().map(|r| r.stale).sum();
     if unopenable > 0 {

@@ -55,27 +55,49 @@ pub enum Mode {
     Check,
 }
 
+/// What a run did, field by field, up to where it stopped.
+#[derive(Debug)]
+pub struct Resealed {
+    /// The fields gone through, the last one partly when the run stopped.
+    pub reports: Vec<FieldReport>,
+    /// The store failure that stopped the run (what was resealed before it stays resealed; a
+    /// run again goes on from there, as every value already current is left alone).
+    pub stopped: Option<anyhow::Error>,
+}
+
 /// Reads every sealed value of every field, page by page, and (in [`Mode::Reseal`]) seals
-/// those not sealed the current way again. One value that does not open never stops the rest.
+/// those not sealed the current way again. One value that does not open never stops the rest;
+/// a store failure stops the run, with what was done so far.
 pub async fn reseal_all(
     store: &dyn SealedStore,
     sealer: &dyn SecretSealer,
     mode: Mode,
-) -> anyhow::Result<Vec<FieldReport>> {
+) -> Resealed {
     let mut reports = Vec::new();
     for field in SealedField::ALL {
-        reports.push(reseal_field(store, sealer, field, mode).await?);
+        let mut report = FieldReport::new(field);
+        let done = reseal_field(store, sealer, mode, &mut report).await;
+        reports.push(report);
+        if let Err(e) = done {
+            return Resealed {
+                reports,
+                stopped: Some(e),
+            };
+        }
     }
-    Ok(reports)
+    Resealed {
+        reports,
+        stopped: None,
+    }
 }
 
 async fn reseal_field(
     store: &dyn SealedStore,
     sealer: &dyn SecretSealer,
-    field: SealedField,
     mode: Mode,
-) -> anyhow::Result<FieldReport> {
-    let mut report = FieldReport::new(field);
+    report: &mut FieldReport,
+) -> anyhow::Result<()> {
+    let field = report.field;
     let mut after = None;
     loop {
         let page = store
@@ -88,13 +110,13 @@ async fn reseal_field(
         after = Some(last.clone());
         for (id, sealed) in &page {
             report.examined += 1;
-            reseal_one(store, sealer, field, id, sealed, mode, &mut report).await?;
+            reseal_one(store, sealer, field, id, sealed, mode, report).await?;
         }
         if page.len() < PAGE as usize {
             break;
         }
     }
-    Ok(report)
+    Ok(())
 }
 
 async fn reseal_one(
@@ -179,6 +201,8 @@ mod tests {
         values: Mutex<BTreeMap<(u8, String), SealedSecret>>,
         rewrite: Mutex<Option<(String, SealedSecret)>>,
         pages: Mutex<u32>,
+        /// The page read that fails (the store went away).
+        fail_on_page: Option<u32>,
     }
 
     fn key(field: SealedField) -> u8 {
@@ -193,7 +217,12 @@ mod tests {
             after: Option<String>,
             limit: u32,
         ) -> Result<Vec<(String, SealedSecret)>, StoreError> {
-            *self.pages.lock().unwrap() += 1;
+            let mut pages = self.pages.lock().unwrap();
+            *pages += 1;
+            if self.fail_on_page == Some(*pages) {
+                return Err(StoreError(anyhow::anyhow!("the store went away")));
+            }
+            drop(pages);
             let values = self.values.lock().unwrap();
             let page = values
                 .iter()
@@ -266,7 +295,7 @@ mod tests {
             "cur|webhook_endpoint:whe_OTHER:secret|copied",
         );
 
-        let check = reseal_all(&store, &Sealer, Mode::Check).await.unwrap();
+        let check = reseal_all(&store, &Sealer, Mode::Check).await.reports;
         assert_eq!(check[0].stale, u64::from(PAGE + 50));
         assert_eq!(
             get(&store, creds, "con_0007"),
@@ -274,7 +303,7 @@ mod tests {
             "a check writes nothing"
         );
 
-        let reports = reseal_all(&store, &Sealer, Mode::Reseal).await.unwrap();
+        let reports = reseal_all(&store, &Sealer, Mode::Reseal).await.reports;
         let fields: Vec<_> = reports.iter().map(|r| r.field).collect();
         assert_eq!(fields, SealedField::ALL.to_vec());
         assert_eq!(reports[0].examined, u64::from(PAGE + 50));
@@ -294,7 +323,7 @@ mod tests {
         assert_eq!(get(&store, hook, "whe_3"), "garbage", "left as it is");
 
         // Run again: everything that opens is current now.
-        let again = reseal_all(&store, &Sealer, Mode::Reseal).await.unwrap();
+        let again = reseal_all(&store, &Sealer, Mode::Reseal).await.reports;
         assert_eq!(again[0].current, u64::from(PAGE + 50));
         assert_eq!(again.iter().map(|r| r.stale).sum::<u64>(), 0);
     }
@@ -309,15 +338,48 @@ mod tests {
             "con_1".into(),
             SealedSecret::new(refreshed.as_bytes().to_vec()),
         ));
-        let reports = reseal_all(&store, &Sealer, Mode::Reseal).await.unwrap();
+        let reports = reseal_all(&store, &Sealer, Mode::Reseal).await.reports;
         assert_eq!((reports[0].stale, reports[0].changed_meanwhile), (0, 1));
         assert_eq!(get(&store, creds, "con_1"), refreshed);
     }
 
     #[tokio::test]
+    async fn a_store_failure_stops_the_run_with_what_was_done() {
+        let store = Store {
+            fail_on_page: Some(2),
+            ..Store::default()
+        };
+        let creds = SealedField::ConnectionCredentials;
+        for n in 0..(PAGE + 1) {
+            put(
+                &store,
+                creds,
+                &format!("con_{n:04}"),
+                &format!("old|grant-{n}"),
+            );
+        }
+        let run = reseal_all(&store, &Sealer, Mode::Reseal).await;
+        assert!(run.stopped.is_some());
+        assert_eq!(run.reports.len(), 1, "no field after the failure");
+        assert_eq!(
+            (run.reports[0].examined, run.reports[0].stale),
+            (u64::from(PAGE), u64::from(PAGE)),
+            "the first page, resealed, is reported"
+        );
+        assert_eq!(
+            get(&store, creds, "con_0000"),
+            "cur|connection:con_0000:credentials|grant-0"
+        );
+        assert_eq!(
+            get(&store, creds, &format!("con_{PAGE:04}")),
+            format!("old|grant-{PAGE}")
+        );
+    }
+
+    #[tokio::test]
     async fn an_empty_store_reads_one_page_per_field() {
         let store = Store::default();
-        let reports = reseal_all(&store, &Sealer, Mode::Reseal).await.unwrap();
+        let reports = reseal_all(&store, &Sealer, Mode::Reseal).await.reports;
         assert!(reports.iter().all(|r| r.examined == 0));
         assert_eq!(*store.pages.lock().unwrap(), 3);
     }

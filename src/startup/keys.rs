@@ -6,7 +6,7 @@
 use anyhow::Context;
 use svc_ports::{Clock, KeyFingerprint, KeyKind, KeySetStore};
 use svc_services::key_set::{KeyCheck, KeySetError, check_key};
-use svc_services::reseal::{FieldReport, Mode, reseal_all};
+use svc_services::reseal::{Mode, Resealed, reseal_all};
 
 use super::{Sealing, Signing, bot_auth::BotKeys, signer};
 
@@ -214,7 +214,7 @@ pub async fn reseal(
     sealing: &Sealing,
     mode: Mode,
     allowed: ResealKey,
-) -> anyhow::Result<Vec<FieldReport>> {
+) -> anyhow::Result<Resealed> {
     if let Some(path) = sqlite_path(database_url)
         && !path.exists()
     {
@@ -261,7 +261,7 @@ pub async fn reseal(
     }
     let sealer = svc_oauth::AesGcmSealer::from_settings(&active, &retired)
         .map_err(|e| anyhow::anyhow!("SVC_CONNECTION_KEY: {e}"))?;
-    reseal_all(stores.sealed.as_ref(), &sealer, mode).await
+    Ok(reseal_all(stores.sealed.as_ref(), &sealer, mode).await)
 }
 
 /// Why a key may not reseal, naming where it came from and the recorded keys by fingerprint.
