@@ -606,13 +606,13 @@ impl BillingService {
             return Ok(0);
         };
         let run = hooks.sweep("credit_events").await?;
-        let missing = hooks.credits_missing_events(run.since, 100).await?;
+        let missing = hooks
+            .credits_missing_events(run.since, crate::hooks::SWEEP_LIMIT)
+            .await?;
         for r in &missing {
             credits_added(hooks, r).await;
         }
-        if missing.len() < 100 {
-            hooks.swept("credit_events", run).await?;
-        }
+        hooks.end_sweep(run, &[missing.len()]).await?;
         Ok(missing.len())
     }
 

@@ -663,13 +663,13 @@ impl ConnectionService {
             return Ok(0);
         };
         let run = hooks.sweep("connection_events").await?;
-        let missing = hooks.connections_missing_events(run.since, 100).await?;
+        let missing = hooks
+            .connections_missing_events(run.since, crate::hooks::SWEEP_LIMIT)
+            .await?;
         for c in &missing {
             expired_event(hooks, c).await;
         }
-        if missing.len() < 100 {
-            hooks.swept("connection_events", run).await?;
-        }
+        hooks.end_sweep(run, &[missing.len()]).await?;
         Ok(missing.len())
     }
 

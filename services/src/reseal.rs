@@ -110,7 +110,7 @@ async fn reseal_field(
         after = Some(last.clone());
         for (id, sealed) in &page {
             report.examined += 1;
-            reseal_one(store, sealer, field, id, sealed, mode, report).await?;
+            reseal_one(store, sealer, id, sealed, mode, report).await?;
         }
         if page.len() < PAGE as usize {
             break;
@@ -122,12 +122,12 @@ async fn reseal_field(
 async fn reseal_one(
     store: &dyn SealedStore,
     sealer: &dyn SecretSealer,
-    field: SealedField,
     id: &str,
     sealed: &SealedSecret,
     mode: Mode,
     report: &mut FieldReport,
 ) -> anyhow::Result<()> {
+    let field = report.field;
     match sealer.reseal(sealed, &field.context(id)) {
         Ok(None) => report.current += 1,
         Ok(Some(_)) if mode == Mode::Check => report.stale += 1,

@@ -17,6 +17,16 @@ struct Identity {
     from_file: Option<std::path::PathBuf>,
 }
 
+impl Identity {
+    /// Where the key came from, for a message: ` (VARIABLE)` or ` (read from FILE, ...)`.
+    fn source(&self, variable: &str) -> String {
+        match &self.from_file {
+            Some(path) => format!(" (read from {}, as {variable} is unset)", path.display()),
+            None => format!(" ({variable})"),
+        }
+    }
+}
+
 fn signing_identity(signing: &Signing) -> anyhow::Result<Option<Identity>> {
     let from_file = match signing {
         Signing::Ephemeral => return Ok(None),
@@ -106,10 +116,7 @@ fn refusal(kind: KeyKind, identity: &Identity, recorded: &[KeyFingerprint]) -> a
             "keyid",
         ),
     };
-    let source = match &identity.from_file {
-        Some(path) => format!(" (read from {}, as {variable} is unset)", path.display()),
-        None => format!(" ({variable})"),
-    };
+    let source = identity.source(variable);
     let recorded: Vec<String> = recorded
         .iter()
         .map(|k| format!("{id} {}…", k.short()))
@@ -270,13 +277,7 @@ fn reseal_refusal(
     recorded: &[KeyFingerprint],
     allowed: ResealKey,
 ) -> anyhow::Error {
-    let source = match &identity.from_file {
-        Some(path) => format!(
-            " (read from {}, as SVC_CONNECTION_KEY is unset)",
-            path.display()
-        ),
-        None => " (SVC_CONNECTION_KEY)".to_owned(),
-    };
+    let source = identity.source("SVC_CONNECTION_KEY");
     if recorded.is_empty() {
         return anyhow::anyhow!(
             "SVC_DATABASE_URL: no instance has recorded a connection key in this database, so \

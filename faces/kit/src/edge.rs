@@ -341,7 +341,7 @@ pub async fn edge<E: Endpoint>(next: E, mut req: Request) -> poem::Result<Respon
         let path = req.uri().path().to_owned();
         let method = method_label(req.method());
         let authorization_sent = req.headers().contains_key(header::AUTHORIZATION);
-        let coded_body = body_coding(&req).is_some();
+        let coding = body_coding(&req);
         let wants_html = req
             .headers()
             .get(header::ACCEPT)
@@ -387,7 +387,7 @@ pub async fn edge<E: Endpoint>(next: E, mut req: Request) -> poem::Result<Respon
             }
             // A compressed body would be read as its compressed bytes (JSON that does not
             // parse, a webhook signature over other bytes): RFC 9110 answers 415.
-            if let Some(coding) = body_coding(&req) {
+            if let Some(coding) = &coding {
                 return Err(ApiProblem::new(
                     FailureClass::UnsupportedMediaType,
                     format!(
@@ -424,7 +424,7 @@ pub async fn edge<E: Endpoint>(next: E, mut req: Request) -> poem::Result<Respon
                 }
                 resp.headers_mut()
                     .insert(header::VARY, HeaderValue::from_static("Accept"));
-                if problem.class == FailureClass::UnsupportedMediaType && coded_body {
+                if problem.class == FailureClass::UnsupportedMediaType && coding.is_some() {
                     resp.headers_mut().insert(
                         header::ACCEPT_ENCODING,
                         HeaderValue::from_static("identity"),

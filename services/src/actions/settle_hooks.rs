@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use svc_ports::{EntryKind, Exhaustion, HookEventType, LedgerEntry, TaskRecord, TaskStatus};
 
 use super::{ActionService, Observed, PaymentContext};
+use crate::hooks::SWEEP_LIMIT;
 
 /// Spendable credits below this are low.
 pub const LOW_CREDITS: i64 = 10;
@@ -59,7 +60,11 @@ impl ActionService {
         };
         let run = hooks.sweep("task_events").await?;
         let since = run.since;
-        let missing = self.ports.hooks.tasks_missing_events(since, 100).await?;
+        let missing = self
+            .ports
+            .hooks
+            .tasks_missing_events(since, SWEEP_LIMIT)
+            .await?;
         for task in &missing {
             let (event_type, data) = task_event(task);
             hooks
@@ -74,7 +79,7 @@ impl ActionService {
         let low = self
             .ports
             .hooks
-            .low_charges_missing_events(since, LOW_CREDITS, 100)
+            .low_charges_missing_events(since, LOW_CREDITS, SWEEP_LIMIT)
             .await?;
         for charge in &low {
             self.credits_low(hooks, &charge.task, charge.spendable)
@@ -83,14 +88,14 @@ impl ActionService {
         let exhausted = self
             .ports
             .hooks
-            .exhaustions_missing_events(since, None, 100)
+            .exhaustions_missing_events(since, None, SWEEP_LIMIT)
             .await?;
         for exhaustion in &exhausted {
             self.authority_exhausted(hooks, exhaustion).await;
         }
-        if missing.len() < 100 && low.len() < 100 && exhausted.len() < 100 {
-            hooks.swept("task_events", run).await?;
-        }
+        hooks
+            .end_sweep(run, &[missing.len(), low.len(), exhausted.len()])
+            .await?;
         Ok(missing.len() + low.len() + exhausted.len())
     }
 

@@ -46,12 +46,21 @@ pub const SWEEP_WINDOW_MINUTES: i64 = 60;
 /// retried for 72 hours; an event older than that is for the feed only).
 pub const MAX_SWEEP_LOOKBACK_HOURS: i64 = 7 * 24;
 
-/// A run of a recovery sweep: from when it looks, and when it began (its mark once it went
-/// through everything, [`HookService::swept`]).
+/// Facts a sweep's query answers at most per run; a run whose queries all answered fewer went
+/// through everything.
+pub const SWEEP_LIMIT: u32 = 100;
+/// A sweep runs every few seconds; its mark is written again only once it is this old (the
+/// next run then looks back that much further, which costs nothing).
+const MARK_EVERY_MINUTES: i64 = 5;
+
+/// A run of a recovery sweep: its name, from when it looks, when it began and the mark it
+/// found ([`HookService::sweep`], [`HookService::end_sweep`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SweepRun {
+    name: &'static str,
     pub since: DateTime<Utc>,
-    pub began: DateTime<Utc>,
+    began: DateTime<Utc>,
+    mark: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -293,19 +302,30 @@ impl HookService {
     /// A run of the recovery sweep `name`: it looks back [`SWEEP_WINDOW_MINUTES`] from now and
     /// from the start of its last run that went through everything, whichever is earlier (at
     /// most [`MAX_SWEEP_LOOKBACK_HOURS`]).
-    pub async fn sweep(&self, name: &str) -> Result<SweepRun, svc_ports::StoreError> {
+    pub async fn sweep(&self, name: &'static str) -> Result<SweepRun, svc_ports::StoreError> {
         let began = self.clock.now();
         let mark = self.store.sweep_mark(name).await?;
         Ok(SweepRun {
+            name,
             since: sweep_since(mark, began),
             began,
+            mark,
         })
     }
 
-    /// Records that `run` of `name` went through everything it looks at (each of its queries
-    /// answered fewer than its limit).
-    pub async fn swept(&self, name: &str, run: SweepRun) -> Result<(), svc_ports::StoreError> {
-        self.store.mark_sweep(name, run.began).await
+    /// Ends `run`, whose queries answered `found` facts each: when every one answered fewer
+    /// than [`SWEEP_LIMIT`] the run went through everything, and its start becomes the mark
+    /// (unless the mark is younger than a few minutes).
+    pub async fn end_sweep(
+        &self,
+        run: SweepRun,
+        found: &[usize],
+    ) -> Result<(), svc_ports::StoreError> {
+        let through = found.iter().all(|&n| n < SWEEP_LIMIT as usize);
+        if through && mark_due(run.mark, run.began) {
+            self.store.mark_sweep(run.name, run.began).await?;
+        }
+        Ok(())
     }
 
     /// Connections that expired without their event ([`HookStore::connections_missing_events`]).
@@ -432,6 +452,11 @@ fn sweep_since(mark: Option<DateTime<Utc>>, began: DateTime<Utc>) -> DateTime<Ut
     since.max(floor)
 }
 
+/// Whether a run begun at `began` writes its start as the mark, given the mark it found.
+fn mark_due(mark: Option<DateTime<Utc>>, began: DateTime<Utc>) -> bool {
+    mark.is_none_or(|m| began - m >= chrono::Duration::minutes(MARK_EVERY_MINUTES))
+}
+
 /// What an endpoint's sealed signing secret is bound to.
 pub(crate) fn secret_context(id: &WebhookEndpointId) -> String {
     svc_ports::SealedField::WebhookSecret.context(id.as_str())
@@ -453,6 +478,10 @@ mod tests {
         assert_eq!(sweep_since(Some(now + hour), now), now - hour);
         let week = chrono::Duration::hours(MAX_SWEEP_LOOKBACK_HOURS);
         assert_eq!(sweep_since(Some(now - week * 4), now), now - week);
+        // The mark is written when there is none, or once it is a few minutes old.
+        assert!(mark_due(None, now));
+        assert!(!mark_due(Some(now - chrono::Duration::minutes(4)), now));
+        assert!(mark_due(Some(now - chrono::Duration::minutes(5)), now));
     }
 
     #[test]
