@@ -128,8 +128,7 @@ impl PageExtractor for HtmlExtractor {
                 // The page again for a second reading: as first read, without what the
                 // caller excluded. A copy of the tree costs a tenth of parsing it again.
                 let first = query.clone();
-                let fresh = || first.clone();
-                main_content(query, html, &fresh, url.as_str(), &base, &mut metadata)
+                main_content(query, html, &first, url.as_str(), &base, &mut metadata)
             }
             None => {
                 absolutize(&query, &base);
@@ -154,22 +153,23 @@ impl PageExtractor for HtmlExtractor {
 
 /// Readability's article, whose title, byline and excerpt are better than the page's
 /// metadata alone (they agree with Readability.js on more corpus pages). When it finds no
-/// article the whole body is the content.
+/// article the whole body is the content. `first` is the page as Readability is first given
+/// it, kept for second readings.
 fn main_content(
     query: QueryDocument,
     html: &str,
-    fresh: &dyn Fn() -> QueryDocument,
+    first: &QueryDocument,
     url: &str,
     base: &Url,
     metadata: &mut PageMetadata,
 ) -> MainContent {
-    // Counted before Readability takes the page: whether a second reading could be longer.
-    let page_prose = crate::retry::prose_chars(&query);
+    let fresh = &|| first.clone();
     let lead = crate::lead::find(html, &query);
     let families = crate::widen::families(&query);
     let found = crate::retry::article(
         readable(query, url, CHAR_THRESHOLD),
-        page_prose,
+        // Whether a second reading could be longer: counted only for a short article.
+        || crate::retry::prose_chars(first),
         fresh,
         url,
         readable,
@@ -250,12 +250,31 @@ pub(crate) fn readable(
     };
     let mut readability = Readability::with_document(query, Some(url), Some(config)).ok()?;
     let article = readability.parse().ok()?;
-    // The article's nodes copied into a document of their own: what parsing `article.content`
-    // again would give, without the serialising and the second parse.
-    let doc = QueryDocument::from("<body></body>");
-    doc.select_single("body")
-        .append_selection(&readability.doc.select_single("#readability-page-1"));
-    Some((article, doc))
+    let doc = std::mem::take(&mut readability.doc);
+    article_alone(&doc).then_some((article, doc))
+}
+
+/// Makes Readability's document, the page with the article in it, the article alone: what
+/// parsing `<body>` and `article.content` would give, without serialising, parsing or copying
+/// its nodes. The rest of the page stays in the tree's memory, out of reach of every walk
+/// from its root.
+fn article_alone(doc: &QueryDocument) -> bool {
+    let Some(article) = doc
+        .select_single("#readability-page-1")
+        .nodes()
+        .first()
+        .copied()
+    else {
+        return false;
+    };
+    let root = doc.root();
+    root.remove_children();
+    let [html, head, body] = ["html", "head", "body"].map(|name| doc.tree.new_element(name));
+    root.append_child(&html);
+    html.append_child(&head);
+    html.append_child(&body);
+    body.append_child(&article);
+    true
 }
 
 fn body_content(query: &QueryDocument) -> MainContent {
@@ -310,6 +329,30 @@ mod tests {
         HtmlExtractor
             .extract(html, "https://example.com/a/page.html", options)
             .unwrap()
+    }
+
+    /// Readability's document made the article alone holds what a copy of the article into
+    /// a document of its own holds (the way it was made before), and nothing of the page.
+    #[test]
+    fn the_article_alone_is_a_copy_of_it_without_copying() {
+        let page = r#"<!doctype html><html lang="en" class="js"><head><title>T</title></head>
+            <body class="home"><nav><a href="/">Home</a></nav><div class="wrap">
+            <div id="readability-page-1" class="page"><p class="lede">The story, <b>bold</b>.</p>
+            <!-- a note --><p>More of it.</p></div><aside>Elsewhere</aside></div>
+            <footer>Foot</footer></body></html><!-- after the page -->"#;
+        let copied = QueryDocument::from("<body></body>");
+        copied
+            .select_single("body")
+            .append_selection(&QueryDocument::from(page).select_single("#readability-page-1"));
+        let alone = QueryDocument::from(page);
+        assert!(article_alone(&alone));
+        assert_eq!(alone.html(), copied.html());
+        assert_eq!(alone.formatted_text(), copied.formatted_text());
+        assert!(alone.html().contains("The story, <b>bold</b>."));
+        // A page without Readability's article is no reading.
+        assert!(!article_alone(&QueryDocument::from(
+            page.replace("readability-page-1", "x").as_str()
+        )));
     }
 
     const ARTICLE: &str = r#"<!doctype html><html lang="en"><head><title>Tides of the North Sea | Coast News</title>

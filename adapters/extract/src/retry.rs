@@ -4,7 +4,7 @@
 //! thread). Each retry reads a copy of the page as first parsed, without what misled the
 //! first reading, and is paid only on such pages.
 
-use dom_query::{Document, NodeRef};
+use dom_query::{Document, NodeData, NodeRef};
 
 use crate::clean::{squeezed, text_chars};
 
@@ -28,7 +28,7 @@ type Reading = (dom_smoothie::Article, Document);
 /// applied), for each second reading.
 pub(crate) fn article(
     first: Option<Reading>,
-    page_prose: usize,
+    page_prose: impl FnOnce() -> usize,
     fresh: impl Fn() -> Document,
     url: &str,
     read: impl Fn(Document, &str, usize) -> Option<Reading>,
@@ -102,7 +102,7 @@ pub(crate) fn article(
     // Such a reading needs that much text outside links elsewhere on the page: most short
     // articles are on short pages, and they pay no second copy and Readability run.
     let needed = (LONGER * (1.0 - PROSE_LINK_SHARE) + 1.0) * chars as f64;
-    if (page_prose as f64) < needed {
+    if (page_prose() as f64) < needed {
         return found;
     }
     let without_chosen = page;
@@ -253,7 +253,12 @@ pub(crate) fn prose_chars(doc: &Document) -> usize {
         while let Some(c) = child {
             if c.is_text() {
                 if !in_link {
-                    count += c.text().chars().filter(|ch| !ch.is_whitespace()).count();
+                    count += c.query_or(0, |n| match &n.data {
+                        NodeData::Text { contents } => {
+                            contents.chars().filter(|ch| !ch.is_whitespace()).count()
+                        }
+                        _ => 0,
+                    });
                 }
             } else if c.is_element() && !crate::sections::is_comment_section(&c) {
                 stack.push((c, in_link || c.has_name("a")));
