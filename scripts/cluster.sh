@@ -5,8 +5,9 @@
 # scripts/cluster_check.py plays the production scenarios through the balancer: 200 concurrent
 # executes with one Idempotency-Key, executes with distinct keys while one instance is killed
 # with SIGKILL and restarted (then the books and every failed key's settled outcome), a rolling
-# restart under load, a code brute force with forged X-Forwarded-For, and the metrics against
-# the ledger (checked by promtool).
+# restart under load, a code brute force with forged X-Forwarded-For, the metrics against
+# the ledger (checked by promtool), and what the balancer answers itself once every instance
+# is stopped (a problem, not its HTML page).
 #
 # Usage: scripts/cluster.sh [full|short|bench]   (short: the CI version, fewer requests; bench:
 # executions per second through the balancer with 3 and with 1 instance, beside /health)
