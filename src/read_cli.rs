@@ -106,7 +106,12 @@ pub async fn run(args: ReadArgs) -> anyhow::Result<()> {
         );
     }
     if files.len() > 1 || args.dir.is_some() {
-        return many(services, files, args.base_url, request).await;
+        // A page may wait for the browser: as many at once as it has tabs, if more than cores.
+        let at_once = cores().max(match args.render {
+            RenderArg::Never => 1,
+            RenderArg::Auto | RenderArg::Always => args.browser.render_tabs,
+        });
+        return many(services, files, args.base_url, request, at_once).await;
     }
     let outcome = match files.first() {
         Some(file) => {
@@ -142,19 +147,24 @@ pub async fn run(args: ReadArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Reads `files` on every core, printing one JSON line per file in their order; a file that
-/// cannot be read is a line `{"outcome": "error", "file", "detail"}` and makes the exit code 1.
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+/// Reads `files`, `at_once` at a time, printing one JSON line per file in their order; a file
+/// that cannot be read is a line `{"outcome": "error", "file", "detail"}` and makes the exit
+/// code 1.
 async fn many(
     services: std::sync::Arc<Services>,
     files: Vec<PathBuf>,
     base_url: Option<String>,
     request: ReadRequest,
+    at_once: usize,
 ) -> anyhow::Result<()> {
     // Reading is CPU-bound: one page per core at a time (more threads only switch and hold
-    // more memory: about 2% more CPU time over the articles corpus), with room for as many
-    // again, read and waiting in order, behind a slow page.
-    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let reading = std::sync::Arc::new(tokio::sync::Semaphore::new(cores));
+    // more memory: about 2% more CPU time over the articles corpus), with room for three times
+    // as many more, read and waiting in order, behind a slow page.
+    let reading = std::sync::Arc::new(tokio::sync::Semaphore::new(at_once));
     let mut lines = futures_util::stream::iter(files)
         .map(|file| {
             let (services, request, base_url, reading) = (
@@ -168,7 +178,7 @@ async fn many(
                 read_file(&services, &file, base_url, &request).await
             })
         })
-        .buffered(cores * 4);
+        .buffered(at_once * 4);
     let mut failed = false;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     while let Some(line) = lines.next().await {

@@ -231,8 +231,8 @@ fn main_content(
 pub(crate) const CHAR_THRESHOLD: usize = 500;
 
 /// Readability's article from `query` (read again with looser rules while it is under
-/// `char_threshold` characters), and the article copied into a document of its own with its classes
-/// still on (the cleaning passes read them).
+/// `char_threshold` characters), and the article alone in a document of its own with its
+/// classes still on (the cleaning passes read them).
 pub(crate) fn readable(
     query: QueryDocument,
     url: &str,
@@ -241,17 +241,21 @@ pub(crate) fn readable(
     // A link that only steps back in the browser's history ("zurück", "Back") is navigation;
     // Readability would keep its word, as it turns every `javascript:` link into its text.
     query.select(HISTORY_LINKS).remove();
-    let config = Config {
+    let config = readability_config(char_threshold);
+    let mut readability = Readability::with_document(query, Some(url), Some(config)).ok()?;
+    let article = readability.parse().ok()?;
+    let doc = std::mem::take(&mut readability.doc);
+    article_alone(&doc).then_some((article, doc))
+}
+
+fn readability_config(char_threshold: usize) -> Config {
+    Config {
         // The Markdown is made once, of the reading kept and cleaned (`main_content`).
         text_mode: TextMode::Raw,
         keep_classes: true,
         char_threshold,
         ..Config::default()
-    };
-    let mut readability = Readability::with_document(query, Some(url), Some(config)).ok()?;
-    let article = readability.parse().ok()?;
-    let doc = std::mem::take(&mut readability.doc);
-    article_alone(&doc).then_some((article, doc))
+    }
 }
 
 /// Makes Readability's document, the page with the article in it, the article alone: what
@@ -353,6 +357,32 @@ mod tests {
         assert!(!article_alone(&QueryDocument::from(
             page.replace("readability-page-1", "x").as_str()
         )));
+    }
+
+    /// On a page Readability reads, the reading is what copying its article into a document
+    /// of its own gave, and every element of it is under the document's root.
+    #[test]
+    fn a_reading_is_the_article_alone_as_a_copy_of_it_was() {
+        let url = "https://example.com/a/page.html";
+        let (_, alone) = readable(QueryDocument::from(ARTICLE), url, CHAR_THRESHOLD).unwrap();
+        let mut r = Readability::with_document(
+            QueryDocument::from(ARTICLE),
+            Some(url),
+            Some(readability_config(CHAR_THRESHOLD)),
+        )
+        .unwrap();
+        r.parse().unwrap();
+        let copied = QueryDocument::from("<body></body>");
+        copied
+            .select_single("body")
+            .append_selection(&r.doc.select_single("#readability-page-1"));
+        assert_eq!(alone.html(), copied.html());
+        assert!(alone.html().contains("Storm surges"));
+        let elements = alone.select("body *");
+        assert!(elements.length() > 3);
+        for node in elements.nodes() {
+            assert!(node.ancestors_it(None).any(|a| a.is_document()));
+        }
     }
 
     const ARTICLE: &str = r#"<!doctype html><html lang="en"><head><title>Tides of the North Sea | Coast News</title>

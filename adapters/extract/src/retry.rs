@@ -240,7 +240,7 @@ fn by_attributes<'a>(page: &'a Document, article: &Document, head: &str) -> Opti
 /// is given as `page_prose`): a second reading that is mostly the readers' comments is
 /// refused, so their text cannot make one worth trying. On a long thread under a short story
 /// that saves a whole second copy and Readability run for nothing. One walk over the page,
-/// no selector and no copy of its text: every page pays it.
+/// no selector and no copy of its text, asked only for a short article.
 pub(crate) fn prose_chars(doc: &Document) -> usize {
     let Some(body) = doc.body() else {
         return 0;
