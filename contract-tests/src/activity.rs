@@ -6,14 +6,14 @@ use std::collections::{BTreeMap, HashSet};
 use chrono::{DateTime, Duration, Utc};
 use svc_ports::{
     AccountId, ApiKeyId, BeginOutcome, TaskCursor, TaskId, TaskQuery, TaskRecord, TaskStatus,
-    UsageKind, activity::day_start, ledger::EntryKind,
+    UsageKind, activity::day_start, billing::PaymentFact, ledger::EntryKind,
 };
 use ulid::Ulid;
 
 use crate::{
     Backend,
     actions::{funded, new_task, settlement},
-    billing::{checkout, event, paid},
+    billing::{checkout, event, paid, refunded},
     scenarios::t0,
 };
 
@@ -223,6 +223,29 @@ pub async fn usage_per_day_adds_up_to_the_ledger(b: &Backend) {
     let mut bought = event(paid(&c, "pay_usage"));
     bought.received_at = t0() + hour * 7;
     b.billing.apply_payment_event(&bought).await.unwrap();
+    // Then half of it refunded, and another purchase disputed and the dispute won: taken
+    // back, and given back.
+    let c2 = checkout(&a, None);
+    b.billing.insert_checkout(&c2).await.unwrap();
+    let facts = [
+        paid(&c2, "pay_usage_2"),
+        refunded("pay_usage", "re_usage", 450),
+        PaymentFact::DisputeOpened {
+            payment_id: "pay_usage_2".into(),
+            dispute_id: "dp_usage".into(),
+            amount: 900,
+        },
+        PaymentFact::DisputeClosed {
+            payment_id: "pay_usage_2".into(),
+            dispute_id: "dp_usage".into(),
+            won: true,
+        },
+    ];
+    for (i, fact) in facts.into_iter().enumerate() {
+        let mut e = event(fact);
+        e.received_at = t0() + hour * 7 + Duration::minutes(10 * (i as i64 + 1));
+        b.billing.apply_payment_event(&e).await.unwrap();
+    }
 
     let first = t0().date_naive();
     let (from, until) = (day_start(first), day_start(first) + Duration::days(2));
@@ -267,6 +290,8 @@ pub async fn usage_per_day_adds_up_to_the_ledger(b: &Backend) {
             }
             EntryKind::Purchase => (UsageKind::Bought, None, e.delta),
             EntryKind::Grant => (UsageKind::Granted, None, e.delta),
+            EntryKind::Clawback | EntryKind::Freeze => (UsageKind::TakenBack, None, -e.delta),
+            EntryKind::Release => (UsageKind::Released, None, e.delta),
             _ => continue,
         };
         let sum = want
@@ -284,7 +309,20 @@ pub async fn usage_per_day_adds_up_to_the_ledger(b: &Backend) {
     );
     assert_eq!(
         got.get(&(second, UsageKind::Bought, None)),
-        Some(&(1000, 1))
+        Some(&(2000, 2))
+    );
+    // Half the first purchase clawed back, the whole second one frozen, then released.
+    assert_eq!(
+        got.get(&(second, UsageKind::TakenBack, None)),
+        Some(&(1500, 2)),
+        "{}",
+        b.name
+    );
+    assert_eq!(
+        got.get(&(second, UsageKind::Released, None)),
+        Some(&(1000, 1)),
+        "{}",
+        b.name
     );
     assert_eq!(
         got.get(&(first, UsageKind::Granted, None)),

@@ -75,9 +75,15 @@ pub enum UsageKind {
     Bought,
     /// Given by an operator, a plan or the sandbox: the `grant` entries.
     Granted,
+    /// Taken from the balance because their payment was refunded (`clawback` entries) or
+    /// disputed (`freeze` entries): what the entries took, as a positive number.
+    TakenBack,
+    /// Given back when a dispute was won: the `release` entries.
+    Released,
 }
 
-/// Credits of one kind on one UTC day; for `Charged` and `Refunded`, of one key's tasks.
+/// Credits of one kind on one UTC day; for `Charged` and `Refunded`, of one key's tasks. A
+/// lost dispute's `forfeit` entry changes nothing here: its credits were taken when it opened.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UsageRow {
     pub day: NaiveDate,

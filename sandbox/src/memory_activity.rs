@@ -59,6 +59,8 @@ pub(crate) fn usage_by_day(
         let kind = match e.kind {
             EntryKind::Purchase => UsageKind::Bought,
             EntryKind::Grant => UsageKind::Granted,
+            EntryKind::Clawback | EntryKind::Freeze => UsageKind::TakenBack,
+            EntryKind::Release => UsageKind::Released,
             _ => continue,
         };
         if &e.account_id != account || !within(e.created_at) {
@@ -67,7 +69,7 @@ pub(crate) fn usage_by_day(
         let sum = sums
             .entry((e.created_at.date_naive(), kind, None))
             .or_default();
-        *sum = (sum.0 + e.delta, sum.1 + 1);
+        *sum = (sum.0 + e.delta.abs(), sum.1 + 1);
     }
     sums.into_iter()
         .map(|((day, kind, key_id), (credits, count))| UsageRow {

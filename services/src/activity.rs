@@ -98,6 +98,10 @@ pub struct UsageDay {
     pub refunded: i64,
     pub bought: i64,
     pub granted: i64,
+    /// Taken back because their payment was refunded or disputed.
+    pub taken_back: i64,
+    /// Given back when a dispute was won.
+    pub released: i64,
     /// Per key, charged first (largest first), then by prefix.
     pub by_key: Vec<KeyUsage>,
 }
@@ -113,6 +117,8 @@ pub struct UsageHistory {
     pub refunded: i64,
     pub bought: i64,
     pub granted: i64,
+    pub taken_back: i64,
+    pub released: i64,
 }
 
 /// What the account page's verify link shows: the artifact and whether its signature holds.
@@ -244,6 +250,8 @@ impl ActivityService {
                 refunded: 0,
                 bought: 0,
                 granted: 0,
+                taken_back: 0,
+                released: 0,
                 by_key: Vec::new(),
             })
             .collect();
@@ -254,6 +262,8 @@ impl ActivityService {
             match row.kind {
                 UsageKind::Bought => day.bought += row.credits,
                 UsageKind::Granted => day.granted += row.credits,
+                UsageKind::TakenBack => day.taken_back += row.credits,
+                UsageKind::Released => day.released += row.credits,
                 UsageKind::Charged | UsageKind::Refunded => {
                     let usage = key_usage(day, &prefixes, row.key_id.as_ref());
                     if row.kind == UsageKind::Charged {
@@ -283,6 +293,8 @@ impl ActivityService {
             refunded: sum(|d| d.refunded),
             bought: sum(|d| d.bought),
             granted: sum(|d| d.granted),
+            taken_back: sum(|d| d.taken_back),
+            released: sum(|d| d.released),
             days,
         })
     }

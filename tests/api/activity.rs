@@ -343,6 +343,13 @@ async fn usage_per_day_adds_up_to_the_ledger_per_kind_and_key() {
     run(&app, &first_key, true).await;
     run(&app, &first_key, true).await;
     run(&app, &first_key, false).await;
+    // And the purchase is refunded (while the provider's clock and ours agree): its credits
+    // are taken back.
+    let session = crate::billing::session_of(checkout["checkout_url"].as_str().unwrap());
+    assert_eq!(
+        crate::billing::qa_send(&app, &session, "refund", "ok").await,
+        vec![200]
+    );
     clock.advance(Duration::from_secs(24 * 3600));
     run(&app, &second_key, true).await;
     run(&app, &second_key, false).await;
@@ -367,6 +374,7 @@ async fn usage_per_day_adds_up_to_the_ledger_per_kind_and_key() {
             "purchase" => "bought",
             "action_charge" => "charged",
             "action_refund" => "refunded",
+            "refund_clawback" => "taken_back",
             other => panic!("unexpected receipt {other}"),
         };
         let day = r["created_at"].as_str().unwrap()[..10].to_owned();
@@ -374,7 +382,7 @@ async fn usage_per_day_adds_up_to_the_ledger_per_kind_and_key() {
     }
     let mut reported: BTreeMap<(String, &str), i64> = BTreeMap::new();
     for d in days {
-        for kind in ["charged", "refunded", "bought"] {
+        for kind in ["charged", "refunded", "bought", "taken_back", "released"] {
             let n = d[kind].as_i64().unwrap();
             if n != 0 {
                 reported.insert((d["date"].as_str().unwrap().to_owned(), kind), n);
@@ -397,6 +405,9 @@ async fn usage_per_day_adds_up_to_the_ledger_per_kind_and_key() {
     );
     assert_eq!(history["totals"]["charged"], 4);
     assert_eq!(history["totals"]["bought"], 1000);
+    assert_eq!(days[0]["taken_back"], 1000, "{history}");
+    assert_eq!(history["totals"]["taken_back"], 1000);
+    assert_eq!(history["totals"]["released"], 0);
 
     // Per key: day two split between the keys, charged largest first.
     let by_key: Vec<(String, i64, i64)> = days[1]["by_key"]

@@ -63,7 +63,7 @@ fn provider(app: &TestApp) -> String {
 }
 
 /// Asks the sandbox provider to send an event; returns the service's statuses.
-async fn qa_send(app: &TestApp, session: &str, event: &str, variant: &str) -> Vec<u64> {
+pub(crate) async fn qa_send(app: &TestApp, session: &str, event: &str, variant: &str) -> Vec<u64> {
     let answer: Value = reqwest::Client::new()
         .post(format!("{}/qa/send", provider(app)))
         .json(&json!({"session_id": session, "event": event, "variant": variant}))
@@ -81,7 +81,7 @@ async fn qa_send(app: &TestApp, session: &str, event: &str, variant: &str) -> Ve
         .collect()
 }
 
-fn session_of(checkout_url: &str) -> String {
+pub(crate) fn session_of(checkout_url: &str) -> String {
     checkout_url.rsplit('/').next().unwrap().to_owned()
 }
 

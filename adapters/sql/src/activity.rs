@@ -15,6 +15,8 @@ fn usage_kind(name: &str) -> Result<UsageKind, String> {
         "refunded" => Ok(UsageKind::Refunded),
         "bought" => Ok(UsageKind::Bought),
         "granted" => Ok(UsageKind::Granted),
+        "taken_back" => Ok(UsageKind::TakenBack),
+        "released" => Ok(UsageKind::Released),
         other => Err(format!("unknown usage kind {other:?}")),
     }
 }

@@ -31,6 +31,8 @@ pub(crate) struct DayFigure {
     pub refunded: i64,
     pub bought: i64,
     pub granted: i64,
+    pub taken_back: i64,
+    pub released: i64,
     /// "svc_test_AbCd1234: 3 charged, 1 refunded; ..."
     pub keys: String,
 }
@@ -54,6 +56,9 @@ pub(crate) struct UsageChart {
     pub refunded: i64,
     pub bought: i64,
     pub granted: i64,
+    /// Taken back for refunded or disputed payments, and given back for disputes won.
+    pub taken_back: i64,
+    pub released: i64,
     /// Days with any usage, newest first.
     pub figures: Vec<DayFigure>,
 }
@@ -117,13 +122,22 @@ impl UsageChart {
         let desc = format!(
             "Bars show the credits charged for completed actions (dark blue) and refunded for \
              failed ones (orange, stacked on top) each UTC day from {} to {}. In all, {} \
-             charged, {} refunded, {} bought and {} granted.{}",
+             charged, {} refunded, {} bought and {} granted{}.{}",
             h.from,
             h.to,
             credits(h.charged),
             credits(h.refunded),
             credits(h.bought),
             credits(h.granted),
+            if h.taken_back + h.released > 0 {
+                format!(
+                    "; {} taken back for refunded or disputed payments and {} given back",
+                    credits(h.taken_back),
+                    credits(h.released)
+                )
+            } else {
+                String::new()
+            },
             match busiest {
                 Some(d) => format!(
                     " The busiest day was {} with {} charged.",
@@ -137,13 +151,17 @@ impl UsageChart {
             .days
             .iter()
             .rev()
-            .filter(|d| d.charged + d.refunded + d.bought + d.granted > 0)
+            .filter(|d| {
+                d.charged + d.refunded + d.bought + d.granted + d.taken_back + d.released > 0
+            })
             .map(|d| DayFigure {
                 date: d.date.to_string(),
                 charged: d.charged,
                 refunded: d.refunded,
                 bought: d.bought,
                 granted: d.granted,
+                taken_back: d.taken_back,
+                released: d.released,
                 keys: d
                     .by_key
                     .iter()
@@ -179,6 +197,8 @@ impl UsageChart {
             refunded: h.refunded,
             bought: h.bought,
             granted: h.granted,
+            taken_back: h.taken_back,
+            released: h.released,
             figures,
         }
     }
@@ -198,6 +218,8 @@ mod tests {
             refunded,
             bought: 0,
             granted: 0,
+            taken_back: 0,
+            released: 0,
             by_key: Vec::new(),
         }
     }
@@ -212,6 +234,8 @@ mod tests {
             refunded: 1,
             bought: 0,
             granted: 0,
+            taken_back: 0,
+            released: 0,
             days,
         };
         let chart = UsageChart::of(&h);

@@ -68,10 +68,12 @@ impl PostgresStore {
              GROUP BY 1, 2, 3 \
              UNION ALL \
              SELECT FLOOR(EXTRACT(EPOCH FROM created_at) / 86400)::BIGINT AS day, \
-                CASE kind WHEN 'purchase' THEN 'bought' ELSE 'granted' END AS usage, \
-                NULL::TEXT AS key_id, SUM(delta)::BIGINT AS credits, COUNT(*) AS entries \
+                CASE kind WHEN 'purchase' THEN 'bought' WHEN 'grant' THEN 'granted' \
+                    WHEN 'release' THEN 'released' ELSE 'taken_back' END AS usage, \
+                NULL::TEXT AS key_id, SUM(ABS(delta))::BIGINT AS credits, COUNT(*) AS entries \
              FROM ledger_entries \
-             WHERE account_id = $1 AND kind IN ('purchase', 'grant') \
+             WHERE account_id = $1 \
+               AND kind IN ('purchase', 'grant', 'clawback', 'freeze', 'release') \
                AND created_at >= $2 AND created_at < $3 \
              GROUP BY 1, 2",
         )

@@ -66,10 +66,12 @@ impl SqliteStore {
              GROUP BY day, usage, key_id \
              UNION ALL \
              SELECT created_at / 86400000 AS day, \
-                CASE kind WHEN 'purchase' THEN 'bought' ELSE 'granted' END AS usage, \
-                NULL AS key_id, SUM(delta) AS credits, COUNT(*) AS entries \
+                CASE kind WHEN 'purchase' THEN 'bought' WHEN 'grant' THEN 'granted' \
+                    WHEN 'release' THEN 'released' ELSE 'taken_back' END AS usage, \
+                NULL AS key_id, SUM(ABS(delta)) AS credits, COUNT(*) AS entries \
              FROM ledger_entries \
-             WHERE account_id = $1 AND kind IN ('purchase', 'grant') \
+             WHERE account_id = $1 \
+               AND kind IN ('purchase', 'grant', 'clawback', 'freeze', 'release') \
                AND created_at >= $2 AND created_at < $3 \
              GROUP BY day, usage",
         )

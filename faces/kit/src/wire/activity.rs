@@ -150,6 +150,11 @@ pub struct UsageDayDoc {
     pub bought: i64,
     /// Given free: sign-up credits, operator or sandbox grants.
     pub granted: i64,
+    /// Taken back from the balance because their payment was refunded or disputed (the
+    /// receipts say which).
+    pub taken_back: i64,
+    /// Given back when a dispute was won.
+    pub released: i64,
     /// Charges and refunds per API key, largest first; empty on a day without tasks.
     pub by_key: Vec<KeyUsageDoc>,
 }
@@ -161,6 +166,8 @@ pub struct UsageTotals {
     pub refunded: i64,
     pub bought: i64,
     pub granted: i64,
+    pub taken_back: i64,
+    pub released: i64,
 }
 
 /// The account's credits per UTC day over a range.
@@ -193,6 +200,8 @@ fn usage_day(d: &UsageDay) -> UsageDayDoc {
         refunded: d.refunded,
         bought: d.bought,
         granted: d.granted,
+        taken_back: d.taken_back,
+        released: d.released,
         by_key: d.by_key.iter().map(key_usage).collect(),
     }
 }
@@ -208,6 +217,8 @@ impl From<&UsageHistory> for UsageHistoryDoc {
                 refunded: h.refunded,
                 bought: h.bought,
                 granted: h.granted,
+                taken_back: h.taken_back,
+                released: h.released,
             },
         }
     }
