@@ -166,6 +166,7 @@ async fn activity_list_and_usage_chart_fit_a_phone_and_a_desktop() -> anyhow::Re
         );
         assert_eq!(browser.text_of("usage-charged").await?, "3");
         assert_eq!(browser.text_of("usage-refunded").await?, "1");
+        assert_eq!(browser.text_of("usage-taken-back").await?, "0");
         let bars = browser
             .client
             .find_all(Locator::Css("#usage-chart rect.charged"))

@@ -253,5 +253,39 @@ mod tests {
         );
         assert_eq!(chart.figures.len(), 2, "days without usage are left out");
         assert_eq!(chart.figures[0].date, "2026-11-03");
+        assert!(!chart.desc.contains("taken back"), "{}", chart.desc);
+    }
+
+    /// A day when a payment was refunded or disputed is a day with something to say, and the
+    /// description says what was taken back and given back.
+    #[test]
+    fn payments_taken_back_are_figures_too() {
+        let mut days = vec![day(1, 0, 0), day(2, 0, 0)];
+        days[1].taken_back = 1000;
+        days[1].released = 400;
+        let h = UsageHistory {
+            from: days[0].date,
+            to: days[1].date,
+            charged: 0,
+            refunded: 0,
+            bought: 0,
+            granted: 0,
+            taken_back: 1000,
+            released: 400,
+            days,
+        };
+        let chart = UsageChart::of(&h);
+        assert_eq!(chart.figures.len(), 1);
+        assert_eq!(
+            (chart.figures[0].taken_back, chart.figures[0].released),
+            (1000, 400)
+        );
+        assert!(
+            chart.desc.contains(
+                "1000 credits taken back for refunded or disputed payments and 400 credits given back"
+            ),
+            "{}",
+            chart.desc
+        );
     }
 }
