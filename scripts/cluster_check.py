@@ -378,36 +378,42 @@ class Cluster:
         headers = {k.strip().lower(): v.strip() for k, v in (l.split(":", 1) for l in lines[1:])}
         # haproxy before 3.2 answers a request it cannot parse with its built-in page, not
         # the configured one (haproxy issue 3032): only the status is asked of it here.
-        malformed = status == 400
-        malformed_kind = headers.get("content-type")
-        # Every instance stopped: the balancer has nowhere to send the request.
+        malformed_status, malformed_kind = status, headers.get("content-type")
+        # Every instance stopped: the balancer has nowhere to send the request. They are
+        # started again whatever happens, for the scenarios and checks after this one.
         pids = [self.pid(n) for n in (1, 2, 3)]
-        for pid in pids:
-            os.kill(pid, signal.SIGTERM)
-        for pid in pids:
-            self.wait_exit(pid, 30)
-        req = urllib.request.Request(self.lb + "/health/ready")
         try:
-            with urllib.request.urlopen(req, timeout=10) as r:
-                status, headers, body = r.status, dict(r.headers), r.read()
-        except urllib.error.HTTPError as e:
-            status, headers, body = e.code, dict(e.headers), e.read()
+            for pid in pids:
+                os.kill(pid, signal.SIGTERM)
+            for pid in pids:
+                if not self.wait_exit(pid, 30):
+                    # Its port must be free before a new instance can bind it.
+                    os.kill(pid, signal.SIGKILL)
+                    self.wait_exit(pid, 10)
+            status, headers, body = 0, {}, b""
+            try:
+                with urllib.request.urlopen(self.lb + "/health/ready", timeout=10) as r:
+                    status, headers, body = r.status, dict(r.headers), r.read()
+            except urllib.error.HTTPError as e:
+                status, headers, body = e.code, dict(e.headers), e.read()
+            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as e:
+                body = str(e).encode()
+        finally:
+            for n in (1, 2, 3):
+                self.start(n)
         headers = {k.lower(): v for k, v in headers.items()}
         unavailable = problem(status, headers, body, 503, "unavailable") and headers.get(
             "retry-after"
         ) == "1"
-        for n in (1, 2, 3):
-            self.start(n)
         back = all(self.wait_ready(n) for n in (1, 2, 3))
         self.check(
             "the balancer's own answers are problems",
-            malformed and unavailable and back,
-            f"a malformed request: {status if not malformed else 400} ({malformed_kind}); "
-            f"every instance stopped: "
+            malformed_status == 400 and unavailable and back,
+            f"a malformed request: {malformed_status} ({malformed_kind}); every instance "
+            f"stopped: "
             f"{'503 unavailable with Retry-After' if unavailable else f'{status} {body[:80]!r}'}"
             f"; the instances {'came back' if back else 'did not come back'}",
         )
-
 
 def main():
     p = argparse.ArgumentParser()
