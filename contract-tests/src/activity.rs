@@ -14,7 +14,7 @@ use crate::{
     Backend,
     actions::{funded, new_task, settlement},
     billing::{checkout, event, paid, refunded},
-    scenarios::t0,
+    scenarios::{new_account, t0},
 };
 
 /// Begins a task of `account` at `at` on `domain` by `key`, costing 1, and settles it
@@ -290,8 +290,13 @@ pub async fn usage_per_day_adds_up_to_the_ledger(b: &Backend) {
             }
             EntryKind::Purchase => (UsageKind::Bought, None, e.delta),
             EntryKind::Grant => (UsageKind::Granted, None, e.delta),
-            EntryKind::Clawback | EntryKind::Freeze => (UsageKind::TakenBack, None, -e.delta),
-            EntryKind::Release => (UsageKind::Released, None, e.delta),
+            k if UsageKind::PAYMENT_MOVES.contains(&k.as_str()) && e.delta != 0 => {
+                if e.delta < 0 {
+                    (UsageKind::TakenBack, None, -e.delta)
+                } else {
+                    (UsageKind::Released, None, e.delta)
+                }
+            }
             _ => continue,
         };
         let sum = want
@@ -349,5 +354,83 @@ pub async fn usage_per_day_adds_up_to_the_ledger(b: &Backend) {
             .await
             .unwrap()
             .is_empty()
+    );
+}
+
+/// A dispute lost after its payment's credits were spent takes what its freeze could not from
+/// credits bought since: that `forfeit` entry is taken back like every entry of a payment's
+/// refund or dispute that takes credits, and the day's figures still explain the balance.
+pub async fn usage_counts_what_a_lost_dispute_takes(b: &Backend) {
+    let a = new_account(b, "usage-dispute@example.com").await.id;
+    let hour = Duration::hours(1);
+    let apply = async |fact: PaymentFact, at: DateTime<Utc>| {
+        let mut e = event(fact);
+        e.received_at = at;
+        b.billing.apply_payment_event(&e).await.unwrap();
+    };
+    // 1000 bought, 900 of them held by an action when the whole price is disputed: only 100
+    // can be frozen; the action then completes and spends its 900.
+    let c = checkout(&a, None);
+    b.billing.insert_checkout(&c).await.unwrap();
+    apply(paid(&c, "pay_spent"), t0()).await;
+    let mut task = new_task(&a, 900, None, "f");
+    task.created_at = t0() + hour / 2;
+    let BeginOutcome::Started { task, .. } = b.tasks.begin_task(&task).await.unwrap() else {
+        panic!("{}: not started", b.name)
+    };
+    let dispute = |won: Option<bool>| match won {
+        None => PaymentFact::DisputeOpened {
+            payment_id: "pay_spent".into(),
+            dispute_id: "dp_spent".into(),
+            amount: 900,
+        },
+        Some(won) => PaymentFact::DisputeClosed {
+            payment_id: "pay_spent".into(),
+            dispute_id: "dp_spent".into(),
+            won,
+        },
+    };
+    apply(dispute(None), t0() + hour).await;
+    b.tasks
+        .settle_task(&settlement(&task.id, true, t0() + hour * 2))
+        .await
+        .unwrap();
+    // More bought, then the dispute lost.
+    let c2 = checkout(&a, None);
+    b.billing.insert_checkout(&c2).await.unwrap();
+    apply(paid(&c2, "pay_later"), t0() + hour * 3).await;
+    apply(dispute(Some(false)), t0() + hour * 4).await;
+
+    let entries = b.ledger.entries(&a, 1000).await.unwrap();
+    assert!(
+        entries
+            .iter()
+            .any(|e| e.kind == EntryKind::Forfeit && e.delta == -900),
+        "{}: the lost dispute took 900 from spendable: {entries:#?}",
+        b.name
+    );
+    let from = day_start(t0().date_naive());
+    let rows = b
+        .ledger
+        .usage_by_day(&a, from, from + Duration::days(2))
+        .await
+        .unwrap();
+    let sum = |kind: UsageKind| -> i64 {
+        rows.iter()
+            .filter(|r| r.kind == kind)
+            .map(|r| r.credits)
+            .sum()
+    };
+    // 100 frozen when it opened, 900 forfeited when it was lost.
+    assert_eq!(sum(UsageKind::TakenBack), 1000, "{}: {rows:?}", b.name);
+    assert_eq!(sum(UsageKind::Released), 0, "{}: {rows:?}", b.name);
+    let spendable = b.ledger.balance(&a).await.unwrap().spendable;
+    assert_eq!(
+        sum(UsageKind::Bought) + sum(UsageKind::Granted) + sum(UsageKind::Released)
+            - sum(UsageKind::TakenBack)
+            - sum(UsageKind::Charged),
+        spendable,
+        "{}: the figures explain the balance: {rows:?}",
+        b.name
     );
 }

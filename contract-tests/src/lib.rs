@@ -227,7 +227,8 @@ macro_rules! contract_suite {
         );
         $crate::contract_suite!(@activity $backend;
             tasks_are_listed_newest_first_a_page_at_a_time,
-            usage_per_day_adds_up_to_the_ledger
+            usage_per_day_adds_up_to_the_ledger,
+            usage_counts_what_a_lost_dispute_takes
         );
         $crate::contract_suite!(@billing $backend;
             checkouts_are_unique_per_idempotency_key,

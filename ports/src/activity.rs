@@ -75,15 +75,23 @@ pub enum UsageKind {
     Bought,
     /// Given by an operator, a plan or the sandbox: the `grant` entries.
     Granted,
-    /// Taken from the balance because their payment was refunded (`clawback` entries) or
-    /// disputed (`freeze` entries): what the entries took, as a positive number.
+    /// Taken from the balance because their payment was refunded or disputed: the
+    /// `clawback`, `freeze`, `release` and `forfeit` entries that took credits (a dispute lost
+    /// takes what its freeze could not), as a positive number.
     TakenBack,
-    /// Given back when a dispute was won: the `release` entries.
+    /// Given back to the balance by those kinds of entries: a dispute won.
     Released,
 }
 
-/// Credits of one kind on one UTC day; for `Charged` and `Refunded`, of one key's tasks. A
-/// lost dispute's `forfeit` entry changes nothing here: its credits were taken when it opened.
+impl UsageKind {
+    /// The ledger kinds whose entries move credits for a payment's refund or dispute, either
+    /// way: the sign of an entry's delta says whether it is [`Self::TakenBack`] or
+    /// [`Self::Released`] (one step of a payment may release for one dispute and freeze for
+    /// another).
+    pub const PAYMENT_MOVES: [&'static str; 4] = ["clawback", "freeze", "release", "forfeit"];
+}
+
+/// Credits of one kind on one UTC day; for `Charged` and `Refunded`, of one key's tasks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UsageRow {
     pub day: NaiveDate,

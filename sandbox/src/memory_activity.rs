@@ -59,8 +59,11 @@ pub(crate) fn usage_by_day(
         let kind = match e.kind {
             EntryKind::Purchase => UsageKind::Bought,
             EntryKind::Grant => UsageKind::Granted,
-            EntryKind::Clawback | EntryKind::Freeze => UsageKind::TakenBack,
-            EntryKind::Release => UsageKind::Released,
+            k if UsageKind::PAYMENT_MOVES.contains(&k.as_str()) => match e.delta {
+                0 => continue,
+                d if d < 0 => UsageKind::TakenBack,
+                _ => UsageKind::Released,
+            },
             _ => continue,
         };
         if &e.account_id != account || !within(e.created_at) {
@@ -69,7 +72,11 @@ pub(crate) fn usage_by_day(
         let sum = sums
             .entry((e.created_at.date_naive(), kind, None))
             .or_default();
-        *sum = (sum.0 + e.delta.abs(), sum.1 + 1);
+        let credits = match kind {
+            UsageKind::TakenBack | UsageKind::Released => e.delta.abs(),
+            _ => e.delta,
+        };
+        *sum = (sum.0 + credits, sum.1 + 1);
     }
     sums.into_iter()
         .map(|((day, kind, key_id), (credits, count))| UsageRow {

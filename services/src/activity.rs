@@ -1,6 +1,6 @@
 //! Activity and usage of an account: its tasks a page at a time (filters, an opaque keyset
-//! cursor) and the credits it moved per UTC day, charged, refunded, bought and granted, with
-//! the charges and refunds of each key. Every decision is here: defaults, bounds, what a
+//! cursor) and the credits it moved per UTC day, charged, refunded, bought, granted, taken
+//! back and given back for its payments, with the charges and refunds of each key. Every decision is here: defaults, bounds, what a
 //! cursor holds, which day a figure belongs to; faces only translate.
 
 use std::{collections::HashMap, sync::Arc};

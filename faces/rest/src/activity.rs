@@ -93,10 +93,10 @@ impl ActivityApi {
     ///
     /// The calling key's account's credits per UTC day from `from` to `to` (both included;
     /// by default the 30 days up to today, at most 366): charged for completed actions and
-    /// refunded for failed ones (on the day they settled, also per API key), bought and
-    /// granted. Each figure is the sum of its ledger entries; what payment refunds and disputes
-    /// take back or freeze is in the billing account's receipts. `from` after `to`
-    /// or a longer range is 422 `invalid_request`; a malformed date is 400.
+    /// refunded for failed ones (on the day they settled, also per API key), bought, granted,
+    /// taken back by a payment's refund or dispute and given back by a dispute won. Each
+    /// figure is the sum of its ledger entries, so a day's figures explain its balance.
+    /// `from` after `to` or a longer range is 422 `invalid_request`; a malformed date is 400.
     #[oai(
         path = "/api/usage/history",
         method = "get",

@@ -66,12 +66,16 @@ impl SqliteStore {
              GROUP BY day, usage, key_id \
              UNION ALL \
              SELECT created_at / 86400000 AS day, \
-                CASE kind WHEN 'purchase' THEN 'bought' WHEN 'grant' THEN 'granted' \
-                    WHEN 'release' THEN 'released' ELSE 'taken_back' END AS usage, \
-                NULL AS key_id, SUM(ABS(delta)) AS credits, COUNT(*) AS entries \
+                CASE WHEN kind = 'purchase' THEN 'bought' WHEN kind = 'grant' THEN 'granted' \
+                    WHEN delta < 0 THEN 'taken_back' ELSE 'released' END AS usage, \
+                NULL AS key_id, \
+                SUM(CASE WHEN kind IN ('purchase', 'grant') THEN delta ELSE ABS(delta) END) \
+                    AS credits, \
+                COUNT(*) AS entries \
              FROM ledger_entries \
              WHERE account_id = $1 \
-               AND kind IN ('purchase', 'grant', 'clawback', 'freeze', 'release') \
+               AND (kind IN ('purchase', 'grant') \
+                    OR (kind IN ('clawback', 'freeze', 'release', 'forfeit') AND delta <> 0)) \
                AND created_at >= $2 AND created_at < $3 \
              GROUP BY day, usage",
         )

@@ -150,10 +150,10 @@ pub struct UsageDayDoc {
     pub bought: i64,
     /// Given free: sign-up credits, operator or sandbox grants.
     pub granted: i64,
-    /// Taken back from the balance because their payment was refunded or disputed (the
-    /// receipts say which).
+    /// Taken from the balance because a payment was refunded or disputed (a dispute lost
+    /// takes what its freeze could not).
     pub taken_back: i64,
-    /// Given back when a dispute was won.
+    /// Given back to the balance when a dispute was won.
     pub released: i64,
     /// Charges and refunds per API key, largest first; empty on a day without tasks.
     pub by_key: Vec<KeyUsageDoc>,

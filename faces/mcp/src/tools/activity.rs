@@ -146,7 +146,8 @@ impl SvcMcp {
         title = "Usage per day",
         description = "Your account's credits per UTC day from `from` to `to` (YYYY-MM-DD, both included; by default \
             the 30 days up to today, at most 366): charged for completed actions, refunded for failed ones (also per \
-            API key prefix), bought and granted, with totals. Needs an API key.",
+            API key prefix), bought, granted, taken back by a payment's refund or dispute and given back by a dispute \
+            won, with totals. Needs an API key.",
         output_schema = wire::<UsageHistoryDoc>(),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
