@@ -224,20 +224,25 @@ mod tests {
         }
     }
 
+    /// The history of `days`, its totals their sums.
+    fn history(days: Vec<UsageDay>) -> UsageHistory {
+        let sum = |f: fn(&UsageDay) -> i64| days.iter().map(f).sum();
+        UsageHistory {
+            from: days[0].date,
+            to: days[days.len() - 1].date,
+            charged: sum(|d| d.charged),
+            refunded: sum(|d| d.refunded),
+            bought: sum(|d| d.bought),
+            granted: sum(|d| d.granted),
+            taken_back: sum(|d| d.taken_back),
+            released: sum(|d| d.released),
+            days,
+        }
+    }
+
     #[test]
     fn bars_fit_the_drawing_and_the_tallest_reaches_the_top() {
-        let days = vec![day(1, 0, 0), day(2, 3, 1), day(3, 2, 0)];
-        let h = UsageHistory {
-            from: days[0].date,
-            to: days[2].date,
-            charged: 5,
-            refunded: 1,
-            bought: 0,
-            granted: 0,
-            taken_back: 0,
-            released: 0,
-            days,
-        };
+        let h = history(vec![day(1, 0, 0), day(2, 3, 1), day(3, 2, 0)]);
         let chart = UsageChart::of(&h);
         assert_eq!(chart.max, 4);
         let f = |s: &str| s.parse::<f64>().unwrap();
@@ -263,17 +268,7 @@ mod tests {
         let mut days = vec![day(1, 0, 0), day(2, 0, 0)];
         days[1].taken_back = 1000;
         days[1].released = 400;
-        let h = UsageHistory {
-            from: days[0].date,
-            to: days[1].date,
-            charged: 0,
-            refunded: 0,
-            bought: 0,
-            granted: 0,
-            taken_back: 1000,
-            released: 400,
-            days,
-        };
+        let h = history(days);
         let chart = UsageChart::of(&h);
         assert_eq!(chart.figures.len(), 1);
         assert_eq!(
