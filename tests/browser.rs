@@ -187,18 +187,27 @@ impl Browser {
 
     /// Waits for the element with this id; on timeout, says where the browser is and what it shows.
     async fn element(&self, id: &str) -> anyhow::Result<Element> {
-        match self
-            .client
-            .wait()
-            .at_most(PAGE_TIMEOUT)
-            .for_element(Locator::Id(id))
-            .await
-        {
-            Ok(e) => Ok(e),
-            Err(e) => {
-                let url = self.client.current_url().await.map(|u| u.to_string());
-                let source = self.client.source().await.unwrap_or_default();
-                bail!("no #{id} on {url:?}: {e}\n{source}")
+        let deadline = std::time::Instant::now() + PAGE_TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self
+                .client
+                .wait()
+                .at_most(left)
+                .for_element(Locator::Id(id))
+                .await
+            {
+                Ok(e) => return Ok(e),
+                // chromedriver answers a find that meets the page being replaced (the redirects
+                // after a click) "aborted by navigation": look again on the page that follows.
+                Err(e) if e.to_string().contains("aborted by navigation") && !left.is_zero() => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(e) => {
+                    let url = self.client.current_url().await.map(|u| u.to_string());
+                    let source = self.client.source().await.unwrap_or_default();
+                    bail!("no #{id} on {url:?}: {e}\n{source}")
+                }
             }
         }
     }
