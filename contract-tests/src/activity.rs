@@ -290,7 +290,7 @@ pub async fn usage_per_day_adds_up_to_the_ledger(b: &Backend) {
             }
             EntryKind::Purchase => (UsageKind::Bought, None, e.delta),
             EntryKind::Grant => (UsageKind::Granted, None, e.delta),
-            k if UsageKind::PAYMENT_MOVES.contains(&k.as_str()) && e.delta != 0 => {
+            k if UsageKind::PAYMENT_MOVES.contains(&k) && e.delta != 0 => {
                 if e.delta < 0 {
                     (UsageKind::TakenBack, None, -e.delta)
                 } else {

@@ -5,6 +5,7 @@ use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
 
 use crate::{
     ids::{ApiKeyId, TaskId},
+    ledger::EntryKind,
     tasks::{TaskRecord, TaskStatus},
 };
 
@@ -88,7 +89,12 @@ impl UsageKind {
     /// way: the sign of an entry's delta says whether it is [`Self::TakenBack`] or
     /// [`Self::Released`] (one step of a payment may release for one dispute and freeze for
     /// another).
-    pub const PAYMENT_MOVES: [&'static str; 4] = ["clawback", "freeze", "release", "forfeit"];
+    pub const PAYMENT_MOVES: [EntryKind; 4] = [
+        EntryKind::Clawback,
+        EntryKind::Freeze,
+        EntryKind::Release,
+        EntryKind::Forfeit,
+    ];
 }
 
 /// Credits of one kind on one UTC day; for `Charged` and `Refunded`, of one key's tasks.

@@ -59,7 +59,7 @@ pub(crate) fn usage_by_day(
         let kind = match e.kind {
             EntryKind::Purchase => UsageKind::Bought,
             EntryKind::Grant => UsageKind::Granted,
-            k if UsageKind::PAYMENT_MOVES.contains(&k.as_str()) => match e.delta {
+            k if UsageKind::PAYMENT_MOVES.contains(&k) => match e.delta {
                 0 => continue,
                 d if d < 0 => UsageKind::TakenBack,
                 _ => UsageKind::Released,
