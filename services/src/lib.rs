@@ -130,6 +130,16 @@ impl Services {
         self
     }
 
+    /// Sets a readiness scan's limits: each probe, and the whole scan.
+    pub fn with_scan_deadlines(
+        mut self,
+        probe: std::time::Duration,
+        scan: std::time::Duration,
+    ) -> Self {
+        self.readiness = self.readiness.with_deadlines(probe, scan);
+        self
+    }
+
     /// Deletes the ended windows of the shared limits; answers how many.
     pub async fn purge_limits(&self) -> Result<u64, svc_ports::StoreError> {
         limits::purge_expired(self.limit_store.as_ref(), self.clock.as_ref()).await

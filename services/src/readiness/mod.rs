@@ -268,8 +268,8 @@ impl ReadinessService {
         self
     }
 
-    /// Shorter limits than the defaults (each request, the whole scan): tests of sites that
-    /// never answer.
+    /// Other limits than the defaults (each request, the whole scan): tests of sites that
+    /// never answer, or of what a scan finds on a loaded machine.
     pub fn with_deadlines(mut self, probe: Duration, budget: Duration) -> Self {
         self.probe_deadline = probe.min(budget);
         self.scan_budget = budget;
