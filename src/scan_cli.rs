@@ -67,6 +67,10 @@ pub async fn run(args: ScanArgs) -> anyhow::Result<()> {
             None,
         )
     };
+    if let Err(e) = services.readiness.warm_up().await {
+        // The scan goes on: its web_mcp check says the browser is unavailable.
+        tracing::warn!(error = %e, "the browser did not start");
+    }
     let bar = ProgressBar::new(svc_ports::CheckId::ALL.len() as u64);
     bar.set_style(
         ProgressStyle::with_template("{spinner} [{bar:30}] {pos}/{len} {msg}")

@@ -80,6 +80,13 @@ pub enum RenderError {
 #[async_trait]
 pub trait PageRenderer: Send + Sync {
     async fn render(&self, request: &RenderRequest) -> Result<RenderedPage, RenderError>;
+
+    /// Starts the browser now if it is not running, so that the next page's time limit is the
+    /// page's alone; [`RenderError::Unavailable`] when it cannot start. Renderers with nothing
+    /// to start answer `Ok`.
+    async fn warm_up(&self) -> Result<(), RenderError> {
+        Ok(())
+    }
 }
 
 /// The renderer of a process that has no browser: every render is [`RenderError::Unavailable`].

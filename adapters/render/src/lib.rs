@@ -114,6 +114,15 @@ impl ChromiumRenderer {
         }
     }
 
+    /// Whether a usable browser is running now (for tests and the logs).
+    pub async fn is_running(&self) -> bool {
+        self.browser
+            .lock()
+            .await
+            .as_ref()
+            .is_some_and(|r| r.usable())
+    }
+
     /// Stops the browser now (and every process it started); the next page starts another.
     pub async fn shut_down(&self) {
         self.browser.lock().await.take();
@@ -122,6 +131,10 @@ impl ChromiumRenderer {
 
 #[async_trait]
 impl PageRenderer for ChromiumRenderer {
+    async fn warm_up(&self) -> Result<(), RenderError> {
+        self.running().await.map(|_| ())
+    }
+
     async fn render(&self, request: &RenderRequest) -> Result<RenderedPage, RenderError> {
         let _tab = tokio::time::timeout(self.config.page_timeout, self.tabs.acquire())
             .await

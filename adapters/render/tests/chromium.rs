@@ -539,4 +539,32 @@ async fn no_browser_is_unavailable() {
         renderer.render(&shell("")).await,
         Err(RenderError::Unavailable { .. })
     ));
+    assert!(matches!(
+        renderer.warm_up().await,
+        Err(RenderError::Unavailable { .. })
+    ));
+    assert!(!renderer.is_running().await);
+}
+
+#[tokio::test]
+async fn warming_up_starts_the_browser_the_next_page_uses() {
+    let renderer = renderer(Arc::new(Table::default()));
+    assert!(
+        !renderer.is_running().await,
+        "nothing starts before it is asked"
+    );
+    renderer.warm_up().await.unwrap();
+    assert!(renderer.is_running().await);
+    // A second warm-up and the page keep the same browser running.
+    renderer.warm_up().await.unwrap();
+    let page = renderer
+        .render(&shell(
+            "document.getElementById('root').textContent = 'warm';",
+        ))
+        .await
+        .unwrap();
+    assert!(page.html.contains("warm"));
+    assert!(renderer.is_running().await);
+    renderer.shut_down().await;
+    assert!(!renderer.is_running().await);
 }

@@ -276,6 +276,12 @@ impl ReadinessService {
         self
     }
 
+    /// Starts the browser that runs home pages, if there is one, so that a scan's budget is
+    /// spent on the site and not on the browser's start (`svc scan`, a one-shot process).
+    pub async fn warm_up(&self) -> Result<(), svc_ports::RenderError> {
+        self.renderer.warm_up().await
+    }
+
     /// Scans the site at `raw_url`, stores the report and returns it; `progress` hears of
     /// each check as it finishes. A URL that is refused, or a site that does not answer at
     /// all, is an error and stores nothing.
