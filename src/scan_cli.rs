@@ -25,6 +25,12 @@ pub struct ScanArgs {
     /// `lacks-llms-txt.sandbox.test`, ...); a sandbox URL without a port gets theirs.
     #[arg(long)]
     sandbox: bool,
+    /// How long the whole scan may take, in seconds (1 to 300): the service's 9 by default. A
+    /// slow site scanned from a terminal can be given longer; each request then gets half of
+    /// it, and never less than the service's 5 s (nor more than the budget).
+    #[arg(long, value_name = "SECONDS", default_value_t = 9,
+          value_parser = clap::value_parser!(u64).range(1..=300))]
+    budget_seconds: u64,
     /// The browser that runs the home page for the `web_mcp` check (every request it makes
     /// through the guarded fetcher); without one that check is neutral.
     #[command(flatten)]
@@ -36,6 +42,11 @@ pub async fn run(args: ScanArgs) -> anyhow::Result<()> {
     args.browser.check()?;
     let stores = Stores::memory();
     let browser = Some(args.browser.clone());
+    let budget = std::time::Duration::from_secs(args.budget_seconds);
+    let probe = (budget / 2)
+        .max(std::time::Duration::from_secs(5))
+        .min(budget);
+    let scan_deadlines = Some((probe, budget));
     let mut url = args.url.clone();
     let (services, _sites) = if args.sandbox {
         let sites = ReadinessSites::start().await;
@@ -50,6 +61,7 @@ pub async fn run(args: ScanArgs) -> anyhow::Result<()> {
         }
         let world = World {
             render: browser,
+            scan_deadlines,
             ..World::default()
         }
         .with_readiness_sites(&sites);
@@ -60,6 +72,7 @@ pub async fn run(args: ScanArgs) -> anyhow::Result<()> {
     } else {
         let world = World {
             render: browser,
+            scan_deadlines,
             ..World::default()
         };
         (

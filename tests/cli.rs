@@ -435,7 +435,9 @@ fn read_reports_blocked_pages_and_refused_urls_by_exit_status() {
 fn scan_prints_the_report_and_fails_under_a_threshold() {
     let dir = tempfile::tempdir().unwrap();
     let out = svc(dir.path())
-        .args(["scan", "--sandbox", "http://ready.sandbox.test/"])
+        // What the scan finds is under test, not how fast a loaded machine scans.
+        .args(["scan", "--sandbox", "--budget-seconds", "120"])
+        .arg("http://ready.sandbox.test/")
         .output()
         .unwrap();
     assert_eq!(
@@ -459,7 +461,8 @@ fn scan_prints_the_report_and_fails_under_a_threshold() {
     }
 
     let out = svc(dir.path())
-        .args(["scan", "--sandbox", "--json", "--fail-under", "97"])
+        .args(["scan", "--sandbox", "--budget-seconds", "120", "--json"])
+        .args(["--fail-under", "97"])
         .arg("http://lacks-llms-txt.sandbox.test/")
         .output()
         .unwrap();
@@ -485,7 +488,15 @@ fn scan_prints_the_report_and_fails_under_a_threshold() {
 
     // Without a browser, web_mcp is neutral (not scored) and the markup alone is read.
     let out = svc(dir.path())
-        .args(["scan", "--sandbox", "--json", "--chromium", ""])
+        .args([
+            "scan",
+            "--sandbox",
+            "--budget-seconds",
+            "120",
+            "--json",
+            "--chromium",
+            "",
+        ])
         .arg("http://ready.sandbox.test/")
         .output()
         .unwrap();
@@ -501,7 +512,8 @@ fn scan_prints_the_report_and_fails_under_a_threshold() {
     assert_eq!(report["score"], 100);
 
     let out = svc(dir.path())
-        .args(["scan", "--sandbox", "--agent", "--fail-under-level", "5"])
+        .args(["scan", "--sandbox", "--budget-seconds", "120", "--agent"])
+        .args(["--fail-under-level", "5"])
         .arg("http://lacks-llms-txt.sandbox.test/")
         .output()
         .unwrap();
@@ -517,6 +529,20 @@ fn scan_prints_the_report_and_fails_under_a_threshold() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("loopback"));
     assert!(out.stdout.is_empty());
+
+    // A budget outside 1 to 300 s stops the command, naming the option.
+    for bad in ["0", "301"] {
+        let out = svc(dir.path())
+            .args(["scan", "--budget-seconds", bad, "https://example.com/"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("--budget-seconds"),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 #[tokio::test]

@@ -2,8 +2,6 @@
 //! `execute_action` as tasks, sent or streamed, charged as on every face, and shown only to the
 //! account that ran them.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 use svc_sandbox::{DEMO_HOST, DemoSite};
 
@@ -14,7 +12,6 @@ const SHOP: &str = "shop.sandbox.test";
 async fn app() -> (TestApp, DemoSite) {
     let demo = DemoSite::start().await;
     let app = TestApp::builder()
-        .fetch_timeout(Duration::from_secs(2))
         .sandbox_host(DEMO_HOST, demo.address())
         .action_sites()
         .await

@@ -14,7 +14,9 @@ pub(crate) const FLAKY: &str = "flaky.sandbox.test";
 
 pub(crate) async fn app() -> TestApp {
     TestApp::builder()
-        .fetch_timeout(Duration::from_secs(2))
+        // The flaky site's `slow` action outlasts this, so it times out soon; every other action
+        // answers well within it, a loaded machine too.
+        .fetch_timeout(Duration::from_secs(5))
         .action_sites()
         .await
         .spawn()

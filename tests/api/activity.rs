@@ -24,7 +24,6 @@ async fn app(clock: Arc<TestClock>) -> TestApp {
         .outbox()
         .payments()
         .await
-        .fetch_timeout(Duration::from_secs(2))
         .action_sites()
         .await
         .spawn()

@@ -263,7 +263,7 @@ async fn an_mcp_call_the_caller_resets_is_settled_by_what_happened() {
 }
 
 /// Retries `idempotency_key` until it is no longer in flight: the site timed out after the
-/// fetcher's 2 s, and that is the answer stored for the key, refunded.
+/// fetcher's 5 s, and that is the answer stored for the key, refunded.
 async fn settled_by_the_site(
     app: &TestApp,
     key: &str,

@@ -15,7 +15,8 @@ use wiremock::{
 
 use crate::helpers::{TestApp, TestAppBuilder, bearer, problem};
 
-/// The browser the tests use, with a short page limit.
+/// The browser the tests use, with the page limit given (long where a page should finish: a
+/// loaded machine is slow, and the tests judge what the page shows).
 fn with_browser(builder: TestAppBuilder, seconds: u64) -> TestAppBuilder {
     builder.runtime(|r| {
         if let Some(path) = std::env::var("SVC_CHROMIUM").ok().filter(|p| !p.is_empty()) {
@@ -40,7 +41,7 @@ async fn read(app: &TestApp, body: Value) -> (u16, Value) {
 #[tokio::test]
 async fn the_demo_single_page_app_is_rendered_when_auto_judges_it_a_shell_and_cached() {
     let demo = DemoSite::start().await;
-    let app = with_browser(TestApp::builder(), 10)
+    let app = with_browser(TestApp::builder(), 30)
         .sandbox_host(DEMO_HOST, demo.address())
         .spawn()
         .await;
@@ -109,7 +110,7 @@ async fn the_demo_single_page_app_is_rendered_when_auto_judges_it_a_shell_and_ca
 #[tokio::test]
 async fn read_page_and_read_pages_take_render_too() {
     let demo = DemoSite::start().await;
-    let app = with_browser(TestApp::builder(), 10)
+    let app = with_browser(TestApp::builder(), 30)
         .sandbox_host(DEMO_HOST, demo.address())
         .spawn()
         .await;
@@ -216,7 +217,7 @@ async fn a_script_aiming_at_loopback_or_the_metadata_address_gets_nothing() {
          </script></body></html>"
     );
     let page_site = site(&html).await;
-    let app = with_browser(TestApp::builder(), 6)
+    let app = with_browser(TestApp::builder(), 30)
         .sandbox_host("probe.test", *page_site.address())
         .spawn()
         .await;
@@ -279,7 +280,7 @@ async fn a_page_that_never_finishes_or_redirects_forever_has_a_clear_outcome() {
          location.replace('/page?n=' + Math.random());</script></body></html>",
     )
     .await;
-    let app = with_browser(TestApp::builder(), 3)
+    let app = with_browser(TestApp::builder(), 8)
         .sandbox_host("hanging.test", *hanging.address())
         .sandbox_host("looping.test", *looping.address())
         .spawn()

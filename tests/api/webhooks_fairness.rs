@@ -70,6 +70,9 @@ async fn a_stalled_endpoint_holds_its_own_senders_only() {
         .sandbox_host("stalled.sandbox.test", stalled_addr)
         .runtime(|r| r.webhook_poll_millis = 1000)
         .sealing(sealing())
+        // The stalled sends must still be waiting when the last task reaches the working
+        // endpoint, however slow the machine: they wait far longer than the test runs.
+        .fetch_timeout(Duration::from_secs(300))
         .action_sites()
         .await
         .spawn()
@@ -109,7 +112,7 @@ async fn a_stalled_endpoint_holds_its_own_senders_only() {
 /// Endpoints whose last attempt failed share a lane of their own: once three hanging endpoints
 /// have timed out, their retries go one at a time per endpoint and two per account
 /// (`FAILING_CAPS`), within `FAILING_SENDERS`, and an endpoint that answers is served
-/// meanwhile. Retries come due on the test clock; each send times out after a second.
+/// meanwhile. Retries come due on the test clock; each send times out after 3 s.
 #[tokio::test]
 async fn endpoints_that_failed_retry_in_a_lane_of_their_own() {
     let (stalled, stalled_addr) = Stalled::start().await;
@@ -119,7 +122,9 @@ async fn endpoints_that_failed_retry_in_a_lane_of_their_own() {
         .sandbox_host("hooks.sandbox.test", *receiver.server.address())
         .sandbox_host("stalled.sandbox.test", stalled_addr)
         .runtime(|r| r.webhook_poll_millis = 200)
-        .fetch_timeout(Duration::from_secs(1))
+        // Short, so that the hanging sends time out soon, yet long enough for the searches to
+        // answer on a loaded machine (they go through the same client).
+        .fetch_timeout(Duration::from_secs(3))
         .clock(clock.clone())
         .sealing(sealing())
         .action_sites()

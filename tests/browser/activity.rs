@@ -86,7 +86,6 @@ async fn activity_list_and_usage_chart_fit_a_phone_and_a_desktop() -> anyhow::Re
     let app = TestApp::builder()
         .outbox()
         .clock(clock.clone())
-        .fetch_timeout(Duration::from_secs(2))
         .action_sites()
         .await
         .spawn()

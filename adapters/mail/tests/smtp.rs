@@ -73,8 +73,9 @@ fn start_aiosmtpd() -> Server {
         }
     });
     server_child.lines = lines;
-    // Wait until it accepts connections.
-    for _ in 0..100 {
+    // Wait until it accepts connections (Python starts slowly on a loaded machine).
+    let give_up = std::time::Instant::now() + Duration::from_secs(60);
+    while std::time::Instant::now() < give_up {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
             return server_child;
         }
@@ -85,7 +86,7 @@ fn start_aiosmtpd() -> Server {
 
 fn received(server: &Server, until: &str) -> String {
     let mut text = String::new();
-    while let Ok(line) = server.lines.recv_timeout(Duration::from_secs(10)) {
+    while let Ok(line) = server.lines.recv_timeout(Duration::from_secs(30)) {
         text.push_str(&line);
         text.push('\n');
         if line.contains(until) {

@@ -473,8 +473,10 @@ pub(crate) async fn render(
     }
     let started = Instant::now();
     let deadline = started + config.page_timeout;
-    let context = tokio::time::timeout(
-        GRACE,
+    // Setting up is part of the page's time: on a loaded machine a new context or tab can take
+    // seconds, and that is no reason to call the browser broken.
+    let context = tokio::time::timeout_at(
+        deadline,
         browser.create_browser_context(CreateBrowserContextParams::default()),
     )
     .await
@@ -502,7 +504,7 @@ async fn in_context(
     };
     let mut target = CreateTargetParams::new("about:blank");
     target.browser_context_id = Some(context.clone());
-    let page = tokio::time::timeout(GRACE, browser.new_page(target))
+    let page = tokio::time::timeout_at(deadline, browser.new_page(target))
         .await
         .map_err(|_| Failure::Browser("opening a tab timed out".into()))?
         .map_err(browser_failure("opening a tab"))?;

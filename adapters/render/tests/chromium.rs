@@ -98,13 +98,19 @@ fn renderer(table: Arc<Table>) -> ChromiumRenderer {
     renderer_with(table, |_| {})
 }
 
+/// For tests of what the time limit does: 4 s, so that they wait for it briefly.
+fn renderer_timed(table: Arc<Table>) -> ChromiumRenderer {
+    renderer_with(table, |c| c.page_timeout = Duration::from_secs(4))
+}
+
 fn renderer_with(table: Arc<Table>, adjust: impl FnOnce(&mut RenderConfig)) -> ChromiumRenderer {
     let chromium = std::env::var("SVC_CHROMIUM")
         .ok()
         .filter(|p| !p.is_empty())
         .unwrap_or_else(|| "/usr/bin/chromium".into());
     let mut config = RenderConfig::new(chromium);
-    config.page_timeout = Duration::from_secs(4);
+    // Room for a loaded machine: tests of pages that should finish judge what they find.
+    config.page_timeout = Duration::from_secs(20);
     adjust(&mut config);
     ChromiumRenderer::new(config, table)
 }
@@ -289,7 +295,7 @@ async fn requests_that_never_answer_keep_neither_their_turns_nor_the_page_waitin
         ));
     }
     let table = Arc::new(table);
-    let renderer = renderer(table.clone());
+    let renderer = renderer_timed(table.clone());
     let mut request = shell(
         "setTimeout(() => fetch('/api/story.json').then(r => r.json()).then(s => { \
            document.getElementById('root').innerHTML = '<h1>' + s.title + '</h1><p>' + s.body + '</p>'; \
@@ -476,7 +482,7 @@ async fn a_page_that_never_finishes_loading_is_read_as_it_stands_at_the_limit() 
     // its turn half the page's time at most): one is always in flight, so it is never quiet.
     let mut table = Table::default();
     table.hang.push(format!("{ORIGIN}/never"));
-    let renderer = renderer(Arc::new(table));
+    let renderer = renderer_timed(Arc::new(table));
     let request = shell(
         "document.getElementById('root').textContent = 'drawn before the wait'; \
          const again = () => fetch('/never').catch(again); again();",
@@ -507,7 +513,7 @@ async fn a_script_that_never_yields_times_out_and_a_redirect_loop_is_too_many_re
     for n in 1..=20 {
         table = table.page(&format!("/app?n={n}"), "text/html", &shell(step).html);
     }
-    let renderer = renderer(Arc::new(table));
+    let renderer = renderer_timed(Arc::new(table));
     let spin = renderer.render(&shell("while (true) {}")).await;
     assert!(
         matches!(spin, Err(RenderError::Page(FetchError::Timeout { .. }))),
