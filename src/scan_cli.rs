@@ -27,7 +27,8 @@ pub struct ScanArgs {
     sandbox: bool,
     /// How long the whole scan may take, in seconds (1 to 300): the service's 9 by default. A
     /// slow site scanned from a terminal can be given longer; each request then gets half of
-    /// it, and never less than the service's 5 s (nor more than the budget).
+    /// it (the guarded client still stops one at 15 s), and never less than the service's 5 s
+    /// (nor more than the budget).
     #[arg(long, value_name = "SECONDS", default_value_t = 9,
           value_parser = clap::value_parser!(u64).range(1..=300))]
     budget_seconds: u64,
