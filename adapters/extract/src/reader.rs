@@ -241,6 +241,7 @@ pub(crate) fn readable(
     // A link that only steps back in the browser's history ("zurück", "Back") is navigation;
     // Readability would keep its word, as it turns every `javascript:` link into its text.
     query.select(HISTORY_LINKS).remove();
+    crate::breaks::split_paragraphs(&query);
     let config = readability_config(char_threshold);
     let mut readability = Readability::with_document(query, Some(url), Some(config)).ok()?;
     let article = readability.parse().ok()?;
@@ -438,6 +439,24 @@ mod tests {
             "{}",
             e.content.text
         );
+    }
+
+    /// A paragraph led by a link with two breaks in it (`<p><a>A template</a>!<br><br>On the
+    /// second day ...</p>`) is two paragraphs of the story, not a box of links.
+    #[test]
+    fn paragraphs_made_with_breaks_and_led_by_a_link_stay() {
+        let days = r#"<p>On the first day of email marketing, the sponsor sent to me a letter
+            about the season, which you may sing to your co-workers if you dare.</p>
+            <p><a href="/t">A template for your email</a>!<br> <br> On the second day of email
+            marketing, the sponsor sent to me</p>
+            <p><a href="/c">An email marketing checklist</a>!</p></article>"#;
+        let e = read(
+            &ARTICLE.replace("</article>", days),
+            &ExtractOptions::default(),
+        );
+        let text = &e.content.text;
+        assert!(text.contains("A template for your email!\n"), "{text}");
+        assert!(text.contains("On the second day of email"), "{text}");
     }
 
     #[test]
