@@ -4,10 +4,14 @@
 //! by its share of links like a sidebar box: a paragraph led by a link goes, story and all.
 //! Splitting it beforehand into the paragraphs a reader sees keeps them paragraphs.
 
+use std::collections::HashSet;
+
 use dom_query::{Document, NodeRef};
 
 /// Splits every `<p>` at each run of two or more `<br>` (with only blanks between them) into
-/// as many `<p>` as it shows; the first keeps the element and its attributes.
+/// as many `<p>` as it shows; the first is the element itself, the others get its attributes
+/// but its `id` (a hidden or sidebar paragraph stays hidden or sidebar, as the `<div>`
+/// Readability would have made of it does).
 pub(crate) fn split_paragraphs(doc: &Document) {
     for p in doc.select("p").nodes() {
         let children = p.children();
@@ -18,23 +22,24 @@ pub(crate) fn split_paragraphs(doc: &Document) {
         if segments.len() < 2 {
             continue;
         }
+        let first: HashSet<_> = segments[0].iter().map(|n| n.id).collect();
+        // The first run stays where it is, in the element itself; each other gets a `<p>`.
         let mut last = *p;
-        for (i, segment) in segments.iter().enumerate() {
-            let holder = if i == 0 {
-                *p
-            } else {
-                let next = doc.tree.new_element("p");
-                last.insert_after(&next);
-                next
-            };
-            for node in segment {
-                holder.append_child(node);
+        for segment in &segments[1..] {
+            let next = doc.tree.new_element("p");
+            for a in p.attrs().iter().filter(|a| &*a.name.local != "id") {
+                next.set_attr(&a.name.local, &a.value);
             }
-            last = holder;
+            last.insert_after(&next);
+            for node in segment {
+                next.append_child(node);
+            }
+            last = next;
         }
-        // The breaks and blanks between paragraphs are left behind in the first: drop them.
+        // What is left in the element past its first run (the breaks and blanks between
+        // paragraphs) goes.
         for child in p.children() {
-            if !segments[0].iter().any(|n| n.id == child.id) {
+            if !first.contains(&child.id) {
                 child.remove_from_parent();
             }
         }
@@ -44,7 +49,8 @@ pub(crate) fn split_paragraphs(doc: &Document) {
 /// The children of a paragraph in the runs a reader sees as paragraphs: split at each run of
 /// two or more `<br>` and blank text, runs holding nothing but blanks left out.
 fn segments<'a>(children: &[NodeRef<'a>]) -> Vec<Vec<NodeRef<'a>>> {
-    let blank = |n: &NodeRef| n.is_text() && n.text().trim().is_empty();
+    // As Readability tells a run of breaks: anything but an element, blank (a comment too).
+    let blank = |n: &NodeRef| !n.is_element() && n.text().trim().is_empty();
     let mut segments = vec![Vec::new()];
     let mut i = 0;
     while i < children.len() {
@@ -90,9 +96,40 @@ mod tests {
                 "<p class=\"x\"><a href=\"/a\">A template</a>!<br> <br> On the <b>second</b> day\
                  <br>a line</p>"
             ),
-            "<body><p class=\"x\"><a href=\"/a\">A template</a>!</p><p> On the <b>second</b> \
-             day<br>a line</p></body>"
+            "<body><p class=\"x\"><a href=\"/a\">A template</a>!</p><p class=\"x\"> On the \
+             <b>second</b> day<br>a line</p></body>"
         );
+    }
+
+    #[test]
+    fn the_paragraphs_keep_the_elements_attributes_but_its_id() {
+        assert_eq!(
+            split("<p id=\"i\" class=\"share\" hidden>A<br><br>B</p>"),
+            "<body><p id=\"i\" class=\"share\" hidden=\"\">A</p>\
+             <p class=\"share\" hidden=\"\">B</p></body>"
+        );
+    }
+
+    #[test]
+    fn a_comment_between_breaks_is_a_blank_as_readability_reads_it() {
+        assert_eq!(
+            split("<p>A<br><!-- ad --><br>B<br><br><!-- ad --></p>"),
+            "<body><p>A</p><p>B</p></body>"
+        );
+    }
+
+    /// One paragraph of many lines (a poem, a log), split whole.
+    #[test]
+    fn a_paragraph_of_many_lines_is_split_whole() {
+        let lines = (0..50_000)
+            .map(|i| format!("line {i}<br>"))
+            .collect::<String>();
+        let doc = Document::from(format!("<p>{lines}<br>last</p>").as_str());
+        split_paragraphs(&doc);
+        let ps = doc.select("p");
+        assert_eq!(ps.length(), 2);
+        assert!(ps.nodes()[0].text().contains("line 49999"));
+        assert_eq!(&*ps.nodes()[1].text(), "last");
     }
 
     #[test]
