@@ -121,6 +121,25 @@ pub struct UsageHistory {
     pub released: i64,
 }
 
+impl UsageHistory {
+    /// The history of `days` (every day from `from` to `to`, oldest first), its totals their
+    /// sums.
+    pub fn of_days(from: NaiveDate, to: NaiveDate, days: Vec<UsageDay>) -> Self {
+        let sum = |f: fn(&UsageDay) -> i64| days.iter().map(f).sum();
+        Self {
+            from,
+            to,
+            charged: sum(|d| d.charged),
+            refunded: sum(|d| d.refunded),
+            bought: sum(|d| d.bought),
+            granted: sum(|d| d.granted),
+            taken_back: sum(|d| d.taken_back),
+            released: sum(|d| d.released),
+            days,
+        }
+    }
+}
+
 /// What the account page's verify link shows: the artifact and whether its signature holds.
 #[derive(Debug, Clone)]
 pub struct ArtifactCheck {
@@ -285,18 +304,7 @@ impl ActivityService {
                     .then_with(|| a.key_prefix.cmp(&b.key_prefix))
             });
         }
-        let sum = |f: fn(&UsageDay) -> i64| days.iter().map(f).sum();
-        Ok(UsageHistory {
-            from,
-            to,
-            charged: sum(|d| d.charged),
-            refunded: sum(|d| d.refunded),
-            bought: sum(|d| d.bought),
-            granted: sum(|d| d.granted),
-            taken_back: sum(|d| d.taken_back),
-            released: sum(|d| d.released),
-            days,
-        })
+        Ok(UsageHistory::of_days(from, to, days))
     }
 
     /// The account's task with its artifact and whether the signature holds; `None` for an

@@ -251,8 +251,8 @@ pub struct World {
     /// Overall time limit of one fetch (default 15 s).
     pub fetch_timeout: Option<Duration>,
     /// A readiness scan's limits, each probe and the whole scan; `None`: the service's (5 s
-    /// and 9 s, within the spec's 10 s). Tests on a loaded machine judge what a scan finds,
-    /// not how fast, so they give it room.
+    /// and 9 s, under the 10 s a scanner's users wait). Tests on a loaded machine judge what a
+    /// scan finds, not how fast, so they give it room; `svc scan --budget-seconds` sets them.
     pub scan_deadlines: Option<(Duration, Duration)>,
     pub mail: Mail,
     /// The time source; `None` is the system clock (tests pin their own).

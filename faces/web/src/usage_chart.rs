@@ -224,20 +224,8 @@ mod tests {
         }
     }
 
-    /// The history of `days`, its totals their sums.
     fn history(days: Vec<UsageDay>) -> UsageHistory {
-        let sum = |f: fn(&UsageDay) -> i64| days.iter().map(f).sum();
-        UsageHistory {
-            from: days[0].date,
-            to: days[days.len() - 1].date,
-            charged: sum(|d| d.charged),
-            refunded: sum(|d| d.refunded),
-            bought: sum(|d| d.bought),
-            granted: sum(|d| d.granted),
-            taken_back: sum(|d| d.taken_back),
-            released: sum(|d| d.released),
-            days,
-        }
+        UsageHistory::of_days(days[0].date, days[days.len() - 1].date, days)
     }
 
     #[test]
