@@ -23,7 +23,11 @@ pub fn app(
         agent_card: a2a::agent_card(&ctx),
     };
     let allowed = Arc::new(AllowedMethods::from_openapi(&published.openapi));
-    let limits = RateLimits::new(ctx.limits.rate_limit_per_ip, ctx.limits.rate_limit_per_key);
+    let limits = RateLimits::new(
+        ctx.limits.rate_limit_per_ip,
+        ctx.limits.rate_limit_per_key,
+        ctx.services.clock.clone(),
+    );
     super::jobs::spawn_housekeeping(limits.clone());
     let edge = Edge {
         limits: limits.clone(),

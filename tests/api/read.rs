@@ -12,7 +12,7 @@ use wiremock::{
     matchers::{method, path},
 };
 
-use crate::helpers::{TestApp, bearer, problem};
+use crate::helpers::{TestApp, TestClock, bearer, problem};
 
 async fn with_demo() -> (TestApp, DemoSite) {
     let demo = DemoSite::start().await;
@@ -529,6 +529,7 @@ async fn read_page_over_mcp_counts_against_the_key_rate_limit() {
     let demo = DemoSite::start().await;
     let app = TestApp::builder()
         .sandbox_host(DEMO_HOST, demo.address())
+        .clock(TestClock::new())
         .runtime(|r| r.rate_limit_per_key = 2)
         .spawn()
         .await;
@@ -561,6 +562,7 @@ async fn a_batch_refused_whole_spends_one_count_of_the_key_limit() {
     let demo = DemoSite::start().await;
     let app = TestApp::builder()
         .sandbox_host(DEMO_HOST, demo.address())
+        .clock(TestClock::new())
         .runtime(|r| r.rate_limit_per_key = 5)
         .spawn()
         .await;

@@ -4,20 +4,38 @@
 //! setting. The limits that protect accounts (wrong codes, readiness scans) are counted in the
 //! store instead, shared by every instance (`svc_services::limits`).
 
-use std::{num::NonZeroU32, sync::Arc, time::Duration};
+use std::{num::NonZeroU32, sync::Arc, time::Duration, time::SystemTime};
 
 use governor::{
-    DefaultKeyedRateLimiter, Quota, RateLimiter,
-    clock::{Clock, DefaultClock},
+    Quota, RateLimiter, clock::Clock as _, middleware::NoOpMiddleware,
+    state::keyed::DefaultKeyedStateStore,
 };
-use svc_ports::{ApiKeyId, ClientAddress, FailureClass};
+use svc_ports::{ApiKeyId, ClientAddress, Clock, FailureClass};
 
 use super::problem::ApiProblem;
 
+/// The service's [`Clock`] as governor reads one, so the limits run on the time every other
+/// rule of the service runs on (a test moves them by moving its clock, and nothing waits on the
+/// wall). A clock set back only makes the wait longer: governor saturates at zero.
+#[derive(Clone)]
+struct ServiceClock(Arc<dyn Clock>);
+
+impl governor::clock::Clock for ServiceClock {
+    type Instant = SystemTime;
+
+    fn now(&self) -> SystemTime {
+        self.0.now().into()
+    }
+}
+
+type Limiter<K> =
+    RateLimiter<K, DefaultKeyedStateStore<K>, ServiceClock, NoOpMiddleware<SystemTime>>;
+
 #[derive(Clone)]
 pub struct RateLimits {
-    per_ip: Arc<DefaultKeyedRateLimiter<ClientAddress>>,
-    per_key: Arc<DefaultKeyedRateLimiter<ApiKeyId>>,
+    per_ip: Arc<Limiter<ClientAddress>>,
+    per_key: Arc<Limiter<ApiKeyId>>,
+    clock: ServiceClock,
 }
 
 fn quota(per_minute: u32) -> Quota {
@@ -25,24 +43,37 @@ fn quota(per_minute: u32) -> Quota {
     Quota::per_minute(n).allow_burst(n)
 }
 
+fn limiter<K: Clone + std::hash::Hash + Eq>(
+    per_minute: u32,
+    clock: &ServiceClock,
+) -> Arc<Limiter<K>> {
+    Arc::new(RateLimiter::new(
+        quota(per_minute),
+        DefaultKeyedStateStore::default(),
+        clock.clone(),
+    ))
+}
+
 impl RateLimits {
-    pub fn new(per_ip_per_minute: u32, per_key_per_minute: u32) -> Self {
+    pub fn new(per_ip_per_minute: u32, per_key_per_minute: u32, clock: Arc<dyn Clock>) -> Self {
+        let clock = ServiceClock(clock);
         Self {
-            per_ip: Arc::new(RateLimiter::keyed(quota(per_ip_per_minute))),
-            per_key: Arc::new(RateLimiter::keyed(quota(per_key_per_minute))),
+            per_ip: limiter(per_ip_per_minute, &clock),
+            per_key: limiter(per_key_per_minute, &clock),
+            clock,
         }
     }
 
     pub fn check_ip(&self, ip: ClientAddress) -> Result<(), ApiProblem> {
         self.per_ip.check_key(&ip).map_err(|not_until| {
-            let wait = not_until.wait_time_from(DefaultClock::default().now());
+            let wait = not_until.wait_time_from(self.clock.now());
             limited("Too many requests from this address.", wait)
         })
     }
 
     pub fn check_key(&self, key: &ApiKeyId) -> Result<(), ApiProblem> {
         self.per_key.check_key(key).map_err(|not_until| {
-            let wait = not_until.wait_time_from(DefaultClock::default().now());
+            let wait = not_until.wait_time_from(self.clock.now());
             limited("Too many requests with this API key.", wait)
         })
     }
@@ -55,7 +86,7 @@ impl RateLimits {
         match self.per_key.check_key_n(key, n) {
             Ok(Ok(())) => Ok(()),
             Ok(Err(not_until)) => {
-                let wait = not_until.wait_time_from(DefaultClock::default().now());
+                let wait = not_until.wait_time_from(self.clock.now());
                 Err(limited("Too many requests with this API key.", wait))
             }
             // More than the whole burst: never allowed, however long one waits, so not a 429
@@ -100,11 +131,17 @@ fn limited(detail: &str, wait: Duration) -> ApiProblem {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use svc_ports::system::ManualClock;
     use ulid::Ulid;
+
+    fn limits(per_ip: u32, per_key: u32) -> (RateLimits, Arc<ManualClock>) {
+        let clock = Arc::new(ManualClock::at(chrono::Utc::now()));
+        (RateLimits::new(per_ip, per_key, clock.clone()), clock)
+    }
 
     #[test]
     fn the_burst_passes_then_429_with_a_wait() {
-        let limits = RateLimits::new(3, 2);
+        let (limits, _) = limits(3, 2);
         let ip: ClientAddress = "203.0.113.9".parse().unwrap();
         for _ in 0..3 {
             limits.check_ip(ip).unwrap();
@@ -124,7 +161,7 @@ mod tests {
     /// A batch of n URLs spends n from the key's budget; one larger than the burst never passes.
     #[test]
     fn a_batch_spends_one_per_url() {
-        let limits = RateLimits::new(100, 5);
+        let (limits, _) = limits(100, 5);
         let key = ApiKeyId::from_ulid(Ulid::nil());
         limits.check_key(&key).unwrap();
         limits.check_key_n(&key, 0).unwrap();
@@ -144,7 +181,7 @@ mod tests {
     /// rotating through its /64 was never limited.
     #[test]
     fn requests_share_one_budget_per_ipv6_64() {
-        let limits = RateLimits::new(2, 100);
+        let (limits, _) = limits(2, 100);
         for host in ["2001:db8:9:9::1", "2001:db8:9:9::2"] {
             limits.check_ip(host.parse().unwrap()).unwrap();
         }
@@ -154,5 +191,27 @@ mod tests {
                 .is_err()
         );
         limits.check_ip("2001:db8:9:a::1".parse().unwrap()).unwrap();
+    }
+
+    /// The limits run on the service's clock: a burst spent stays spent however long the test
+    /// takes, the wait it names is the quota's, and it comes back as the clock moves.
+    #[test]
+    fn the_budget_comes_back_as_the_service_clock_moves() {
+        let (limits, clock) = limits(100, 2);
+        let key = ApiKeyId::from_ulid(Ulid::nil());
+        limits.check_key(&key).unwrap();
+        limits.check_key(&key).unwrap();
+        let p = limits.check_key(&key).unwrap_err();
+        // Two a minute: the next one is 30 s after the first.
+        assert_eq!(p.retry_after, Some(Duration::from_secs(30)));
+        clock.advance(chrono::TimeDelta::seconds(29));
+        let p = limits.check_key(&key).unwrap_err();
+        assert_eq!(p.retry_after, Some(Duration::from_secs(1)));
+        clock.advance(chrono::TimeDelta::seconds(1));
+        limits.check_key(&key).unwrap();
+        assert!(limits.check_key(&key).is_err());
+        // A clock set back lends nothing.
+        clock.advance(chrono::TimeDelta::seconds(-600));
+        assert!(limits.check_key(&key).is_err());
     }
 }
