@@ -7,7 +7,8 @@
 use dom_query::{Document, NodeData, NodeRef, Selection};
 
 use crate::teasers::{
-    teaser_cards, teasers_beside_a_story, titled_link_box, trailing_headline_list,
+    links_going_nowhere, teaser_cards, teasers_beside_a_story, titled_link_box,
+    trailing_headline_list,
 };
 
 /// Words of a class or id that name boilerplate when they are a whole word of it
@@ -327,6 +328,12 @@ pub fn strip_boilerplate(doc: &Document) {
             .nodes()
             .iter()
             .filter(|n| titled_link_box(n)),
+    );
+    cards.extend(
+        doc.select("body ul, body ol")
+            .nodes()
+            .iter()
+            .filter(|n| links_going_nowhere(n)),
     );
     candidates.extend(cards.iter().copied());
     for node in candidates {

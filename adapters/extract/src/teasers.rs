@@ -318,6 +318,26 @@ mod tests {
         <li><a href="/b">Pope calls for action on the abuse</a></li>
         <li><a href="/c">Deadly building collapse near the city</a></li></ul>"#;
 
+    /// A share bar of buttons that scripts make work sat in CNN's story between its lines.
+    #[test]
+    fn a_list_of_links_going_nowhere_goes_but_contents_and_menus_stay() {
+        let buttons = r##"<ul><li><a href="#" onclick="window.print()">Print</a></li>
+            <li><a href="JavaScript:void(0)">Email</a></li><li><a>More sharing</a></li></ul>"##;
+        let text = cleaned(&format!("<body><div>{STORY}{buttons}{STORY}</div></body>"));
+        assert!(!text.contains("Print"), "{text}");
+        assert!(!text.contains("More sharing"), "{text}");
+        // One real link among them: a list of the story's.
+        let mixed =
+            r##"<ul><li><a href="#">Print</a></li><li><a href="/rules">Rules</a></li></ul>"##;
+        let text = cleaned(&format!("<body><div>{STORY}{mixed}{STORY}</div></body>"));
+        assert!(text.contains("Print") && text.contains("Rules"), "{text}");
+        // A long item is a line of the story that happens to be a link.
+        let long = r##"<ul><li><a href="#">Print</a></li>
+            <li><a href="#">the harbour master's own account of the night the ferry sank</a></li></ul>"##;
+        let text = cleaned(&format!("<body><div>{STORY}{long}{STORY}</div></body>"));
+        assert!(text.contains("harbour master"), "{text}");
+    }
+
     #[test]
     fn a_list_of_headlines_after_the_story_goes() {
         let text = cleaned(&format!(
@@ -371,4 +391,31 @@ mod tests {
         let text = cleaned(&format!("<body>{STORY}{HEADLINES}{STORY}</body>"));
         assert!(text.contains("Pope calls"), "{text}");
     }
+}
+
+/// Longest item of a list of links that go nowhere: a button's label or a section's title.
+const BUTTON_CHARS: usize = 40;
+
+/// A list whose every item is a short link that goes nowhere (`#`, `javascript:`, an `onclick`
+/// or no `href`): a share bar's buttons ("Print", "Email", "More sharing"), which scripts
+/// make work. Links to a place in the page (`#themes`) are tabs or contents and stay.
+pub(crate) fn links_going_nowhere(list: &NodeRef) -> bool {
+    let items: Vec<NodeRef> = list.children_it(false).filter(|c| c.is_element()).collect();
+    let goes_nowhere = |a: &NodeRef| {
+        a.has_attr("onclick")
+            || a.attr("href").is_none_or(|h| {
+                let h = h.trim();
+                h.is_empty()
+                    || h == "#"
+                    || h.get(..11)
+                        .is_some_and(|p| p.eq_ignore_ascii_case("javascript:"))
+            })
+    };
+    items.len() >= 2
+        && items.iter().all(|item| {
+            let links = Selection::from(*item).select("a");
+            !links.is_empty()
+                && text_chars(item) <= BUTTON_CHARS
+                && links.nodes().iter().all(goes_nowhere)
+        })
 }
