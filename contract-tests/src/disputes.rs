@@ -307,6 +307,59 @@ pub async fn a_refund_and_another_payments_dispute_share_the_failures(b: &Backen
     }
 }
 
+/// Credits spent while a dispute holds the rest of a payment frozen, then a refund of that
+/// payment: the refund takes the frozen credits spendable cannot cover, so a dispute won later
+/// releases nothing a refund took back. A review found the won dispute handing back half the
+/// payment again. Whichever of refund and dispute came first, and won or lost, nothing is left.
+pub async fn a_refund_during_a_dispute_takes_what_the_dispute_froze_once_the_rest_is_spent(
+    b: &Backend,
+) {
+    for (won, refund_first) in [(true, false), (false, false), (true, true), (false, true)] {
+        let (account, payments) = bought(
+            b,
+            &format!("spent-during-dispute-{won}-{refund_first}@example.com"),
+            1,
+        )
+        .await;
+        let payment = &payments[0];
+        let half = PaymentFact::DisputeOpened {
+            payment_id: payment.clone(),
+            dispute_id: "dp_1".into(),
+            amount: 450,
+        };
+        let refund = event(refunded(payment, "re_1", 450));
+        if refund_first {
+            let task = started(b, &account, 500).await;
+            settled(b, &task, true).await;
+            b.billing.apply_payment_event(&refund).await.unwrap();
+            b.billing.apply_payment_event(&event(half)).await.unwrap();
+        } else {
+            b.billing.apply_payment_event(&event(half)).await.unwrap();
+            assert_eq!(books(b, &account).await, (500, 500), "{}", b.name);
+            // Actions complete and spend every spendable credit.
+            let task = started(b, &account, 500).await;
+            settled(b, &task, true).await;
+            b.billing.apply_payment_event(&refund).await.unwrap();
+        }
+        assert_eq!(
+            books(b, &account).await,
+            (0, 0),
+            "{}: after the refund (refund first: {refund_first})",
+            b.name
+        );
+        b.billing
+            .apply_payment_event(&event(closed(payment, won)))
+            .await
+            .unwrap();
+        assert_eq!(
+            books(b, &account).await,
+            (0, 0),
+            "{}: won {won}, refund first: {refund_first}",
+            b.name
+        );
+    }
+}
+
 /// A claim is made of the credits in flight when its dispute opened: once those are spent (the
 /// action completed), it is gone, and an action begun later on another payment's credits
 /// serves that payment's dispute, not the older one's.

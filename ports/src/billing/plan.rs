@@ -191,12 +191,18 @@ pub fn plan_payment(
             let from_frozen = gone.min((frozen - frozen_t).max(0));
             let from_spendable = gone - from_frozen;
             let take = from_spendable.min(spendable + spendable_delta);
-            frozen_delta -= from_frozen;
+            // What spendable cannot cover comes out of what open disputes still hold frozen
+            // before any of it is written off as spent: a refund or a lost dispute is final,
+            // while an open dispute may yet be won and release what it froze (it claims what
+            // comes back instead, below). A review found a won dispute handing back credits a
+            // refund had just written off as spent.
+            let from_held = (from_spendable - take).min(frozen - from_frozen);
+            frozen_delta -= from_frozen + from_held;
             spendable_delta -= take;
-            shortfall = from_spendable - take;
+            shortfall = from_spendable - take - from_held;
             // Credits in flight come back to the account if their actions fail: owe them.
             owed_delta = shortfall.min(unclaimed);
-            moved += from_frozen + take;
+            moved += from_frozen + take + from_held;
         }
         let frozen_now = frozen + frozen_delta;
         if frozen_now > frozen_t {
@@ -351,15 +357,39 @@ mod tests {
         }
     }
 
+    /// What happens to the account between two events: an event of the payment, or actions
+    /// that complete and spend up to this many credits.
+    #[derive(Debug, Clone)]
+    enum Step {
+        Event(PaymentFact),
+        Spend(i64),
+    }
+
     /// Applies events one at a time, as the stores do: (spendable, frozen, movements, outcomes).
     fn replay(events: &[PaymentFact], start: i64) -> (i64, i64, Vec<Movement>, Vec<String>) {
+        let steps: Vec<Step> = events.iter().cloned().map(Step::Event).collect();
+        let (spendable, frozen, applied, outcomes, _) = replay_steps(&steps, start);
+        (spendable, frozen, applied, outcomes)
+    }
+
+    /// [`replay`] with spending between the events; also says how much was spent.
+    fn replay_steps(steps: &[Step], start: i64) -> (i64, i64, Vec<Movement>, Vec<String>, i64) {
         let c = checkout();
         let checkouts = vec![c];
         let mut known = Vec::new();
         let mut applied: Vec<Movement> = Vec::new();
         let mut outcomes = Vec::new();
-        let (mut spendable, mut frozen) = (start, 0);
-        for e in events {
+        let (mut spendable, mut frozen, mut spent) = (start, 0, 0);
+        for step in steps {
+            let e = match step {
+                Step::Event(e) => e,
+                Step::Spend(n) => {
+                    let n = (*n).min(spendable);
+                    spendable -= n;
+                    spent += n;
+                    continue;
+                }
+            };
             known.push(e.clone());
             let done: Vec<AppliedMovement> = applied
                 .iter()
@@ -384,7 +414,7 @@ mod tests {
                 PaymentPlan::Rejected(r) => outcomes.push(format!("rejected:{r}")),
             }
         }
-        (spendable, frozen, applied, outcomes)
+        (spendable, frozen, applied, outcomes, spent)
     }
 
     #[test]
@@ -536,6 +566,50 @@ mod tests {
             0,
         );
         assert_eq!((a.0, a.1), (0, 0));
+    }
+
+    /// A review found credits spent while a dispute held the rest frozen handed back twice:
+    /// the refund wrote its share off as spent while the dispute kept the frozen credits, and
+    /// the dispute, won, released them. Whatever the order, what is left is what the payment
+    /// still buys less what was spent.
+    #[test]
+    fn credits_spent_during_a_dispute_are_not_released_again_after_a_refund() {
+        let c = checkout();
+        let e = |f: PaymentFact| Step::Event(f);
+        for won in [true, false] {
+            let orders = [
+                vec![
+                    e(paid(&c)),
+                    e(opened("dp_1", 450)),
+                    Step::Spend(500),
+                    e(refund("re_1", 450)),
+                    e(closed("dp_1", won)),
+                ],
+                vec![
+                    e(paid(&c)),
+                    Step::Spend(500),
+                    e(refund("re_1", 450)),
+                    e(opened("dp_1", 450)),
+                    e(closed("dp_1", won)),
+                ],
+            ];
+            for steps in orders {
+                let (s, f, moves, _, spent) = replay_steps(&steps, 0);
+                assert_eq!(spent, 500, "{steps:?}");
+                assert_eq!((s, f), (0, 0), "won {won}: {steps:?} {moves:#?}");
+            }
+        }
+        // Nothing spent: the refund takes its half and the won dispute releases the rest.
+        let (s, f, ..) = replay_steps(
+            &[
+                e(paid(&c)),
+                e(opened("dp_1", 450)),
+                e(refund("re_1", 450)),
+                e(closed("dp_1", true)),
+            ],
+            0,
+        );
+        assert_eq!((s, f), (500, 0));
     }
 
     #[test]
@@ -719,6 +793,38 @@ mod tests {
             doubled.extend(events.iter().cloned());
             let (s2, f2, m2, _) = replay(&doubled, start);
             prop_assert_eq!((s2, f2, m2.len()), (spendable, frozen, moves.len()));
+        }
+
+        /// With actions spending credits between the events: nothing goes negative, and once
+        /// every event is in, the account holds what the payment still buys less what was
+        /// spent (never less: a credit is only written off as spent when it was).
+        #[test]
+        fn what_is_left_is_what_the_events_allow_less_what_was_spent(
+            steps in proptest::collection::vec(
+                prop_oneof![4 => any_fact().prop_map(Step::Event), 1 => (1..800i64).prop_map(Step::Spend)],
+                0..16,
+            ),
+        ) {
+            let c = checkout();
+            let (spendable, frozen, _, _, spent) = replay_steps(&steps, 0);
+            let events: Vec<&PaymentFact> = steps
+                .iter()
+                .filter_map(|s| match s {
+                    Step::Event(e) => Some(e),
+                    Step::Spend(_) => None,
+                })
+                .collect();
+            let owned = if events.iter().any(|e| **e == paid(&c)) {
+                let counted: Vec<&PaymentFact> = events
+                    .iter()
+                    .copied()
+                    .filter(|e| !matches!(e, PaymentFact::Paid { .. }) || **e == paid(&c))
+                    .collect();
+                target(&c, &counted).0
+            } else {
+                0
+            };
+            prop_assert_eq!(spendable + frozen, (owned - spent).max(0), "spent {}", spent);
         }
 
         /// The end does not depend on the order the events arrived in (a provider never
