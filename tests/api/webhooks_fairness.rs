@@ -22,7 +22,12 @@ use crate::{
 };
 
 /// An endpoint that accepts connections, reads what comes and never answers; it counts the
-/// connections open and those the sender gave up on.
+/// connections open and those that ended (the sender gave up, or the endpoint hung up).
+/// With `hang_up_at` set to n, it hangs up on every connection open once n are: it counts
+/// them closed before it closes them, so the count never lags behind the sender, which only
+/// moves on once it sees the connection end. (A connection the sender gives up on is seen
+/// closed only once this side reads its end, which on a loaded machine can come after the
+/// sender's next connection.)
 #[derive(Clone)]
 struct Stalled {
     open: Arc<AtomicUsize>,
@@ -30,6 +35,10 @@ struct Stalled {
     hung_up: Arc<AtomicUsize>,
     /// The connections accepted so far, for waiting without sleeps.
     accepted: Arc<watch::Sender<usize>>,
+    /// 0: never hang up.
+    hang_up_at: Arc<AtomicUsize>,
+    /// Bumped to have every open connection hang up.
+    hang_up: Arc<watch::Sender<u64>>,
 }
 
 impl Stalled {
@@ -41,19 +50,34 @@ impl Stalled {
             most_open: Arc::default(),
             hung_up: Arc::default(),
             accepted: Arc::new(watch::channel(0).0),
+            hang_up_at: Arc::default(),
+            hang_up: Arc::new(watch::channel(0).0),
         };
         let counts = stalled.clone();
         tokio::spawn(async move {
             while let Ok((mut socket, _)) = listener.accept().await {
+                let mut hang_up = counts.hang_up.subscribe();
                 let now = counts.open.fetch_add(1, Ordering::SeqCst) + 1;
                 counts.most_open.fetch_max(now, Ordering::SeqCst);
                 counts.accepted.send_modify(|n| *n += 1);
+                let at = counts.hang_up_at.load(Ordering::SeqCst);
+                if at > 0 && now >= at {
+                    counts.hang_up.send_modify(|g| *g += 1);
+                }
                 let counts = counts.clone();
                 tokio::spawn(async move {
                     let mut buf = [0u8; 4096];
-                    while matches!(socket.read(&mut buf).await, Ok(n) if n > 0) {}
+                    loop {
+                        tokio::select! {
+                            read = socket.read(&mut buf) => if !matches!(read, Ok(n) if n > 0) {
+                                break;
+                            },
+                            _ = hang_up.changed() => break,
+                        }
+                    }
                     counts.open.fetch_sub(1, Ordering::SeqCst);
                     counts.hung_up.fetch_add(1, Ordering::SeqCst);
+                    drop(socket);
                 });
             }
         });
@@ -112,7 +136,8 @@ async fn a_stalled_endpoint_holds_its_own_senders_only() {
 /// Endpoints whose last attempt failed share a lane of their own: once three hanging endpoints
 /// have timed out, their retries go one at a time per endpoint and two per account
 /// (`FAILING_CAPS`), within `FAILING_SENDERS`, and an endpoint that answers is served
-/// meanwhile. Retries come due on the test clock; each send times out after 3 s.
+/// meanwhile. Retries come due on the test clock; the first sends time out after 3 s, the
+/// retries end when the endpoints hang up on a full lane.
 #[tokio::test]
 async fn endpoints_that_failed_retry_in_a_lane_of_their_own() {
     let (stalled, stalled_addr) = Stalled::start().await;
@@ -167,10 +192,13 @@ async fn endpoints_that_failed_retry_in_a_lane_of_their_own() {
     wait_for(hung_up.clone(), first_round).await;
     assert_eq!(stalled.open.load(Ordering::SeqCst), 0);
     stalled.most_open.store(0, Ordering::SeqCst);
+    let lane = svc_services::hooks::FAILING_CAPS.per_account as usize;
+    // From now on the endpoints hang up once the lane is full: each retry fails when they do,
+    // counted before the sender can start the next.
+    stalled.hang_up_at.store(lane, Ordering::SeqCst);
 
     // Their retries come due: two rounds of the failing lane, two at a time for the account.
     clock.advance(Duration::from_secs(600));
-    let lane = svc_services::hooks::FAILING_CAPS.per_account as usize;
     wait_for(stalled.accepted.clone(), first_round + 2 * lane).await;
     // Meanwhile the answering endpoint is served at once.
     search(&app, "tea while they hang").await;
