@@ -226,7 +226,11 @@ impl PaymentFact {
                 return (
                     String::new(),
                     PaymentFact::Malformed {
-                        reason: format!("the body is not JSON whose keys each appear once: {e}"),
+                        // The error may quote the body (a key given twice): printable, so
+                        // that every store can keep it.
+                        reason: printable(&format!(
+                            "the body is not JSON whose keys each appear once: {e}"
+                        )),
                     },
                 );
             }
