@@ -238,6 +238,33 @@ pub(crate) fn teasers_beside_a_story<'a>(
     }
 }
 
+/// Longest item of a list of links that go nowhere: a button's label or a section's title.
+const BUTTON_CHARS: usize = 40;
+
+/// A list whose every item is a short link that goes nowhere (`#`, `javascript:`, an `onclick`
+/// or no `href`): a share bar's buttons ("Print", "Email", "More sharing"), which scripts
+/// make work. Links to a place in the page (`#themes`) are tabs or contents and stay.
+pub(crate) fn links_going_nowhere(list: &NodeRef) -> bool {
+    let items: Vec<NodeRef> = list.children_it(false).filter(|c| c.is_element()).collect();
+    let goes_nowhere = |a: &NodeRef| {
+        a.has_attr("onclick")
+            || a.attr("href").is_none_or(|h| {
+                let h = h.trim();
+                h.is_empty()
+                    || h == "#"
+                    || h.get(..11)
+                        .is_some_and(|p| p.eq_ignore_ascii_case("javascript:"))
+            })
+    };
+    items.len() >= 2
+        && items.iter().all(|item| {
+            let links = Selection::from(*item).select("a");
+            !links.is_empty()
+                && text_chars(item) <= BUTTON_CHARS
+                && links.nodes().iter().all(goes_nowhere)
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use crate::clean::{STORY, cleaned};
@@ -391,31 +418,4 @@ mod tests {
         let text = cleaned(&format!("<body>{STORY}{HEADLINES}{STORY}</body>"));
         assert!(text.contains("Pope calls"), "{text}");
     }
-}
-
-/// Longest item of a list of links that go nowhere: a button's label or a section's title.
-const BUTTON_CHARS: usize = 40;
-
-/// A list whose every item is a short link that goes nowhere (`#`, `javascript:`, an `onclick`
-/// or no `href`): a share bar's buttons ("Print", "Email", "More sharing"), which scripts
-/// make work. Links to a place in the page (`#themes`) are tabs or contents and stay.
-pub(crate) fn links_going_nowhere(list: &NodeRef) -> bool {
-    let items: Vec<NodeRef> = list.children_it(false).filter(|c| c.is_element()).collect();
-    let goes_nowhere = |a: &NodeRef| {
-        a.has_attr("onclick")
-            || a.attr("href").is_none_or(|h| {
-                let h = h.trim();
-                h.is_empty()
-                    || h == "#"
-                    || h.get(..11)
-                        .is_some_and(|p| p.eq_ignore_ascii_case("javascript:"))
-            })
-    };
-    items.len() >= 2
-        && items.iter().all(|item| {
-            let links = Selection::from(*item).select("a");
-            !links.is_empty()
-                && text_chars(item) <= BUTTON_CHARS
-                && links.nodes().iter().all(goes_nowhere)
-        })
 }
