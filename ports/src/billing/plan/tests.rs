@@ -41,6 +41,16 @@ fn paid(c: &CheckoutRecord) -> PaymentFact {
     paid_with(c.amount, c.currency.as_str(), c.id.clone())
 }
 
+/// The receipt of the payment's 1000 credits, applied.
+fn purchase() -> AppliedMovement {
+    AppliedMovement {
+        reference: "payment:pay_1:purchase".into(),
+        spendable_delta: 1000,
+        frozen_delta: 0,
+        shortfall: 0,
+    }
+}
+
 fn refund(id: &str, amount: i64) -> PaymentFact {
     PaymentFact::Refunded {
         payment_id: "pay_1".into(),
@@ -326,12 +336,7 @@ fn credits_already_spent_are_a_shortfall_not_a_negative_balance() {
     let plan = plan_payment(
         &[paid(&c), refund("re_1", 900)],
         std::slice::from_ref(&c),
-        &[AppliedMovement {
-            reference: "payment:pay_1:purchase".into(),
-            spendable_delta: 1000,
-            frozen_delta: 0,
-            shortfall: 0,
-        }],
+        &[purchase()],
         300,
         0,
         None,
@@ -354,12 +359,7 @@ fn credits_already_spent_are_a_shortfall_not_a_negative_balance() {
 #[test]
 fn credits_held_by_actions_in_flight_are_owed_not_lost() {
     let c = checkout();
-    let purchase = AppliedMovement {
-        reference: "payment:pay_1:purchase".into(),
-        spendable_delta: 1000,
-        frozen_delta: 0,
-        shortfall: 0,
-    };
+    let purchase = purchase();
     // 300 spendable, 500 held and unclaimed, 200 spent: two refunds of 450 each.
     let plan = plan_payment(
         &[paid(&c), refund("re_1", 450), refund("re_2", 450)],
@@ -391,12 +391,7 @@ fn credits_held_by_actions_in_flight_are_owed_not_lost() {
 #[test]
 fn what_a_dispute_cannot_freeze_now_is_claimed_from_actions_in_flight() {
     let c = checkout();
-    let purchase = AppliedMovement {
-        reference: "payment:pay_1:purchase".into(),
-        spendable_delta: 1000,
-        frozen_delta: 0,
-        shortfall: 0,
-    };
+    let purchase = purchase();
     let events = [paid(&c), opened("dp_1", 450)];
     // 200 spendable, the rest held: half the payment should be frozen.
     let plan = plan_payment(
