@@ -7,7 +7,7 @@ use chrono::Duration;
 use futures_util::future::join_all;
 use svc_ports::{
     BeginOutcome, EntryKind, SettleOutcome, TaskId,
-    billing::{EventOutcome, PaymentFact, ReceiptKind},
+    billing::{EventOutcome, PaymentEvent, PaymentFact, ReceiptKind},
 };
 use ulid::Ulid;
 
@@ -516,4 +516,79 @@ pub async fn claims_made_within_one_millisecond_are_served_in_payment_id_order(b
         "{}",
         b.name
     );
+}
+
+/// Payment A is disputed in full (its 1000 frozen) while payment B's 1000 are spent; then B is
+/// refunded and A's dispute closes, in either order. Refunded first, B's 1000 cannot be taken
+/// back (nothing spendable) and are written off as spent, but as a lien on A's frozen credits:
+/// won, A's release pays it back (a `recovery:` receipt of B's); lost, the credits are gone
+/// either way. Both orders end with nothing, and the lien never reaches a later purchase. A
+/// review found the won dispute handing back 1000 credits the refund had written off.
+pub async fn a_write_off_during_another_payments_dispute_is_paid_back_by_its_release(b: &Backend) {
+    for (won, refund_first) in [(true, true), (true, false), (false, true), (false, false)] {
+        let (account, payments) =
+            bought(b, &format!("lien-{won}-{refund_first}@example.com"), 2).await;
+        let (a, bee) = (&payments[0], &payments[1]);
+        let mut events = vec![event(opened(a))];
+        b.billing.apply_payment_event(&events[0]).await.unwrap();
+        let task = started(b, &account, 1000).await;
+        settled(b, &task, true).await;
+        assert_eq!(books(b, &account).await, (0, 1000), "{}", b.name);
+        let refund = event(refunded(bee, "re_1", 900));
+        let close = event(closed(a, won));
+        if refund_first {
+            events.extend([refund, close]);
+        } else {
+            events.extend([close, refund]);
+        }
+        for e in &events[1..] {
+            b.billing.apply_payment_event(e).await.unwrap();
+        }
+        let case = format!("{}: won {won}, refund first {refund_first}", b.name);
+        assert_eq!(books(b, &account).await, (0, 0), "{case}");
+        let receipts = b.billing.receipts(&account, 100).await.unwrap();
+        let recoveries: Vec<_> = receipts
+            .iter()
+            .filter(|r| r.reference.starts_with("recovery:"))
+            .map(|r| {
+                (
+                    r.kind,
+                    r.payment_id.as_deref(),
+                    r.spendable_delta,
+                    r.frozen_delta,
+                )
+            })
+            .collect();
+        let expected = if won && refund_first {
+            vec![(ReceiptKind::RefundClawback, Some(bee.as_str()), -1000, 0)]
+        } else {
+            Vec::new()
+        };
+        assert_eq!(recoveries, expected, "{case}");
+        // Every event again, as a provider redelivers them under new ids: nothing moves.
+        for e in &events {
+            let again = PaymentEvent {
+                webhook_id: format!("msg_{}", Ulid::new()),
+                ..e.clone()
+            };
+            b.billing.apply_payment_event(&again).await.unwrap();
+        }
+        // A later payment, refunded in part, disputed and won: its credits are all its own.
+        let later = checkout(&account, None);
+        b.billing.insert_checkout(&later).await.unwrap();
+        let c = format!("pay_{}", Ulid::new());
+        for fact in [
+            paid(&later, &c),
+            opened(&c),
+            refunded(&c, "re_2", 450),
+            closed(&c, true),
+        ] {
+            b.billing.apply_payment_event(&event(fact)).await.unwrap();
+        }
+        assert_eq!(
+            books(b, &account).await,
+            (500, 0),
+            "{case}: a later payment"
+        );
+    }
 }

@@ -250,6 +250,7 @@ macro_rules! contract_suite {
             two_disputes_are_served_by_one_failed_action,
             a_refund_and_another_payments_dispute_share_the_failures,
             a_refund_during_a_dispute_takes_what_the_dispute_froze_once_the_rest_is_spent,
+            a_write_off_during_another_payments_dispute_is_paid_back_by_its_release,
             a_claim_ends_with_the_credits_in_flight_it_was_made_of,
             a_late_settlement_leaves_the_claims_alone,
             an_action_that_completes_shrinks_the_newest_claim_by_what_it_spent,
@@ -323,6 +324,11 @@ macro_rules! contract_suite {
         #[test]
         fn refunds_and_disputes_never_return_through_actions_in_flight() {
             $crate::money_model::money_model_property(|| Box::pin($backend()));
+        }
+
+        #[test]
+        fn provider_events_that_arrive_together_leave_the_same_books_in_either_order() {
+            $crate::money_model::money_order_property(|| Box::pin($backend()));
         }
 
         #[test]

@@ -6,9 +6,10 @@ use chrono::{DateTime, SubsecRound, Utc};
 use svc_ports::{
     AccountId, CheckoutId, KeyHash, LedgerEntry, MeterEventId, Plan,
     billing::{
-        AppliedMovement, CheckoutHandoff, CheckoutOutcome, CheckoutRecord, EventOutcome,
-        MeterEvent, MeterOutcome, PaymentEvent, PaymentFact, PaymentPlan, Receipt, ReceiptKind,
-        TaskFreeze, named_checkouts, payment_checkout, plan_payment, task_receipt,
+        AppliedMovement, CheckoutHandoff, CheckoutOutcome, CheckoutRecord, EventOutcome, Lien,
+        Liens, MeterEvent, MeterOutcome, PaymentEvent, PaymentFact, PaymentPlan, Receipt,
+        ReceiptKind, TaskFreeze, in_payment_books, named_checkouts, oldest_first, payment_checkout,
+        plan_payment, task_receipt,
     },
     store::{BillingError, BillingStore, StoreError},
 };
@@ -33,6 +34,8 @@ pub(crate) struct BillingState {
     pub(crate) claims: Vec<(AccountId, String, i64, DateTime<Utc>)>,
     /// What failed tasks' refunds froze for those claims.
     pub(crate) task_freezes: Vec<TaskFreeze>,
+    /// Write-offs disputes' frozen credits may pay back, per account, oldest first.
+    liens: Vec<(AccountId, Lien)>,
     handoffs: Vec<(CheckoutHandoff, bool)>,
     meters: Vec<MeterEvent>,
 }
@@ -53,7 +56,9 @@ fn apply_facts(
                 .receipts
                 .iter()
                 .filter(|r| {
-                    r.account_id == c.account_id && r.payment_id.as_deref() == Some(payment_id)
+                    r.account_id == c.account_id
+                        && r.payment_id.as_deref() == Some(payment_id)
+                        && in_payment_books(&r.reference)
                 })
                 .map(AppliedMovement::from)
                 .chain(
@@ -85,13 +90,32 @@ fn apply_facts(
             .min_by_key(|r| (r.created_at, r.id.clone()))
             .and_then(|r| r.payment_id.clone())
     });
-    let (checkout, moves, freeze_claim) = match plan_payment(
+    let liens = match payment_checkout(facts, &checkouts) {
+        Some(c) => {
+            let mut open: Vec<Lien> = s
+                .billing
+                .liens
+                .iter()
+                .filter(|(a, _)| a == &c.account_id)
+                .map(|(_, l)| l.clone())
+                .collect();
+            oldest_first(&mut open);
+            Liens {
+                frozen: s.balances.get(&c.account_id).map_or(0, |b| b.frozen),
+                open,
+                at: event.received_at,
+            }
+        }
+        None => Liens::none(event.received_at),
+    };
+    let (checkout, moves, freeze_claim, liens) = match plan_payment(
         facts,
         &checkouts,
         &applied,
         spendable,
         unclaimed,
         bought_by.as_deref(),
+        &liens,
     ) {
         PaymentPlan::Pending => return EventOutcome::Pending,
         PaymentPlan::Rejected(reason) => return EventOutcome::Rejected(reason),
@@ -99,7 +123,8 @@ fn apply_facts(
             checkout,
             moves,
             freeze_claim,
-        } => (checkout, moves, freeze_claim),
+            liens,
+        } => (checkout, moves, freeze_claim, liens),
     };
     for e in s.billing.events.iter_mut().filter(|e| {
         e.provider == event.provider
@@ -128,6 +153,12 @@ fn apply_facts(
         s.entries.push(entry);
         s.billing.receipts.push(receipt.clone());
         receipts.push(receipt);
+    }
+    if let Some(liens) = liens {
+        s.billing.liens.retain(|(a, _)| a != &checkout.account_id);
+        s.billing
+            .liens
+            .extend(liens.into_iter().map(|l| (checkout.account_id.clone(), l)));
     }
     if let Some(claim) = freeze_claim {
         set_claim(

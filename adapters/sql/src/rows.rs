@@ -18,7 +18,7 @@ use svc_ports::{
     MeterEventId, PaymentAuthority, ProviderId, ReceiptId, RobotsDecision, ScanReport, Scopes,
     SealedSecret, TaskId, TaskRecord, TaskStatus, UserCode,
     authority::{AmountLimit, AuthorityInterval, Principal},
-    billing::{CheckoutRecord, Currency, MeterEvent, Receipt, ReceiptKind, TaskFreeze},
+    billing::{CheckoutRecord, Currency, Lien, MeterEvent, Receipt, ReceiptKind, TaskFreeze},
     store::StoreError,
 };
 
@@ -223,6 +223,17 @@ pub(crate) fn receipt(r: &impl Columns) -> Result<Receipt, StoreError> {
         reference: r.text("reference")?,
         note: r.text("note")?,
         created_at: r.time("created_at")?,
+    })
+}
+
+/// `reference, payment_id, kind, credits, since` of `write_off_liens`.
+pub(crate) fn lien(r: &impl Columns) -> Result<Lien, StoreError> {
+    Ok(Lien {
+        reference: r.text("reference")?,
+        payment_id: r.text("payment_id")?,
+        kind: r.parsed("kind", |s| known(ReceiptKind::parse(s)))?,
+        credits: r.int("credits")?,
+        since: r.time("since")?,
     })
 }
 

@@ -12,7 +12,7 @@ use svc_ports::{
     Principal, ProviderId, Receipt, RobotsDecision, ScanReport, Scopes, SealedSecret, SessionReach,
     StoredEvent, TaskId, TaskRecord, TaskStatus, UserCode, WebSession,
     authority::{AmountLimit, AuthorityInterval, window_start},
-    billing::{CheckoutHandoff, CheckoutRecord, PaymentPlan, plan_payment},
+    billing::{CheckoutHandoff, CheckoutRecord, Liens, PaymentPlan, plan_payment},
     connections::oauth_state_hash,
     ledger::EntryKind,
 };
@@ -148,6 +148,7 @@ pub fn rows() -> Rows {
         200,
         0,
         None,
+        &Liens::none(at(2000)),
     ) else {
         panic!("the payment moves credits")
     };

@@ -10,12 +10,14 @@
 //! one twice.
 
 mod judge;
+mod liens;
 mod plan;
 mod target;
 
 use std::fmt;
 
 pub use judge::{judge_paid, named_checkouts, payment_checkout};
+pub use liens::{Lien, Liens, oldest_first};
 pub use plan::{PaymentPlan, plan_payment};
 pub use target::{share, target};
 
@@ -428,6 +430,15 @@ pub struct AppliedMovement {
     pub shortfall: i64,
 }
 
+/// Whether a receipt of a payment is in that payment's books: a recovery (`liens.rs`) is of
+/// the payment but not in its books.
+pub fn in_payment_books(reference: &str) -> bool {
+    !reference.starts_with(RECOVERY_PREFIX)
+}
+
+/// How a recovery's reference starts (every movement of a payment's own starts `payment:`).
+pub const RECOVERY_PREFIX: &str = "recovery:";
+
 impl From<&Receipt> for AppliedMovement {
     fn from(r: &Receipt) -> Self {
         Self {
@@ -452,6 +463,9 @@ pub struct Movement {
     /// store spreads it over them (`ledger::spread_owed`), and each pays its share from its
     /// credits if it fails.
     pub owed_delta: i64,
+    /// A recovery (`liens.rs`): the payment whose write-off it pays back. Its receipt is that
+    /// payment's, and it stays out of that payment's books (the reference is `recovery:`).
+    pub of_payment: Option<String>,
     pub note: String,
 }
 
@@ -467,6 +481,7 @@ impl Movement {
         at: DateTime<Utc>,
     ) -> (crate::LedgerEntry, Receipt) {
         let ulid = derived_ulid(&checkout.account_id, &self.reference, at);
+        let own = self.of_payment.is_none();
         let entry = crate::LedgerEntry {
             id: LedgerEntryId::from_ulid(ulid),
             account_id: checkout.account_id.clone(),
@@ -486,9 +501,10 @@ impl Movement {
             frozen_delta: self.frozen_delta,
             shortfall: self.shortfall,
             amount: (self.kind == ReceiptKind::Purchase).then_some(checkout.amount),
-            currency: Some(checkout.currency.clone()),
-            payment_id: Some(payment_id.to_owned()),
-            checkout_id: Some(checkout.id.clone()),
+            // A recovery's payment may be of another checkout, in another currency.
+            currency: own.then(|| checkout.currency.clone()),
+            payment_id: Some(self.of_payment.as_deref().unwrap_or(payment_id).to_owned()),
+            checkout_id: own.then(|| checkout.id.clone()),
             task_id: None,
             artifact_id: None,
             reference: self.reference.clone(),

@@ -20,7 +20,9 @@
 use std::collections::HashSet;
 
 use super::{
-    AppliedMovement, CheckoutRecord, Movement, PaymentFact, ReceiptKind, judge::judge_paid,
+    AppliedMovement, CheckoutRecord, Movement, PaymentFact, RECOVERY_PREFIX, ReceiptKind,
+    judge::judge_paid,
+    liens::{Lien, Liens},
     target::target,
 };
 
@@ -43,6 +45,10 @@ pub enum PaymentPlan {
         /// back serve the claims, oldest first, until the dispute closes
         /// (`billing::serve_claims`). `None`: nothing new, the claim stands.
         freeze_claim: Option<i64>,
+        /// The account's liens once the movements are applied, oldest first, when they
+        /// changed (`liens.rs`): the store keeps these in place of the ones it read. `None`:
+        /// they stand.
+        liens: Option<Vec<Lien>>,
     },
 }
 
@@ -106,7 +112,12 @@ fn steps<'a>(
 /// recorded for the payment; `spendable` the account's spendable credits now; `unclaimed`
 /// its credits held by actions in flight that nothing owes yet (`held - owed`); `bought_by`
 /// another payment that already bought the payment's checkout (the one [`super::payment_checkout`]
-/// names), read under the same lock as the receipts.
+/// names), read under the same lock as the receipts; `liens` the account's frozen credits and
+/// the write-offs they may yet pay back (`liens.rs`).
+///
+/// Besides the payment's own movements, `moves` holds a `recovery:` movement of another
+/// payment for each lien that credits this payment's disputes release pay back, right after
+/// the movement that released them.
 pub fn plan_payment(
     facts: &[PaymentFact],
     checkouts: &[CheckoutRecord],
@@ -114,6 +125,7 @@ pub fn plan_payment(
     spendable: i64,
     unclaimed: i64,
     bought_by: Option<&str>,
+    liens: &Liens,
 ) -> PaymentPlan {
     let established = facts
         .iter()
@@ -161,6 +173,8 @@ pub fn plan_payment(
     let mut frozen: i64 = applied.iter().map(|a| a.frozen_delta).sum();
     let mut spendable = spendable.max(0);
     let mut unclaimed = unclaimed.max(0);
+    let mut liens = liens.clone();
+    let liens_before = liens.open.clone();
     let mut moves = Vec::new();
     let steps = steps(paid, facts, payment_id);
     // The events whose movements are in `owned` and `frozen`; each new step joins them, so a
@@ -205,8 +219,9 @@ pub fn plan_payment(
             moved += from_frozen + take + from_held;
         }
         let frozen_now = frozen + frozen_delta;
+        let mut release = 0;
         if frozen_now > frozen_t {
-            let release = frozen_now - frozen_t;
+            release = frozen_now - frozen_t;
             frozen_delta -= release;
             spendable_delta += release;
             moved += release;
@@ -223,6 +238,22 @@ pub fn plan_payment(
         frozen += frozen_delta;
         spendable += spendable_delta;
         unclaimed -= owed_delta;
+        liens.frozen += frozen_delta;
+        // Released credits pay back what was written off while they were frozen; what spendable
+        // cannot cover now, and no action in flight owes, other disputes' frozen credits may.
+        let paid_back = liens.pay_back(release);
+        let spent = shortfall - owed_delta;
+        let recoverable = spent.min(liens.frozen - liens.total()).max(0);
+        if recoverable > 0 {
+            liens.open.push(Lien {
+                reference: reference.clone(),
+                payment_id: payment_id.clone(),
+                kind: *kind,
+                credits: recoverable,
+                since: liens.at,
+            });
+        }
+        liens.cap();
         let currency = &checkout.currency;
         let note = match (kind, fact) {
             (ReceiptKind::Purchase, _) => {
@@ -236,7 +267,7 @@ pub fn plan_payment(
             ) => format!(
                 "refund {refund_id} of {amount} {currency}: {} credits taken back{}",
                 gone - shortfall,
-                spent_note(shortfall, owed_delta)
+                spent_note(shortfall, owed_delta, recoverable)
             ),
             (
                 _,
@@ -252,7 +283,7 @@ pub fn plan_payment(
             (_, PaymentFact::DisputeClosed { dispute_id, .. }) => format!(
                 "dispute {dispute_id} lost: {} credits given up{}",
                 gone - shortfall,
-                spent_note(shortfall, owed_delta)
+                spent_note(shortfall, owed_delta, recoverable)
             ),
             _ => format!("{moved} credits moved"),
         };
@@ -264,8 +295,13 @@ pub fn plan_payment(
             frozen_delta,
             shortfall,
             owed_delta,
+            of_payment: None,
             note,
         });
+        for (lien, credits) in paid_back {
+            spendable -= credits;
+            moves.push(recovery(&lien, credits, reference));
+        }
     }
     // Credits held by actions in flight cannot be frozen now; those the actions give back can.
     let freeze_claim = new_step.then(|| (target(checkout, &included).1 - frozen).max(0));
@@ -273,10 +309,32 @@ pub fn plan_payment(
         checkout: Box::new(checkout.clone()),
         moves,
         freeze_claim,
+        liens: (liens.open != liens_before).then_some(liens.open),
     }
 }
 
-fn spent_note(shortfall: i64, owed: i64) -> String {
+/// The movement that pays `credits` of a lien back from what `released_by` released: a
+/// movement of the lien's payment, outside its own books (its reference is not `payment:`),
+/// as the credits it took back were its to take.
+fn recovery(lien: &Lien, credits: i64, released_by: &str) -> Movement {
+    Movement {
+        kind: lien.kind,
+        reference: format!("{RECOVERY_PREFIX}{}:{released_by}", lien.reference),
+        credits,
+        spendable_delta: -credits,
+        frozen_delta: 0,
+        shortfall: 0,
+        owed_delta: 0,
+        of_payment: Some(lien.payment_id.clone()),
+        note: format!(
+            "{credits} credits written off by {} while a dispute held them frozen, taken back \
+             as {released_by} released them",
+            lien.reference
+        ),
+    }
+}
+
+fn spent_note(shortfall: i64, owed: i64, recoverable: i64) -> String {
     let spent = shortfall - owed;
     let mut note = String::new();
     if owed > 0 {
@@ -286,6 +344,11 @@ fn spent_note(shortfall: i64, owed: i64) -> String {
     }
     if spent > 0 {
         note.push_str(&format!(", {spent} already spent"));
+    }
+    if recoverable > 0 {
+        note.push_str(&format!(
+            " ({recoverable} taken back if a dispute releases what it holds frozen)"
+        ));
     }
     note
 }

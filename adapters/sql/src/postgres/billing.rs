@@ -11,15 +11,15 @@ use svc_ports::{
     AccountId, CheckoutId, KeyHash, MeterEventId,
     billing::{
         AppliedMovement, CheckoutHandoff, CheckoutOutcome, CheckoutRecord, Currency, EventOutcome,
-        MeterEvent, MeterOutcome, PaymentEvent, PaymentFact, PaymentPlan, Receipt, ReceiptKind,
-        named_checkouts, payment_checkout, plan_payment, task_receipt,
+        Liens, MeterEvent, MeterOutcome, PaymentEvent, PaymentFact, PaymentPlan, Receipt,
+        ReceiptKind, named_checkouts, payment_checkout, plan_payment, task_receipt,
     },
     store::{BillingError, BillingStore, StoreError},
 };
 
 use super::{
     PostgresStore, backend, col, corrupt, is_foreign_key_violation, is_unique_violation,
-    jsonb_safe, ledger::insert_entry, ms, parsed,
+    jsonb_safe, ledger::insert_entry, liens, ms, parsed,
 };
 use crate::errors::{refused, undecodable};
 use crate::rows;
@@ -141,66 +141,71 @@ async fn apply_facts(
     .map(rows::checkout)
     .collect::<Result<Vec<_>, _>>()
     .map_err(undecodable)?;
-    let (applied, (spendable, unclaimed), bought_by) = match payment_checkout(facts, &checkouts) {
-        Some(c) => {
-            // The account is locked before anything of it is read: settlements write what they
-            // freeze for the payment's claim under this lock, so the receipts read after it
-            // are all there are.
-            let (spendable, held): (i64, i64) =
-                sqlx::query_as("SELECT spendable, held FROM accounts WHERE id = $1 FOR UPDATE")
-                    .bind(c.account_id.as_str())
-                    .fetch_one(&mut **tx)
-                    .await?;
-            // The payment's receipts, and what failed tasks froze for it.
-            let applied = sqlx::query(
-                "SELECT reference, spendable_delta, frozen_delta, shortfall FROM receipts \
-                 WHERE account_id = $1 AND payment_id = $2 \
-                 UNION ALL \
-                 SELECT 'task:' || task_id || ':freeze:' || payment_id, -credits, credits, 0 \
-                 FROM task_freezes WHERE account_id = $1 AND payment_id = $2",
-            )
-            .bind(c.account_id.as_str())
-            .bind(payment_id)
-            .fetch_all(&mut **tx)
-            .await?
-            .iter()
-            .map(|r| {
-                Ok(AppliedMovement {
-                    reference: col(r, "reference")?,
-                    spendable_delta: col(r, "spendable_delta")?,
-                    frozen_delta: col(r, "frozen_delta")?,
-                    shortfall: col(r, "shortfall")?,
-                })
-            })
-            .collect::<Result<Vec<_>, StoreError>>()
-            .map_err(undecodable)?;
-            // A statement of its own, after the lock: settlements wait for it, so the shares
-            // read now are the ones the spread below adds to (a subquery of the locking
-            // statement would read them as they were before it waited).
-            let owed: i64 = sqlx::query_scalar(IN_FLIGHT_OWED)
+    let (applied, (spendable, unclaimed), bought_by, liens) =
+        match payment_checkout(facts, &checkouts) {
+            Some(c) => {
+                // The account is locked before anything of it is read: settlements write what they
+                // freeze for the payment's claim under this lock, so the receipts read after it
+                // are all there are.
+                let (spendable, held, frozen): (i64, i64, i64) = sqlx::query_as(
+                    "SELECT spendable, held, frozen FROM accounts WHERE id = $1 FOR UPDATE",
+                )
                 .bind(c.account_id.as_str())
                 .fetch_one(&mut **tx)
                 .await?;
-            // Another payment that bought the checkout. Payments of one checkout are of one
-            // account, whose lock is held: a second payment applied at once waits for it, and
-            // reads the purchase it committed.
-            let bought_by: Option<String> = sqlx::query_scalar(BOUGHT_BY)
+                let liens = liens::read(tx, &c.account_id, frozen, event.received_at).await?;
+                // The payment's receipts, and what failed tasks froze for it.
+                let applied = sqlx::query(
+                    "SELECT reference, spendable_delta, frozen_delta, shortfall FROM receipts \
+                 WHERE account_id = $1 AND payment_id = $2 \
+                     AND reference NOT LIKE 'recovery:%' \
+                 UNION ALL \
+                 SELECT 'task:' || task_id || ':freeze:' || payment_id, -credits, credits, 0 \
+                 FROM task_freezes WHERE account_id = $1 AND payment_id = $2",
+                )
                 .bind(c.account_id.as_str())
-                .bind(c.id.as_str())
                 .bind(payment_id)
-                .fetch_optional(&mut **tx)
-                .await?;
-            (applied, (spendable, held - owed), bought_by)
-        }
-        None => (Vec::new(), (0, 0), None),
-    };
-    let (checkout, moves, freeze_claim) = match plan_payment(
+                .fetch_all(&mut **tx)
+                .await?
+                .iter()
+                .map(|r| {
+                    Ok(AppliedMovement {
+                        reference: col(r, "reference")?,
+                        spendable_delta: col(r, "spendable_delta")?,
+                        frozen_delta: col(r, "frozen_delta")?,
+                        shortfall: col(r, "shortfall")?,
+                    })
+                })
+                .collect::<Result<Vec<_>, StoreError>>()
+                .map_err(undecodable)?;
+                // A statement of its own, after the lock: settlements wait for it, so the shares
+                // read now are the ones the spread below adds to (a subquery of the locking
+                // statement would read them as they were before it waited).
+                let owed: i64 = sqlx::query_scalar(IN_FLIGHT_OWED)
+                    .bind(c.account_id.as_str())
+                    .fetch_one(&mut **tx)
+                    .await?;
+                // Another payment that bought the checkout. Payments of one checkout are of one
+                // account, whose lock is held: a second payment applied at once waits for it, and
+                // reads the purchase it committed.
+                let bought_by: Option<String> = sqlx::query_scalar(BOUGHT_BY)
+                    .bind(c.account_id.as_str())
+                    .bind(c.id.as_str())
+                    .bind(payment_id)
+                    .fetch_optional(&mut **tx)
+                    .await?;
+                (applied, (spendable, held - owed), bought_by, liens)
+            }
+            None => (Vec::new(), (0, 0), None, Liens::none(event.received_at)),
+        };
+    let (checkout, moves, freeze_claim, liens) = match plan_payment(
         facts,
         &checkouts,
         &applied,
         spendable,
         unclaimed,
         bought_by.as_deref(),
+        &liens,
     ) {
         PaymentPlan::Pending => return Ok(EventOutcome::Pending),
         PaymentPlan::Rejected(reason) => return Ok(EventOutcome::Rejected(reason)),
@@ -208,7 +213,8 @@ async fn apply_facts(
             checkout,
             moves,
             freeze_claim,
-        } => (checkout, moves, freeze_claim),
+            liens,
+        } => (checkout, moves, freeze_claim, liens),
     };
     // Events that waited for this payment are now accounted for.
     sqlx::query(
@@ -241,6 +247,9 @@ async fn apply_facts(
         insert_entry(tx, &entry).await?;
         insert_receipt(tx, &receipt).await?;
         receipts.push(receipt);
+    }
+    if let Some(liens) = liens {
+        liens::keep(tx, &checkout.account_id, &liens).await?;
     }
     if let Some(claim) = freeze_claim {
         set_claim(

@@ -11,15 +11,15 @@ use svc_ports::{
     AccountId, CheckoutId, KeyHash, MeterEventId,
     billing::{
         AppliedMovement, CheckoutHandoff, CheckoutOutcome, CheckoutRecord, Currency, EventOutcome,
-        MeterEvent, MeterOutcome, PaymentEvent, PaymentFact, PaymentPlan, Receipt, ReceiptKind,
-        named_checkouts, payment_checkout, plan_payment, task_receipt,
+        Liens, MeterEvent, MeterOutcome, PaymentEvent, PaymentFact, PaymentPlan, Receipt,
+        ReceiptKind, named_checkouts, payment_checkout, plan_payment, task_receipt,
     },
     store::{BillingError, BillingStore, StoreError},
 };
 
 use super::{
     SqliteStore, Tx, backend, corrupt, from_millis, is_foreign_key_violation, is_unique_violation,
-    ledger::insert_entry, millis, undecodable,
+    ledger::insert_entry, liens, millis, undecodable,
 };
 use crate::errors::refused;
 use crate::rows;
@@ -135,59 +135,63 @@ impl SqliteStore {
                 checkouts.push(rows::checkout(&r).map_err(undecodable)?);
             }
         }
-        let (applied, (spendable, unclaimed), bought_by) = match payment_checkout(facts, &checkouts)
-        {
-            Some(c) => {
-                // The payment's receipts, and what failed tasks froze for it.
-                let rows = sqlx::query(
-                    "SELECT reference, spendable_delta, frozen_delta, shortfall FROM receipts \
+        let (applied, (spendable, unclaimed), bought_by, liens) =
+            match payment_checkout(facts, &checkouts) {
+                Some(c) => {
+                    // The payment's receipts, and what failed tasks froze for it.
+                    let rows = sqlx::query(
+                        "SELECT reference, spendable_delta, frozen_delta, shortfall FROM receipts \
                      WHERE account_id = $1 AND payment_id = $2 \
+                         AND reference NOT LIKE 'recovery:%' \
                      UNION ALL \
                      SELECT 'task:' || task_id || ':freeze:' || payment_id, -credits, credits, 0 \
                      FROM task_freezes WHERE account_id = $1 AND payment_id = $2",
-                )
-                .bind(c.account_id.as_str())
-                .bind(payment_id)
-                .fetch_all(&mut **tx)
-                .await?;
-                let applied = rows
-                    .iter()
-                    .map(|r| {
-                        Ok(AppliedMovement {
-                            reference: r.try_get("reference")?,
-                            spendable_delta: r.try_get("spendable_delta")?,
-                            frozen_delta: r.try_get("frozen_delta")?,
-                            shortfall: r.try_get("shortfall")?,
+                    )
+                    .bind(c.account_id.as_str())
+                    .bind(payment_id)
+                    .fetch_all(&mut **tx)
+                    .await?;
+                    let applied = rows
+                        .iter()
+                        .map(|r| {
+                            Ok(AppliedMovement {
+                                reference: r.try_get("reference")?,
+                                spendable_delta: r.try_get("spendable_delta")?,
+                                frozen_delta: r.try_get("frozen_delta")?,
+                                shortfall: r.try_get("shortfall")?,
+                            })
                         })
-                    })
-                    .collect::<Result<Vec<_>, sqlx::Error>>()?;
-                let (spendable, held): (i64, i64) =
-                    sqlx::query_as("SELECT spendable, held FROM accounts WHERE id = $1")
-                        .bind(c.account_id.as_str())
-                        .fetch_one(&mut **tx)
-                        .await?;
-                let owed: i64 = sqlx::query_scalar(IN_FLIGHT_OWED)
+                        .collect::<Result<Vec<_>, sqlx::Error>>()?;
+                    let (spendable, held, frozen): (i64, i64, i64) = sqlx::query_as(
+                        "SELECT spendable, held, frozen FROM accounts WHERE id = $1",
+                    )
                     .bind(c.account_id.as_str())
                     .fetch_one(&mut **tx)
                     .await?;
-                // Another payment that bought the checkout (the one writer reads it alone).
-                let bought_by: Option<String> = sqlx::query_scalar(BOUGHT_BY)
-                    .bind(c.account_id.as_str())
-                    .bind(c.id.as_str())
-                    .bind(payment_id)
-                    .fetch_optional(&mut **tx)
-                    .await?;
-                (applied, (spendable, held - owed), bought_by)
-            }
-            None => (Vec::new(), (0, 0), None),
-        };
-        let (checkout, moves, freeze_claim) = match plan_payment(
+                    let liens = liens::read(tx, &c.account_id, frozen, event.received_at).await?;
+                    let owed: i64 = sqlx::query_scalar(IN_FLIGHT_OWED)
+                        .bind(c.account_id.as_str())
+                        .fetch_one(&mut **tx)
+                        .await?;
+                    // Another payment that bought the checkout (the one writer reads it alone).
+                    let bought_by: Option<String> = sqlx::query_scalar(BOUGHT_BY)
+                        .bind(c.account_id.as_str())
+                        .bind(c.id.as_str())
+                        .bind(payment_id)
+                        .fetch_optional(&mut **tx)
+                        .await?;
+                    (applied, (spendable, held - owed), bought_by, liens)
+                }
+                None => (Vec::new(), (0, 0), None, Liens::none(event.received_at)),
+            };
+        let (checkout, moves, freeze_claim, liens) = match plan_payment(
             facts,
             &checkouts,
             &applied,
             spendable,
             unclaimed,
             bought_by.as_deref(),
+            &liens,
         ) {
             PaymentPlan::Pending => return Ok(EventOutcome::Pending),
             PaymentPlan::Rejected(reason) => return Ok(EventOutcome::Rejected(reason)),
@@ -195,7 +199,8 @@ impl SqliteStore {
                 checkout,
                 moves,
                 freeze_claim,
-            } => (checkout, moves, freeze_claim),
+                liens,
+            } => (checkout, moves, freeze_claim, liens),
         };
         // Events that waited for this payment are now accounted for.
         sqlx::query(
@@ -229,6 +234,9 @@ impl SqliteStore {
             insert_entry(tx, &entry).await?;
             insert_receipt(tx, &receipt).await?;
             receipts.push(receipt);
+        }
+        if let Some(liens) = liens {
+            liens::keep(tx, &checkout.account_id, &liens).await?;
         }
         if let Some(claim) = freeze_claim {
             set_claim(

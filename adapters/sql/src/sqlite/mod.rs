@@ -21,6 +21,7 @@ mod hooks;
 mod identity;
 mod key_set;
 mod ledger;
+mod liens;
 mod limits;
 mod maps;
 mod pages;

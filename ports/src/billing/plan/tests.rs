@@ -11,6 +11,26 @@ use crate::{
     ids::{AccountId, CheckoutId},
 };
 
+/// The plan of an account where nothing else is frozen (no lien can be made or paid back).
+fn plan_payment(
+    facts: &[PaymentFact],
+    checkouts: &[CheckoutRecord],
+    applied: &[AppliedMovement],
+    spendable: i64,
+    unclaimed: i64,
+    bought_by: Option<&str>,
+) -> PaymentPlan {
+    super::plan_payment(
+        facts,
+        checkouts,
+        applied,
+        spendable,
+        unclaimed,
+        bought_by,
+        &Liens::none(DateTime::UNIX_EPOCH),
+    )
+}
+
 fn checkout() -> CheckoutRecord {
     CheckoutRecord {
         id: CheckoutId::from_ulid(Ulid::from_parts(1, 1)),
@@ -453,6 +473,164 @@ fn what_a_dispute_cannot_freeze_now_is_claimed_from_actions_in_flight() {
             }
         ),
         "{plan:?}"
+    );
+}
+
+fn books(frozen: i64, open: Vec<Lien>) -> Liens {
+    Liens {
+        frozen,
+        open,
+        at: DateTime::from_timestamp_millis(7).unwrap(),
+    }
+}
+
+/// Another payment's dispute holds 1000 frozen; this one's 1000 were spent, then refunded.
+/// What is written off is a lien on those frozen credits, not a gift.
+#[test]
+fn a_write_off_while_another_dispute_holds_credits_frozen_is_a_lien_on_them() {
+    let c = checkout();
+    let plan = super::plan_payment(
+        &[paid(&c), refund("re_1", 900)],
+        std::slice::from_ref(&c),
+        &[purchase()],
+        0,
+        0,
+        None,
+        &books(1000, Vec::new()),
+    );
+    let PaymentPlan::Moves { moves, liens, .. } = plan else {
+        panic!("{plan:?}")
+    };
+    assert_eq!((moves[0].shortfall, moves[0].spendable_delta), (1000, 0));
+    assert!(moves[0].note.ends_with(
+        ", 1000 already spent (1000 taken back if a dispute releases what it holds frozen)"
+    ));
+    let lien = Lien {
+        reference: "payment:pay_1:refund:re_1".into(),
+        payment_id: "pay_1".into(),
+        kind: ReceiptKind::RefundClawback,
+        credits: 1000,
+        since: DateTime::from_timestamp_millis(7).unwrap(),
+    };
+    assert_eq!(liens, Some(vec![lien.clone()]));
+
+    // Part of it owed by actions in flight, and less frozen than the rest: only what the
+    // frozen credits can cover beside the liens there are.
+    let old = Lien {
+        reference: "payment:pay_0:refund:re_0".into(),
+        credits: 300,
+        ..lien.clone()
+    };
+    let plan = super::plan_payment(
+        &[paid(&c), refund("re_1", 900)],
+        std::slice::from_ref(&c),
+        &[purchase()],
+        0,
+        200,
+        None,
+        &books(700, vec![old.clone()]),
+    );
+    let PaymentPlan::Moves { liens, .. } = plan else {
+        panic!("{plan:?}")
+    };
+    let new = Lien {
+        credits: 400,
+        ..lien
+    };
+    assert_eq!(liens, Some(vec![old, new]));
+}
+
+/// The other side: the frozen credits are released, and pay the lien back first, as a
+/// movement of the payment that wrote them off.
+#[test]
+fn a_won_dispute_pays_back_liens_oldest_first_before_the_account_spends_them() {
+    let c = checkout();
+    let frozen = AppliedMovement {
+        reference: "payment:pay_1:dispute:dp_1:freeze".into(),
+        spendable_delta: -1000,
+        frozen_delta: 1000,
+        shortfall: 0,
+    };
+    let lien = |reference: &str, payment: &str, credits| Lien {
+        reference: reference.into(),
+        payment_id: payment.into(),
+        kind: ReceiptKind::RefundClawback,
+        credits,
+        since: DateTime::UNIX_EPOCH,
+    };
+    let open = vec![
+        lien("payment:pay_2:refund:re_2", "pay_2", 600),
+        lien("payment:pay_3:refund:re_3", "pay_3", 900),
+    ];
+    let events = [paid(&c), opened("dp_1", 900), closed("dp_1", true)];
+    let plan = super::plan_payment(
+        &events,
+        std::slice::from_ref(&c),
+        &[purchase(), frozen.clone()],
+        0,
+        0,
+        None,
+        &books(1500, open),
+    );
+    let PaymentPlan::Moves { moves, liens, .. } = plan else {
+        panic!("{plan:?}")
+    };
+    let got: Vec<(&str, i64, Option<&str>)> = moves
+        .iter()
+        .map(|m| {
+            (
+                m.reference.as_str(),
+                m.spendable_delta,
+                m.of_payment.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("payment:pay_1:dispute:dp_1:release", 1000, None),
+            (
+                "recovery:payment:pay_2:refund:re_2:payment:pay_1:dispute:dp_1:release",
+                -600,
+                Some("pay_2")
+            ),
+            (
+                "recovery:payment:pay_3:refund:re_3:payment:pay_1:dispute:dp_1:release",
+                -400,
+                Some("pay_3")
+            ),
+        ]
+    );
+    // The rest of the newer lien stands on the 500 still frozen.
+    assert_eq!(
+        liens,
+        Some(vec![lien("payment:pay_3:refund:re_3", "pay_3", 500)])
+    );
+
+    // Lost instead: the credits are gone, and with them the newest lien's cover.
+    let events = [paid(&c), opened("dp_1", 900), closed("dp_1", false)];
+    let plan = super::plan_payment(
+        &events,
+        std::slice::from_ref(&c),
+        &[purchase(), frozen],
+        0,
+        0,
+        None,
+        &books(
+            1500,
+            vec![
+                lien("payment:pay_2:refund:re_2", "pay_2", 600),
+                lien("payment:pay_3:refund:re_3", "pay_3", 900),
+            ],
+        ),
+    );
+    let PaymentPlan::Moves { moves, liens, .. } = plan else {
+        panic!("{plan:?}")
+    };
+    assert_eq!(moves.len(), 1);
+    assert_eq!(
+        liens,
+        Some(vec![lien("payment:pay_2:refund:re_2", "pay_2", 500)])
     );
 }
 
