@@ -182,6 +182,7 @@ macro_rules! contract_suite {
         $crate::contract_suite!(@each $backend;
             create_and_read_account,
             email_is_unique_per_environment,
+            an_account_and_its_opening_grant_are_one_write,
             unknown_accounts_read_as_none,
             keys_are_found_by_hash_with_their_account,
             duplicate_keys_are_refused,

@@ -123,6 +123,78 @@ pub async fn email_is_unique_per_environment(b: &Backend) {
     assert_eq!(found.map(|a| a.id), Some(test_twin.id));
 }
 
+pub async fn an_account_and_its_opening_grant_are_one_write(b: &Backend) {
+    let a = account("cleo@example.com", Environment::Live);
+    let opening = grant(&a.id, 25, Some("free-credits"));
+    b.accounts
+        .create_account_with_grant(&a, &opening)
+        .await
+        .unwrap();
+    assert_eq!(b.accounts.account(&a.id).await.unwrap(), Some(a.clone()));
+    assert_eq!(
+        assert_balance_matches_entries(b, &a.id).await,
+        25,
+        "{}",
+        b.name
+    );
+    let entries = b.ledger.entries(&a.id, 10).await.unwrap();
+    assert_eq!(
+        entries,
+        [opening.entry(25)],
+        "{}: the opening entry",
+        b.name
+    );
+    // The opening grant's reference is taken: granting it again changes nothing.
+    let again = b
+        .ledger
+        .grant(&grant(&a.id, 25, Some("free-credits")))
+        .await
+        .unwrap();
+    assert!(
+        matches!(again, GrantOutcome::AlreadyApplied(_)),
+        "{}",
+        b.name
+    );
+    assert_eq!(b.ledger.balance(&a.id).await.unwrap().spendable, 25);
+
+    // The address is taken: neither the account nor its credits are stored.
+    let twin = account("cleo@example.com", Environment::Live);
+    let refused = b
+        .accounts
+        .create_account_with_grant(&twin, &grant(&twin.id, 25, Some("free-credits")))
+        .await;
+    assert!(
+        matches!(refused, Err(AccountError::EmailTaken)),
+        "{}",
+        b.name
+    );
+    assert_eq!(b.accounts.account(&twin.id).await.unwrap(), None);
+    assert!(b.ledger.entries(&twin.id, 10).await.unwrap().is_empty());
+
+    // An entry that cannot be stored (its id is taken) takes the account with it.
+    let other = account("dora@example.com", Environment::Live);
+    let mut clash = grant(&other.id, 25, Some("free-credits"));
+    clash.id = opening.id.clone();
+    let failed = b.accounts.create_account_with_grant(&other, &clash).await;
+    assert!(failed.is_err(), "{}: a taken entry id was stored", b.name);
+    assert_eq!(
+        b.accounts.account(&other.id).await.unwrap(),
+        None,
+        "{}: the account was stored without its credits",
+        b.name
+    );
+    assert!(matches!(
+        b.ledger.balance(&other.id).await,
+        Err(LedgerError::UnknownAccount)
+    ));
+    // Once it can be stored, it is.
+    b.accounts
+        .create_account_with_grant(&other, &grant(&other.id, 25, Some("free-credits")))
+        .await
+        .unwrap();
+    assert_eq!(assert_balance_matches_entries(b, &other.id).await, 25);
+}
+
 pub async fn unknown_accounts_read_as_none(b: &Backend) {
     assert_eq!(
         b.accounts

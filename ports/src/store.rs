@@ -107,6 +107,18 @@ pub trait AccountStore: Send + Sync {
     /// the same environment (the same address may have one live and one test account).
     async fn create_account(&self, account: &Account) -> Result<(), AccountError>;
 
+    /// Stores a new account and its opening grant (the free credits of a signup) as one
+    /// write: either the account exists with the grant's credits and its ledger entry, or
+    /// nothing was stored, so a crash between the two cannot leave an account that never gets
+    /// its credits (a later sign-in finds the account and grants nothing).
+    /// MUST return [`AccountError::EmailTaken`] as [`Self::create_account`] does, storing
+    /// nothing. `grant.account_id` is `account.id`.
+    async fn create_account_with_grant(
+        &self,
+        account: &Account,
+        grant: &Grant,
+    ) -> Result<(), AccountError>;
+
     /// `Ok(None)` when no account has this id.
     async fn account(&self, id: &AccountId) -> Result<Option<Account>, StoreError>;
 

@@ -74,20 +74,51 @@ impl MemoryStore {
     }
 }
 
+/// Stores a new account, with its opening grant's credits and entry when it has one.
+fn open_account(
+    s: &mut State,
+    account: &Account,
+    grant: Option<&Grant>,
+) -> Result<(), AccountError> {
+    let taken = s
+        .accounts
+        .values()
+        .any(|a| a.environment == account.environment && a.email == account.email);
+    if taken || s.accounts.contains_key(&account.id) {
+        return Err(AccountError::EmailTaken);
+    }
+    // As a database's primary key would: the entry is refused, and the account with it.
+    if let Some(g) = grant
+        && s.entries.iter().any(|e| e.id == g.id)
+    {
+        return Err(StoreError(anyhow::anyhow!("ledger entry {} exists", g.id)).into());
+    }
+    s.accounts.insert(account.id.clone(), account.clone());
+    let spendable = grant.map_or(0, |g| g.amount.get());
+    s.balances.insert(
+        account.id.clone(),
+        Balance {
+            spendable,
+            ..Balance::default()
+        },
+    );
+    s.entries.extend(grant.map(|g| g.entry(spendable)));
+    Ok(())
+}
+
 #[async_trait]
 impl AccountStore for MemoryStore {
     async fn create_account(&self, account: &Account) -> Result<(), AccountError> {
-        let mut s = self.lock();
-        let taken = s
-            .accounts
-            .values()
-            .any(|a| a.environment == account.environment && a.email == account.email);
-        if taken || s.accounts.contains_key(&account.id) {
-            return Err(AccountError::EmailTaken);
-        }
-        s.accounts.insert(account.id.clone(), account.clone());
-        s.balances.insert(account.id.clone(), Balance::default());
-        Ok(())
+        open_account(&mut self.lock(), account, None)
+    }
+
+    async fn create_account_with_grant(
+        &self,
+        account: &Account,
+        grant: &Grant,
+    ) -> Result<(), AccountError> {
+        // One lock for both: no reader sees the account without its credits.
+        open_account(&mut self.lock(), account, Some(grant))
     }
 
     async fn account(&self, id: &AccountId) -> Result<Option<Account>, StoreError> {

@@ -133,18 +133,15 @@ impl KeyService {
     }
 
     /// The account a proven address signs up or signs in to. One that this call creates gets
-    /// the free credits (once: the grant carries a per-account reference).
+    /// the free credits in the same write as the account: a crash cannot leave it without them.
     pub async fn signup_account(&self, email: &Email) -> anyhow::Result<Account> {
-        let (account, created) = self.find_or_create(email, self.signup_plan()).await?;
-        if created && self.free_credits > 0 {
-            let amount = CreditAmount::new(self.free_credits).context("SVC_FREE_CREDITS")?;
-            self.grant(
-                &account.id,
-                amount,
-                Some(FREE_CREDITS_REFERENCE.into()),
-                "free credits for a new account",
-            )
-            .await?;
+        let free = match self.free_credits {
+            0 => None,
+            n => Some(CreditAmount::new(n).context("SVC_FREE_CREDITS")?),
+        };
+        let (account, created) = self.find_or_create(email, self.signup_plan(), free).await?;
+        if created && let Some(amount) = free {
+            tracing::info!(account_id = %account.id, credits = amount.get(), "credits granted");
         }
         Ok(account)
     }
@@ -172,23 +169,43 @@ impl KeyService {
 
     /// Finds or creates the account for `email` in this environment.
     pub async fn ensure_account(&self, email: &Email, plan: Plan) -> anyhow::Result<Account> {
-        Ok(self.find_or_create(email, plan).await?.0)
+        Ok(self.find_or_create(email, plan, None).await?.0)
     }
 
-    /// The account for `email`, and whether this call created it.
-    async fn find_or_create(&self, email: &Email, plan: Plan) -> anyhow::Result<(Account, bool)> {
+    /// The account for `email`, and whether this call created it (with `opening` credits).
+    async fn find_or_create(
+        &self,
+        email: &Email,
+        plan: Plan,
+        opening: Option<CreditAmount>,
+    ) -> anyhow::Result<(Account, bool)> {
         let accounts = &self.ports.accounts;
         if let Some(a) = accounts.account_by_email(self.environment, email).await? {
             return Ok((a, false));
         }
+        let now = self.ports.clock.now();
         let account = Account {
             id: AccountId::from_ulid(self.ports.entropy.ulid()),
             email: email.clone(),
             plan,
             environment: self.environment,
-            created_at: self.ports.clock.now(),
+            created_at: now,
         };
-        match accounts.create_account(&account).await {
+        let created = match opening {
+            None => accounts.create_account(&account).await,
+            Some(amount) => {
+                let grant = Grant {
+                    id: LedgerEntryId::from_ulid(self.ports.entropy.ulid()),
+                    account_id: account.id.clone(),
+                    amount,
+                    reference: Some(FREE_CREDITS_REFERENCE.into()),
+                    memo: "free credits for a new account".into(),
+                    at: now,
+                };
+                accounts.create_account_with_grant(&account, &grant).await
+            }
+        };
+        match created {
             Ok(()) => {
                 tracing::info!(account_id = %account.id, plan = %plan, "account created");
                 Ok((account, true))

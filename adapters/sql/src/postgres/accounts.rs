@@ -4,10 +4,11 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 use svc_ports::{
-    Account, AccountId, ApiKeyId, ApiKeyRecord, Email, Environment, KeyHash, KeyPrefix,
+    Account, AccountId, ApiKeyId, ApiKeyRecord, Email, Environment, Grant, KeyHash, KeyPrefix,
     store::{AccountError, AccountStore, KeyError, StoreError},
 };
 
+use super::ledger::insert_entry;
 use super::{PostgresStore, backend, ms};
 use crate::errors::refused;
 use crate::rows::{self, ACCOUNT, AccountColumns};
@@ -39,6 +40,27 @@ pub(super) async fn insert_key(
     .map(|_| ())
 }
 
+/// Stores a new account holding `spendable` credits (those of its opening grant, if any).
+async fn insert_account(
+    db: impl sqlx::PgExecutor<'_>,
+    account: &Account,
+    spendable: i64,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO accounts (id, email, plan, environment, created_at, spendable) \
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(account.id.as_str())
+    .bind(account.email.as_str())
+    .bind(account.plan.as_str())
+    .bind(account.environment.as_str())
+    .bind(ms(account.created_at))
+    .bind(spendable)
+    .execute(db)
+    .await
+    .map(|_| ())
+}
+
 pub(super) fn key_error(e: sqlx::Error) -> KeyError {
     refused("storing key")(e)
 }
@@ -46,19 +68,24 @@ pub(super) fn key_error(e: sqlx::Error) -> KeyError {
 #[async_trait]
 impl AccountStore for PostgresStore {
     async fn create_account(&self, account: &Account) -> Result<(), AccountError> {
-        sqlx::query(
-            "INSERT INTO accounts (id, email, plan, environment, created_at) \
-             VALUES ($1, $2, $3, $4, $5)",
-        )
-        .bind(account.id.as_str())
-        .bind(account.email.as_str())
-        .bind(account.plan.as_str())
-        .bind(account.environment.as_str())
-        .bind(ms(account.created_at))
-        .execute(&self.pool)
-        .await
-        .map(|_| ())
-        .map_err(refused("creating account"))
+        insert_account(&self.pool, account, 0)
+            .await
+            .map_err(refused("creating account"))
+    }
+
+    async fn create_account_with_grant(
+        &self,
+        account: &Account,
+        grant: &Grant,
+    ) -> Result<(), AccountError> {
+        let opened = async {
+            let mut tx = self.pool.begin().await?;
+            let spendable = grant.amount.get();
+            insert_account(&mut *tx, account, spendable).await?;
+            insert_entry(&mut tx, &grant.entry(spendable)).await?;
+            tx.commit().await
+        };
+        opened.await.map_err(refused("creating account"))
     }
 
     async fn account(&self, id: &AccountId) -> Result<Option<Account>, StoreError> {
