@@ -41,6 +41,9 @@ pub struct ScanArgs {
 pub async fn run(args: ScanArgs) -> anyhow::Result<()> {
     use indicatif::{ProgressBar, ProgressStyle};
     args.browser.check()?;
+    // A URL the scan refuses as written is refused before anything starts (the browser, the
+    // sandbox's sites).
+    svc_services::readiness::normalise(&args.url)?;
     let stores = Stores::memory();
     let browser = Some(args.browser.clone());
     let budget = std::time::Duration::from_secs(args.budget_seconds);

@@ -188,6 +188,23 @@ fn scan_prints_the_report_and_fails_under_a_threshold() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("loopback"));
     assert!(out.stdout.is_empty());
 
+    // A URL refused as written is refused before the browser starts: one that cannot start
+    // would say so on stderr.
+    for (url, why) in [
+        ("ftp://example.com/", "ftp"),
+        ("https://u:p@example.com/", "credentials"),
+    ] {
+        let out = svc(dir.path())
+            .args(["scan", "--chromium", "/bin/false", url])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{url}: {stderr}");
+        assert!(stderr.contains(why), "{url}: {stderr}");
+        assert!(!stderr.contains("browser did not start"), "{url}: {stderr}");
+        assert!(out.stdout.is_empty());
+    }
+
     // A budget outside 1 to 300 s stops the command, naming the option.
     for bad in ["0", "301"] {
         let out = svc(dir.path())
