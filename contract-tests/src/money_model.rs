@@ -38,6 +38,9 @@ enum Step {
     Begin(i64),
     /// The `n`-th action in flight (modulo how many there are) completes or fails.
     Settle(usize, bool),
+    /// An action of this cost, or of what is spendable if less, begins and completes: credits
+    /// spent with nothing left in flight.
+    Spend(i64),
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -50,6 +53,21 @@ fn step() -> impl Strategy<Value = Step> {
         4 => (1..400i64).prop_map(Step::Begin),
         // Failures three times in four: books with nothing spent are checked the closest.
         4 => (any::<usize>(), proptest::bool::weighted(0.25)).prop_map(|(n, c)| Step::Settle(n, c)),
+    ]
+}
+
+/// The steps of the order property: provider events, and credits spent at once, so that
+/// refunds and disputes meet accounts whose credits are spent or frozen. No action is left
+/// in flight: what a refund owes and a dispute claims of those is served in the order the
+/// events arrived (`run_swapped`).
+fn order_step() -> impl Strategy<Value = Step> {
+    let p = 0..PAYMENTS;
+    prop_oneof![
+        2 => p.clone().prop_map(Step::Paid),
+        3 => (p.clone(), 0..3usize).prop_map(|(p, r)| Step::Refund(p, r)),
+        2 => (p.clone(), 0..2usize).prop_map(|(p, d)| Step::Open(p, d)),
+        2 => (p, 0..2usize).prop_map(|(p, d)| Step::Close(p, d)),
+        3 => (1..1500i64).prop_map(Step::Spend),
     ]
 }
 
@@ -223,6 +241,21 @@ async fn run_case(
                 }
                 None
             }
+            Step::Spend(most) => {
+                let cost = (*most).min(b.ledger.balance(&account).await.unwrap().spendable);
+                if cost > 0 {
+                    let task = new_task(&account, cost, None, "f");
+                    let begun = b.tasks.begin_task(&task).await.unwrap();
+                    prop_assert!(
+                        matches!(begun, BeginOutcome::Started { .. }),
+                        "{}: {begun:?}",
+                        b.name
+                    );
+                    settled(b, &task.id, true).await;
+                    spent += cost;
+                }
+                None
+            }
             Step::Settle(n, completed) => {
                 if !in_flight.is_empty() {
                     let (task, cost) = in_flight.remove(n % in_flight.len());
@@ -275,14 +308,15 @@ async fn run_case(
     Ok((trace, (balance.spendable, balance.frozen)))
 }
 
-/// Whether a step is a provider event.
-fn is_event(s: &Step) -> bool {
-    !matches!(s, Step::Begin(_) | Step::Settle(..))
+/// A provider event that adds no credits of its own: a refund or a dispute's opening or close.
+fn is_swappable(s: &Step) -> bool {
+    matches!(s, Step::Refund(..) | Step::Open(..) | Step::Close(..))
 }
 
 /// Two provider events that arrive together (no action between them) leave the same books in
 /// either order: the same case is played twice, once with one such pair swapped, and the
-/// account must be the same after every other step and at the end. A refund of one payment
+/// account must be the same after every other step and at the end (its frozen credits once
+/// no dispute is open). A refund of one payment
 /// and the close of another's dispute gave 1000 credits in one order and none in the other.
 async fn run_swapped(
     b: &Backend,
@@ -294,9 +328,11 @@ async fn run_swapped(
 ) -> Result<(), TestCaseError> {
     let one = run_case(b, world, grant, steps.clone(), last.clone()).await?;
     // Pairs that arrive with no action in flight: what a refund owes and a dispute claims of
-    // credits in flight is served in the order they arrived (see the README, "Disputes").
+    // credits in flight is served in the order they arrived. Nor a purchase: a refund or a
+    // dispute takes or freezes what the account holds when it arrives, and credits bought
+    // after it are the customer's, as no debt is carried (see the README, "Disputes").
     let pairs: Vec<usize> = (0..steps.len().saturating_sub(1))
-        .filter(|&i| is_event(&steps[i]) && is_event(&steps[i + 1]))
+        .filter(|&i| is_swappable(&steps[i]) && is_swappable(&steps[i + 1]))
         .filter(|&i| i == 0 || one.0[i - 1].2 == 0)
         .collect();
     prop_assume!(!pairs.is_empty());
@@ -305,34 +341,63 @@ async fn run_swapped(
     swapped.swap(at, at + 1);
     let other = run_case(b, world, grant, swapped, last).await?;
     for (i, (x, y)) in one.0.iter().zip(&other.0).enumerate() {
-        if i != at {
-            prop_assert_eq!(
-                x,
-                y,
-                "{}: after step {} (steps {} and {} swapped)",
-                b.name,
-                i,
-                at,
-                at + 1
-            );
+        if i == at {
+            continue;
         }
+        // While a dispute is open, what one order wrote off the other may hold frozen under a
+        // lien (the lien's credits go whichever way the dispute closes): compare the rest.
+        let (x, y) = if disputed(&steps[..=i]) {
+            ((x.0, 0, x.2), (y.0, 0, y.2))
+        } else {
+            (*x, *y)
+        };
+        prop_assert_eq!(
+            x,
+            y,
+            "{}: after step {} (steps {} and {} swapped)",
+            b.name,
+            i,
+            at,
+            at + 1
+        );
     }
-    prop_assert_eq!(one.1, other.1, "{}: at the end", b.name);
+    let (x, y) = if disputed(&steps) {
+        ((one.1.0, 0), (other.1.0, 0))
+    } else {
+        (one.1, other.1)
+    };
+    prop_assert_eq!(x, y, "{}: at the end", b.name);
     Ok(())
 }
 
+/// Whether a dispute is open once these steps were delivered.
+fn disputed(steps: &[Step]) -> bool {
+    (0..PAYMENTS).any(|p| {
+        (0..2).any(|d| {
+            let (opened, closed) = dispute(steps, p, d);
+            opened && !closed
+        })
+    })
+}
+
 /// Runs random sequences twice, once with two provider events that arrive together swapped
-/// (`run_swapped`): half the money model's count, as each case plays twice.
+/// (`run_swapped`): half the billing model's count. Without liens, about one sequence in a few
+/// hundred tells the orders apart; the test
+/// `a_refund_and_a_won_dispute_of_another_payment_swap_without_a_difference` is the case itself.
 pub fn money_order_property(make: impl Fn() -> BackendFuture) {
+    let cases = crate::billing_model::cases() / 2;
     let (runtime, mut runner) = crate::property::runner(ProptestConfig {
         max_shrink_iters: 200,
-        ..crate::property::config(crate::billing_model::cases() / 8)
+        // A sequence with no pair to swap is drawn again, and many have none: proptest's
+        // default of 1,024 redraws ran out before 2,000 cases.
+        max_global_rejects: (cases * 8).max(1024),
+        ..crate::property::config(cases)
     });
     let backend = runtime.block_on(make());
     let strategy = (
         world(),
         0..300i64,
-        proptest::collection::vec(step(), 2..24),
+        proptest::collection::vec(order_step(), 2..24),
         proptest::collection::vec(proptest::bool::weighted(0.25), 0..8),
         any::<prop::sample::Index>(),
     );
@@ -369,6 +434,34 @@ pub fn money_model_property(make: impl Fn() -> BackendFuture) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The case the order property exists for: payment 0 fully disputed, payment 1's credits
+    /// spent, payment 1 refunded and payment 0's dispute won, in either order.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_refund_and_a_won_dispute_of_another_payment_swap_without_a_difference() {
+        let b = crate::memory().await;
+        let world = [
+            ([1, 1, 1], [(900, true), (1, true)]),
+            ([900, 1, 1], [(1, true), (1, true)]),
+        ];
+        let steps = vec![
+            Step::Paid(0),
+            Step::Paid(1),
+            Step::Open(0, 0),
+            Step::Spend(1000),
+            Step::Refund(1, 0),
+            Step::Close(0, 0),
+        ];
+        // The one pair to swap: the refund and the close.
+        use proptest::strategy::ValueTree;
+        let pick = any::<prop::sample::Index>()
+            .new_tree(&mut proptest::test_runner::TestRunner::deterministic())
+            .unwrap()
+            .current();
+        run_swapped(&b, world, 0, steps, Vec::new(), pick)
+            .await
+            .unwrap();
+    }
 
     #[test]
     fn the_model_takes_refunds_and_lost_disputes_rounded_up() {
