@@ -147,13 +147,11 @@ fn is_hidden(node: &NodeRef) -> bool {
 /// Hidden copies of text the article shows elsewhere (a print or mobile version of the story
 /// kept beside it), however long: a short hidden element is boilerplate already, a long one
 /// may be the only copy of the story (some sites reveal it by script), so only a copy goes.
-fn hidden_copies<'a>(doc: &'a Document, body: &NodeRef<'a>) -> Vec<NodeRef<'a>> {
+fn hidden_copies<'a>(elements: &[NodeRef<'a>], body: &NodeRef<'a>) -> Vec<NodeRef<'a>> {
     let words = |n: &NodeRef| n.text().split_whitespace().collect::<Vec<_>>().join(" ");
-    let mut hidden: Vec<NodeRef<'a>> = doc
-        .select("body [class]")
-        .nodes()
+    let mut hidden: Vec<NodeRef<'a>> = elements
         .iter()
-        .filter(|n| is_hidden(n) && text_chars(n) > SHORT_TEXT_CHARS)
+        .filter(|n| n.has_attr("class") && is_hidden(n) && text_chars(n) > SHORT_TEXT_CHARS)
         .copied()
         .collect();
     if hidden.is_empty() {
@@ -298,43 +296,32 @@ pub fn strip_boilerplate(doc: &Document) {
     let Some(body) = doc.body() else {
         return;
     };
-    let mut candidates: Vec<NodeRef> = doc
-        .select("body [class], body [id]")
-        .nodes()
+    // The body's elements in the page's order, walked once for every kind of box below (a
+    // selector per kind walked the tree six times, each element's ancestors too).
+    let elements: Vec<NodeRef> = body.descendants_it().filter(|n| n.is_element()).collect();
+    let of = |names: &'static [&'static str]| {
+        elements
+            .iter()
+            .filter(move |n| names.iter().any(|name| n.has_name(name)))
+    };
+    let mut candidates: Vec<NodeRef> = elements
         .iter()
+        .filter(|n| n.has_attr("class") || n.has_attr("id"))
         .filter(|n| is_boilerplate(n) || is_link_card(n) || is_named_box(n))
         .copied()
         .collect();
-    candidates.extend(
-        doc.select("body ul, body ol, body div")
-            .nodes()
-            .iter()
-            .filter(|n| trailing_headline_list(n)),
-    );
+    candidates.extend(of(&["ul", "ol", "div"]).filter(|n| trailing_headline_list(n)));
     // Teaser cards are known by their shape, not their text: each has prose of its own.
-    let mut cards: Vec<NodeRef> = doc
-        .select("body div, body section, body ul")
-        .nodes()
-        .iter()
+    let mut cards: Vec<NodeRef> = of(&["div", "section", "ul"])
         .filter(|n| teaser_cards(n))
         .copied()
         .collect();
-    let blocks = doc.select("body div, body section, body ul, body ol");
+    let blocks: Vec<NodeRef> = of(&["div", "section", "ul", "ol"]).copied().collect();
     let total = text_chars(&body) as f64;
-    cards.extend(teasers_beside_a_story(doc, &blocks));
-    cards.extend(hidden_copies(doc, &body));
-    cards.extend(
-        doc.select("body div, body aside, body section")
-            .nodes()
-            .iter()
-            .filter(|n| titled_link_box(n)),
-    );
-    cards.extend(
-        doc.select("body ul, body ol")
-            .nodes()
-            .iter()
-            .filter(|n| links_going_nowhere(n)),
-    );
+    cards.extend(teasers_beside_a_story(&elements, &blocks));
+    cards.extend(hidden_copies(&elements, &body));
+    cards.extend(of(&["div", "aside", "section"]).filter(|n| titled_link_box(n)));
+    cards.extend(of(&["ul", "ol"]).filter(|n| links_going_nowhere(n)));
     candidates.extend(cards.iter().copied());
     for node in candidates {
         // Already gone with an ancestor: nothing to weigh.

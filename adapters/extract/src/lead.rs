@@ -61,12 +61,12 @@ pub(crate) fn find(html: &str, page: &Document) -> Option<String> {
     if !LEAD_WORDS.iter().any(lower) {
         return None;
     }
-    page.select("body [class], body [id]")
-        .nodes()
-        .iter()
+    page.body()?
+        .descendants_it()
+        .filter(|n| n.is_element() && (n.has_attr("class") || n.has_attr("id")))
         .filter(|n| is_lead(n))
         .filter(|n| {
-            dom_query::Selection::from(**n).select(MEDIA).is_empty()
+            dom_query::Selection::from(*n).select(MEDIA).is_empty()
                 && !n
                     .ancestors_it(None)
                     .any(|a| a.has_name("figure") || a.has_name("footer"))

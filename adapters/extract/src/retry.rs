@@ -270,11 +270,12 @@ pub(crate) fn prose_chars(doc: &Document) -> usize {
 }
 
 fn link_chars(doc: &Document) -> usize {
-    doc.select("body a")
-        .nodes()
-        .iter()
-        .map(|a| text_chars(a))
-        .sum()
+    doc.body().map_or(0, |body| {
+        body.descendants_it()
+            .filter(|n| n.has_name("a"))
+            .map(|a| text_chars(&a))
+            .sum()
+    })
 }
 
 /// The share of the article's text that is link text.

@@ -41,13 +41,12 @@ fn mostly_in(article: &Document, is_section: fn(&NodeRef) -> bool) -> bool {
         return false;
     };
     let total = text_chars(&body);
-    let inside: usize = article
-        .select("body [class], body [id]")
-        .nodes()
-        .iter()
+    let inside: usize = body
+        .descendants_it()
+        .filter(|n| n.is_element() && (n.has_attr("class") || n.has_attr("id")))
         .filter(|n| is_section(n))
         .filter(|n| !n.ancestors_it(None).any(|a| is_section(&a)))
-        .map(text_chars)
+        .map(|n| text_chars(&n))
         .sum();
     total > 0 && inside as f64 >= SECTIONS_SHARE * total as f64
 }

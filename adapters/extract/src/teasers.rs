@@ -3,7 +3,7 @@
 //! other articles, so [`crate::clean::strip_boilerplate`] takes these out of the article
 //! Readability chose; a section front made of them keeps them.
 
-use dom_query::{Document, NodeRef, Selection};
+use dom_query::{NodeRef, Selection};
 
 use crate::clean::{is_heading, link_chars, text_chars};
 
@@ -207,11 +207,10 @@ pub(crate) fn prose_follows(node: &NodeRef) -> bool {
 /// Lists of other stories' teasers ([`headline_teasers`]) on a page whose own prose outweighs
 /// them: a story's page. On a section front the teasers are the page, and stay.
 pub(crate) fn teasers_beside_a_story<'a>(
-    doc: &Document,
-    blocks: &Selection<'a>,
+    elements: &[NodeRef<'a>],
+    blocks: &[NodeRef<'a>],
 ) -> Vec<NodeRef<'a>> {
     let teasers: Vec<NodeRef> = blocks
-        .nodes()
         .iter()
         .filter(|n| headline_teasers(n))
         .copied()
@@ -224,11 +223,9 @@ pub(crate) fn teasers_beside_a_story<'a>(
             .any(|a| teasers.iter().any(|t| t.id == a.id))
     };
     let teaser_chars: usize = teasers.iter().filter(|t| !inside(t)).map(text_chars).sum();
-    let prose_chars: usize = doc
-        .select("body p")
-        .nodes()
+    let prose_chars: usize = elements
         .iter()
-        .filter(|p| is_prose(p) && !inside(p))
+        .filter(|p| p.has_name("p") && is_prose(p) && !inside(p))
         .map(text_chars)
         .sum();
     if prose_chars > teaser_chars {
