@@ -75,6 +75,9 @@ pub struct ExtractOptions {
     pub include_selectors: Vec<String>,
     /// CSS selectors whose matches are removed before anything else.
     pub exclude_selectors: Vec<String>,
+    /// Whether `MainContent::html` is wanted: serialising it is a walk of its own, which a
+    /// reader asking for Markdown or text does not pay. When false it is empty.
+    pub html: bool,
 }
 
 impl Default for ExtractOptions {
@@ -83,6 +86,7 @@ impl Default for ExtractOptions {
             main_content_only: true,
             include_selectors: Vec::new(),
             exclude_selectors: Vec::new(),
+            html: true,
         }
     }
 }

@@ -624,7 +624,10 @@ impl ReadService {
             match body_kind(page.content_type.as_deref(), &page.body) {
                 Body::Html => {
                     let extractor = self.extractor.clone();
-                    let options = request.extract.clone();
+                    let options = ExtractOptions {
+                        html: request.format == ContentFormat::Html,
+                        ..request.extract.clone()
+                    };
                     let (body, url) = (page.body.clone(), page.final_url.clone());
                     // Parsing a 10 MiB page takes milliseconds of CPU: keep it off the runtime.
                     tokio::task::spawn_blocking({

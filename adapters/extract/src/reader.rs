@@ -120,7 +120,7 @@ impl PageExtractor for HtmlExtractor {
                     .body()
                     .map(|b| crate::shell::visible_text_chars(&b, usize::MAX));
                 absolutize(&query, &base);
-                body_content(&crate::picked::outermost(&query, &m))
+                body_content(&crate::picked::outermost(&query, &m), options.html)
             }
             // Readability visits every element several times over, each reading again:
             // a page past this size (ten times the largest real one we know) is read whole.
@@ -128,11 +128,19 @@ impl PageExtractor for HtmlExtractor {
                 // The page again for a second reading: as first read, without what the
                 // caller excluded. A copy of the tree costs a tenth of parsing it again.
                 let first = query.clone();
-                main_content(query, html, &first, url.as_str(), &base, &mut metadata)
+                main_content(
+                    query,
+                    html,
+                    &first,
+                    url.as_str(),
+                    &base,
+                    &mut metadata,
+                    options.html,
+                )
             }
             None => {
                 absolutize(&query, &base);
-                body_content(&query)
+                body_content(&query, options.html)
             }
         };
         if metadata.excerpt.is_none() {
@@ -162,6 +170,7 @@ fn main_content(
     url: &str,
     base: &Url,
     metadata: &mut PageMetadata,
+    want_html: bool,
 ) -> MainContent {
     let fresh = &|| first.clone();
     let lead = crate::lead::find(html, &query);
@@ -178,7 +187,7 @@ fn main_content(
         // Readability gave up (rare); its document was consumed, so take the page again.
         let fallback = fresh();
         absolutize(&fallback, base);
-        return body_content(&fallback);
+        return body_content(&fallback, want_html);
     };
     let non_empty = |s: Option<String>| s.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
     // Readability's title is better than ours wherever the two differ on the corpus, including
@@ -213,10 +222,14 @@ fn main_content(
         Some(body) => body.md(None).to_string(),
         None => article_doc.md(None).to_string(),
     };
-    article_doc.select("[class]").remove_attr("class");
-    let html = match article_doc.body() {
-        Some(body) => body.inner_html().to_string(),
-        None => article.content.to_string(),
+    let html = if want_html {
+        article_doc.select("[class]").remove_attr("class");
+        match article_doc.body() {
+            Some(body) => body.inner_html().to_string(),
+            None => article.content.to_string(),
+        }
+    } else {
+        String::new()
     };
     let text = article_doc.formatted_text();
     MainContent {
@@ -282,16 +295,24 @@ fn article_alone(doc: &QueryDocument) -> bool {
     true
 }
 
-fn body_content(query: &QueryDocument) -> MainContent {
+fn body_content(query: &QueryDocument, want_html: bool) -> MainContent {
     query.select(NON_CONTENT).remove();
     let (html, markdown, text) = match query.body() {
         Some(body) => (
-            body.inner_html().to_string(),
+            if want_html {
+                body.inner_html().to_string()
+            } else {
+                String::new()
+            },
             body.md(None).to_string(),
             body.formatted_text().to_string(),
         ),
         None => (
-            query.html().to_string(),
+            if want_html {
+                query.html().to_string()
+            } else {
+                String::new()
+            },
             query.md(None).to_string(),
             query.formatted_text().to_string(),
         ),
@@ -397,6 +418,39 @@ mod tests {
         new and full moon; neap tides in between, when the range is smallest.</p>
         <p>Storm surges add to all of this when a north-westerly gale pushes water south.</p></article>
         <footer>Copyright Coast News <a href="/privacy">Privacy</a></footer></body></html>"#;
+
+    /// A reader who does not ask for HTML gets none, and the same Markdown and text, whichever
+    /// way the content was chosen (Readability's article, the whole body, picked selectors).
+    #[test]
+    fn html_is_made_only_when_asked_and_changes_nothing_else() {
+        for options in [
+            ExtractOptions::default(),
+            ExtractOptions {
+                main_content_only: false,
+                ..Default::default()
+            },
+            ExtractOptions {
+                include_selectors: vec!["article p".into()],
+                ..Default::default()
+            },
+        ] {
+            let with = read(ARTICLE, &options);
+            let without = read(
+                ARTICLE,
+                &ExtractOptions {
+                    html: false,
+                    ..options.clone()
+                },
+            );
+            assert!(with.content.html.contains("Storm surges"), "{options:?}");
+            assert_eq!(without.content.html, "", "{options:?}");
+            assert_eq!(without.content.markdown, with.content.markdown);
+            assert_eq!(without.content.text, with.content.text);
+            assert!(without.content.text.contains("Storm surges"));
+            assert_eq!(without.metadata, with.metadata);
+            assert_eq!(without.links, with.links);
+        }
+    }
 
     #[test]
     fn a_lead_set_apart_from_the_story_goes_back_on_top() {

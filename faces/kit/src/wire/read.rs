@@ -101,6 +101,7 @@ impl ReadBody {
                 main_content_only: self.main_content_only.unwrap_or(true),
                 include_selectors: self.include_selectors.unwrap_or_default(),
                 exclude_selectors: self.exclude_selectors.unwrap_or_default(),
+                ..ExtractOptions::default()
             },
             // Validated to 0..=604800 at the edge; `as` drops the fraction.
             max_age_seconds: self
