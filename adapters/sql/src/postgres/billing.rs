@@ -11,8 +11,8 @@ use svc_ports::{
     AccountId, CheckoutId, KeyHash, MeterEventId,
     billing::{
         AppliedMovement, CheckoutHandoff, CheckoutOutcome, CheckoutRecord, Currency, EventOutcome,
-        Liens, MeterEvent, MeterOutcome, PaymentEvent, PaymentFact, PaymentPlan, Receipt,
-        ReceiptKind, named_checkouts, payment_checkout, plan_payment, task_receipt,
+        Liens, MeterEvent, MeterOutcome, PaymentEvent, PaymentFact, PaymentPlan, RECOVERY_PREFIX,
+        Receipt, ReceiptKind, named_checkouts, payment_checkout, plan_payment, task_receipt,
     },
     store::{BillingError, BillingStore, StoreError},
 };
@@ -158,13 +158,15 @@ async fn apply_facts(
                 let applied = sqlx::query(
                     "SELECT reference, spendable_delta, frozen_delta, shortfall FROM receipts \
                  WHERE account_id = $1 AND payment_id = $2 \
-                     AND reference NOT LIKE 'recovery:%' \
+                     AND reference NOT LIKE $3 \
                  UNION ALL \
                  SELECT 'task:' || task_id || ':freeze:' || payment_id, -credits, credits, 0 \
                  FROM task_freezes WHERE account_id = $1 AND payment_id = $2",
                 )
                 .bind(c.account_id.as_str())
                 .bind(payment_id)
+                // Recoveries are the liens' books, not the payment's own (`Movement::in_payment_books`).
+                .bind(format!("{RECOVERY_PREFIX}%"))
                 .fetch_all(&mut **tx)
                 .await?
                 .iter()
