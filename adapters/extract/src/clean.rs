@@ -279,6 +279,11 @@ fn looks_like_boilerplate(node: &NodeRef) -> bool {
     link_chars(node) as f64 >= LINK_DENSE * chars as f64
 }
 
+/// An element named by a class or an id: the boxes the cleaning rules judge by their names.
+pub(crate) fn is_named(node: &NodeRef) -> bool {
+    node.is_element() && (node.has_attr("class") || node.has_attr("id"))
+}
+
 /// Characters of `node`'s link text (other than whitespace).
 pub(crate) fn link_chars(node: &NodeRef) -> usize {
     Selection::from(*node)
@@ -306,7 +311,7 @@ pub fn strip_boilerplate(doc: &Document) {
     };
     let mut candidates: Vec<NodeRef> = elements
         .iter()
-        .filter(|n| n.has_attr("class") || n.has_attr("id"))
+        .filter(|n| is_named(n))
         .filter(|n| is_boilerplate(n) || is_link_card(n) || is_named_box(n))
         .copied()
         .collect();

@@ -63,7 +63,7 @@ pub(crate) fn find(html: &str, page: &Document) -> Option<String> {
     }
     page.body()?
         .descendants_it()
-        .filter(|n| n.is_element() && (n.has_attr("class") || n.has_attr("id")))
+        .filter(crate::clean::is_named)
         .filter(|n| is_lead(n))
         .filter(|n| {
             dom_query::Selection::from(*n).select(MEDIA).is_empty()

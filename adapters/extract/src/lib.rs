@@ -3,6 +3,7 @@
 //! main content. Kept behind this adapter so the HTML parser can be swapped without touching
 //! services.
 
+mod article;
 mod breaks;
 mod clean;
 mod comments;

@@ -33,7 +33,7 @@ pub(crate) fn article(
     url: &str,
     read: impl Fn(Document, &str, usize) -> Option<Reading>,
 ) -> Option<Reading> {
-    let read_as_usual = |doc, url| read(doc, url, crate::reader::CHAR_THRESHOLD);
+    let read_as_usual = |doc, url| read(doc, url, crate::article::CHAR_THRESHOLD);
     let mut found = first;
     // The readers' comments taken for the article: read again without comment sections.
     if found

@@ -43,7 +43,7 @@ fn mostly_in(article: &Document, is_section: fn(&NodeRef) -> bool) -> bool {
     let total = text_chars(&body);
     let inside: usize = body
         .descendants_it()
-        .filter(|n| n.is_element() && (n.has_attr("class") || n.has_attr("id")))
+        .filter(crate::clean::is_named)
         .filter(|n| is_section(n))
         .filter(|n| !n.ancestors_it(None).any(|a| is_section(&a)))
         .map(|n| text_chars(&n))
