@@ -592,3 +592,73 @@ pub async fn a_write_off_during_another_payments_dispute_is_paid_back_by_its_rel
         );
     }
 }
+
+/// Payment A is disputed in full (its 1000 frozen) and 800 of payment B's credits are spent;
+/// then B is disputed in full and A's dispute is won, in either order. Disputed first, B
+/// freezes the 200 that are spendable and lacks 800: a re-freeze lien on A's frozen credits,
+/// which A's release freezes again for B (a `dispute_freeze` receipt of B's, in its books).
+/// Both orders hold 200 spendable and 1000 frozen while B's dispute is open, and end alike
+/// when it closes, won or lost. Before the re-freeze, B's dispute held 200 frozen in one order
+/// and 1000 in the other.
+pub async fn a_dispute_short_beside_another_frozen_one_is_frozen_again_by_its_release(b: &Backend) {
+    for (won, disputed_first) in [(true, true), (true, false), (false, true), (false, false)] {
+        let (account, payments) = bought(
+            b,
+            &format!("refreeze-{won}-{disputed_first}@example.com"),
+            2,
+        )
+        .await;
+        let (a, bee) = (&payments[0], &payments[1]);
+        b.billing
+            .apply_payment_event(&event(opened(a)))
+            .await
+            .unwrap();
+        let task = started(b, &account, 800).await;
+        settled(b, &task, true).await;
+        assert_eq!(books(b, &account).await, (200, 1000), "{}", b.name);
+        let mut events = vec![event(opened(bee)), event(closed(a, true))];
+        if !disputed_first {
+            events.reverse();
+        }
+        for e in &events {
+            b.billing.apply_payment_event(e).await.unwrap();
+        }
+        let case = format!("{}: won {won}, disputed first {disputed_first}", b.name);
+        assert_eq!(books(b, &account).await, (200, 1000), "{case}");
+        let receipts = b.billing.receipts(&account, 100).await.unwrap();
+        let refrozen: Vec<_> = receipts
+            .iter()
+            .filter(|r| r.reference.contains(":refreeze:"))
+            .map(|r| {
+                (
+                    r.kind,
+                    r.payment_id.as_deref(),
+                    r.spendable_delta,
+                    r.frozen_delta,
+                )
+            })
+            .collect();
+        let expected = if disputed_first {
+            vec![(ReceiptKind::DisputeFreeze, Some(bee.as_str()), -800, 800)]
+        } else {
+            Vec::new()
+        };
+        assert_eq!(refrozen, expected, "{case}");
+        // Every event again, as a provider redelivers them under new ids: nothing moves.
+        for e in &events {
+            let again = PaymentEvent {
+                webhook_id: format!("msg_{}", Ulid::new()),
+                ..e.clone()
+            };
+            b.billing.apply_payment_event(&again).await.unwrap();
+        }
+        assert_eq!(books(b, &account).await, (200, 1000), "{case}: again");
+        // B's dispute closes: won, its 1000 are spendable again; lost, they are gone.
+        b.billing
+            .apply_payment_event(&event(closed(bee, won)))
+            .await
+            .unwrap();
+        let end = if won { (1200, 0) } else { (200, 0) };
+        assert_eq!(books(b, &account).await, end, "{case}: closed");
+    }
+}

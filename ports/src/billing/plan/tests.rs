@@ -480,6 +480,7 @@ fn books(frozen: i64, open: Vec<Lien>) -> Liens {
     Liens {
         frozen,
         open,
+        frozen_of: Default::default(),
         at: DateTime::from_timestamp_millis(7).unwrap(),
     }
 }
@@ -739,3 +740,5 @@ proptest! {
         prop_assert_eq!((a.0, a.1), (b.0, b.1));
     }
 }
+
+mod refreeze;
