@@ -100,34 +100,9 @@ fn apply_facts(
                 .map(|(_, l)| l.clone())
                 .collect();
             oldest_first(&mut open);
-            // What each payment with a lien holds frozen: its liens are covered by the others'.
-            let frozen_of = open
-                .iter()
-                .map(|l| {
-                    let receipts: i64 = s
-                        .billing
-                        .receipts
-                        .iter()
-                        .filter(|r| {
-                            r.account_id == c.account_id
-                                && r.payment_id.as_deref() == Some(l.payment_id.as_str())
-                        })
-                        .map(|r| r.frozen_delta)
-                        .sum();
-                    let actions: i64 = s
-                        .billing
-                        .task_freezes
-                        .iter()
-                        .filter(|f| f.account_id == c.account_id && f.payment_id == l.payment_id)
-                        .map(|f| f.credits)
-                        .sum();
-                    (l.payment_id.clone(), receipts + actions)
-                })
-                .collect();
             Liens {
                 frozen: s.balances.get(&c.account_id).map_or(0, |b| b.frozen),
                 open,
-                frozen_of,
                 at: event.received_at,
             }
         }

@@ -226,7 +226,7 @@ pub(crate) fn receipt(r: &impl Columns) -> Result<Receipt, StoreError> {
     })
 }
 
-/// `reference, payment_id, kind, credits, since` of `dispute_liens`.
+/// `reference, payment_id, kind, credits, since` of `write_off_liens`.
 pub(crate) fn lien(r: &impl Columns) -> Result<Lien, StoreError> {
     Ok(Lien {
         reference: r.text("reference")?,

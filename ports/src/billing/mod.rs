@@ -463,9 +463,8 @@ pub struct Movement {
     /// store spreads it over them (`ledger::spread_owed`), and each pays its share from its
     /// credits if it fails.
     pub owed_delta: i64,
-    /// A lien paid back (`liens.rs`): the payment it is of. Its receipt is that payment's. A
-    /// write-off's recovery stays out of that payment's books (the reference is `recovery:`);
-    /// a re-freeze is in them (the reference is `payment:`).
+    /// A recovery (`liens.rs`): the payment whose write-off it pays back. Its receipt is that
+    /// payment's, and it stays out of that payment's books (the reference is `recovery:`).
     pub of_payment: Option<String>,
     pub note: String,
 }

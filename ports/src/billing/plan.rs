@@ -15,9 +15,7 @@
 //! each pays its share if it fails and gives its credits back (see `ledger::spread_owed`); the rest
 //! was spent. Likewise what open disputes should freeze but spendable cannot cover: the store
 //! keeps it as a claim on the credits in flight (`PaymentPlan::Moves::freeze_claim`), and what
-//! a failing action gives back is frozen for it. Both shortfalls, where other payments'
-//! disputes hold credits frozen, are liens on those credits (`liens.rs`): what a release of
-//! theirs would have let the refund take or the dispute freeze, had it come first.
+//! a failing action gives back is frozen for it.
 
 use std::collections::HashSet;
 
@@ -222,8 +220,6 @@ pub fn plan_payment(
         }
         let frozen_now = frozen + frozen_delta;
         let mut release = 0;
-        // What the open disputes should hold frozen and cannot: spendable ran short.
-        let mut short = 0;
         if frozen_now > frozen_t {
             release = frozen_now - frozen_t;
             frozen_delta -= release;
@@ -234,14 +230,8 @@ pub fn plan_payment(
             frozen_delta += freeze;
             spendable_delta -= freeze;
             moved += freeze;
-            short = frozen_t - frozen_now - freeze;
         }
-        // Of that, what the actions in flight may give back is the claim (`freeze_claim`);
-        // the rest another dispute's release re-freezes (`liens.rs`). Never both: the claim
-        // is at most `unclaimed`.
-        let refreeze = (short - (unclaimed - owed_delta).max(0)).max(0);
         if spendable_delta == 0 && frozen_delta == 0 && shortfall == 0 {
-            liens.refreeze(payment_id, reference, refreeze, frozen);
             continue;
         }
         owned += spendable_delta + frozen_delta - shortfall;
@@ -249,22 +239,11 @@ pub fn plan_payment(
         spendable += spendable_delta;
         unclaimed -= owed_delta;
         liens.frozen += frozen_delta;
-        // A payment's own release never re-freezes for it: what it releases, its disputes no
-        // longer lack (`refreeze` is 0 then).
-        liens.hold_refreezes(payment_id, refreeze);
-        // Released credits pay back what was written off while they were frozen, and re-freeze
-        // what other disputes lack; what spendable cannot cover now, and no action in flight
-        // owes, other disputes' frozen credits may.
+        // Released credits pay back what was written off while they were frozen; what spendable
+        // cannot cover now, and no action in flight owes, other disputes' frozen credits may.
         let paid_back = liens.pay_back(release);
-        for (lien, credits) in &paid_back {
-            spendable -= credits;
-            if lien.refreezes() {
-                liens.frozen += credits;
-                *liens.frozen_of.entry(lien.payment_id.clone()).or_default() += credits;
-            }
-        }
         let spent = shortfall - owed_delta;
-        let recoverable = spent.min(liens.room(frozen));
+        let recoverable = spent.min(liens.frozen - liens.total()).max(0);
         if recoverable > 0 {
             liens.open.push(Lien {
                 reference: reference.clone(),
@@ -274,9 +253,7 @@ pub fn plan_payment(
                 since: liens.at,
             });
         }
-        // After the write-off's lien: a release would have paid the refund before the dispute.
-        liens.refreeze(payment_id, reference, refreeze, frozen);
-        liens.cap(payment_id, frozen);
+        liens.cap();
         let currency = &checkout.currency;
         let note = match (kind, fact) {
             (ReceiptKind::Purchase, _) => {
@@ -322,6 +299,7 @@ pub fn plan_payment(
             note,
         });
         for (lien, credits) in paid_back {
+            spendable -= credits;
             moves.push(recovery(&lien, credits, reference));
         }
     }
@@ -336,28 +314,9 @@ pub fn plan_payment(
 }
 
 /// The movement that pays `credits` of a lien back from what `released_by` released: a
-/// movement of the lien's payment. A write-off's recovery stays outside its own books (its
-/// reference is not `payment:`), as the credits it took back were its to take; a re-freeze is
-/// in them (its reference starts with the lien's, `payment:`), as its disputes hold it frozen
-/// and release or forfeit it when they close.
+/// movement of the lien's payment, outside its own books (its reference is not `payment:`),
+/// as the credits it took back were its to take.
 fn recovery(lien: &Lien, credits: i64, released_by: &str) -> Movement {
-    if lien.refreezes() {
-        return Movement {
-            kind: ReceiptKind::DisputeFreeze,
-            reference: format!("{}:{released_by}", lien.reference),
-            credits,
-            spendable_delta: -credits,
-            frozen_delta: credits,
-            shortfall: 0,
-            owed_delta: 0,
-            of_payment: Some(lien.payment_id.clone()),
-            note: format!(
-                "{credits} credits that {} could not freeze while another dispute held them \
-                 frozen, frozen as {released_by} released them",
-                lien.reference.trim_end_matches(":refreeze")
-            ),
-        };
-    }
     Movement {
         kind: lien.kind,
         reference: format!("{RECOVERY_PREFIX}{}:{released_by}", lien.reference),

@@ -1,7 +1,5 @@
-//! The account's liens (`svc_ports::billing::Liens`): read before a payment event is
-//! planned, and replaced by what the plan leaves (migrations 0033, 0034).
-
-use std::collections::BTreeMap;
+//! The account's write-off liens (`svc_ports::billing::Liens`): read before a payment event is
+//! planned, and replaced by what the plan leaves (migration 0033).
 
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
@@ -22,7 +20,7 @@ pub(super) async fn read(
     at: DateTime<Utc>,
 ) -> Result<Liens, sqlx::Error> {
     let open = sqlx::query(
-        "SELECT reference, payment_id, kind, credits, since FROM dispute_liens \
+        "SELECT reference, payment_id, kind, credits, since FROM write_off_liens \
          WHERE account_id = $1 ORDER BY since, reference",
     )
     .bind(account.as_str())
@@ -32,30 +30,7 @@ pub(super) async fn read(
     .map(rows::lien)
     .collect::<Result<Vec<_>, _>>()
     .map_err(undecodable)?;
-    // What each payment with a lien holds frozen: its liens are covered by the others' only.
-    let mut frozen_of = BTreeMap::new();
-    for l in &open {
-        if frozen_of.contains_key(&l.payment_id) {
-            continue;
-        }
-        let held: i64 = sqlx::query_scalar(
-            "SELECT (SELECT COALESCE(SUM(frozen_delta), 0)::BIGINT FROM receipts \
-                     WHERE account_id = $1 AND payment_id = $2) \
-                  + (SELECT COALESCE(SUM(credits), 0)::BIGINT FROM task_freezes \
-                     WHERE account_id = $1 AND payment_id = $2)",
-        )
-        .bind(account.as_str())
-        .bind(&l.payment_id)
-        .fetch_one(&mut *tx)
-        .await?;
-        frozen_of.insert(l.payment_id.clone(), held);
-    }
-    Ok(Liens {
-        frozen,
-        open,
-        frozen_of,
-        at,
-    })
+    Ok(Liens { frozen, open, at })
 }
 
 /// Puts `liens` in place of the account's.
@@ -64,13 +39,13 @@ pub(super) async fn keep(
     account: &AccountId,
     liens: &[Lien],
 ) -> Result<(), sqlx::Error> {
-    sqlx::query("DELETE FROM dispute_liens WHERE account_id = $1")
+    sqlx::query("DELETE FROM write_off_liens WHERE account_id = $1")
         .bind(account.as_str())
         .execute(&mut *tx)
         .await?;
     for l in liens {
         sqlx::query(
-            "INSERT INTO dispute_liens (account_id, reference, payment_id, kind, credits, since) \
+            "INSERT INTO write_off_liens (account_id, reference, payment_id, kind, credits, since) \
              VALUES ($1, $2, $3, $4, $5, $6)",
         )
         .bind(account.as_str())

@@ -480,7 +480,6 @@ fn books(frozen: i64, open: Vec<Lien>) -> Liens {
     Liens {
         frozen,
         open,
-        frozen_of: Default::default(),
         at: DateTime::from_timestamp_millis(7).unwrap(),
     }
 }
@@ -740,5 +739,3 @@ proptest! {
         prop_assert_eq!((a.0, a.1), (b.0, b.1));
     }
 }
-
-mod refreeze;
