@@ -19,6 +19,8 @@
 
 use std::collections::HashSet;
 
+use chrono::SubsecRound;
+
 use super::{
     AppliedMovement, CheckoutRecord, Movement, PaymentFact, RECOVERY_PREFIX, ReceiptKind,
     judge::judge_paid,
@@ -179,11 +181,21 @@ pub fn plan_payment(
     let steps = steps(paid, facts, payment_id);
     // The events whose movements are in `owned` and `frozen`; each new step joins them, so a
     // closing that arrives late is judged with the refunds already applied after its opening.
-    let mut included: Vec<&PaymentFact> = steps
-        .iter()
-        .filter(|s| done.contains(s.2.as_str()))
-        .map(|s| s.0)
-        .collect();
+    // A recorded closing was planned with its opening known (a closing follows its opening in
+    // `steps`), so the opening counts too, recorded or not. Without it, an opening that moved
+    // nothing (nothing was spendable) and is planned again saw a lost dispute's credits as
+    // owned once more: a review found a won dispute beside it releasing 300 credits it never
+    // froze, which paid another payment's lien, and the write-off counted twice.
+    let mut included: Vec<&PaymentFact> = Vec::new();
+    for (i, (fact, _, reference)) in steps.iter().enumerate() {
+        if !done.contains(reference.as_str()) {
+            continue;
+        }
+        if matches!(fact, PaymentFact::DisputeClosed { .. }) {
+            included.push(steps[i - 1].0);
+        }
+        included.push(fact);
+    }
     let mut new_step = false;
     for (fact, kind, reference) in &steps {
         if done.contains(reference.as_str()) {
@@ -250,7 +262,9 @@ pub fn plan_payment(
                 payment_id: payment_id.clone(),
                 kind: *kind,
                 credits: recoverable,
-                since: liens.at,
+                // To the millisecond, as the SQL stores keep it: liens made within one
+                // millisecond are paid back in reference order on every store.
+                since: liens.at.trunc_subsecs(3),
             });
         }
         liens.cap();

@@ -739,3 +739,4 @@ proptest! {
         prop_assert_eq!((a.0, a.1), (b.0, b.1));
     }
 }
+mod phantom;
