@@ -592,3 +592,54 @@ pub async fn a_write_off_during_another_payments_dispute_is_paid_back_by_its_rel
         );
     }
 }
+
+/// Three payments of 1000 credits: payment 3's dispute freezes 500, the rest is spent, and
+/// payment 2's refund of 540 (600 credits) writes off 600, 500 of them a lien on payment 3's
+/// frozen credits. Payment 1's disputes a and b open with nothing spendable, so they freeze
+/// nothing; b is lost (300 written off), then a is won. A froze nothing, so its close moves
+/// nothing; payment 3's release then pays payment 2's lien whole. The store re-planned a's
+/// opening without b's, saw b's 300 as owned again, released them on a's close and paid the
+/// lien with them: the account ended with 300 credits it never had.
+pub async fn a_dispute_that_froze_nothing_releases_nothing_when_won(b: &Backend) {
+    let (account, payments) = bought(b, "froze-nothing@example.com", 3).await;
+    let dispute = |p: usize, d: &str, amount| PaymentFact::DisputeOpened {
+        payment_id: payments[p].clone(),
+        dispute_id: d.into(),
+        amount,
+    };
+    let close = |p: usize, d: &str, won| PaymentFact::DisputeClosed {
+        payment_id: payments[p].clone(),
+        dispute_id: d.into(),
+        won,
+    };
+    let apply = |fact| async move { b.billing.apply_payment_event(&event(fact)).await.unwrap() };
+    apply(dispute(2, "dp_e", 450)).await;
+    for cost in [1000, 1000, 500] {
+        let task = started(b, &account, cost).await;
+        settled(b, &task, true).await;
+    }
+    assert_eq!(books(b, &account).await, (0, 500), "{}", b.name);
+    apply(refunded(&payments[1], "re_q", 540)).await;
+    apply(dispute(0, "dp_a", 270)).await;
+    apply(dispute(0, "dp_b", 270)).await;
+    apply(close(0, "dp_b", false)).await;
+    let won = apply(close(0, "dp_a", true)).await;
+    assert!(
+        matches!(won, EventOutcome::Acknowledged),
+        "{}: {won:?}",
+        b.name
+    );
+    assert_eq!(books(b, &account).await, (0, 500), "{}", b.name);
+    apply(close(2, "dp_e", true)).await;
+    assert_eq!(books(b, &account).await, (0, 0), "{}", b.name);
+    let written_off: i64 = b
+        .billing
+        .receipts(&account, 100)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|r| r.payment_id.as_deref() == Some(payments[0].as_str()))
+        .map(|r| r.shortfall)
+        .sum();
+    assert_eq!(written_off, 300, "{}", b.name);
+}

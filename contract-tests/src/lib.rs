@@ -252,6 +252,7 @@ macro_rules! contract_suite {
             a_refund_and_another_payments_dispute_share_the_failures,
             a_refund_during_a_dispute_takes_what_the_dispute_froze_once_the_rest_is_spent,
             a_write_off_during_another_payments_dispute_is_paid_back_by_its_release,
+            a_dispute_that_froze_nothing_releases_nothing_when_won,
             a_claim_ends_with_the_credits_in_flight_it_was_made_of,
             a_late_settlement_leaves_the_claims_alone,
             an_action_that_completes_shrinks_the_newest_claim_by_what_it_spent,
