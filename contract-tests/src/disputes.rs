@@ -541,11 +541,29 @@ pub async fn a_write_off_during_another_payments_dispute_is_paid_back_by_its_rel
         } else {
             events.extend([close, refund]);
         }
-        for e in &events[1..] {
-            b.billing.apply_payment_event(e).await.unwrap();
-        }
         let case = format!("{}: won {won}, refund first {refund_first}", b.name);
+        b.billing.apply_payment_event(&events[1]).await.unwrap();
+        // Refunded first, the write-off is a lien on the 1000 credits the dispute holds.
+        let liens: Vec<_> = (b.billing.liens(&account).await.unwrap().into_iter())
+            .map(|l| (l.reference, l.payment_id, l.kind, l.credits))
+            .collect();
+        let expected = if refund_first {
+            vec![(
+                format!("payment:{bee}:refund:re_1"),
+                bee.clone(),
+                ReceiptKind::RefundClawback,
+                1000,
+            )]
+        } else {
+            Vec::new()
+        };
+        assert_eq!(liens, expected, "{case}");
+        b.billing.apply_payment_event(&events[2]).await.unwrap();
         assert_eq!(books(b, &account).await, (0, 0), "{case}");
+        assert!(
+            b.billing.liens(&account).await.unwrap().is_empty(),
+            "{case}"
+        );
         let receipts = b.billing.receipts(&account, 100).await.unwrap();
         let recoveries: Vec<_> = receipts
             .iter()

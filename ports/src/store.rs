@@ -599,6 +599,10 @@ pub trait BillingStore: Send + Sync {
     /// tasks), newest first, at most `limit`.
     async fn receipts(&self, account: &AccountId, limit: u32) -> Result<Vec<Receipt>, StoreError>;
 
+    /// The account's open write-off liens (`billing::Lien`), oldest first, as the next payment
+    /// event is planned with them: what other disputes' releases still pay back.
+    async fn liens(&self, account: &AccountId) -> Result<Vec<crate::billing::Lien>, StoreError>;
+
     async fn insert_handoff(&self, handoff: &CheckoutHandoff) -> Result<(), BillingError>;
 
     /// A handoff as it stands, without taking it, and whether it was taken; `None` for an

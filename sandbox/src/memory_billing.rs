@@ -91,21 +91,11 @@ fn apply_facts(
             .and_then(|r| r.payment_id.clone())
     });
     let liens = match payment_checkout(facts, &checkouts) {
-        Some(c) => {
-            let mut open: Vec<Lien> = s
-                .billing
-                .liens
-                .iter()
-                .filter(|(a, _)| a == &c.account_id)
-                .map(|(_, l)| l.clone())
-                .collect();
-            oldest_first(&mut open);
-            Liens {
-                frozen: s.balances.get(&c.account_id).map_or(0, |b| b.frozen),
-                open,
-                at: event.received_at,
-            }
-        }
+        Some(c) => Liens {
+            frozen: s.balances.get(&c.account_id).map_or(0, |b| b.frozen),
+            open: open_liens(s, &c.account_id),
+            at: event.received_at,
+        },
         None => Liens::none(event.received_at),
     };
     let (checkout, moves, freeze_claim, liens) = match plan_payment(
@@ -204,6 +194,19 @@ pub(crate) fn cap_claims(s: &mut State, account: &AccountId) {
             None => false,
         }
     });
+}
+
+/// The account's open liens, oldest first.
+fn open_liens(s: &State, account: &AccountId) -> Vec<Lien> {
+    let mut open: Vec<Lien> = s
+        .billing
+        .liens
+        .iter()
+        .filter(|(a, _)| a == account)
+        .map(|(_, l)| l.clone())
+        .collect();
+    oldest_first(&mut open);
+    open
 }
 
 /// The account's tasks in flight, oldest first.
@@ -382,6 +385,10 @@ impl BillingStore for MemoryStore {
             status: outcome.status().to_owned(),
         });
         Ok(outcome)
+    }
+
+    async fn liens(&self, account: &AccountId) -> Result<Vec<Lien>, StoreError> {
+        Ok(open_liens(&self.lock(), account))
     }
 
     async fn receipts(&self, account: &AccountId, limit: u32) -> Result<Vec<Receipt>, StoreError> {

@@ -166,6 +166,17 @@ pub fn plan_payment(
         ));
     }
 
+    // An event the credited payment already has (a redelivery under a new id) plans nothing:
+    // planned again, a step that moved nothing would freeze credits that arrived since, so
+    // that the books would depend on how often the provider said it.
+    if applied.iter().any(|a| a.reference == purchase) && redelivered(facts) {
+        return PaymentPlan::Moves {
+            checkout: Box::new(checkout.clone()),
+            moves: Vec::new(),
+            freeze_claim: None,
+            liens: None,
+        };
+    }
     let done: HashSet<&str> = applied.iter().map(|a| a.reference.as_str()).collect();
     // What was applied: credits of this payment still with the customer, and frozen ones.
     let mut owned: i64 = applied
@@ -324,6 +335,34 @@ pub fn plan_payment(
         moves,
         freeze_claim,
         liens: (liens.open != liens_before).then_some(liens.open),
+    }
+}
+
+/// Whether the newest of `facts` says again what an earlier one said: the same refund, dispute
+/// opening or closing, or the payment (asked once it was credited: its first valid payment
+/// event was planned, and a later one naming another checkout is refused before this).
+fn redelivered(facts: &[PaymentFact]) -> bool {
+    let Some((newest, earlier)) = facts.split_last() else {
+        return false;
+    };
+    let same = |f: &PaymentFact| match (f, newest) {
+        (
+            PaymentFact::Refunded { refund_id: a, .. },
+            PaymentFact::Refunded { refund_id: b, .. },
+        ) => a == b,
+        (
+            PaymentFact::DisputeOpened { dispute_id: a, .. },
+            PaymentFact::DisputeOpened { dispute_id: b, .. },
+        )
+        | (
+            PaymentFact::DisputeClosed { dispute_id: a, .. },
+            PaymentFact::DisputeClosed { dispute_id: b, .. },
+        ) => a == b,
+        _ => false,
+    };
+    match newest {
+        PaymentFact::Paid { .. } => true,
+        _ => earlier.iter().any(same),
     }
 }
 

@@ -19,9 +19,18 @@ pub(super) async fn read(
     frozen: i64,
     at: DateTime<Utc>,
 ) -> Result<Liens, sqlx::Error> {
+    let open = open(tx, account).await?;
+    Ok(Liens { frozen, open, at })
+}
+
+/// The account's open liens, oldest first.
+pub(super) async fn open(
+    tx: &mut PgConnection,
+    account: &AccountId,
+) -> Result<Vec<Lien>, sqlx::Error> {
     // References compare byte by byte (`COLLATE "C"`), as the plan and the other stores do:
     // liens made within one millisecond are paid back in the same order everywhere.
-    let open = sqlx::query(
+    sqlx::query(
         "SELECT reference, payment_id, kind, credits, since FROM write_off_liens \
          WHERE account_id = $1 ORDER BY since, reference COLLATE \"C\"",
     )
@@ -31,8 +40,7 @@ pub(super) async fn read(
     .iter()
     .map(rows::lien)
     .collect::<Result<Vec<_>, _>>()
-    .map_err(undecodable)?;
-    Ok(Liens { frozen, open, at })
+    .map_err(undecodable)
 }
 
 /// Puts `liens` in place of the account's.

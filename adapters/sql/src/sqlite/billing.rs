@@ -464,6 +464,20 @@ impl BillingStore for SqliteStore {
         ))
     }
 
+    async fn liens(
+        &self,
+        account: &AccountId,
+    ) -> Result<Vec<svc_ports::billing::Lien>, StoreError> {
+        let mut conn = self
+            .pool
+            .acquire()
+            .await
+            .map_err(|e| backend(e, "reading liens"))?;
+        liens::open(&mut conn, account)
+            .await
+            .map_err(|e| backend(e, "reading liens"))
+    }
+
     async fn receipts(&self, account: &AccountId, limit: u32) -> Result<Vec<Receipt>, StoreError> {
         let mut out = sqlx::query(
             "SELECT id, account_id, kind, credits, spendable_delta, frozen_delta, shortfall, \

@@ -18,7 +18,16 @@ pub(super) async fn read(
     frozen: i64,
     at: DateTime<Utc>,
 ) -> Result<Liens, sqlx::Error> {
-    let open = sqlx::query(
+    let open = open(tx, account).await?;
+    Ok(Liens { frozen, open, at })
+}
+
+/// The account's open liens, oldest first.
+pub(super) async fn open(
+    tx: &mut SqliteConnection,
+    account: &AccountId,
+) -> Result<Vec<Lien>, sqlx::Error> {
+    sqlx::query(
         "SELECT reference, payment_id, kind, credits, since FROM write_off_liens \
          WHERE account_id = $1 ORDER BY since, reference",
     )
@@ -28,8 +37,7 @@ pub(super) async fn read(
     .iter()
     .map(rows::lien)
     .collect::<Result<Vec<_>, _>>()
-    .map_err(undecodable)?;
-    Ok(Liens { frozen, open, at })
+    .map_err(undecodable)
 }
 
 /// Puts `liens` in place of the account's.

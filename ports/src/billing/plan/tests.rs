@@ -740,3 +740,4 @@ proptest! {
     }
 }
 mod phantom;
+mod redelivered;
