@@ -496,6 +496,15 @@ pub fn money_model_property(make: impl Fn() -> BackendFuture) {
 mod tests {
     use super::*;
 
+    /// The index a deterministic runner draws first: the same pair is swapped on every run.
+    fn first_pick() -> prop::sample::Index {
+        use proptest::strategy::ValueTree;
+        any::<prop::sample::Index>()
+            .new_tree(&mut proptest::test_runner::TestRunner::deterministic())
+            .unwrap()
+            .current()
+    }
+
     /// The case the order property exists for: payment 0 fully disputed, payment 1's credits
     /// spent, payment 1 refunded and payment 0's dispute won, in either order.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -514,11 +523,7 @@ mod tests {
             Step::Close(0, 0),
         ];
         // The one pair to swap: the refund and the close.
-        use proptest::strategy::ValueTree;
-        let pick = any::<prop::sample::Index>()
-            .new_tree(&mut proptest::test_runner::TestRunner::deterministic())
-            .unwrap()
-            .current();
+        let pick = first_pick();
         run_swapped(&b, world, 0, steps, Vec::new(), pick)
             .await
             .unwrap();
@@ -599,11 +604,7 @@ mod tests {
         assert!(alike((0, 673, 1327, 0), (1, 671, 1328, 0)));
         // Spent from, the split is no longer one of spendable alike.
         assert!(!alike((0, 673, 1327, 0), (1, 671, 1327, 0)));
-        use proptest::strategy::ValueTree;
-        let pick = any::<prop::sample::Index>()
-            .new_tree(&mut proptest::test_runner::TestRunner::deterministic())
-            .unwrap()
-            .current();
+        let pick = first_pick();
         run_swapped(&b, world, 0, steps, Vec::new(), pick)
             .await
             .unwrap();
@@ -680,11 +681,7 @@ mod tests {
         let other = run_case(&b, world, 118, swapped, Vec::new()).await.unwrap();
         assert_eq!((one.steps[12], one.liens[12]), ((456, 0, 0), 0));
         assert_eq!((other.steps[12], other.liens[12]), ((0, 507, 0), 51));
-        use proptest::strategy::ValueTree;
-        let pick = any::<prop::sample::Index>()
-            .new_tree(&mut proptest::test_runner::TestRunner::deterministic())
-            .unwrap()
-            .current();
+        let pick = first_pick();
         // And as the property plays it (it may pick the last two events instead).
         run_swapped(&b, world, 118, steps, Vec::new(), pick)
             .await

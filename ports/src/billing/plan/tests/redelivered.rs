@@ -23,11 +23,18 @@ fn a_dispute_opening_delivered_again_freezes_nothing_that_arrived_since() {
     let c = checkout();
     let facts = [paid(&c), opened("dp_1", 450)];
     // Opened with everything spent: nothing frozen, nothing recorded.
-    let first = plan_payment(&facts, &[c.clone()], &[purchase()], 0, 0, None);
+    let first = plan_payment(&facts, std::slice::from_ref(&c), &[purchase()], 0, 0, None);
     assert_eq!(moves(first), []);
     // The same opening again, with 1000 credits of another payment spendable.
     let again = [paid(&c), opened("dp_1", 450), opened("dp_1", 450)];
-    let plan = plan_payment(&again, &[c.clone()], &[purchase()], 1000, 0, None);
+    let plan = plan_payment(
+        &again,
+        std::slice::from_ref(&c),
+        &[purchase()],
+        1000,
+        0,
+        None,
+    );
     assert_eq!(moves(plan.clone()), []);
     let PaymentPlan::Moves {
         freeze_claim,
@@ -42,7 +49,14 @@ fn a_dispute_opening_delivered_again_freezes_nothing_that_arrived_since() {
     // A new event of the payment is planned, and the opening with it (the rule of a step
     // without a receipt): the refund takes its share and the dispute freezes its own.
     let refunded = [paid(&c), opened("dp_1", 450), refund("re_1", 90)];
-    let plan = plan_payment(&refunded, &[c.clone()], &[purchase()], 1000, 0, None);
+    let plan = plan_payment(
+        &refunded,
+        std::slice::from_ref(&c),
+        &[purchase()],
+        1000,
+        0,
+        None,
+    );
     assert_eq!(moves(plan), [(-500, 500), (-100, 0)]);
 }
 
@@ -50,11 +64,18 @@ fn a_dispute_opening_delivered_again_freezes_nothing_that_arrived_since() {
 fn the_payment_announced_again_plans_nothing_once_credited() {
     let c = checkout();
     let facts = [paid(&c), opened("dp_1", 450), paid(&c)];
-    let plan = plan_payment(&facts, &[c.clone()], &[purchase()], 1000, 0, None);
+    let plan = plan_payment(
+        &facts,
+        std::slice::from_ref(&c),
+        &[purchase()],
+        1000,
+        0,
+        None,
+    );
     assert_eq!(moves(plan), []);
     // Not yet credited (the first announcement came before its checkout was known), the
     // second one credits it.
-    let plan = plan_payment(&facts, &[c.clone()], &[], 0, 0, None);
+    let plan = plan_payment(&facts, std::slice::from_ref(&c), &[], 0, 0, None);
     assert_eq!(moves(plan), [(1000, 0), (-500, 500)]);
 }
 
@@ -75,7 +96,7 @@ fn a_refund_or_closing_delivered_again_plans_nothing() {
         refund("re_1", 90),
         refund("re_1", 90),
     ];
-    let plan = plan_payment(&facts, &[c.clone()], &applied, 1000, 0, None);
+    let plan = plan_payment(&facts, std::slice::from_ref(&c), &applied, 1000, 0, None);
     assert_eq!(moves(plan), []);
     let closed = super::closed("dp_2", true);
     let facts = [
@@ -85,6 +106,13 @@ fn a_refund_or_closing_delivered_again_plans_nothing() {
         closed.clone(),
         closed,
     ];
-    let plan = plan_payment(&facts, &[c.clone()], &[purchase()], 1000, 0, None);
+    let plan = plan_payment(
+        &facts,
+        std::slice::from_ref(&c),
+        &[purchase()],
+        1000,
+        0,
+        None,
+    );
     assert_eq!(moves(plan), []);
 }
